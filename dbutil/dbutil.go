@@ -1,0 +1,226 @@
+// Package dbutil opens parley's database (embedded SQLite or PostgreSQL) and
+// provides the small transaction and dialect helpers the domain stores share.
+// Code above the stores never imports a driver; it sees only *DB.
+package dbutil
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Dialect names the SQL engine behind a DB.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Options says which database to open and how.
+type Options struct {
+	// URL is a postgres:// or postgresql:// URL, or a SQLite file path
+	// (optionally prefixed with "file:" or "sqlite:").
+	URL string
+	// Synchronous is SQLite's synchronous level: "full" (default) or "normal".
+	Synchronous string
+	// BusyTimeout is how long SQLite waits for a lock held by another
+	// process before giving up. Default 5s.
+	BusyTimeout time.Duration
+	// MaxConns caps the PostgreSQL pool. Default 10.
+	MaxConns int
+	// ReadConns is the number of SQLite reader connections. Default 4.
+	ReadConns int
+}
+
+// DB is an open database. On SQLite, writes go through one connection (the
+// single writer WAL wants) and reads through a small pool of read-only
+// connections, so readers never wait for a writer. On PostgreSQL both are
+// the same pool.
+type DB struct {
+	Dialect Dialect
+	write   *sql.DB
+	read    *sql.DB
+	pool    *pgxpool.Pool
+	path    string
+}
+
+// EngineOf reports which engine a database URL selects.
+func EngineOf(rawURL string) Dialect {
+	lower := strings.ToLower(rawURL)
+	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
+		return Postgres
+	}
+	return SQLite
+}
+
+// Open opens the database named by opts and checks that it answers.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	if opts.URL == "" {
+		return nil, errors.New("open database: database.url is empty; set it to a SQLite path such as data/parley.db or a postgres:// URL")
+	}
+	if EngineOf(opts.URL) == Postgres {
+		return openPostgres(ctx, opts)
+	}
+	return openSQLite(ctx, opts)
+}
+
+func openSQLite(ctx context.Context, opts Options) (*DB, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(opts.URL, "sqlite:"), "file:")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	sync := strings.ToUpper(opts.Synchronous)
+	switch sync {
+	case "":
+		sync = "FULL"
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("open sqlite: synchronous %q is not supported; use full or normal", opts.Synchronous)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open sqlite: create directory for %s: %w", path, err)
+		}
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
+		"_pragma": {
+			"foreign_keys(1)",
+			"journal_mode(WAL)",
+			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
+			"synchronous(" + sync + ")",
+		},
+	}.Encode()
+
+	write, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+
+	read, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
+	}
+	n := opts.ReadConns
+	if n <= 0 {
+		n = 4
+	}
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	read.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{Dialect: SQLite, write: write, read: read, path: path}, nil
+}
+
+func openPostgres(ctx context.Context, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		// pgx's parse errors can quote the URL; never echo it.
+		return nil, errors.New("open postgres: database.url is not a valid postgres URL; the form is postgres://user:password@host:5432/dbname?sslmode=disable")
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = int32(opts.MaxConns)
+	} else {
+		cfg.MaxConns = 10
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres %s: %w", describe(cfg), err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to postgres %s: %w (is the server running and database.url right?)", describe(cfg), err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	return &DB{Dialect: Postgres, write: db, read: db, pool: pool}, nil
+}
+
+// describe names a Postgres target without its password.
+func describe(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+}
+
+// Writer is the handle for writes and read-modify-write transactions.
+func (d *DB) Writer() *sql.DB { return d.write }
+
+// Reader is the handle for plain reads. On SQLite it is read-only.
+func (d *DB) Reader() *sql.DB { return d.read }
+
+// Path is the SQLite file path, or "" on PostgreSQL.
+func (d *DB) Path() string { return d.path }
+
+// Close closes every handle.
+func (d *DB) Close() error {
+	var errs []error
+	if d.read != d.write {
+		errs = append(errs, d.read.Close())
+	}
+	errs = append(errs, d.write.Close())
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// Tx runs fn in a write transaction, committing when it returns nil and
+// rolling back otherwise. Keep fn short: never call a model inside it.
+func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
+}
+
+// Millis converts a time to the stored form: integer Unix milliseconds.
+func Millis(t time.Time) int64 { return t.UnixMilli() }
+
+// Time converts stored Unix milliseconds back to a UTC time.
+func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// NullTime converts a nullable stored time; NULL becomes the zero time.
+func NullTime(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return Time(ms.Int64)
+}
+
+// NullMillis is the stored form of an optional time: the zero time is NULL.
+func NullMillis(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
