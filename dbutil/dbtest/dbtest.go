@@ -49,6 +49,16 @@ func Each(t *testing.T, fn func(t *testing.T, open Opener)) {
 	}
 }
 
+// RequirePostgres skips the test, with SkipMessage, unless the PostgreSQL
+// tests are enabled. Call it at the top of a Postgres-only test so the skip
+// is reported once rather than per subtest.
+func RequirePostgres(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvPostgres) == "" {
+		t.Skip(SkipMessage)
+	}
+}
+
 // SQLite opens a migrated database in a fresh temporary file.
 func SQLite(t testing.TB) *dbutil.DB { return migrate(t, RawSQLite(t)) }
 

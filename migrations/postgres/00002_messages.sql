@@ -18,7 +18,7 @@ CREATE TABLE messages (
     UNIQUE (session_id, seq)
 );
 -- The latest summary is the live context's checkpoint.
-CREATE INDEX messages_summaries ON messages (session_id, seq) WHERE summary;
+CREATE INDEX messages_summaries ON messages (session_id, seq) WHERE summary = TRUE;
 
 CREATE TABLE message_archive (
     id             TEXT PRIMARY KEY,

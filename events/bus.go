@@ -1,0 +1,132 @@
+// Package events is parley's in-process event bus. Producers publish after
+// their change is committed; each subscriber pulls from a queue of its own,
+// so a slow subscriber neither blocks a producer nor loses an event.
+package events
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Type names an event, dot-separated: "session.created".
+type Type string
+
+// Event is one thing that happened.
+type Event struct {
+	Type      Type
+	SessionID string
+	At        time.Time
+	Data      any
+}
+
+// Bus fans events out to subscribers. The zero value is not usable; call New.
+type Bus struct {
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// New returns an empty bus.
+func New() *Bus { return &Bus{subs: make(map[*Subscription]struct{})} }
+
+// Subscription receives the events of the types it asked for (all, when it
+// named none), in publish order.
+type Subscription struct {
+	bus    *Bus
+	types  map[Type]bool
+	mu     sync.Mutex
+	queue  []Event
+	ready  chan struct{} // holds a token while queue is non-empty
+	closed chan struct{}
+	once   sync.Once
+}
+
+// Subscribe starts a subscription. Close it when done.
+func (b *Bus) Subscribe(types ...Type) *Subscription {
+	s := &Subscription{
+		bus:    b,
+		ready:  make(chan struct{}, 1),
+		closed: make(chan struct{}),
+	}
+	if len(types) > 0 {
+		s.types = make(map[Type]bool, len(types))
+		for _, t := range types {
+			s.types[t] = true
+		}
+	}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Publish queues e for every matching subscriber. It never blocks. A nil
+// bus drops the event, so producers need no nil checks.
+func (b *Bus) Publish(e Event) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if s.types == nil || s.types[e.Type] {
+			s.push(e)
+		}
+	}
+}
+
+func (s *Subscription) push(e Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, e)
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next event, waiting until one arrives, ctx ends or the
+// subscription is closed (then it returns ErrClosed).
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			e := s.queue[0]
+			s.queue[0] = Event{}
+			s.queue = s.queue[1:]
+			if len(s.queue) > 0 {
+				select {
+				case s.ready <- struct{}{}:
+				default:
+				}
+			}
+			s.mu.Unlock()
+			return e, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.ready:
+		case <-s.closed:
+			return Event{}, ErrClosed
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+// Pending reports how many events wait to be read.
+func (s *Subscription) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Close ends the subscription; queued events are dropped.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.bus.mu.Lock()
+		delete(s.bus.subs, s)
+		s.bus.mu.Unlock()
+		close(s.closed)
+	})
+}

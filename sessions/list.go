@@ -1,0 +1,153 @@
+package sessions
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/events"
+)
+
+// MaxPageSize is the largest page List returns.
+const MaxPageSize = 200
+
+const (
+	// Newest first: ids are UUIDv7, so id order is creation order.
+	listSessionsQuery = `SELECT ` + sessionColumns + ` FROM sessions
+	WHERE ($1 = '' OR id < $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR surface = $3) AND ($4 = '' OR agent_id = $4)
+	ORDER BY id DESC
+	LIMIT $5`
+
+	renameSessionQuery = `UPDATE sessions SET title = $2, updated_at = $3 WHERE id = $1`
+
+	deleteSessionQuery = `DELETE FROM sessions WHERE id = $1`
+)
+
+// ListOptions filters and pages a session listing.
+type ListOptions struct {
+	// Limit is the page size, 1 to MaxPageSize.
+	Limit int
+	// Cursor is the Next of the previous page; empty for the first page.
+	Cursor  string
+	Status  Status
+	Surface string
+	AgentID string
+}
+
+// Page is one page of sessions. Next is empty on the last page.
+type Page struct {
+	Sessions []Session `json:"sessions"`
+	Next     string    `json:"next_cursor,omitempty"`
+}
+
+const cursorPrefix = "s1:"
+
+func encodeCursor(id ID) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + string(id)))
+}
+
+func decodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return "", ErrBadCursor
+	}
+	id := strings.TrimPrefix(string(b), cursorPrefix)
+	if _, err := uuid.Parse(id); err != nil {
+		return "", ErrBadCursor
+	}
+	return id, nil
+}
+
+// List implements Store.
+func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
+	if opts.Limit < 1 || opts.Limit > MaxPageSize {
+		return Page{}, fmt.Errorf("%w: %d; use 1 to %d", ErrBadLimit, opts.Limit, MaxPageSize)
+	}
+	after, err := decodeCursor(opts.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	switch opts.Status {
+	case "", StatusActive, StatusArchived:
+	default:
+		return Page{}, fmt.Errorf("unknown status %q: use active or archived", opts.Status)
+	}
+	// One extra row tells whether another page follows.
+	rows, err := s.db.Reader().QueryContext(ctx, listSessionsQuery, after, string(opts.Status), opts.Surface,
+		opts.AgentID, opts.Limit+1)
+	if err != nil {
+		return Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var page Page
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return Page{}, fmt.Errorf("list sessions: %w", err)
+		}
+		page.Sessions = append(page.Sessions, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	if len(page.Sessions) > opts.Limit {
+		page.Sessions = page.Sessions[:opts.Limit]
+		page.Next = encodeCursor(page.Sessions[opts.Limit-1].ID)
+	}
+	return page, nil
+}
+
+// Session implements Store.
+func (s *SQLStore) Session(ctx context.Context, id ID) (Session, error) {
+	sess, err := scanSession(s.db.Reader().QueryRowContext(ctx, sessionByIDQuery, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return sess, nil
+}
+
+// Rename implements Store.
+func (s *SQLStore) Rename(ctx context.Context, id ID, title string) error {
+	res, err := s.db.Writer().ExecContext(ctx, renameSessionQuery, id, title, dbutil.Millis(s.now()))
+	if err != nil {
+		return fmt.Errorf("rename session %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("rename session %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// Delete implements Store.
+func (s *SQLStore) Delete(ctx context.Context, id ID) error {
+	sess, err := s.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	res, err := s.db.Writer().ExecContext(ctx, deleteSessionQuery, id)
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	s.bus.Publish(events.Event{Type: EventSessionDeleted, SessionID: string(id), At: s.now(),
+		Data: SessionDeleted{ID: id, Key: sess.Key}})
+	return nil
+}

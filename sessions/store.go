@@ -1,0 +1,311 @@
+package sessions
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/events"
+)
+
+// Store keeps sessions and their messages.
+type Store interface {
+	// Resolve returns the active session for key, creating it when there is
+	// none, or archiving it and creating a new one when policy says it is
+	// stale. isNew reports whether the returned session was just created.
+	Resolve(ctx context.Context, key Key, policy Policy) (s Session, isNew bool, err error)
+	// Reset archives key's active session, if any, and starts a new one.
+	Reset(ctx context.Context, key Key) (Session, error)
+	// Active returns key's active session, or ErrNotFound.
+	Active(ctx context.Context, key Key) (Session, error)
+	// Session returns a session, active or archived, by id.
+	Session(ctx context.Context, id ID) (Session, error)
+	// List pages through sessions, newest first.
+	List(ctx context.Context, opts ListOptions) (Page, error)
+	// Rename sets a session's title.
+	Rename(ctx context.Context, id ID, title string) error
+	// Delete removes a session and all its messages, archived ones included.
+	Delete(ctx context.Context, id ID) error
+	// Append adds a message at the end of a session's log and updates the
+	// session's rollups in the same transaction.
+	Append(ctx context.Context, id ID, m Message) (Message, error)
+	// Messages returns the live context, or with opts the full history.
+	Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error)
+}
+
+// SQLStore is the Store on SQLite or PostgreSQL.
+type SQLStore struct {
+	db  *dbutil.DB
+	bus *events.Bus
+	log *slog.Logger
+	now func() time.Time
+}
+
+var _ Store = (*SQLStore)(nil)
+
+// Option configures a SQLStore.
+type Option func(*SQLStore)
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(s *SQLStore) { s.now = now } }
+
+// WithBus publishes lifecycle events on bus.
+func WithBus(bus *events.Bus) Option { return func(s *SQLStore) { s.bus = bus } }
+
+// WithLogger sets the logger.
+func WithLogger(log *slog.Logger) Option { return func(s *SQLStore) { s.log = log } }
+
+// NewStore returns a Store on a migrated database.
+func NewStore(db *dbutil.DB, opts ...Option) *SQLStore {
+	s := &SQLStore{db: db, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+const sessionColumns = `id, user_id, workspace_id, agent_id, surface, surface_id, status, title,
+	parent_id, parent_message_id, metadata, reset_reason, last_active_at, archived_at, created_at,
+	updated_at, message_count, last_seq, token_count, prompt_tokens, completion_tokens,
+	reasoning_tokens, cache_read, cache_write, cost_usd, compaction_summary`
+
+const (
+	activeSessionQuery = `SELECT ` + sessionColumns + ` FROM sessions
+	WHERE surface = $1 AND surface_id = $2 AND agent_id = $3 AND user_id = $4 AND workspace_id = $5
+	AND status = 'active'`
+
+	sessionByIDQuery = `SELECT ` + sessionColumns + ` FROM sessions WHERE id = $1`
+
+	insertSessionQuery = `INSERT INTO sessions
+	(id, user_id, workspace_id, agent_id, surface, surface_id, status, last_active_at, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, 'active', $7, $7, $7)
+	ON CONFLICT DO NOTHING`
+
+	// Archives only if nobody touched the session since it was judged stale.
+	archiveStaleSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $3, updated_at = $3, reset_reason = $4
+	WHERE id = $1 AND status = 'active' AND last_active_at = $2`
+
+	archiveActiveSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $6, updated_at = $6, reset_reason = $7
+	WHERE surface = $1 AND surface_id = $2 AND agent_id = $3 AND user_id = $4 AND workspace_id = $5
+	AND status = 'active'
+	RETURNING id`
+)
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanSession(r rowScanner) (Session, error) {
+	var (
+		s                   Session
+		parentID, parentMsg sql.NullString
+		metadata            string
+		lastActive, created int64
+		updated             int64
+		archived            sql.NullInt64
+	)
+	err := r.Scan(&s.ID, &s.Key.UserID, &s.Key.WorkspaceID, &s.Key.AgentID, &s.Key.Surface, &s.Key.SurfaceID,
+		&s.Status, &s.Title, &parentID, &parentMsg, &metadata, &s.ResetReason, &lastActive, &archived, &created,
+		&updated, &s.MessageCount, &s.LastSeq, &s.Rollup.TokenCount, &s.Rollup.PromptTokens,
+		&s.Rollup.CompletionTokens, &s.Rollup.ReasoningTokens, &s.Rollup.CacheRead, &s.Rollup.CacheWrite,
+		&s.Rollup.CostUSD, &s.CompactionSummary)
+	if err != nil {
+		return Session{}, err
+	}
+	s.ParentID, s.ParentMessageID = ID(parentID.String), MessageID(parentMsg.String)
+	s.Metadata = []byte(metadata)
+	s.LastActiveAt, s.CreatedAt, s.UpdatedAt = dbutil.Time(lastActive), dbutil.Time(created), dbutil.Time(updated)
+	s.ArchivedAt = dbutil.NullTime(archived)
+	return s, nil
+}
+
+func newID() (string, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("generate id: %w", err)
+	}
+	return u.String(), nil
+}
+
+func keyArgs(k Key) []any {
+	return []any{k.Surface, k.SurfaceID, k.AgentID, k.UserID, k.WorkspaceID}
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func active(ctx context.Context, q queryer, key Key) (Session, error) {
+	s, err := scanSession(q.QueryRowContext(ctx, activeSessionQuery, keyArgs(key)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("active session %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("read active session %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// Active returns key's active session, or ErrNotFound.
+func (s *SQLStore) Active(ctx context.Context, key Key) (Session, error) {
+	if err := key.Validate(); err != nil {
+		return Session{}, err
+	}
+	return active(ctx, s.db.Reader(), key)
+}
+
+// Resolve implements Store.
+func (s *SQLStore) Resolve(ctx context.Context, key Key, policy Policy) (Session, bool, error) {
+	if err := key.Validate(); err != nil {
+		return Session{}, false, err
+	}
+	// Each pass either returns or lost a race to a concurrent resolve, whose
+	// result the next pass reads. A handful of passes is plenty.
+	q := queryer(s.db.Reader())
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := active(ctx, q, key)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Session{}, false, err
+		}
+		now := s.now()
+		if err == nil {
+			reason, stale := policy.Stale(cur.LastActiveAt, now)
+			if !stale {
+				return cur, false, nil
+			}
+			created, ok, err := s.replace(ctx, cur, reason, now)
+			if err != nil {
+				return Session{}, false, err
+			}
+			if ok {
+				s.log.InfoContext(ctx, "session reset", "session_key", key.String(), "agent_id", key.AgentID,
+					"reason", reason, "old_session_id", cur.ID, "session_id", created.ID)
+				return created, true, nil
+			}
+		} else {
+			created, ok, err := s.create(ctx, key, now)
+			if err != nil {
+				return Session{}, false, err
+			}
+			if ok {
+				return created, true, nil
+			}
+		}
+		// Lost a race: read our own writes' winner from the writer.
+		q = s.db.Writer()
+	}
+	return Session{}, false, fmt.Errorf("resolve session %s: too much contention, try again", key)
+}
+
+// create inserts a new active session for key; ok is false when another
+// one appeared first.
+func (s *SQLStore) create(ctx context.Context, key Key, now time.Time) (Session, bool, error) {
+	var created Session
+	var ok bool
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		created, ok, err = insertSession(ctx, tx, key, now)
+		return err
+	})
+	if err != nil || !ok {
+		return Session{}, false, err
+	}
+	s.bus.Publish(events.Event{Type: EventSessionCreated, SessionID: string(created.ID), At: now, Data: SessionCreated{created}})
+	return created, true, nil
+}
+
+func insertSession(ctx context.Context, tx *sql.Tx, key Key, now time.Time) (Session, bool, error) {
+	id, err := newID()
+	if err != nil {
+		return Session{}, false, err
+	}
+	res, err := tx.ExecContext(ctx, insertSessionQuery, id, key.UserID, key.WorkspaceID, key.AgentID, key.Surface,
+		key.SurfaceID, dbutil.Millis(now))
+	if err != nil {
+		return Session{}, false, fmt.Errorf("create session %s: %w", key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return Session{}, false, err
+	}
+	created, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
+	if err != nil {
+		return Session{}, false, fmt.Errorf("read new session %s: %w", key, err)
+	}
+	return created, true, nil
+}
+
+// replace archives a stale session and creates its successor in one
+// transaction; ok is false when the session changed under us.
+func (s *SQLStore) replace(ctx context.Context, old Session, reason string, now time.Time) (Session, bool, error) {
+	var created Session
+	var ok bool
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, archiveStaleSessionQuery, old.ID, dbutil.Millis(old.LastActiveAt),
+			dbutil.Millis(now), reason)
+		if err != nil {
+			return fmt.Errorf("archive session %s: %w", old.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		created, ok, err = insertSession(ctx, tx, old.Key, now)
+		return err
+	})
+	if err != nil || !ok {
+		return Session{}, false, err
+	}
+	at := dbutil.Time(dbutil.Millis(now))
+	old.Status, old.ArchivedAt, old.UpdatedAt, old.ResetReason = StatusArchived, at, at, reason
+	s.bus.Publish(events.Event{Type: EventSessionReset, SessionID: string(created.ID), At: now,
+		Data: SessionReset{Old: old, New: created, Reason: reason}})
+	return created, true, nil
+}
+
+// Reset implements Store.
+func (s *SQLStore) Reset(ctx context.Context, key Key) (Session, error) {
+	if err := key.Validate(); err != nil {
+		return Session{}, err
+	}
+	now := s.now()
+	var (
+		oldID   ID
+		created Session
+		ok      bool
+	)
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		args := append(keyArgs(key), dbutil.Millis(now), ReasonManual)
+		err := tx.QueryRowContext(ctx, archiveActiveSessionQuery, args...).Scan(&oldID)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("archive session %s: %w", key, err)
+		}
+		created, ok, err = insertSession(ctx, tx, key, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// A concurrent reset or resolve created the successor first.
+			created, err = active(ctx, tx, key)
+		}
+		return err
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	s.log.InfoContext(ctx, "session reset", "session_key", key.String(), "agent_id", key.AgentID,
+		"reason", ReasonManual, "old_session_id", oldID, "session_id", created.ID)
+	if oldID != "" {
+		old, err := s.Session(ctx, oldID)
+		if err != nil {
+			return created, err
+		}
+		s.bus.Publish(events.Event{Type: EventSessionReset, SessionID: string(created.ID), At: now,
+			Data: SessionReset{Old: old, New: created, Reason: ReasonManual}})
+	} else if ok {
+		s.bus.Publish(events.Event{Type: EventSessionCreated, SessionID: string(created.ID), At: now, Data: SessionCreated{created}})
+	}
+	return created, nil
+}

@@ -1,0 +1,233 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/sessions"
+)
+
+func testAppendOrder(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	for i := 1; i <= 20; i++ {
+		m := e.append(s.ID, sessions.RoleUser, fmt.Sprintf("m%d", i))
+		if m.Seq != int64(i) {
+			e.t.Fatalf("message %d got seq %d", i, m.Seq)
+		}
+	}
+	msgs, err := e.store.Messages(e.ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil || len(msgs) != 20 {
+		e.t.Fatalf("Messages: %d %v", len(msgs), err)
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) || m.Content != fmt.Sprintf("m%d", i+1) {
+			e.t.Fatalf("message %d: seq %d content %q", i, m.Seq, m.Content)
+		}
+	}
+	if _, err := e.store.Append(e.ctx, "0190c7a0-0000-7000-8000-000000000000", sessions.Message{Role: sessions.RoleUser}); !errors.Is(err, sessions.ErrNotFound) {
+		e.t.Fatalf("Append to unknown session: %v", err)
+	}
+	if _, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: "robot"}); !errors.Is(err, sessions.ErrInvalidMessage) {
+		e.t.Fatalf("Append with a bad role: %v", err)
+	}
+	if got := e.session(s.ID); got.MessageCount != 20 || got.LastSeq != 20 {
+		e.t.Fatalf("a rejected append changed the session: %+v", got)
+	}
+}
+
+func testConcurrentAppend(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	const writers, each = 8, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: fmt.Sprintf("%d-%d", w, i)}); err != nil {
+					e.t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	msgs, err := e.store.Messages(e.ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil || len(msgs) != writers*each {
+		e.t.Fatalf("Messages: %d %v", len(msgs), err)
+	}
+	last := map[int]int{}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			e.t.Fatalf("seq gap or duplicate at %d: %d", i, m.Seq)
+		}
+		var w, n int
+		fmt.Sscanf(m.Content, "%d-%d", &w, &n)
+		if prev, ok := last[w]; ok && n <= prev {
+			e.t.Fatalf("writer %d's messages out of order: %d after %d", w, n, prev)
+		}
+		last[w] = n
+	}
+}
+
+func testMessageRoundTrip(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	in := sessions.Message{
+		Role:       sessions.RoleAssistant,
+		Content:    "calling a tool — ünïcode ✓",
+		Parts:      []sessions.Part{{Type: "image", MediaType: "image/png", URL: "tg://file/1", Name: "cat.png"}, {Type: "reasoning", Text: "hmm"}},
+		ToolCalls:  []sessions.ToolCall{{ID: "call_1", Name: "memory_search", Arguments: json.RawMessage(`{"query":"cats"}`)}},
+		Model:      "openai/gpt-4o-mini",
+		Usage:      &sessions.Usage{Input: 100, Output: 20, Reasoning: 5, CacheRead: 50, CacheWrite: 10, CostUSD: 0.0012},
+		Synthetic:  true,
+		Summary:    false,
+		ToolCallID: "",
+	}
+	got := e.append(s.ID, in.Role, "") // a plain one first, so seq 2 is checked too
+	if got.Seq != 1 {
+		e.t.Fatalf("seq %d", got.Seq)
+	}
+	out, err := e.store.Append(e.ctx, s.ID, in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tool, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleTool, ToolCallID: "call_1", Content: `{"hits":[]}`})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	msgs, err := e.store.Messages(e.ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil || len(msgs) != 3 {
+		e.t.Fatalf("Messages: %d %v", len(msgs), err)
+	}
+	if !reflect.DeepEqual(normalize(msgs[1]), normalize(out)) {
+		e.t.Fatalf("round trip:\n got %+v\nwant %+v", msgs[1], out)
+	}
+	if msgs[1].Content != in.Content || msgs[1].Usage == nil || *msgs[1].Usage != *in.Usage || len(msgs[1].Parts) != 2 {
+		e.t.Fatalf("fields lost: %+v", msgs[1])
+	}
+	if msgs[2].ToolCallID != "call_1" || msgs[2].Role != sessions.RoleTool || msgs[2].ID != tool.ID {
+		e.t.Fatalf("tool result: %+v", msgs[2])
+	}
+	if msgs[2].TokenEstimate != 4 { // `{"hits":[]}` is 11 chars of JSON: ceil(11/3)
+		e.t.Fatalf("tool result estimate %d, want 4", msgs[2].TokenEstimate)
+	}
+}
+
+// normalize makes JSON fields comparable regardless of how an engine spaces them.
+func normalize(m sessions.Message) sessions.Message {
+	for i := range m.ToolCalls {
+		var v any
+		_ = json.Unmarshal(m.ToolCalls[i].Arguments, &v)
+		m.ToolCalls[i].Arguments, _ = json.Marshal(v)
+	}
+	return m
+}
+
+func testRollups(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	e.clock.Advance(time.Minute)
+	u1 := e.append(s.ID, sessions.RoleUser, "hello there") // 11 chars: 3 tokens
+	e.clock.Advance(time.Minute)
+	a1, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "hi",
+		Usage: &sessions.Usage{Input: 100, Output: 10, Reasoning: 3, CacheRead: 40, CacheWrite: 7, CostUSD: 0.25}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a2, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "again", TokenEstimate: 50,
+		Usage: &sessions.Usage{Input: 1, Output: 2, Reasoning: 3, CacheRead: 4, CacheWrite: 5, CostUSD: 0.5}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got := e.session(s.ID)
+	want := sessions.Rollup{
+		TokenCount: u1.TokenEstimate + a1.TokenEstimate + 50, PromptTokens: 101, CompletionTokens: 12,
+		ReasoningTokens: 6, CacheRead: 44, CacheWrite: 12, CostUSD: 0.75,
+	}
+	if u1.TokenEstimate != 3 || a2.TokenEstimate != 50 {
+		e.t.Fatalf("estimates: %d %d", u1.TokenEstimate, a2.TokenEstimate)
+	}
+	if got.Rollup != want {
+		e.t.Fatalf("rollup\n got %+v\nwant %+v", got.Rollup, want)
+	}
+	if got.MessageCount != 3 || got.LastSeq != 3 {
+		e.t.Fatalf("counts: %d messages, last seq %d", got.MessageCount, got.LastSeq)
+	}
+	if !got.LastActiveAt.Equal(e.clock.Now()) {
+		e.t.Fatalf("last_active_at %v, want %v", got.LastActiveAt, e.clock.Now())
+	}
+}
+
+func testLiveContextAndHistory(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	for i := 1; i <= 4; i++ {
+		e.append(s.ID, sessions.RoleUser, fmt.Sprintf("old %d", i))
+	}
+	sum, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleSystem, Content: "summary", Summary: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.append(s.ID, sessions.RoleUser, "new 1")
+	hidden := e.append(s.ID, sessions.RoleAssistant, "rewound")
+	e.append(s.ID, sessions.RoleUser, "new 2")
+	// Stand-ins for what compaction and rewind do, which later code owns.
+	w := e.db.Writer()
+	if _, err := w.ExecContext(e.ctx, `UPDATE messages SET hidden_at = $1 WHERE id = $2`, dbutil.Millis(e.clock.Now()), hidden.ID); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := w.ExecContext(e.ctx, `INSERT INTO message_archive (id, session_id, seq, role, content, created_at, archived_at, compaction_id)
+		SELECT id, session_id, seq, role, content, created_at, $2, 'c1' FROM messages WHERE session_id = $1 AND seq <= 2`, s.ID, dbutil.Millis(e.clock.Now())); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := w.ExecContext(e.ctx, `DELETE FROM messages WHERE session_id = $1 AND seq <= 2`, s.ID); err != nil {
+		e.t.Fatal(err)
+	}
+
+	contents := func(opts sessions.MessagesOptions) []string {
+		msgs, err := e.store.Messages(e.ctx, s.ID, opts)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			c := m.Content
+			if m.Archived() {
+				c += " (archived)"
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		opts sessions.MessagesOptions
+		want []string
+	}{
+		{"live context", sessions.MessagesOptions{}, []string{"summary", "new 1", "new 2"}},
+		{"history", sessions.MessagesOptions{History: true}, []string{"old 3", "old 4", "summary", "new 1", "new 2"}},
+		{"with archive", sessions.MessagesOptions{Archived: true}, []string{"old 1 (archived)", "old 2 (archived)", "old 3", "old 4", "summary", "new 1", "new 2"}},
+		{"everything", sessions.MessagesOptions{Archived: true, Hidden: true}, []string{"old 1 (archived)", "old 2 (archived)", "old 3", "old 4", "summary", "new 1", "rewound", "new 2"}},
+	}
+	for _, tc := range cases {
+		if got := contents(tc.opts); !reflect.DeepEqual(got, tc.want) {
+			e.t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+	// A hidden summary is no checkpoint: rewinding past it restores the history.
+	if _, err := w.ExecContext(e.ctx, `UPDATE messages SET hidden_at = $1 WHERE id = $2`, dbutil.Millis(e.clock.Now()), sum.ID); err != nil {
+		e.t.Fatal(err)
+	}
+	if got, want := contents(sessions.MessagesOptions{}), []string{"old 3", "old 4", "new 1", "new 2"}; !reflect.DeepEqual(got, want) {
+		e.t.Errorf("live context with a hidden summary:\n got %q\nwant %q", got, want)
+	}
+	if _, err := e.store.Messages(e.ctx, "0190c7a0-0000-7000-8000-000000000000", sessions.MessagesOptions{}); !errors.Is(err, sessions.ErrNotFound) {
+		e.t.Fatalf("Messages of an unknown session: %v", err)
+	}
+	empty, _ := e.resolve(sessions.ChatKey("telegram", "empty", "empty", "default"), sessions.Policy{})
+	if msgs, err := e.store.Messages(e.ctx, empty.ID, sessions.MessagesOptions{}); err != nil || len(msgs) != 0 {
+		e.t.Fatalf("Messages of an empty session: %d %v", len(msgs), err)
+	}
+}
