@@ -53,6 +53,8 @@ type DB struct {
 	read    *sql.DB
 	pool    *pgxpool.Pool
 	path    string
+
+	readStmts, writeStmts *stmtCache
 }
 
 // EngineOf reports which engine a database URL selects.
@@ -131,7 +133,7 @@ func openSQLite(ctx context.Context, opts Options) (*DB, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(5 * time.Minute)
-	return &DB{Dialect: SQLite, write: write, read: read, path: path}, nil
+	return &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}}, nil
 }
 
 func openPostgres(ctx context.Context, opts Options) (*DB, error) {
@@ -164,6 +166,12 @@ func describe(cfg *pgxpool.Config) string {
 	return fmt.Sprintf("%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 }
 
+// Read is the querier for plain reads (read-only on SQLite).
+func (d *DB) Read() Querier { return querier{db: d.read, cache: d.readStmts} }
+
+// Write is the querier for single-statement writes outside a transaction.
+func (d *DB) Write() Querier { return querier{db: d.write, cache: d.writeStmts} }
+
 // Writer is the handle for writes and read-modify-write transactions.
 func (d *DB) Writer() *sql.DB { return d.write }
 
@@ -175,7 +183,7 @@ func (d *DB) Path() string { return d.path }
 
 // Close closes every handle.
 func (d *DB) Close() error {
-	var errs []error
+	errs := []error{d.readStmts.close(), d.writeStmts.close()} // nil caches close as no-ops
 	if d.read != d.write {
 		errs = append(errs, d.read.Close())
 	}
@@ -188,19 +196,22 @@ func (d *DB) Close() error {
 
 // Tx runs fn in a write transaction, committing when it returns nil and
 // rolling back otherwise. Keep fn short: never call a model inside it.
-func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	var missed []string
+	err = fn(querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed})
+	if err != nil {
 		_ = tx.Rollback()
-		return err
+	} else if err = tx.Commit(); err != nil {
+		err = fmt.Errorf("commit transaction: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
+	for _, q := range missed {
+		_, _ = d.writeStmts.get(ctx, d.write, q) // best effort: unprepared works too
 	}
-	return nil
+	return err
 }
 
 // Millis converts a time to the stored form: integer Unix milliseconds.
@@ -224,3 +235,4 @@ func NullMillis(t time.Time) sql.NullInt64 {
 	}
 	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
 }
+

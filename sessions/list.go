@@ -82,7 +82,7 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 		return Page{}, fmt.Errorf("unknown status %q: use active or archived", opts.Status)
 	}
 	// One extra row tells whether another page follows.
-	rows, err := s.db.Reader().QueryContext(ctx, listSessionsQuery, after, string(opts.Status), opts.Surface,
+	rows, err := s.db.Read().QueryContext(ctx, listSessionsQuery, after, string(opts.Status), opts.Surface,
 		opts.AgentID, opts.Limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
@@ -108,7 +108,7 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 
 // Session implements Store.
 func (s *SQLStore) Session(ctx context.Context, id ID) (Session, error) {
-	sess, err := scanSession(s.db.Reader().QueryRowContext(ctx, sessionByIDQuery, id))
+	sess, err := scanSession(s.db.Read().QueryRowContext(ctx, sessionByIDQuery, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
@@ -120,7 +120,7 @@ func (s *SQLStore) Session(ctx context.Context, id ID) (Session, error) {
 
 // Rename implements Store.
 func (s *SQLStore) Rename(ctx context.Context, id ID, title string) error {
-	res, err := s.db.Writer().ExecContext(ctx, renameSessionQuery, id, title, dbutil.Millis(s.now()))
+	res, err := s.db.Write().ExecContext(ctx, renameSessionQuery, id, title, dbutil.Millis(s.now()))
 	if err != nil {
 		return fmt.Errorf("rename session %s: %w", id, err)
 	}
@@ -138,7 +138,7 @@ func (s *SQLStore) Delete(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.db.Writer().ExecContext(ctx, deleteSessionQuery, id)
+	res, err := s.db.Write().ExecContext(ctx, deleteSessionQuery, id)
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}

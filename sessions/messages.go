@@ -91,7 +91,7 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 	m.ID, m.SessionID, m.CreatedAt = MessageID(mid), id, dbutil.Time(dbutil.Millis(now))
 	m.ArchivedAt, m.CompactionID = time.Time{}, ""
 
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		err := tx.QueryRowContext(ctx, bumpSessionQuery, id, m.TokenEstimate, u.Input, u.Output, u.Reasoning,
 			u.CacheRead, u.CacheWrite, u.CostUSD, dbutil.Millis(now)).Scan(&m.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -130,7 +130,7 @@ func nullJSON(v any, present bool) (sql.NullString, error) {
 func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error) {
 	var rows *sql.Rows
 	var err error
-	r := s.db.Reader()
+	r := s.db.Read()
 	switch {
 	case opts.Archived:
 		rows, err = r.QueryContext(ctx, fullHistoryMessagesQuery, id, opts.Hidden)

@@ -135,11 +135,7 @@ func keyArgs(k Key) []any {
 	return []any{k.Surface, k.SurfaceID, k.AgentID, k.UserID, k.WorkspaceID}
 }
 
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func active(ctx context.Context, q queryer, key Key) (Session, error) {
+func active(ctx context.Context, q dbutil.Querier, key Key) (Session, error) {
 	s, err := scanSession(q.QueryRowContext(ctx, activeSessionQuery, keyArgs(key)...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("active session %s: %w", key, ErrNotFound)
@@ -155,7 +151,7 @@ func (s *SQLStore) Active(ctx context.Context, key Key) (Session, error) {
 	if err := key.Validate(); err != nil {
 		return Session{}, err
 	}
-	return active(ctx, s.db.Reader(), key)
+	return active(ctx, s.db.Read(), key)
 }
 
 // Resolve implements Store.
@@ -165,7 +161,7 @@ func (s *SQLStore) Resolve(ctx context.Context, key Key, policy Policy) (Session
 	}
 	// Each pass either returns or lost a race to a concurrent resolve, whose
 	// result the next pass reads. A handful of passes is plenty.
-	q := queryer(s.db.Reader())
+	q := s.db.Read()
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := active(ctx, q, key)
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -196,7 +192,7 @@ func (s *SQLStore) Resolve(ctx context.Context, key Key, policy Policy) (Session
 			}
 		}
 		// Lost a race: read our own writes' winner from the writer.
-		q = s.db.Writer()
+		q = s.db.Write()
 	}
 	return Session{}, false, fmt.Errorf("resolve session %s: too much contention, try again", key)
 }
@@ -206,7 +202,7 @@ func (s *SQLStore) Resolve(ctx context.Context, key Key, policy Policy) (Session
 func (s *SQLStore) create(ctx context.Context, key Key, now time.Time) (Session, bool, error) {
 	var created Session
 	var ok bool
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		var err error
 		created, ok, err = insertSession(ctx, tx, key, now)
 		return err
@@ -218,7 +214,7 @@ func (s *SQLStore) create(ctx context.Context, key Key, now time.Time) (Session,
 	return created, true, nil
 }
 
-func insertSession(ctx context.Context, tx *sql.Tx, key Key, now time.Time) (Session, bool, error) {
+func insertSession(ctx context.Context, tx dbutil.Querier, key Key, now time.Time) (Session, bool, error) {
 	id, err := newID()
 	if err != nil {
 		return Session{}, false, err
@@ -243,7 +239,7 @@ func insertSession(ctx context.Context, tx *sql.Tx, key Key, now time.Time) (Ses
 func (s *SQLStore) replace(ctx context.Context, old Session, reason string, now time.Time) (Session, bool, error) {
 	var created Session
 	var ok bool
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		res, err := tx.ExecContext(ctx, archiveStaleSessionQuery, old.ID, dbutil.Millis(old.LastActiveAt),
 			dbutil.Millis(now), reason)
 		if err != nil {
@@ -276,7 +272,7 @@ func (s *SQLStore) Reset(ctx context.Context, key Key) (Session, error) {
 		created Session
 		ok      bool
 	)
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		args := append(keyArgs(key), dbutil.Millis(now), ReasonManual)
 		err := tx.QueryRowContext(ctx, archiveActiveSessionQuery, args...).Scan(&oldID)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -1,0 +1,274 @@
+// Package config loads, checks and describes parley's YAML configuration.
+//
+// Parse and Load decode strictly: unknown keys, duplicate keys, values of the
+// wrong type and invalid settings are all reported together as Problems, each
+// with its file, line and dotted key path. Values may refer to the environment
+// with ${VAR} or ${VAR:-default}; $$ is a literal $.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zones work on machines without a zoneinfo database
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults applied to keys that are absent from the file.
+const (
+	DefaultDatabaseURL      = "data/parley.db"
+	DefaultSynchronous      = "full"
+	DefaultBusyTimeout      = 5 * time.Second
+	DefaultPostgresMaxConns = 10
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultLogLevel         = "info"
+	DefaultLogFormat        = "text"
+	DefaultAgentID          = "default"
+	DefaultModel            = "echo"
+	DefaultMaxContextTokens = 128000
+	DefaultDailyResetHour   = 4
+	DefaultTimezone         = "Local"
+)
+
+// Config is the whole of parley's configuration.
+type Config struct {
+	Database Database `yaml:"database"`
+	HTTP     HTTP     `yaml:"http"`
+	Log      Log      `yaml:"log"`
+	// Agents always holds at least one agent after Parse or Default.
+	Agents []Agent `yaml:"agents"`
+}
+
+// Database selects and tunes the message store.
+type Database struct {
+	// URL is a postgres:// or postgresql:// URL for PostgreSQL; anything else
+	// is a SQLite file path, optionally prefixed with "file:" or "sqlite:".
+	URL      DSN      `yaml:"url"`
+	SQLite   SQLite   `yaml:"sqlite"`
+	Postgres Postgres `yaml:"postgres"`
+}
+
+// SQLite tunes the SQLite engine.
+type SQLite struct {
+	// Synchronous is "full" or "normal". FULL fsyncs every commit, so an
+	// acknowledged message survives power loss. NORMAL (in WAL mode) is
+	// faster, but the last commits can be lost on power loss; never on a
+	// process crash.
+	Synchronous string `yaml:"synchronous"`
+	// BusyTimeout is how long a writer waits for a lock before giving up.
+	BusyTimeout Duration `yaml:"busy_timeout"`
+}
+
+// Postgres tunes the PostgreSQL engine.
+type Postgres struct {
+	MaxConns int `yaml:"max_conns"`
+}
+
+// HTTP configures the API and webhook listener.
+type HTTP struct {
+	Listen string `yaml:"listen"`
+}
+
+// Log configures the daemon's logger.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn or error
+	Format string `yaml:"format"` // text or json
+}
+
+// Agent is one assistant persona with its own model and session rules.
+type Agent struct {
+	ID                 string  `yaml:"id"`
+	Model              string  `yaml:"model"`
+	MaxContextTokens   int     `yaml:"max_context_tokens"`
+	IdleTimeoutMinutes int     `yaml:"idle_timeout_minutes"`
+	DailyResetHour     *int    `yaml:"daily_reset_hour"` // nil means the default; -1 turns it off
+	Timezone           string  `yaml:"timezone"`
+	History            History `yaml:"history"`
+
+	loc *time.Location // cached by validation so Location never fails
+}
+
+// History is how many turns of history go into the prompt, per session kind.
+type History struct {
+	Channels int `yaml:"channels"`
+	Cron     int `yaml:"cron"`
+	Webhook  int `yaml:"webhook"`
+	CLI      int `yaml:"cli"`
+	API      int `yaml:"api"`
+}
+
+// Default returns the configuration used when there is no file.
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults(nil)
+	// The defaults always validate (a test proves it); this caches the
+	// agents' locations.
+	c.validate(newChecker(""))
+	return c
+}
+
+// Agent returns the agent with the given id.
+func (c *Config) Agent(id string) (Agent, bool) {
+	for _, a := range c.Agents {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// Engine returns "postgres" for a postgres:// or postgresql:// URL and
+// "sqlite" for anything else.
+func (d Database) Engine() string {
+	u := strings.ToLower(strings.TrimSpace(string(d.URL)))
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// SQLitePath returns the SQLite file path: the URL with any "file:" or
+// "sqlite:" prefix removed, along with a following "//" and, for those prefixed
+// forms, a "?query". It is only meaningful when Engine is "sqlite".
+func (d Database) SQLitePath() string {
+	p := strings.TrimSpace(string(d.URL))
+	for _, prefix := range []string{"file:", "sqlite:"} {
+		if len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) {
+			p = strings.TrimPrefix(p[len(prefix):], "//")
+			p, _, _ = strings.Cut(p, "?")
+			return p
+		}
+	}
+	return p
+}
+
+// Location returns the agent's time zone. After Parse or Default it is the
+// zone loaded during validation; on an Agent built by hand it falls back to
+// time.Local when Timezone is empty or "Local", and to UTC when it can't load.
+func (a Agent) Location() *time.Location {
+	if a.loc != nil {
+		return a.loc
+	}
+	if a.Timezone == "" || a.Timezone == "Local" {
+		return time.Local
+	}
+	loc, err := time.LoadLocation(a.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// IdleTimeout is how long a session may be idle before it is reset; 0 means
+// never.
+func (a Agent) IdleTimeout() time.Duration {
+	return time.Duration(a.IdleTimeoutMinutes) * time.Minute
+}
+
+// DailyReset returns the local hour at which sessions reset each day, and
+// false when the daily reset is turned off.
+func (a Agent) DailyReset() (hour int, on bool) {
+	if a.DailyResetHour == nil {
+		return DefaultDailyResetHour, true
+	}
+	if *a.DailyResetHour < 0 {
+		return 0, false
+	}
+	return *a.DailyResetHour, true
+}
+
+// applyDefaults fills in absent settings. set reports whether a dotted key had
+// a value in the file; with a nil set, zero numbers count as absent, so an
+// explicit 0 in a file is validated rather than silently replaced.
+func (c *Config) applyDefaults(set map[string]bool) {
+	isSet := func(key string) bool { return set[key] }
+	intDefault := func(v *int, key string, def int) {
+		if *v == 0 && !isSet(key) {
+			*v = def
+		}
+	}
+
+	if strings.TrimSpace(string(c.Database.URL)) == "" {
+		c.Database.URL = DefaultDatabaseURL
+	}
+	c.Database.SQLite.Synchronous = normalize(c.Database.SQLite.Synchronous, DefaultSynchronous)
+	if c.Database.SQLite.BusyTimeout == 0 && !isSet("database.sqlite.busy_timeout") {
+		c.Database.SQLite.BusyTimeout = Duration(DefaultBusyTimeout)
+	}
+	intDefault(&c.Database.Postgres.MaxConns, "database.postgres.max_conns", DefaultPostgresMaxConns)
+	if strings.TrimSpace(c.HTTP.Listen) == "" {
+		c.HTTP.Listen = DefaultListen
+	}
+	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
+	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
+
+	if len(c.Agents) == 0 {
+		c.Agents = []Agent{{ID: DefaultAgentID}}
+	}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		p := fmt.Sprintf("agents[%d].", i)
+		a.ID = strings.TrimSpace(a.ID)
+		a.Model = strings.TrimSpace(a.Model)
+		if a.Model == "" {
+			a.Model = DefaultModel
+		}
+		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
+		if a.DailyResetHour == nil {
+			h := DefaultDailyResetHour
+			a.DailyResetHour = &h
+		}
+		a.Timezone = strings.TrimSpace(a.Timezone)
+		if a.Timezone == "" {
+			a.Timezone = DefaultTimezone
+		}
+		intDefault(&a.History.Channels, p+"history.channels", 30)
+		intDefault(&a.History.Cron, p+"history.cron", 10)
+		intDefault(&a.History.Webhook, p+"history.webhook", 10)
+		intDefault(&a.History.CLI, p+"history.cli", 50)
+		intDefault(&a.History.API, p+"history.api", 50)
+	}
+}
+
+// normalize lowercases an enumerated setting and fills in its default.
+func normalize(v, def string) string {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Duration is a time.Duration written in YAML as a string such as "5s" or
+// "1m30s".
+type Duration time.Duration
+
+const durationHint = `a duration such as "5s" or "1m30s"`
+
+// UnmarshalYAML decodes a Go duration string. A bad value is reported as a
+// *yaml.TypeError so decoding carries on and every problem is reported.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected %s", n.Line, durationHint)}}
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected %s, got %q", n.Line, durationHint, n.Value)}}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML encodes the duration as a string such as "1m30s".
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON encodes the duration as a string such as "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// String formats the duration like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Std returns the duration as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }

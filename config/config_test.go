@@ -1,0 +1,270 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	ck := newChecker("")
+	c.validate(ck)
+	if len(ck.problems) > 0 {
+		t.Fatalf("defaults don't validate:\n%v", ck.problems)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"database.url", c.Database.URL.Reveal(), "data/parley.db"},
+		{"engine", c.Database.Engine(), "sqlite"},
+		{"sqlite path", c.Database.SQLitePath(), "data/parley.db"},
+		{"database.sqlite.synchronous", c.Database.SQLite.Synchronous, "full"},
+		{"database.sqlite.busy_timeout", c.Database.SQLite.BusyTimeout.Std(), 5 * time.Second},
+		{"database.postgres.max_conns", c.Database.Postgres.MaxConns, 10},
+		{"http.listen", c.HTTP.Listen, "127.0.0.1:8080"},
+		{"log.level", c.Log.Level, "info"},
+		{"log.format", c.Log.Format, "text"},
+		{"agent count", len(c.Agents), 1},
+		{"agents[0].id", c.Agents[0].ID, "default"},
+		{"agents[0].model", c.Agents[0].Model, "echo"},
+		{"agents[0].max_context_tokens", c.Agents[0].MaxContextTokens, 128000},
+		{"agents[0].idle_timeout_minutes", c.Agents[0].IdleTimeoutMinutes, 0},
+		{"agents[0].daily_reset_hour", *c.Agents[0].DailyResetHour, 4},
+		{"agents[0].timezone", c.Agents[0].Timezone, "Local"},
+		{"agents[0].location", c.Agents[0].Location(), time.Local},
+		{"agents[0].history", c.Agents[0].History, History{Channels: 30, Cron: 10, Webhook: 10, CLI: 50, API: 50}},
+	}
+	for _, tc := range checks {
+		t.Run(tc.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tc.got, tc.want) {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAgentDefaultsApplyToEveryAgent(t *testing.T) {
+	c := mustParse(t, "agents:\n  - id: a\n    history:\n      cli: 7\n  - id: b\n    model: openai/gpt-4o-mini\n", nil)
+	want := Default().Agents[0]
+	for i, a := range c.Agents {
+		want.ID, want.Model, want.History.CLI = a.ID, a.Model, a.History.CLI
+		if !reflect.DeepEqual(a, want) {
+			t.Errorf("agents[%d] = %+v, want %+v", i, a, want)
+		}
+	}
+	if c.Agents[0].History.CLI != 7 || c.Agents[0].History.API != 50 {
+		t.Errorf("agents[0].history = %+v, want cli 7 and the other defaults", c.Agents[0].History)
+	}
+}
+
+func TestDatabaseHelpers(t *testing.T) {
+	tests := []struct {
+		url, engine, path string
+	}{
+		{"data/parley.db", "sqlite", "data/parley.db"},
+		{"/var/lib/parley/parley.db", "sqlite", "/var/lib/parley/parley.db"},
+		{"file:data/parley.db", "sqlite", "data/parley.db"},
+		{"file:///var/lib/parley.db?mode=rwc", "sqlite", "/var/lib/parley.db"},
+		{"sqlite:data/parley.db", "sqlite", "data/parley.db"},
+		{"SQLite://data/parley.db", "sqlite", "data/parley.db"},
+		{"postgres://u:p@db/parley", "postgres", ""},
+		{"PostgreSQL://db/parley", "postgres", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			d := Database{URL: DSN(tc.url)}
+			if got := d.Engine(); got != tc.engine {
+				t.Errorf("Engine() = %q, want %q", got, tc.engine)
+			}
+			if tc.engine == "sqlite" && d.SQLitePath() != tc.path {
+				t.Errorf("SQLitePath() = %q, want %q", d.SQLitePath(), tc.path)
+			}
+		})
+	}
+}
+
+func TestAgentHelpers(t *testing.T) {
+	c := mustParse(t, "agents:\n"+
+		"  - id: a\n    idle_timeout_minutes: 90\n    timezone: Asia/Tokyo\n"+
+		"  - id: b\n    daily_reset_hour: -1\n    timezone: UTC\n"+
+		"  - id: c\n    daily_reset_hour: 0\n", nil)
+	tests := []struct {
+		id       string
+		idle     time.Duration
+		hour     int
+		on       bool
+		location string
+	}{
+		{"a", 90 * time.Minute, 4, true, "Asia/Tokyo"},
+		{"b", 0, 0, false, "UTC"},
+		{"c", 0, 0, true, "Local"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.id, func(t *testing.T) {
+			a, ok := c.Agent(tc.id)
+			if !ok {
+				t.Fatalf("Agent(%q) not found", tc.id)
+			}
+			if a.IdleTimeout() != tc.idle {
+				t.Errorf("IdleTimeout() = %v, want %v", a.IdleTimeout(), tc.idle)
+			}
+			if hour, on := a.DailyReset(); hour != tc.hour || on != tc.on {
+				t.Errorf("DailyReset() = %d, %v; want %d, %v", hour, on, tc.hour, tc.on)
+			}
+			if got := a.Location().String(); got != tc.location {
+				t.Errorf("Location() = %q, want %q", got, tc.location)
+			}
+		})
+	}
+	if _, ok := c.Agent("missing"); ok {
+		t.Error(`Agent("missing") found an agent`)
+	}
+}
+
+func TestLocationOnUnvalidatedAgent(t *testing.T) {
+	tests := []struct {
+		timezone string
+		want     *time.Location
+	}{
+		{"", time.Local},
+		{"Local", time.Local},
+		{"UTC", time.UTC},
+		{"Not/AZone", time.UTC},
+	}
+	for _, tc := range tests {
+		t.Run(tc.timezone, func(t *testing.T) {
+			if got := (Agent{Timezone: tc.timezone}).Location(); got.String() != tc.want.String() {
+				t.Errorf("Location() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if hour, on := (Agent{}).DailyReset(); hour != DefaultDailyResetHour || !on {
+		t.Errorf("zero Agent DailyReset() = %d, %v; want the default", hour, on)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"5s", 5 * time.Second, false},
+		{"1m30s", 90 * time.Second, false},
+		{"250ms", 250 * time.Millisecond, false},
+		{"5", 0, true},
+		{"soon", 0, true},
+		{"[5s]", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			var d Duration
+			err := yaml.Unmarshal([]byte(tc.in), &d)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Unmarshal(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), `expected a duration such as "5s" or "1m30s"`) {
+					t.Errorf("error %q does not explain the format", err)
+				}
+				return
+			}
+			if d.Std() != tc.want {
+				t.Errorf("got %v, want %v", d, tc.want)
+			}
+			out, err := yaml.Marshal(d)
+			if err != nil || strings.TrimSpace(string(out)) != tc.want.String() {
+				t.Errorf("yaml.Marshal = %q, %v; want %q", out, err, tc.want.String())
+			}
+			out, err = json.Marshal(d)
+			if err != nil || string(out) != `"`+tc.want.String()+`"` {
+				t.Errorf("json.Marshal = %s, %v; want %q", out, err, tc.want.String())
+			}
+		})
+	}
+}
+
+func TestExampleFile(t *testing.T) {
+	data, err := os.ReadFile("../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("parses with no environment", func(t *testing.T) {
+		c, err := Parse(data, "config.example.yaml", nil)
+		if err != nil {
+			t.Fatalf("example has problems:\n%v", err)
+		}
+		if len(c.Agents) != 2 || c.Agents[0].ID != "default" || c.Agents[1].ID != "family" {
+			t.Fatalf("agents = %+v, want default and family", c.Agents)
+		}
+		if got := c.Agents[1].Location().String(); got != "Europe/Berlin" {
+			t.Errorf("family location = %q, want Europe/Berlin", got)
+		}
+		// The first agent shows every default, so it must equal them.
+		if want := Default().Agents[0]; !reflect.DeepEqual(c.Agents[0], want) {
+			t.Errorf("example agents[0] = %+v, want the defaults %+v", c.Agents[0], want)
+		}
+		want := Default()
+		want.Agents = c.Agents
+		if !reflect.DeepEqual(c, want) {
+			t.Errorf("example settings = %+v, want the defaults %+v", c, want)
+		}
+	})
+	t.Run("uses the environment", func(t *testing.T) {
+		c, err := Parse(data, "config.example.yaml", env(map[string]string{
+			"PARLEY_DATABASE_URL": "postgres://parley:pw@db/parley",
+			"PARLEY_FAMILY_MODEL": "anthropic/claude-sonnet-4-5",
+		}))
+		if err != nil {
+			t.Fatalf("example has problems:\n%v", err)
+		}
+		if c.Database.Engine() != "postgres" || c.Agents[1].Model != "anthropic/claude-sonnet-4-5" {
+			t.Errorf("env not applied: engine %q, family model %q", c.Database.Engine(), c.Agents[1].Model)
+		}
+	})
+	t.Run("documents every key", func(t *testing.T) {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		ck := newChecker("config.example.yaml")
+		ck.check(doc.Content[0], reflect.TypeFor[Config](), "")
+		var missing []string
+		for _, key := range leafKeys(reflect.TypeFor[Config](), "") {
+			if _, ok := ck.lines[key]; !ok {
+				missing = append(missing, key)
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("config.example.yaml does not show: %s", strings.Join(missing, ", "))
+		}
+	})
+}
+
+// leafKeys lists every settable key path in t, using agents[0] for lists.
+func leafKeys(t reflect.Type, path string) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Slice:
+		return leafKeys(t.Elem(), path+"[0]")
+	case t.Kind() == reflect.Struct && t != durationType:
+		names, fields := yamlFields(t)
+		var keys []string
+		for _, name := range names {
+			keys = append(keys, leafKeys(fields[name], joinKey(path, name))...)
+		}
+		sort.Strings(keys)
+		return keys
+	}
+	return []string{path}
+}

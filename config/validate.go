@@ -1,0 +1,158 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var agentID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+const agentIDRule = `use 1-64 characters from a-z, 0-9, "_" and "-", starting with a letter or digit`
+
+// validate adds a problem to ck for every invalid setting, and caches each
+// agent's time zone.
+func (c *Config) validate(ck *checker) {
+	c.Database.validate(ck)
+	c.HTTP.validate(ck)
+	c.Log.validate(ck)
+
+	firstUse := map[string]int{}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		p := fmt.Sprintf("agents[%d].", i)
+		a.validate(ck, p)
+		if a.ID == "" {
+			continue
+		}
+		if j, dup := firstUse[a.ID]; dup {
+			ck.add(p+"id", fmt.Sprintf("%q is used by agents[%d] too; agent ids must be unique", a.ID, j))
+			continue
+		}
+		firstUse[a.ID] = i
+	}
+}
+
+func (d Database) validate(ck *checker) {
+	if d.Engine() == "postgres" {
+		if _, err := url.Parse(d.URL.Reveal()); err != nil {
+			ck.add("database.url", "not a valid PostgreSQL URL: "+describeURLError(err)+
+				`; use postgres://user:password@host:5432/dbname, with special characters in the password %-escaped`)
+		}
+	} else if d.SQLitePath() == "" {
+		ck.add("database.url", `no SQLite file path; use a path such as "data/parley.db", or a postgres:// URL`)
+	}
+
+	switch d.SQLite.Synchronous {
+	case "full", "normal":
+	default:
+		ck.add("database.sqlite.synchronous", fmt.Sprintf(`%q is not allowed; use "full" (an acknowledged message survives power loss) `+
+			`or "normal" (faster, but the last commits can be lost on power loss)`, d.SQLite.Synchronous))
+	}
+	if d.SQLite.BusyTimeout <= 0 {
+		ck.add("database.sqlite.busy_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, d.SQLite.BusyTimeout))
+	}
+	if n := d.Postgres.MaxConns; n < 1 || n > 1000 {
+		ck.add("database.postgres.max_conns", fmt.Sprintf("%d is out of range; use 1-1000", n))
+	}
+}
+
+// describeURLError says what is wrong with a URL without quoting it: net/url
+// errors include the whole URL, and an escape error a piece of the password.
+func describeURLError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ee url.EscapeError
+	if errors.As(err, &ee) {
+		return `a "%" is not followed by two hex digits (write a literal % as %25)`
+	}
+	var he url.InvalidHostError
+	if errors.As(err, &he) {
+		return "invalid character in the host name"
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "port") {
+		return "invalid port"
+	}
+	if strings.Contains(msg, "userinfo") {
+		return "invalid user name or password (%-escape special characters)"
+	}
+	return "it does not parse"
+}
+
+func (h HTTP) validate(ck *checker) {
+	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
+	_, port, err := net.SplitHostPort(h.Listen)
+	if err != nil {
+		ck.add("http.listen", fmt.Sprintf("%q is not host:port%s", h.Listen, use))
+		return
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		ck.add("http.listen", fmt.Sprintf("port %q is not a number from 0 to 65535%s", port, use))
+	}
+}
+
+func (l Log) validate(ck *checker) {
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		ck.add("log.level", fmt.Sprintf("%q is not a log level; use debug, info, warn or error", l.Level))
+	}
+	switch l.Format {
+	case "text", "json":
+	default:
+		ck.add("log.format", fmt.Sprintf("%q is not a log format; use text or json", l.Format))
+	}
+}
+
+// validate checks one agent; p is its key prefix such as "agents[0].".
+func (a *Agent) validate(ck *checker, p string) {
+	switch {
+	case a.ID == "":
+		ck.add(p+"id", "required; "+agentIDRule)
+	case !agentID.MatchString(a.ID):
+		ck.add(p+"id", fmt.Sprintf("%q is not a valid agent id; %s", a.ID, agentIDRule))
+	}
+
+	provider, model, hasProvider := strings.Cut(a.Model, "/")
+	if a.Model == "" || strings.ContainsAny(a.Model, " \t\r\n") || hasProvider && (provider == "" || model == "") {
+		ck.add(p+"model", fmt.Sprintf(`%q is not a model; use "echo" (offline) or "provider/model" such as "openai/gpt-4o-mini"`, a.Model))
+	}
+	if a.MaxContextTokens < 1024 {
+		ck.add(p+"max_context_tokens", fmt.Sprintf("%d is too small; use 1024 or more", a.MaxContextTokens))
+	}
+	if a.IdleTimeoutMinutes < 0 {
+		ck.add(p+"idle_timeout_minutes", fmt.Sprintf("%d is negative; use a number of minutes, or 0 to turn the idle reset off", a.IdleTimeoutMinutes))
+	}
+	if h := a.DailyResetHour; h != nil && (*h < -1 || *h > 23) {
+		ck.add(p+"daily_reset_hour", fmt.Sprintf("%d is out of range; use 0-23, or -1 to turn the daily reset off", *h))
+	}
+	if loc, err := time.LoadLocation(a.Timezone); err != nil || a.Timezone == "" {
+		ck.add(p+"timezone", fmt.Sprintf(`unknown time zone %q; use an IANA name such as "Europe/Berlin" or "UTC"`, a.Timezone))
+	} else {
+		a.loc = loc
+	}
+
+	for _, h := range []struct {
+		key   string
+		turns int
+	}{
+		{"channels", a.History.Channels},
+		{"cron", a.History.Cron},
+		{"webhook", a.History.Webhook},
+		{"cli", a.History.CLI},
+		{"api", a.History.API},
+	} {
+		if h.turns < 1 {
+			ck.add(p+"history."+h.key, fmt.Sprintf("%d is too small; keep at least 1 turn", h.turns))
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package dbutil
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// Querier runs queries on a handle or inside a transaction. The store code
+// takes one, so the same function serves both.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// querier prepares each query once per handle on SQLite, where parsing is a
+// large share of a lookup's cost. On PostgreSQL (cache is nil) pgx already
+// keeps a per-connection statement cache, so queries go straight through.
+type querier struct {
+	db    *sql.DB
+	cache *stmtCache
+	tx    *sql.Tx
+	// missed collects queries a transaction ran unprepared: the SQLite
+	// writer has one connection, which the transaction holds, so they are
+	// prepared after it ends.
+	missed *[]string
+}
+
+func (q querier) stmt(ctx context.Context, query string) *sql.Stmt {
+	if q.cache == nil {
+		return nil
+	}
+	if q.tx != nil {
+		st := q.cache.lookup(query)
+		if st == nil {
+			*q.missed = append(*q.missed, query)
+			return nil
+		}
+		return q.tx.StmtContext(ctx, st)
+	}
+	st, err := q.cache.get(ctx, q.db, query)
+	if err != nil {
+		return nil // the unprepared call below reports the same error
+	}
+	return st
+}
+
+func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.ExecContext(ctx, query, args...)
+	}
+	return q.db.ExecContext(ctx, query, args...)
+}
+
+func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryContext(ctx, query, args...)
+	}
+	return q.db.QueryContext(ctx, query, args...)
+}
+
+func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryRowContext(ctx, query, args...)
+	}
+	return q.db.QueryRowContext(ctx, query, args...)
+}
+
+// stmtCache holds prepared statements for one handle.
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	if st := c.lookup(query); st != nil {
+		return st, nil
+	}
+	// Prepare without the lock: on the SQLite writer it waits for the one
+	// connection, whose transaction may itself be looking up a statement.
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.stmts[query]; ok {
+		st.Close()
+		return prev, nil
+	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*sql.Stmt)
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) lookup(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stmts[query]
+}
+
+func (c *stmtCache) close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, st := range c.stmts {
+		errs = append(errs, st.Close())
+	}
+	c.stmts = nil
+	return errors.Join(errs...)
+}
