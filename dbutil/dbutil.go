@@ -235,4 +235,3 @@ func NullMillis(t time.Time) sql.NullInt64 {
 	}
 	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
 }
-

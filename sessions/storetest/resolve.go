@@ -176,7 +176,7 @@ func testDailyResetAcrossDST(e *env) {
 	// Fall back: 2026-11-01 01:00 happens twice; reset once, at the first.
 	p.DailyResetHour = 1
 	e.clock.Set(time.Date(2026, 11, 1, 4, 30, 0, 0, time.UTC)) // 00:30 EDT
-	s3, _ := e.resolve(dm, p) // months later: a reset, whatever the hour
+	s3, _ := e.resolve(dm, p)                                  // months later: a reset, whatever the hour
 	e.clock.Set(time.Date(2026, 11, 1, 4, 50, 0, 0, time.UTC)) // 00:50 EDT
 	if s, isNew := e.resolve(dm, p); isNew || s.ID != s3.ID {
 		e.t.Fatal("reset before the repeated hour")
@@ -306,5 +306,3 @@ func testConcurrentResolveOfStale(e *env) {
 		e.t.Fatalf("after concurrent resets there are %d sessions (%v), want old + one new", len(page.Sessions), err)
 	}
 }
-
-

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/parleyd/parley/dbutil"
+)
+
+// shutdownGrace is how long in-flight HTTP requests get after a signal.
+const shutdownGrace = 10 * time.Second
+
+func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	path := configFlag(fs)
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	cfg, used, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.Log)
+
+	db, applied, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
+	}
+	srv := &http.Server{
+		Handler:           newHTTPHandler(db),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
+		"database", cfg.Database.URL, "engine", db.Dialect, "migrations_applied", applied,
+		"listen", ln.Addr().String(), "agents", len(cfg.Agents))
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("parley stopping")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http server: %w", err)
+	}
+	log.Info("parley stopped")
+	return nil
+}
+
+func newHTTPHandler(db *dbutil.DB) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := db.Reader().PingContext(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parleyd/parley/sessions"
+)
+
+func cmdSessions(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: parley sessions ls|show", errUsage)
+	}
+	switch args[0] {
+	case "ls", "list":
+		return cmdSessionsList(ctx, args[1:], stdout)
+	case "show":
+		return cmdSessionsShow(ctx, args[1:], stdout)
+	default:
+		return fmt.Errorf("%w: unknown sessions command %q; use ls or show", errUsage, args[0])
+	}
+}
+
+func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, func(), error) {
+	cfg, _, err := loadConfig(configPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, _, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, nil, err
+	}
+	return sessions.NewStore(db), func() { db.Close() }, nil
+}
+
+func cmdSessionsList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sessions ls", flag.ContinueOnError)
+	path := configFlag(fs)
+	status := fs.String("status", "", "only sessions with this status: active or archived")
+	surface := fs.String("surface", "", "only sessions on this surface, e.g. telegram, cron, cli")
+	agent := fs.String("agent", "", "only sessions of this agent")
+	limit := fs.Int("limit", 50, fmt.Sprintf("page size, 1-%d", sessions.MaxPageSize))
+	cursor := fs.String("cursor", "", "continue from the cursor a previous page printed")
+	asJSON := fs.Bool("json", false, "print JSON: {sessions, next_cursor}")
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > sessions.MaxPageSize {
+		return fmt.Errorf("%w: --limit %d is out of range; use 1 to %d", errUsage, *limit, sessions.MaxPageSize)
+	}
+	if *status != "" && *status != string(sessions.StatusActive) && *status != string(sessions.StatusArchived) {
+		return fmt.Errorf("%w: --status %q; use active or archived", errUsage, *status)
+	}
+	store, done, err := openSessions(ctx, *path)
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := store.List(ctx, sessions.ListOptions{
+		Limit: *limit, Cursor: *cursor, Status: sessions.Status(*status), Surface: *surface, AgentID: *agent,
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if page.Sessions == nil {
+			page.Sessions = []sessions.Session{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(page)
+	}
+	if len(page.Sessions) == 0 {
+		fmt.Fprintln(stdout, "no sessions")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKEY\tAGENT\tSTATUS\tMESSAGES\tTOKENS\tLAST ACTIVE\tTITLE")
+	for _, s := range page.Sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.ID, s.Key, s.Key.AgentID, s.Status,
+			s.MessageCount, s.Rollup.TokenCount, s.LastActiveAt.Local().Format(time.DateTime), s.Title)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(stdout, "more: parley sessions ls --limit %d --cursor %s\n", *limit, page.Next)
+	}
+	return nil
+}
+
+func cmdSessionsShow(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sessions show", flag.ContinueOnError)
+	path := configFlag(fs)
+	archived := fs.Bool("archived", false, "the full history, including messages compaction archived")
+	hidden := fs.Bool("hidden", false, "include rewound (hidden) messages")
+	asJSON := fs.Bool("json", false, "print JSON: {session, messages}")
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	store, done, err := openSessions(ctx, *path)
+	if err != nil {
+		return err
+	}
+	defer done()
+	id := sessions.ID(pos[0])
+	s, err := store.Session(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%w; list sessions with \"parley sessions ls\"", err)
+	}
+	msgs, err := store.Messages(ctx, id, sessions.MessagesOptions{Archived: *archived, Hidden: *hidden, History: *archived || *hidden})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if msgs == nil {
+			msgs = []sessions.Message{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Session  sessions.Session   `json:"session"`
+			Messages []sessions.Message `json:"messages"`
+		}{s, msgs})
+	}
+	printSession(stdout, s)
+	for _, m := range msgs {
+		printMessage(stdout, m)
+	}
+	if len(msgs) == 0 {
+		fmt.Fprintln(stdout, "(no messages)")
+	}
+	return nil
+}
+
+func printSession(w io.Writer, s sessions.Session) {
+	fmt.Fprintf(w, "session %s  %s  agent %s  %s\n", s.ID, s.Key, s.Key.AgentID, s.Status)
+	if s.Title != "" {
+		fmt.Fprintf(w, "title: %s\n", s.Title)
+	}
+	if s.Key.UserID != "" {
+		fmt.Fprintf(w, "user: %s\n", s.Key.UserID)
+	} else {
+		fmt.Fprintln(w, "user: (group: shared by every member)")
+	}
+	fmt.Fprintf(w, "created %s, last active %s", s.CreatedAt.Local().Format(time.DateTime), s.LastActiveAt.Local().Format(time.DateTime))
+	if s.Status == sessions.StatusArchived {
+		fmt.Fprintf(w, ", archived %s (%s reset)", s.ArchivedAt.Local().Format(time.DateTime), s.ResetReason)
+	}
+	fmt.Fprintln(w)
+	r := s.Rollup
+	fmt.Fprintf(w, "%d messages, ~%d tokens in context; usage: %d prompt, %d completion, %d reasoning, %d cache read, %d cache write, $%.4f\n\n",
+		s.MessageCount, r.TokenCount, r.PromptTokens, r.CompletionTokens, r.ReasoningTokens, r.CacheRead, r.CacheWrite, r.CostUSD)
+}
+
+func printMessage(w io.Writer, m sessions.Message) {
+	var tags []string
+	if m.Summary {
+		tags = append(tags, "summary")
+	}
+	if m.Synthetic {
+		tags = append(tags, "synthetic")
+	}
+	if m.Archived() {
+		tags = append(tags, "archived")
+	}
+	if !m.HiddenAt.IsZero() {
+		tags = append(tags, "hidden")
+	}
+	head := fmt.Sprintf("#%d %s %s", m.Seq, m.CreatedAt.Local().Format(time.DateTime), m.Role)
+	if m.Model != "" {
+		head += " (" + m.Model + ")"
+	}
+	if len(tags) > 0 {
+		head += " [" + strings.Join(tags, ", ") + "]"
+	}
+	fmt.Fprintln(w, head)
+	if m.Content != "" {
+		fmt.Fprintln(w, indent(m.Content))
+	}
+	for _, c := range m.ToolCalls {
+		fmt.Fprintf(w, "  -> %s(%s) [%s]\n", c.Name, c.Arguments, c.ID)
+	}
+	if m.ToolCallID != "" {
+		fmt.Fprintf(w, "  (result of %s)\n", m.ToolCallID)
+	}
+	fmt.Fprintln(w)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

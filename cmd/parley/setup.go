@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/migrations"
+)
+
+// loadConfig reads the config named by the flag, $PARLEY_CONFIG or
+// ./parley.yaml, or returns the defaults when there is none.
+func loadConfig(path string) (*config.Config, string, error) {
+	cfg, used, err := config.LoadOrDefault(path)
+	if err != nil {
+		if _, ok := err.(config.Problems); ok {
+			return nil, used, fmt.Errorf("config %s has problems:\n%w\nfix them and run \"parley config check\" again", displayPath(used), err)
+		}
+		return nil, used, err
+	}
+	return cfg, used, nil
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "(built-in defaults)"
+	}
+	return p
+}
+
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "config file (default: $PARLEY_CONFIG, then ./parley.yaml, then built-in defaults)")
+}
+
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	switch strings.ToLower(c.Level) {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openDatabase opens the configured database and brings its schema up to
+// date. The caller closes it.
+func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*dbutil.DB, int, error) {
+	db, err := dbutil.Open(ctx, dbutil.Options{
+		URL:         cfg.Database.URL.Reveal(),
+		Synchronous: cfg.Database.SQLite.Synchronous,
+		BusyTimeout: cfg.Database.SQLite.BusyTimeout.Std(),
+		MaxConns:    cfg.Database.Postgres.MaxConns,
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := migrations.Up(ctx, db, log)
+	if err != nil {
+		db.Close()
+		return nil, n, err
+	}
+	return db, n, nil
+}
