@@ -1,0 +1,119 @@
+package dbutil_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/dbutil/dbtest"
+)
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		opts    dbutil.Options
+		want    string
+		secrets []string
+	}{
+		{"empty url", dbutil.Options{}, "database.url is empty", nil},
+		{"bad synchronous", dbutil.Options{URL: t.TempDir() + "/x.db", Synchronous: "off"}, `synchronous "off" is not supported; use full or normal`, nil},
+		{"malformed postgres url", dbutil.Options{URL: "postgres://bob:hunter2@host:notaport/db"}, "not a valid postgres URL", []string{"hunter2"}},
+		{"unreachable postgres", dbutil.Options{URL: "postgres://bob:hunter2@127.0.0.1:1/db?connect_timeout=2"}, "connect to postgres bob@127.0.0.1:1/db", []string{"hunter2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := dbutil.Open(ctx, tc.opts)
+			if err == nil {
+				db.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Fatalf("error leaks %q: %v", s, err)
+				}
+			}
+		})
+	}
+}
+
+func TestSQLitePragmas(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ sync, want string }{{"", "2"}, {"full", "2"}, {"normal", "1"}} {
+		db, err := dbutil.Open(ctx, dbutil.Options{URL: "sqlite:" + t.TempDir() + "/sub/dir/x.db", Synchronous: tc.sync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var journal, syncLevel, fk string
+		w := db.Writer()
+		if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncLevel); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+			t.Fatal(err)
+		}
+		if journal != "wal" || syncLevel != tc.want || fk != "1" {
+			t.Fatalf("synchronous %q: journal %s, synchronous %s, foreign_keys %s", tc.sync, journal, syncLevel, fk)
+		}
+		if _, err := db.Reader().ExecContext(ctx, "CREATE TABLE nope (x)"); err == nil {
+			t.Fatal("the reader handle can write")
+		}
+		db.Close()
+	}
+}
+
+// Prepared statements must not deadlock the single SQLite writer when
+// transactions and plain writes race, and must give the same results.
+func TestQuerierUnderConcurrentTransactions(t *testing.T) {
+	for _, e := range dbtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			db := e.Raw(t)
+			ctx := context.Background()
+			if _, err := db.Write().ExecContext(ctx, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Write().ExecContext(ctx, "INSERT INTO counter (id, n) VALUES (1, 0)"); err != nil {
+				t.Fatal(err)
+			}
+			const workers, each = 8, 25
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range each {
+						var err error
+						if w%2 == 0 {
+							err = db.Tx(ctx, func(q dbutil.Querier) error {
+								var n int
+								if err := q.QueryRowContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = $1 RETURNING n", 1).Scan(&n); err != nil {
+									return err
+								}
+								return q.QueryRowContext(ctx, "SELECT n FROM counter WHERE id = $1", 1).Scan(&n)
+							})
+						} else {
+							_, err = db.Write().ExecContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = $1", 1)
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			var n int
+			if err := db.Read().QueryRowContext(ctx, "SELECT n FROM counter WHERE id = $1", 1).Scan(&n); err != nil || n != workers*each {
+				t.Fatalf("counter = %d (%v), want %d", n, err, workers*each)
+			}
+		})
+	}
+}
