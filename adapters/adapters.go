@@ -1,0 +1,135 @@
+// Package adapters defines how channels meet the gateway: the Adapter
+// interface every channel implements, the optional capabilities some have,
+// the Inbound and Outbound envelopes, and the registry adapters join from init.
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ID names one configured adapter instance, e.g. "tg-main".
+type ID string
+
+// MaxFiles is the most file references one inbound message may carry.
+const MaxFiles = 10
+
+// MaxTextBytes is the largest inbound text accepted (1 MiB).
+const MaxTextBytes = 1 << 20
+
+// Inbound is one message from a platform, in the gateway's terms.
+type Inbound struct {
+	Adapter     ID        `json:"adapter"`
+	Surface     string    `json:"surface"` // "telegram", "discord", "cli", ...
+	ChatID      string    `json:"chat_id"` // the conversation on the platform
+	UserID      string    `json:"user_id"` // the sender
+	DisplayName string    `json:"display_name,omitempty"`
+	Group       bool      `json:"group,omitempty"`     // a chat with several people
+	Mentioned   bool      `json:"mentioned,omitempty"` // the bot was addressed in a group
+	MessageID   string    `json:"message_id"`          // the platform's id, for dedupe
+	Text        string    `json:"text"`
+	Files       []FileRef `json:"files,omitempty"`
+	ReplyTo     string    `json:"reply_to,omitempty"` // platform id of the message replied to
+	Time        time.Time `json:"time"`
+}
+
+// FileRef points at a file on the platform; it is fetched only when needed.
+type FileRef struct {
+	ID        string `json:"id"`
+	Name      string `json:"name,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Validate says what is wrong with an inbound message, so an adapter can
+// refuse it before the platform is told it arrived.
+func (in Inbound) Validate() error {
+	var missing []string
+	for _, f := range []struct{ name, v string }{
+		{"adapter", string(in.Adapter)}, {"surface", in.Surface}, {"chat_id", in.ChatID},
+		{"user_id", in.UserID}, {"message_id", in.MessageID},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s missing", ErrInvalidInbound, strings.Join(missing, ", "))
+	}
+	if len(in.Files) > MaxFiles {
+		return fmt.Errorf("%w: %d files; at most %d per message", ErrInvalidInbound, len(in.Files), MaxFiles)
+	}
+	if len(in.Text) > MaxTextBytes {
+		return fmt.Errorf("%w: text is %d bytes; at most %d", ErrInvalidInbound, len(in.Text), MaxTextBytes)
+	}
+	if !utf8.ValidString(in.Text) {
+		return fmt.Errorf("%w: text is not valid UTF-8", ErrInvalidInbound)
+	}
+	return nil
+}
+
+// Outbound is one message to send.
+type Outbound struct {
+	Adapter ID     `json:"adapter"`
+	ChatID  string `json:"chat_id"`
+	Text    string `json:"text"`
+	ReplyTo string `json:"reply_to,omitempty"`
+	// IdempotencyKey is stable across retries of the same message, for
+	// platforms that can use it to drop a repeat.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// Sent is what the platform said about a sent message.
+type Sent struct {
+	MessageID string // the platform's id of the new message
+}
+
+// Sink takes inbound messages. It returns nil only once the message is
+// stored durably; that is the adapter's licence to acknowledge it.
+type Sink interface {
+	Deliver(ctx context.Context, in Inbound) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, in Inbound) error
+
+// Deliver calls f.
+func (f SinkFunc) Deliver(ctx context.Context, in Inbound) error { return f(ctx, in) }
+
+// Adapter is a channel. Start runs until ctx ends, delivering what arrives to
+// sink; Send sends one message of at most the adapter's length limit.
+type Adapter interface {
+	Start(ctx context.Context, sink Sink) error
+	Send(ctx context.Context, out Outbound) (Sent, error)
+}
+
+// Limiter is implemented by adapters whose platform caps message length;
+// longer replies are split before Send. Without it there is no limit.
+type Limiter interface {
+	// MaxMessageLength is the limit in characters (runes).
+	MaxMessageLength() int
+}
+
+// Editor is implemented by adapters that can edit a sent message, used to
+// show a long reply as it streams.
+type Editor interface {
+	Edit(ctx context.Context, chatID, messageID, text string) error
+}
+
+// Typer is implemented by adapters that can show a typing indicator.
+type Typer interface {
+	Typing(ctx context.Context, chatID string) error
+}
+
+// RateLimitError is returned by Send when the platform asks to slow down.
+type RateLimitError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("rate limited by the platform; retry after %s", e.RetryAfter)
+}

@@ -1,0 +1,12 @@
+package adapters
+
+import "errors"
+
+var (
+	// ErrUnsupported means the adapter can't do what was asked.
+	ErrUnsupported = errors.New("not supported by this adapter")
+	// ErrInvalidInbound means an adapter built an Inbound the gateway can't take.
+	ErrInvalidInbound = errors.New("invalid inbound message")
+	// ErrUnknownType means no adapter registered under that type name.
+	ErrUnknownType = errors.New("unknown adapter type")
+)

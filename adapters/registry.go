@@ -1,0 +1,68 @@
+package adapters
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Decoder strictly decodes an adapter's own config section into v; unknown
+// keys are errors. The core never knows an adapter's fields.
+type Decoder func(v any) error
+
+// Deps is what the daemon hands every adapter it builds.
+type Deps struct {
+	Log *slog.Logger
+}
+
+// Factory builds one adapter instance from its config section.
+type Factory func(id ID, decode Decoder, deps Deps) (Adapter, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes an adapter type available by name. Call it from init.
+// Registering a name twice is a programming error and panics, as
+// database/sql does.
+func Register(typ string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if f == nil {
+		panic("adapters: Register " + typ + " with a nil factory")
+	}
+	if _, dup := registry[typ]; dup {
+		panic("adapters: Register called twice for " + typ)
+	}
+	registry[typ] = f
+}
+
+// Types lists the registered adapter types, sorted.
+func Types() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for t := range registry {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds an adapter of a registered type.
+func New(typ string, id ID, decode Decoder, deps Deps) (Adapter, error) {
+	registryMu.RLock()
+	f, ok := registry[typ]
+	registryMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q for adapter %s; known types: %s", ErrUnknownType, typ, id, strings.Join(Types(), ", "))
+	}
+	a, err := f(id, decode, deps)
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s (%s): %w", id, typ, err)
+	}
+	return a, nil
+}
