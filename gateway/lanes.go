@@ -1,0 +1,270 @@
+// Package gateway carries inbound messages to agent turns: dedupe, routing,
+// session resolve, and the per-session lanes that run one turn at a time.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Mode says what a lane does with messages that arrive while it is busy.
+type Mode string
+
+const (
+	// ModeFollowup gives each message its own turn, in order.
+	ModeFollowup Mode = "followup"
+	// ModeCollect runs everything that arrived during a turn as one turn.
+	ModeCollect Mode = "collect"
+	// ModeSteer hands messages to the running turn at its next step boundary.
+	ModeSteer Mode = "steer"
+	// ModeInterrupt aborts the running turn and starts one with the new messages.
+	ModeInterrupt Mode = "interrupt"
+)
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool {
+	switch m {
+	case ModeFollowup, ModeCollect, ModeSteer, ModeInterrupt:
+		return true
+	}
+	return false
+}
+
+// Defaults for a lane's queue.
+const (
+	DefaultQueueCap = 20
+	DefaultDebounce = 500 * time.Millisecond
+)
+
+// Turn is one run of a lane's turn function.
+type Turn[T any] struct {
+	// Items are the messages this turn answers, in arrival order.
+	Items []T
+	lane  *lane[T]
+}
+
+// Steer takes the messages that arrived for a steer-mode lane since the turn
+// began (or since the last call), for the turn to inject at a step boundary.
+// It returns nil in the other modes.
+func (t *Turn[T]) Steer() []T {
+	if t.lane == nil {
+		return nil
+	}
+	return t.lane.takeSteer()
+}
+
+// TurnFunc runs one turn. ctx ends when the turn is aborted or the lanes
+// shut down past their deadline.
+type TurnFunc[K comparable, T any] func(ctx context.Context, key K, turn *Turn[T])
+
+// LaneOptions configure every lane.
+type LaneOptions[K comparable] struct {
+	// Cap is the most messages waiting in one lane; more is ErrQueueFull.
+	Cap int
+	// Debounce merges a burst into one turn: a message that finds its lane
+	// idle starts a window this long, and everything that arrives within it
+	// is answered by the first turn. 0 turns it off.
+	Debounce time.Duration
+	// Mode picks a lane's queue mode; nil means followup for all.
+	Mode func(K) Mode
+	Log  *slog.Logger
+}
+
+// Lanes runs turns one at a time per key and in parallel across keys. A
+// lane's goroutine exists only while the lane has work.
+type Lanes[K comparable, T any] struct {
+	run  TurnFunc[K, T]
+	opts LaneOptions[K]
+	ctx  context.Context // parent of every turn; cancelled by Close past its deadline
+	stop context.CancelFunc
+
+	mu     sync.Mutex
+	lanes  map[K]*lane[T]
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type lane[T any] struct {
+	mode    Mode
+	pending []T
+	steer   []T
+	cancel  context.CancelFunc // set while a turn runs
+	mu      *sync.Mutex        // the Lanes' mutex
+}
+
+// NewLanes returns lanes that run turns with run.
+func NewLanes[K comparable, T any](run TurnFunc[K, T], opts LaneOptions[K]) *Lanes[K, T] {
+	if opts.Cap <= 0 {
+		opts.Cap = DefaultQueueCap
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Lanes[K, T]{run: run, opts: opts, ctx: ctx, stop: stop, lanes: make(map[K]*lane[T])}
+}
+
+// Enqueue adds item to key's lane and returns how many messages now wait in
+// it. It never blocks on a running turn.
+func (ls *Lanes[K, T]) Enqueue(key K, item T) (int, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
+		return 0, ErrClosed
+	}
+	l, exists := ls.lanes[key]
+	if !exists {
+		mode := ModeFollowup
+		if ls.opts.Mode != nil {
+			if m := ls.opts.Mode(key); m.Valid() {
+				mode = m
+			}
+		}
+		l = &lane[T]{mode: mode, mu: &ls.mu}
+		ls.lanes[key] = l
+	}
+	if len(l.pending)+len(l.steer) >= ls.opts.Cap {
+		return len(l.pending) + len(l.steer), fmt.Errorf("%w: %d messages are waiting", ErrQueueFull, ls.opts.Cap)
+	}
+	turnRunning := l.cancel != nil
+	switch {
+	case turnRunning && l.mode == ModeSteer:
+		l.steer = append(l.steer, item)
+	case turnRunning && l.mode == ModeInterrupt:
+		l.pending = append(l.pending, item)
+		l.cancel()
+	default:
+		l.pending = append(l.pending, item)
+	}
+	if !exists {
+		ls.wg.Add(1)
+		go ls.loop(key, l)
+	}
+	return len(l.pending) + len(l.steer), nil
+}
+
+// Depth is how many messages wait in key's lane, not counting a running turn's.
+func (ls *Lanes[K, T]) Depth(key K) int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l, ok := ls.lanes[key]; ok {
+		return len(l.pending) + len(l.steer)
+	}
+	return 0
+}
+
+// Busy reports whether key's lane has a turn running or waiting.
+func (ls *Lanes[K, T]) Busy(key K) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	_, ok := ls.lanes[key]
+	return ok
+}
+
+// Active is the number of lanes with work.
+func (ls *Lanes[K, T]) Active() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return len(ls.lanes)
+}
+
+// Abort cancels key's running turn; waiting messages still run. It reports
+// whether a turn was running.
+func (ls *Lanes[K, T]) Abort(key K) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l, ok := ls.lanes[key]
+	if !ok || l.cancel == nil {
+		return false
+	}
+	l.cancel()
+	return true
+}
+
+// Close stops accepting messages and waits for every lane to drain. When ctx
+// ends first, running turns are cancelled and Close waits for them to return.
+func (ls *Lanes[K, T]) Close(ctx context.Context) error {
+	ls.mu.Lock()
+	ls.closed = true
+	ls.mu.Unlock()
+	done := make(chan struct{})
+	go func() { ls.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		ls.stop()
+		return nil
+	case <-ctx.Done():
+		ls.stop()
+		<-done
+		return fmt.Errorf("lanes did not drain in time; running turns were cancelled: %w", ctx.Err())
+	}
+}
+
+func (l *lane[T]) takeSteer() []T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.steer
+	l.steer = nil
+	return s
+}
+
+// loop is a lane's goroutine: it runs turns until the lane is empty, then
+// removes the lane.
+func (ls *Lanes[K, T]) loop(key K, l *lane[T]) {
+	defer ls.wg.Done()
+	if ls.opts.Debounce > 0 {
+		ls.debounce()
+	}
+	// Without a debounce window there is no burst: followup turns take one
+	// message each from the start.
+	for burst := ls.opts.Debounce > 0; ; burst = false {
+		ls.mu.Lock()
+		// Steer messages the last turn did not take become a turn of their own.
+		l.pending = append(l.pending, l.steer...)
+		l.steer = nil
+		if len(l.pending) == 0 {
+			delete(ls.lanes, key)
+			ls.mu.Unlock()
+			return
+		}
+		var items []T
+		if l.mode == ModeFollowup && !burst {
+			items, l.pending = l.pending[:1:1], l.pending[1:]
+		} else {
+			items, l.pending = l.pending, nil
+		}
+		ctx, cancel := context.WithCancel(ls.ctx)
+		l.cancel = cancel
+		ls.mu.Unlock()
+
+		ls.runTurn(ctx, key, &Turn[T]{Items: items, lane: l})
+		cancel()
+
+		ls.mu.Lock()
+		l.cancel = nil
+		ls.mu.Unlock()
+	}
+}
+
+// debounce waits out the burst window.
+func (ls *Lanes[K, T]) debounce() {
+	timer := time.NewTimer(ls.opts.Debounce)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ls.ctx.Done():
+	}
+}
+
+func (ls *Lanes[K, T]) runTurn(ctx context.Context, key K, t *Turn[T]) {
+	defer func() {
+		if r := recover(); r != nil {
+			ls.opts.Log.Error("turn panicked", "lane", fmt.Sprint(key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	ls.run(ctx, key, t)
+}
