@@ -58,15 +58,19 @@ func Up(ctx context.Context, db *dbutil.DB, log *slog.Logger) (int, error) {
 	return len(results), nil
 }
 
-// Latest is the newest migration version shipped in this binary.
-func Latest(db *dbutil.DB) (int64, error) {
-	p, err := Provider(db, nil)
+// Latest is the newest migration version this binary ships for a dialect.
+func Latest(d dbutil.Dialect) (int64, error) {
+	entries, err := fs.ReadDir(files, string(d))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("migrations for %s: %w", d, err)
 	}
-	sources := p.ListSources()
-	if len(sources) == 0 {
-		return 0, nil
+	var latest int64
+	for _, e := range entries {
+		v, err := goose.NumericComponent(e.Name())
+		if err != nil {
+			return 0, fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+		latest = max(latest, v)
 	}
-	return sources[len(sources)-1].Version, nil
+	return latest, nil
 }

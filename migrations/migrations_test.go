@@ -20,7 +20,7 @@ func TestFreshInstallMatchesStepwiseUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			latest, err := migrations.Latest(fresh)
+			latest, err := migrations.Latest(fresh.Dialect)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,7 +25,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	latest, err := migrations.Latest(db)
+	latest, err := migrations.Latest(db.Dialect)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
+)
+
+// InboundStatus is where an accepted platform message stands.
+type InboundStatus string
+
+const (
+	// InboundAccepted: stored and acknowledged, not yet answered.
+	InboundAccepted InboundStatus = "accepted"
+	// InboundDone: its turn finished and any reply is in the outbox.
+	InboundDone InboundStatus = "done"
+	// InboundFailed: its turn failed; the user was told.
+	InboundFailed InboundStatus = "failed"
+	// InboundMarked: left unanswered by a crash, and marked rather than re-run.
+	InboundMarked InboundStatus = "marked"
+)
+
+const (
+	acceptInboundQuery = `INSERT INTO inbound (id, adapter, chat_id, platform_message_id, payload, received_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $6)
+	ON CONFLICT DO NOTHING`
+
+	finishInboundQuery = `UPDATE inbound SET status = $2, session_id = COALESCE($3, session_id), error = $4, updated_at = $5
+	WHERE id = $1`
+
+	unfinishedInboundQuery = `SELECT id, payload FROM inbound WHERE status = 'accepted' ORDER BY received_at, id LIMIT $1`
+
+	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+	ON CONFLICT (idempotency_key) DO NOTHING`
+
+	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts
+	FROM outbox WHERE status = 'pending' AND next_attempt_at <= $1
+	ORDER BY next_attempt_at, created_at, id LIMIT $2`
+
+	// A claim succeeds for exactly one caller, on one replica or several.
+	claimReplyQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $3
+	WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2`
+
+	markSentQuery = `UPDATE outbox SET status = 'sent', platform_message_id = $2, sent_at = $3, last_error = ''
+	WHERE id = $1`
+
+	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4 WHERE id = $1`
+)
+
+// Store keeps the gateway's durable records: accepted inbound messages and
+// the outbox of replies.
+type Store struct {
+	db  *dbutil.DB
+	now func() time.Time
+}
+
+// NewStore returns a Store on a migrated database; now may be nil for time.Now.
+func NewStore(db *dbutil.DB, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, now: now}
+}
+
+// AcceptedInbound is an inbound message as stored.
+type AcceptedInbound struct {
+	ID      string
+	Inbound adapters.Inbound
+}
+
+// Accept stores in durably. dup reports that the same platform message was
+// accepted before, in which case nothing changes.
+func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup bool, err error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", false, fmt.Errorf("generate id: %w", err)
+	}
+	payload, err := json.Marshal(in)
+	if err != nil {
+		return "", false, fmt.Errorf("encode inbound %s: %w", in.MessageID, err)
+	}
+	res, err := s.db.Write().ExecContext(ctx, acceptInboundQuery, u.String(), in.Adapter, in.ChatID, in.MessageID,
+		string(payload), dbutil.Millis(s.now()))
+	if err != nil {
+		return "", false, fmt.Errorf("store inbound %s/%s/%s: %w", in.Adapter, in.ChatID, in.MessageID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return "", false, fmt.Errorf("store inbound: %w", err)
+	}
+	return u.String(), n == 0, nil
+}
+
+// Finish records how an accepted message ended. sessionID may be empty.
+func (s *Store) Finish(ctx context.Context, id string, status InboundStatus, sessionID, errText string) error {
+	sid := sql.NullString{String: sessionID, Valid: sessionID != ""}
+	res, err := s.db.Write().ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, dbutil.Millis(s.now()))
+	if err != nil {
+		return fmt.Errorf("finish inbound %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("finish inbound %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// Unfinished lists accepted messages that never got an answer, oldest first.
+func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, error) {
+	rows, err := s.db.Read().QueryContext(ctx, unfinishedInboundQuery, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished inbound: %w", err)
+	}
+	defer rows.Close()
+	var out []AcceptedInbound
+	for rows.Next() {
+		var a AcceptedInbound
+		var payload string
+		if err := rows.Scan(&a.ID, &payload); err != nil {
+			return nil, fmt.Errorf("list unfinished inbound: %w", err)
+		}
+		if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
+			return nil, fmt.Errorf("inbound %s payload: %w", a.ID, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Reply is one outbox row: a chunk of a reply to send.
+type Reply struct {
+	ID string
+	// Key is unique per chunk of a reply, e.g. "<message id>:<chunk>", so
+	// queueing the same reply again adds nothing.
+	Key       string
+	SessionID string
+	InboundID string
+	Adapter   adapters.ID
+	ChatID    string
+	ReplyTo   string
+	Text      string
+	Attempts  int
+}
+
+// QueueReplies writes replies to the outbox in one transaction. Replies
+// whose key is already there are skipped.
+func (s *Store) QueueReplies(ctx context.Context, replies []Reply) error {
+	now := dbutil.Millis(s.now())
+	return s.db.Tx(ctx, func(q dbutil.Querier) error {
+		for _, r := range replies {
+			u, err := uuid.NewV7()
+			if err != nil {
+				return fmt.Errorf("generate id: %w", err)
+			}
+			_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
+				string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, now)
+			if err != nil {
+				return fmt.Errorf("queue reply %s: %w", r.Key, err)
+			}
+		}
+		return nil
+	})
+}
+
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// DueReplies lists pending replies whose next attempt is due.
+func (s *Store) DueReplies(ctx context.Context, limit int) ([]Reply, error) {
+	rows, err := s.db.Read().QueryContext(ctx, dueRepliesQuery, dbutil.Millis(s.now()), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list due replies: %w", err)
+	}
+	defer rows.Close()
+	var out []Reply
+	for rows.Next() {
+		var r Reply
+		var adapter string
+		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts); err != nil {
+			return nil, fmt.Errorf("list due replies: %w", err)
+		}
+		r.Adapter = adapters.ID(adapter)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Claim takes a due reply for sending, pushing its next attempt lease into
+// the future so no other sender takes it meanwhile. ok is false when someone
+// else claimed it first.
+func (s *Store) Claim(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	now := s.now()
+	res, err := s.db.Write().ExecContext(ctx, claimReplyQuery, id, dbutil.Millis(now), dbutil.Millis(now.Add(lease)))
+	if err != nil {
+		return false, fmt.Errorf("claim reply %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// MarkSent records that the platform took the reply.
+func (s *Store) MarkSent(ctx context.Context, id, platformMessageID string) error {
+	_, err := s.db.Write().ExecContext(ctx, markSentQuery, id, platformMessageID, dbutil.Millis(s.now()))
+	if err != nil {
+		return fmt.Errorf("mark reply %s sent: %w", id, err)
+	}
+	return nil
+}
+
+// MarkRetry records a failed attempt: the reply is tried again at next, or
+// given up (status failed) when giveUp is set.
+func (s *Store) MarkRetry(ctx context.Context, id string, cause error, next time.Time, giveUp bool) error {
+	status := "pending"
+	if giveUp {
+		status = "failed"
+	}
+	msg := ""
+	if cause != nil {
+		msg = cause.Error()
+	}
+	_, err := s.db.Write().ExecContext(ctx, markRetryQuery, id, status, msg, dbutil.Millis(next))
+	if err != nil {
+		return fmt.Errorf("record failed attempt of reply %s: %w", id, err)
+	}
+	return nil
+}
+
+// ErrNotFound means no record has that id.
+var ErrNotFound = errors.New("not found")
