@@ -14,6 +14,8 @@ import (
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/dbutil"
 )
 
 // Defaults applied to keys that are absent from the file.
@@ -120,28 +122,22 @@ func (c *Config) Agent(id string) (Agent, bool) {
 }
 
 // Engine returns "postgres" for a postgres:// or postgresql:// URL and
-// "sqlite" for anything else.
+// "sqlite" otherwise (validation rejects URLs that are neither).
 func (d Database) Engine() string {
-	u := strings.ToLower(strings.TrimSpace(string(d.URL)))
-	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+	if t, err := dbutil.ParseURL(string(d.URL)); err == nil && t.Dialect == dbutil.Postgres {
 		return "postgres"
 	}
 	return "sqlite"
 }
 
-// SQLitePath returns the SQLite file path: the URL with any "file:" or
-// "sqlite:" prefix removed, along with a following "//" and, for those prefixed
-// forms, a "?query". It is only meaningful when Engine is "sqlite".
+// SQLitePath returns the SQLite file path: the URL without a "file:" or
+// "sqlite:" prefix and query. It is "" for PostgreSQL or an invalid URL.
 func (d Database) SQLitePath() string {
-	p := strings.TrimSpace(string(d.URL))
-	for _, prefix := range []string{"file:", "sqlite:"} {
-		if len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) {
-			p = strings.TrimPrefix(p[len(prefix):], "//")
-			p, _, _ = strings.Cut(p, "?")
-			return p
-		}
+	t, err := dbutil.ParseURL(string(d.URL))
+	if err != nil {
+		return ""
 	}
-	return p
+	return t.Path
 }
 
 // Location returns the agent's time zone. After Parse or Default it is the

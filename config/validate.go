@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parleyd/parley/dbutil"
 )
 
 var agentID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -39,13 +41,14 @@ func (c *Config) validate(ck *checker) {
 }
 
 func (d Database) validate(ck *checker) {
-	if d.Engine() == "postgres" {
-		if _, err := url.Parse(d.URL.Reveal()); err != nil {
-			ck.add("database.url", "not a valid PostgreSQL URL: "+describeURLError(err)+
-				`; use postgres://user:password@host:5432/dbname, with special characters in the password %-escaped`)
+	raw := strings.TrimSpace(d.URL.Reveal())
+	if _, err := dbutil.ParseURL(raw); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "database.url ")
+		if _, perr := url.Parse(raw); perr != nil && d.Engine() == "sqlite" && strings.Contains(strings.ToLower(raw), "postgres") {
+			msg = "not a valid PostgreSQL URL: " + describeURLError(perr) +
+				`; use postgres://user:password@host:5432/dbname, with special characters in the password %-escaped`
 		}
-	} else if d.SQLitePath() == "" {
-		ck.add("database.url", `no SQLite file path; use a path such as "data/parley.db", or a postgres:// URL`)
+		ck.add("database.url", msg)
 	}
 
 	switch d.SQLite.Synchronous {

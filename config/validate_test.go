@@ -14,7 +14,7 @@ func TestValidate(t *testing.T) {
 		{"sqlite path", "database:\n  url: file:data/x.db\n", ""},
 		{"postgres url", "database:\n  url: postgresql://u:p@h:5432/db?sslmode=disable\n", ""},
 		{"empty sqlite path", "database:\n  url: 'sqlite:'\n",
-			`parley.yaml:2: database.url: no SQLite file path; use a path such as "data/parley.db", or a postgres:// URL`},
+			`parley.yaml:2: database.url: has no file path; use a postgres://user:password@host:5432/dbname URL or a SQLite file path such as data/parley.db`},
 		{"bad postgres url", "database:\n  url: postgres://u:p@h:port/db\n",
 			`parley.yaml:2: database.url: not a valid PostgreSQL URL: invalid port; use postgres://user:password@host:5432/dbname, with special characters in the password %-escaped`},
 		{"synchronous normal", "database:\n  sqlite:\n    synchronous: NORMAL\n", ""},

@@ -57,31 +57,19 @@ type DB struct {
 	readStmts, writeStmts *stmtCache
 }
 
-// EngineOf reports which engine a database URL selects.
-func EngineOf(rawURL string) Dialect {
-	lower := strings.ToLower(rawURL)
-	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		return Postgres
-	}
-	return SQLite
-}
-
 // Open opens the database named by opts and checks that it answers.
 func Open(ctx context.Context, opts Options) (*DB, error) {
-	if opts.URL == "" {
-		return nil, errors.New("open database: database.url is empty; set it to a SQLite path such as data/parley.db or a postgres:// URL")
+	target, err := ParseURL(opts.URL)
+	if err != nil {
+		return nil, err
 	}
-	if EngineOf(opts.URL) == Postgres {
+	if target.Dialect == Postgres {
 		return openPostgres(ctx, opts)
 	}
-	return openSQLite(ctx, opts)
+	return openSQLite(ctx, target.Path, opts)
 }
 
-func openSQLite(ctx context.Context, opts Options) (*DB, error) {
-	path := strings.TrimPrefix(strings.TrimPrefix(opts.URL, "sqlite:"), "file:")
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
+func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	sync := strings.ToUpper(opts.Synchronous)
 	switch sync {
 	case "":
@@ -96,14 +84,14 @@ func openSQLite(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("open sqlite: create directory for %s: %w", path, err)
+			return nil, fmt.Errorf("open sqlite: create the directory of database.url: %w", err)
 		}
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
 		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
 			"foreign_keys(1)",
 			"journal_mode(WAL)",
-			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
 			"synchronous(" + sync + ")",
 		},
 	}.Encode()

@@ -42,6 +42,44 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+func TestParseURL(t *testing.T) {
+	good := []struct {
+		raw     string
+		dialect dbutil.Dialect
+		path    string
+	}{
+		{"data/parley.db", dbutil.SQLite, "data/parley.db"},
+		{"  data/parley.db ", dbutil.SQLite, "data/parley.db"},
+		{"file:///var/lib/parley.db?mode=rwc", dbutil.SQLite, "/var/lib/parley.db"},
+		{"SQLite://data/parley.db", dbutil.SQLite, "data/parley.db"},
+		{"sqlite:data/parley.db", dbutil.SQLite, "data/parley.db"},
+		{" postgres://u:p@db/parley", dbutil.Postgres, ""},
+		{"postgresql://db/parley?sslmode=disable", dbutil.Postgres, ""},
+	}
+	for _, tc := range good {
+		got, err := dbutil.ParseURL(tc.raw)
+		if err != nil || got.Dialect != tc.dialect || got.Path != tc.path {
+			t.Errorf("ParseURL(%q) = %+v, %v; want %s %q", tc.raw, got, err, tc.dialect, tc.path)
+		}
+	}
+	bad := []struct{ raw, want string }{
+		{"", "empty"},
+		{"postgre://bob:hunter2@dbhost/parley", `scheme "postgre"`},
+		{"mysql://bob:hunter2@dbhost/parley", `scheme "mysql"`},
+		{"host=db user=bob password=hunter2 dbname=parley", "key=value"},
+		{"password=hunter2", "key=value"},
+		{":memory:", "in-memory"},
+		{"file:x.db?mode=memory", "in-memory"},
+		{"sqlite:", "no file path"},
+	}
+	for _, tc := range bad {
+		_, err := dbutil.ParseURL(tc.raw)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseURL(%q) = %v; want an error saying %q without the password", tc.raw, err, tc.want)
+		}
+	}
+}
+
 func TestSQLitePragmas(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ sync, want string }{{"", "2"}, {"full", "2"}, {"normal", "1"}} {
