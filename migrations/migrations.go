@@ -5,6 +5,7 @@ package migrations
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -45,10 +46,15 @@ func Provider(db *dbutil.DB, log *slog.Logger) (*goose.Provider, error) {
 	return p, nil
 }
 
-// Up applies every pending migration and returns how many it applied.
+// Up applies every pending migration and returns how many it applied. A
+// database whose schema is newer than this binary is refused: an older
+// parley must not write to it.
 func Up(ctx context.Context, db *dbutil.DB, log *slog.Logger) (int, error) {
 	p, err := Provider(db, log)
 	if err != nil {
+		return 0, err
+	}
+	if err := refuseNewer(ctx, p, db); err != nil {
 		return 0, err
 	}
 	results, err := p.Up(ctx)
@@ -57,6 +63,62 @@ func Up(ctx context.Context, db *dbutil.DB, log *slog.Logger) (int, error) {
 	}
 	return len(results), nil
 }
+
+// Check reports whether the schema is exactly the one this binary ships,
+// without changing anything: ErrSchemaBehind means run "parley migrate",
+// ErrSchemaAhead means upgrade parley.
+func Check(ctx context.Context, db *dbutil.DB) error {
+	p, err := Provider(db, nil)
+	if err != nil {
+		return err
+	}
+	if err := refuseNewer(ctx, p, db); err != nil {
+		return err
+	}
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	latest, err := Latest(db.Dialect)
+	if err != nil {
+		return err
+	}
+	if current < latest {
+		return fmt.Errorf("%w: the database schema is at version %d and this parley needs %d; run \"parley migrate\" (or start \"parley run\", which migrates)", ErrSchemaBehind, current, latest)
+	}
+	return nil
+}
+
+func refuseNewer(ctx context.Context, p *goose.Provider, db *dbutil.DB) error {
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	latest, err := Latest(db.Dialect)
+	if err != nil {
+		return err
+	}
+	if current > latest {
+		return fmt.Errorf("%w: the database schema is at version %d, newer than this parley knows (%d); upgrade parley to the version that wrote it", ErrSchemaAhead, current, latest)
+	}
+	return nil
+}
+
+// Version is the schema version the database is at.
+func Version(ctx context.Context, db *dbutil.DB) (int64, error) {
+	p, err := Provider(db, nil)
+	if err != nil {
+		return 0, err
+	}
+	return p.GetDBVersion(ctx)
+}
+
+var (
+	// ErrSchemaBehind means the database needs migrating.
+	ErrSchemaBehind = errors.New("database schema is behind")
+	// ErrSchemaAhead means the database was migrated by a newer parley.
+	ErrSchemaAhead = errors.New("database schema is ahead")
+)
 
 // Latest is the newest migration version this binary ships for a dialect.
 func Latest(d dbutil.Dialect) (int64, error) {

@@ -2,8 +2,12 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/parleyd/parley/dbutil"
 
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/migrations"
@@ -58,5 +62,75 @@ func TestFreshInstallMatchesStepwiseUpgrade(t *testing.T) {
 				t.Fatalf("second Up applied %d (%v), want 0", n, err)
 			}
 		})
+	}
+}
+
+func TestNewerSchemaIsRefusedAndOlderIsReported(t *testing.T) {
+	for _, e := range dbtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := context.Background()
+			db := e.Raw(t)
+			p, err := migrations.Provider(db, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.UpTo(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Check(ctx, db); !errors.Is(err, migrations.ErrSchemaBehind) || !strings.Contains(err.Error(), "parley migrate") {
+				t.Fatalf("Check on an old schema = %v", err)
+			}
+			if _, err := migrations.Up(ctx, db, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Check(ctx, db); err != nil {
+				t.Fatalf("Check after Up = %v", err)
+			}
+			latest, _ := migrations.Latest(db.Dialect)
+			// A newer parley migrated this database.
+			if _, err := db.Writer().ExecContext(ctx, "INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, $2)", latest+1, true); err != nil {
+				t.Fatal(err)
+			}
+			for name, fn := range map[string]func() error{
+				"Up":    func() error { _, err := migrations.Up(ctx, db, nil); return err },
+				"Check": func() error { return migrations.Check(ctx, db) },
+			} {
+				if err := fn(); !errors.Is(err, migrations.ErrSchemaAhead) || !strings.Contains(err.Error(), "upgrade parley") {
+					t.Errorf("%s on a newer schema = %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+// Both engines must have the same tables, columns and indexes, whatever
+// their types.
+func TestEnginesHaveTheSameSchemaShape(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	shape := func(db *dbutil.DB, q string) []string {
+		rows, err := db.Reader().QueryContext(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		sort.Strings(out)
+		return out
+	}
+	lite, pg := dbtest.SQLite(t), dbtest.Postgres(t)
+	liteShape := shape(lite, `SELECT m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p
+		WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'
+		UNION ALL SELECT 'index ' || name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`)
+	pgShape := shape(pg, `SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = current_schema()
+		UNION ALL SELECT 'index ' || indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE connamespace = current_schema()::regnamespace)`)
+	if strings.Join(liteShape, "\n") != strings.Join(pgShape, "\n") {
+		t.Fatalf("schemas differ\nsqlite:\n%s\npostgres:\n%s", strings.Join(liteShape, "\n"), strings.Join(pgShape, "\n"))
 	}
 }

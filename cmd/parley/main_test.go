@@ -284,3 +284,35 @@ func TestRunReportsBusyAddress(t *testing.T) {
 		t.Fatalf("exit %d, %q", code, errOut)
 	}
 }
+
+func TestReadOnlyCommandsChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	path, dbPath := writeConfig(t, "")
+	code, _, errOut := parley(t, ctx, "sessions", "ls", "--config", path)
+	if code != 1 || !strings.Contains(errOut, "no database at") || !strings.Contains(errOut, "parley migrate") {
+		t.Fatalf("ls without a database: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(dbPath); !os.IsNotExist(err) {
+		t.Fatalf("ls created the database: %v", err)
+	}
+	// A database an older parley left behind is reported, not migrated.
+	db, err := dbutil.Open(ctx, dbutil.Options{URL: dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p, err := migrations.Provider(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = parley(t, ctx, "sessions", "ls", "--config", path)
+	if code != 1 || !strings.Contains(errOut, "schema is at version 1") {
+		t.Fatalf("ls on an old schema: exit %d, %q", code, errOut)
+	}
+	if v, _ := migrations.Version(ctx, db); v != 1 {
+		t.Fatalf("ls migrated the database to %d", v)
+	}
+}

@@ -25,11 +25,11 @@ func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	latest, err := migrations.Latest(db.Dialect)
+	current, err := migrations.Version(ctx, db)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s database %s: applied %d migration(s); schema is at version %d\n",
-		db.Dialect, cfg.Database.URL, applied, latest)
+		db.Dialect, cfg.Database.URL, applied, current)
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,7 +32,7 @@ func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, f
 	if err != nil {
 		return nil, nil, err
 	}
-	db, _, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	db, err := openExisting(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/parleyd/parley/config"
@@ -57,12 +60,7 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 // openDatabase opens the configured database and brings its schema up to
 // date. The caller closes it.
 func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*dbutil.DB, int, error) {
-	db, err := dbutil.Open(ctx, dbutil.Options{
-		URL:         cfg.Database.URL.Reveal(),
-		Synchronous: cfg.Database.SQLite.Synchronous,
-		BusyTimeout: cfg.Database.SQLite.BusyTimeout.Std(),
-		MaxConns:    cfg.Database.Postgres.MaxConns,
-	})
+	db, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -72,4 +70,33 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 		return nil, n, err
 	}
 	return db, n, nil
+}
+
+// openExisting opens the configured database for a command that only reads:
+// it changes nothing, and says so when the database is missing or its
+// schema is not the one this binary knows.
+func openExisting(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
+	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
+		if _, err := os.Stat(t.Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s yet; start \"parley run\" or run \"parley migrate\" to create it, or check database.url", t.Path)
+		}
+	}
+	db, err := dial(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func dial(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
+	return dbutil.Open(ctx, dbutil.Options{
+		URL:         cfg.Database.URL.Reveal(),
+		Synchronous: cfg.Database.SQLite.Synchronous,
+		BusyTimeout: cfg.Database.SQLite.BusyTimeout.Std(),
+		MaxConns:    cfg.Database.Postgres.MaxConns,
+	})
 }
