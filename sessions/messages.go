@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
@@ -28,46 +32,60 @@ const (
 	insertMessageQuery = `INSERT INTO messages (` + messageColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 
-	// The live context: visible messages from the latest visible summary on.
+	// The live context is what is visible in messages: compaction moves what
+	// it summarized to message_archive, and gives the summary the seq of the
+	// last message it archived, so the summary sorts first.
 	liveMessagesQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
-	WHERE session_id = $1 AND hidden_at IS NULL AND seq >= COALESCE(
-		(SELECT MAX(seq) FROM messages WHERE session_id = $1 AND summary = TRUE AND hidden_at IS NULL), 0)
+	WHERE session_id = $1 AND hidden_at IS NULL
 	ORDER BY seq`
+
+	messageByIDQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages WHERE id = $1`
 
 	historyMessagesQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
 	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL)
 	ORDER BY seq`
 
-	fullHistoryMessagesQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
+	// An archived message sorts before a live one with the same seq (the
+	// summary that replaced it).
+	fullHistoryMessagesQuery = `SELECT ` + messageColumns + `, NULL, '', 1 AS live FROM messages
 	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL)
 	UNION ALL
-	SELECT ` + messageColumns + `, archived_at, compaction_id FROM message_archive
+	SELECT ` + messageColumns + `, archived_at, compaction_id, 0 AS live FROM message_archive
 	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL)
-	ORDER BY seq`
+	ORDER BY seq, live`
 
 	sessionExistsQuery = `SELECT 1 FROM sessions WHERE id = $1`
 )
 
 // MessagesOptions chooses between the live context and the full history.
 type MessagesOptions struct {
-	// History returns every message of the session, not only the live
-	// context (the latest summary and what follows it).
-	History bool
-	// Archived adds messages that compaction moved to the archive (implies History).
+	// Archived adds the messages compaction moved to the archive.
 	Archived bool
-	// Hidden adds rewound (hidden) messages (implies History).
+	// Hidden adds rewound (hidden) messages.
 	Hidden bool
 }
 
-// Append implements Store.
+// Append implements Store. A message that carries its own ID is appended
+// at most once: a retry after an error whose commit in fact succeeded
+// returns the stored message. Text is stored as valid UTF-8 without NUL
+// bytes (invalid bytes become U+FFFD), the same on both engines. Appending
+// to an archived session is allowed, so that a turn in flight when its
+// session resets still records its reply beside its question.
 func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error) {
 	if !m.Role.Valid() {
 		return Message{}, fmt.Errorf("%w: role %q; use user, assistant, system or tool", ErrInvalidMessage, m.Role)
 	}
-	mid, err := newID()
-	if err != nil {
-		return Message{}, err
+	supplied := m.ID != ""
+	if !supplied {
+		mid, err := newID()
+		if err != nil {
+			return Message{}, err
+		}
+		m.ID = MessageID(mid)
+	} else if _, err := uuid.Parse(string(m.ID)); err != nil {
+		return Message{}, fmt.Errorf("%w: id %q is not a UUID", ErrInvalidMessage, m.ID)
 	}
+	m.Content, m.ToolCallID, m.Model = cleanText(m.Content), cleanText(m.ToolCallID), cleanText(m.Model)
 	parts, err := nullJSON(m.Parts, len(m.Parts) > 0)
 	if err != nil {
 		return Message{}, fmt.Errorf("%w: parts: %v", ErrInvalidMessage, err)
@@ -88,10 +106,24 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 		u = *m.Usage
 	}
 	now := s.now()
-	m.ID, m.SessionID, m.CreatedAt = MessageID(mid), id, dbutil.Time(dbutil.Millis(now))
+	m.SessionID, m.CreatedAt = id, dbutil.Time(dbutil.Millis(now))
 	m.ArchivedAt, m.CompactionID = time.Time{}, ""
 
+	var stored *Message
 	err = s.db.Tx(ctx, func(tx dbutil.Querier) error {
+		if supplied {
+			prev, err := scanMessage(tx.QueryRowContext(ctx, messageByIDQuery, m.ID))
+			if err == nil {
+				if prev.SessionID != id {
+					return fmt.Errorf("%w: id %s belongs to another session", ErrInvalidMessage, m.ID)
+				}
+				stored = &prev
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("append message to session %s: %w", id, err)
+			}
+		}
 		err := tx.QueryRowContext(ctx, bumpSessionQuery, id, m.TokenEstimate, u.Input, u.Output, u.Reasoning,
 			u.CacheRead, u.CacheWrite, u.CostUSD, dbutil.Millis(now)).Scan(&m.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -111,8 +143,20 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 	if err != nil {
 		return Message{}, err
 	}
+	if stored != nil {
+		return *stored, nil
+	}
 	s.bus.Publish(events.Event{Type: EventMessageAppended, SessionID: string(id), At: now, Data: MessageAppended{m}})
 	return m, nil
+}
+
+// cleanText makes s storable on both engines: PostgreSQL refuses NUL bytes
+// and invalid UTF-8, which SQLite would keep.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 func nullJSON(v any, present bool) (sql.NullString, error) {
@@ -130,11 +174,13 @@ func nullJSON(v any, present bool) (sql.NullString, error) {
 func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error) {
 	var rows *sql.Rows
 	var err error
+	archived := false
 	r := s.db.Read()
 	switch {
 	case opts.Archived:
 		rows, err = r.QueryContext(ctx, fullHistoryMessagesQuery, id, opts.Hidden)
-	case opts.History || opts.Hidden:
+		archived = true
+	case opts.Hidden:
 		rows, err = r.QueryContext(ctx, historyMessagesQuery, id, opts.Hidden)
 	default:
 		rows, err = r.QueryContext(ctx, liveMessagesQuery, id)
@@ -145,7 +191,13 @@ func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([
 	defer rows.Close()
 	var out []Message
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		var m Message
+		var err error
+		if archived {
+			m, err = scanMessage(rows, new(int))
+		} else {
+			m, err = scanMessage(rows)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read messages of session %s: %w", id, err)
 		}
@@ -168,15 +220,16 @@ func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([
 	return out, nil
 }
 
-func scanMessage(r rowScanner) (Message, error) {
+func scanMessage(r rowScanner, extra ...any) (Message, error) {
 	var (
 		m                       Message
 		parts, calls, usageJSON sql.NullString
 		hidden, archived        sql.NullInt64
 		created                 int64
 	)
-	err := r.Scan(&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Content, &parts, &calls, &m.ToolCallID, &m.Model,
-		&usageJSON, &m.Synthetic, &m.Summary, &hidden, &m.TokenEstimate, &created, &archived, &m.CompactionID)
+	dest := []any{&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Content, &parts, &calls, &m.ToolCallID, &m.Model,
+		&usageJSON, &m.Synthetic, &m.Summary, &hidden, &m.TokenEstimate, &created, &archived, &m.CompactionID}
+	err := r.Scan(append(dest, extra...)...)
 	if err != nil {
 		return Message{}, err
 	}

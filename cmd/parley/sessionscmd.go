@@ -115,7 +115,7 @@ func cmdSessionsShow(ctx context.Context, args []string, stdout io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%w; list sessions with \"parley sessions ls\"", err)
 	}
-	msgs, err := store.Messages(ctx, id, sessions.MessagesOptions{Archived: *archived, Hidden: *hidden, History: *archived || *hidden})
+	msgs, err := store.Messages(ctx, id, sessions.MessagesOptions{Archived: *archived, Hidden: *hidden})
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,17 @@
 -- +goose Up
+-- JSON columns are TEXT, as on SQLite, so tool-call arguments keep their exact
+-- bytes (a replayed prompt must match what the provider cached).
 CREATE TABLE messages (
     id             TEXT PRIMARY KEY,
     session_id     TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     seq            BIGINT NOT NULL,
     role           TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'tool')),
     content        TEXT NOT NULL DEFAULT '',
-    parts          JSONB,
-    tool_calls     JSONB,
+    parts          TEXT,
+    tool_calls     TEXT,
     tool_call_id   TEXT NOT NULL DEFAULT '',
     model          TEXT NOT NULL DEFAULT '',
-    usage          JSONB,
+    usage          TEXT,
     synthetic      BOOLEAN NOT NULL DEFAULT FALSE,
     summary        BOOLEAN NOT NULL DEFAULT FALSE,
     hidden_at      BIGINT,
@@ -17,8 +19,6 @@ CREATE TABLE messages (
     created_at     BIGINT NOT NULL,
     UNIQUE (session_id, seq)
 );
--- The latest summary is the live context's checkpoint.
-CREATE INDEX messages_summaries ON messages (session_id, seq) WHERE summary = TRUE;
 
 CREATE TABLE message_archive (
     id             TEXT PRIMARY KEY,
@@ -26,11 +26,11 @@ CREATE TABLE message_archive (
     seq            BIGINT NOT NULL,
     role           TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'tool')),
     content        TEXT NOT NULL DEFAULT '',
-    parts          JSONB,
-    tool_calls     JSONB,
+    parts          TEXT,
+    tool_calls     TEXT,
     tool_call_id   TEXT NOT NULL DEFAULT '',
     model          TEXT NOT NULL DEFAULT '',
-    usage          JSONB,
+    usage          TEXT,
     synthetic      BOOLEAN NOT NULL DEFAULT FALSE,
     summary        BOOLEAN NOT NULL DEFAULT FALSE,
     hidden_at      BIGINT,

@@ -17,8 +17,6 @@ CREATE TABLE messages (
     created_at     INTEGER NOT NULL,
     UNIQUE (session_id, seq)
 );
--- The latest summary is the live context's checkpoint.
-CREATE INDEX messages_summaries ON messages (session_id, seq) WHERE summary = TRUE;
 
 CREATE TABLE message_archive (
     id             TEXT PRIMARY KEY,

@@ -103,7 +103,7 @@ func testMessageRoundTrip(e *env) {
 	if err != nil || len(msgs) != 3 {
 		e.t.Fatalf("Messages: %d %v", len(msgs), err)
 	}
-	if !reflect.DeepEqual(normalize(msgs[1]), normalize(out)) {
+	if !reflect.DeepEqual(msgs[1], out) {
 		e.t.Fatalf("round trip:\n got %+v\nwant %+v", msgs[1], out)
 	}
 	if msgs[1].Content != in.Content || msgs[1].Usage == nil || *msgs[1].Usage != *in.Usage || len(msgs[1].Parts) != 2 {
@@ -115,16 +115,6 @@ func testMessageRoundTrip(e *env) {
 	if msgs[2].TokenEstimate != 4 { // `{"hits":[]}` is 11 chars of JSON: ceil(11/3)
 		e.t.Fatalf("tool result estimate %d, want 4", msgs[2].TokenEstimate)
 	}
-}
-
-// normalize makes JSON fields comparable regardless of how an engine spaces them.
-func normalize(m sessions.Message) sessions.Message {
-	for i := range m.ToolCalls {
-		var v any
-		_ = json.Unmarshal(m.ToolCalls[i].Arguments, &v)
-		m.ToolCalls[i].Arguments, _ = json.Marshal(v)
-	}
-	return m
 }
 
 func testRollups(e *env) {
@@ -166,24 +156,24 @@ func testLiveContextAndHistory(e *env) {
 	for i := 1; i <= 4; i++ {
 		e.append(s.ID, sessions.RoleUser, fmt.Sprintf("old %d", i))
 	}
-	sum, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleSystem, Content: "summary", Summary: true})
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	e.append(s.ID, sessions.RoleUser, "new 1")
 	hidden := e.append(s.ID, sessions.RoleAssistant, "rewound")
 	e.append(s.ID, sessions.RoleUser, "new 2")
-	// Stand-ins for what compaction and rewind do, which later code owns.
+	// Stand-ins for what compaction and rewind do, which later code owns:
+	// archive seq 1-4 and put the summary in at the last archived seq.
 	w := e.db.Writer()
-	if _, err := w.ExecContext(e.ctx, `UPDATE messages SET hidden_at = $1 WHERE id = $2`, dbutil.Millis(e.clock.Now()), hidden.ID); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := w.ExecContext(e.ctx, `INSERT INTO message_archive (id, session_id, seq, role, content, created_at, archived_at, compaction_id)
-		SELECT id, session_id, seq, role, content, created_at, $2, 'c1' FROM messages WHERE session_id = $1 AND seq <= 2`, s.ID, dbutil.Millis(e.clock.Now())); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := w.ExecContext(e.ctx, `DELETE FROM messages WHERE session_id = $1 AND seq <= 2`, s.ID); err != nil {
-		e.t.Fatal(err)
+	now := dbutil.Millis(e.clock.Now())
+	for _, q := range []string{
+		`UPDATE messages SET hidden_at = $2 WHERE id = $1`,
+		`INSERT INTO message_archive (id, session_id, seq, role, content, created_at, archived_at, compaction_id)
+		SELECT id, session_id, seq, role, content, created_at, $2, 'c1' FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = $1) AND seq <= 4`,
+		`DELETE FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = $1) AND seq <= 4 AND created_at <= $2`,
+		`INSERT INTO messages (id, session_id, seq, role, content, summary, created_at)
+		SELECT '0190c7a0-0000-7000-8000-0000000000aa', session_id, 4, 'system', 'summary', TRUE, $2 FROM messages WHERE id = $1`,
+	} {
+		if _, err := w.ExecContext(e.ctx, q, hidden.ID, now); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 
 	contents := func(opts sessions.MessagesOptions) []string {
@@ -207,21 +197,14 @@ func testLiveContextAndHistory(e *env) {
 		want []string
 	}{
 		{"live context", sessions.MessagesOptions{}, []string{"summary", "new 1", "new 2"}},
-		{"history", sessions.MessagesOptions{History: true}, []string{"old 3", "old 4", "summary", "new 1", "new 2"}},
-		{"with archive", sessions.MessagesOptions{Archived: true}, []string{"old 1 (archived)", "old 2 (archived)", "old 3", "old 4", "summary", "new 1", "new 2"}},
-		{"everything", sessions.MessagesOptions{Archived: true, Hidden: true}, []string{"old 1 (archived)", "old 2 (archived)", "old 3", "old 4", "summary", "new 1", "rewound", "new 2"}},
+		{"with hidden", sessions.MessagesOptions{Hidden: true}, []string{"summary", "new 1", "rewound", "new 2"}},
+		{"with archive", sessions.MessagesOptions{Archived: true}, []string{"old 1 (archived)", "old 2 (archived)", "old 3 (archived)", "old 4 (archived)", "summary", "new 1", "new 2"}},
+		{"everything", sessions.MessagesOptions{Archived: true, Hidden: true}, []string{"old 1 (archived)", "old 2 (archived)", "old 3 (archived)", "old 4 (archived)", "summary", "new 1", "rewound", "new 2"}},
 	}
 	for _, tc := range cases {
 		if got := contents(tc.opts); !reflect.DeepEqual(got, tc.want) {
 			e.t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
-	}
-	// A hidden summary is no checkpoint: rewinding past it restores the history.
-	if _, err := w.ExecContext(e.ctx, `UPDATE messages SET hidden_at = $1 WHERE id = $2`, dbutil.Millis(e.clock.Now()), sum.ID); err != nil {
-		e.t.Fatal(err)
-	}
-	if got, want := contents(sessions.MessagesOptions{}), []string{"old 3", "old 4", "new 1", "new 2"}; !reflect.DeepEqual(got, want) {
-		e.t.Errorf("live context with a hidden summary:\n got %q\nwant %q", got, want)
 	}
 	if _, err := e.store.Messages(e.ctx, "0190c7a0-0000-7000-8000-000000000000", sessions.MessagesOptions{}); !errors.Is(err, sessions.ErrNotFound) {
 		e.t.Fatalf("Messages of an unknown session: %v", err)
@@ -229,5 +212,99 @@ func testLiveContextAndHistory(e *env) {
 	empty, _ := e.resolve(sessions.ChatKey("telegram", "empty", "empty", "default"), sessions.Policy{})
 	if msgs, err := e.store.Messages(e.ctx, empty.ID, sessions.MessagesOptions{}); err != nil || len(msgs) != 0 {
 		e.t.Fatalf("Messages of an empty session: %d %v", len(msgs), err)
+	}
+}
+
+// Both engines store the same thing for text PostgreSQL would refuse.
+func testAwkwardText(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	cases := []struct{ in, want string }{
+		{"nul\x00byte", "nulbyte"},
+		{"caf\xe9", "caf\uFFFD"},
+		{"emoji 😀 and ünïcode", "emoji 😀 and ünïcode"},
+	}
+	for _, tc := range cases {
+		m, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: tc.in,
+			ToolCalls: []sessions.ToolCall{{ID: "c", Name: "t", Arguments: json.RawMessage(`{"s":"\u0000","b":1}`)}}})
+		if err != nil {
+			e.t.Fatalf("Append(%q): %v", tc.in, err)
+		}
+		if m.Content != tc.want {
+			e.t.Errorf("Append(%q) returned %q, want %q", tc.in, m.Content, tc.want)
+		}
+	}
+	msgs, err := e.store.Messages(e.ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil || len(msgs) != len(cases) {
+		e.t.Fatalf("Messages: %d %v", len(msgs), err)
+	}
+	for i, tc := range cases {
+		if msgs[i].Content != tc.want {
+			e.t.Errorf("stored %q, want %q", msgs[i].Content, tc.want)
+		}
+		if got := string(msgs[i].ToolCalls[0].Arguments); got != `{"s":"\u0000","b":1}` {
+			e.t.Errorf("tool-call arguments changed: %s", got)
+		}
+	}
+	if _, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant,
+		ToolCalls: []sessions.ToolCall{{ID: "c", Name: "t", Arguments: json.RawMessage(`{not json`)}}}); !errors.Is(err, sessions.ErrInvalidMessage) {
+		t := e.t
+		t.Fatalf("invalid tool-call JSON: %v", err)
+	}
+}
+
+// A message with its own id is stored once, however often it is appended.
+func testIdempotentAppend(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	id := sessions.MessageID("0190c7a0-0000-7000-8000-0000000000bb")
+	first, err := e.store.Append(e.ctx, s.ID, sessions.Message{ID: id, Role: sessions.RoleUser, Content: "once"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	again, err := e.store.Append(e.ctx, s.ID, sessions.Message{ID: id, Role: sessions.RoleUser, Content: "once"})
+	if err != nil || again.ID != id || again.Seq != first.Seq {
+		e.t.Fatalf("second append: %+v %v", again, err)
+	}
+	if got := e.session(s.ID); got.MessageCount != 1 || got.LastSeq != 1 {
+		e.t.Fatalf("a repeated append changed the session: %+v", got)
+	}
+	other, _ := e.resolve(sessions.ChatKey("telegram", "other", "other", "default"), sessions.Policy{})
+	if _, err := e.store.Append(e.ctx, other.ID, sessions.Message{ID: id, Role: sessions.RoleUser}); !errors.Is(err, sessions.ErrInvalidMessage) {
+		e.t.Fatalf("the same id in another session: %v", err)
+	}
+	if _, err := e.store.Append(e.ctx, s.ID, sessions.Message{ID: "not-a-uuid", Role: sessions.RoleUser}); !errors.Is(err, sessions.ErrInvalidMessage) {
+		e.t.Fatalf("a malformed id: %v", err)
+	}
+}
+
+// A turn in flight when its session resets still records its reply.
+func testAppendToArchived(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	e.append(s.ID, sessions.RoleUser, "question")
+	if _, err := e.store.Reset(e.ctx, dm); err != nil {
+		e.t.Fatal(err)
+	}
+	e.append(s.ID, sessions.RoleAssistant, "late answer")
+	got := e.session(s.ID)
+	if got.Status != sessions.StatusArchived || got.MessageCount != 2 {
+		e.t.Fatalf("archived session after a late reply: %+v", got)
+	}
+}
+
+// A failed insert leaves no trace in the session's rollups.
+func testAppendRollsBack(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	e.append(s.ID, sessions.RoleUser, "one")
+	before := e.session(s.ID)
+	// Occupy the next seq so the insert fails after the rollup update.
+	if _, err := e.db.Writer().ExecContext(e.ctx, `INSERT INTO messages (id, session_id, seq, role, created_at) VALUES ('0190c7a0-0000-7000-8000-0000000000cc', $1, 2, 'user', 0)`, s.ID); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "two",
+		Usage: &sessions.Usage{Input: 5, Output: 5}}); err == nil {
+		e.t.Fatal("append over an occupied seq succeeded")
+	}
+	after := e.session(s.ID)
+	if after.Rollup != before.Rollup || after.LastSeq != before.LastSeq || after.MessageCount != before.MessageCount {
+		e.t.Fatalf("a failed append changed the session:\nbefore %+v\nafter  %+v", before, after)
 	}
 }
