@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
@@ -147,7 +148,13 @@ func TestQuerierUnderConcurrentTransactions(t *testing.T) {
 					}
 				}()
 			}
-			wg.Wait()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("writers deadlocked")
+			}
 			var n int
 			if err := db.Read().QueryRowContext(ctx, "SELECT n FROM counter WHERE id = $1", 1).Scan(&n); err != nil || n != workers*each {
 				t.Fatalf("counter = %d (%v), want %d", n, err, workers*each)

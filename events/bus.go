@@ -1,6 +1,10 @@
 // Package events is parley's in-process event bus. Producers publish after
 // their change is committed; each subscriber pulls from a queue of its own,
-// so a slow subscriber neither blocks a producer nor loses an event.
+// so a slow subscriber neither blocks a producer nor loses an event. A
+// subscriber that stops reading holds its queue in memory until it closes,
+// so every subscriber must read or Close. Events from one goroutine arrive
+// in the order published; events from concurrent producers may interleave
+// (message events carry their seq for ordering).
 package events
 
 import (

@@ -18,15 +18,13 @@ import (
 const MaxPageSize = 200
 
 const (
-	// Newest first: ids are UUIDv7, so id order is creation order.
-	listSessionsQuery = `SELECT ` + sessionColumns + ` FROM sessions
-	WHERE ($1 = '' OR id < $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR surface = $3) AND ($4 = '' OR agent_id = $4)
-	ORDER BY id DESC
-	LIMIT $5`
+	// Newest first: ids are UUIDv7, so id order is creation order. Filters
+	// are added only when set, so the planner can use sessions_status_id.
+	listSessionsQuery = `SELECT ` + sessionColumns + ` FROM sessions`
 
 	renameSessionQuery = `UPDATE sessions SET title = $2, updated_at = $3 WHERE id = $1`
 
-	deleteSessionQuery = `DELETE FROM sessions WHERE id = $1`
+	deleteSessionQuery = `DELETE FROM sessions WHERE id = $1 RETURNING ` + sessionColumns
 )
 
 // ListOptions filters and pages a session listing.
@@ -82,8 +80,23 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 		return Page{}, fmt.Errorf("unknown status %q: use active or archived", opts.Status)
 	}
 	// One extra row tells whether another page follows.
-	rows, err := s.db.Read().QueryContext(ctx, listSessionsQuery, after, string(opts.Status), opts.Surface,
-		opts.AgentID, opts.Limit+1)
+	var where []string
+	var args []any
+	for _, f := range []struct{ cond, v string }{
+		{"id < ", after}, {"status = ", string(opts.Status)}, {"surface = ", opts.Surface}, {"agent_id = ", opts.AgentID},
+	} {
+		if f.v != "" {
+			args = append(args, f.v)
+			where = append(where, fmt.Sprintf("%s$%d", f.cond, len(args)))
+		}
+	}
+	q := listSessionsQuery
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, opts.Limit+1)
+	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
+	rows, err := s.db.Read().QueryContext(ctx, q, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -134,18 +147,12 @@ func (s *SQLStore) Rename(ctx context.Context, id ID, title string) error {
 
 // Delete implements Store.
 func (s *SQLStore) Delete(ctx context.Context, id ID) error {
-	sess, err := s.Session(ctx, id)
-	if err != nil {
-		return err
-	}
-	res, err := s.db.Write().ExecContext(ctx, deleteSessionQuery, id)
-	if err != nil {
-		return fmt.Errorf("delete session %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("delete session %s: %w", id, err)
-	} else if n == 0 {
+	sess, err := scanSession(s.db.Write().QueryRowContext(ctx, deleteSessionQuery, id))
+	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	s.bus.Publish(events.Event{Type: EventSessionDeleted, SessionID: string(id), At: s.now(),
 		Data: SessionDeleted{ID: id, Key: sess.Key}})

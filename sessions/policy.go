@@ -42,20 +42,21 @@ func (p Policy) lastDailyReset(now time.Time) time.Time {
 	return b
 }
 
-// resetOn is the first instant of hour on the given day in loc.
+// resetOn is the first instant on the given day in loc whose local hour is
+// at least hour. It searches forward in 15-minute steps (every zone's offset
+// is a multiple of 15 minutes) from three hours before the naive time, so a
+// repeated hour resets at its first instance, and a skipped one at the end
+// of the gap, in every zone.
 func resetOn(year int, month time.Month, day, hour int, loc *time.Location) time.Time {
 	noon := time.Date(year, month, day, 12, 0, 0, 0, loc) // normalizes day 0 and the like
 	y, m, d := noon.Date()
-	b := time.Date(y, m, d, hour, 0, 0, 0, loc)
-	// Inside a DST gap time.Date may land before the gap; step past it.
-	for range 16 {
-		l := b.In(loc)
+	naive := time.Date(y, m, d, hour, 0, 0, 0, loc)
+	for t := naive.Add(-3 * time.Hour); !t.After(noon.Add(12 * time.Hour)); t = t.Add(15 * time.Minute) {
+		l := t.In(loc)
 		ly, lm, ld := l.Date()
-		sameDay := ly == y && lm == m && ld == d
-		if !(sameDay && l.Hour() < hour) && !l.Before(time.Date(y, m, d, 0, 0, 0, 0, loc)) {
-			break
+		if ly == y && lm == m && ld == d && l.Hour() >= hour {
+			return t
 		}
-		b = b.Add(15 * time.Minute)
 	}
-	return b
+	return naive
 }

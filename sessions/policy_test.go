@@ -17,6 +17,9 @@ func mustZone(t *testing.T, name string) *time.Location {
 func TestLastDailyReset(t *testing.T) {
 	ny := mustZone(t, "America/New_York")
 	tokyo := mustZone(t, "Asia/Tokyo")
+	berlin := mustZone(t, "Europe/Berlin")
+	troll := mustZone(t, "Antarctica/Troll")
+	chatham := mustZone(t, "Pacific/Chatham")
 	cases := []struct {
 		name string
 		hour int
@@ -35,6 +38,15 @@ func TestLastDailyReset(t *testing.T) {
 		{"spring forward: before the gap it is still yesterday's", 2, ny, time.Date(2026, 3, 8, 1, 59, 0, 0, ny),
 			time.Date(2026, 3, 7, 2, 0, 0, 0, ny)},
 		// 2026-11-01 01:00 happens twice in New York; the first one counts.
+		// East of UTC, time.Date picks the second 02:00 of 2026-10-25 in Berlin; the first is 00:00 UTC.
+		{"fall back east of UTC: first instance", 2, berlin, time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC),
+			time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC)},
+		// Troll jumps from 01:00 UTC+0 to 03:00 UTC+2 on 2026-03-29: a two-hour gap.
+		{"two-hour gap", 2, troll, time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC),
+			time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)},
+		// Chatham jumps from 02:45 to 03:45 on 2026-09-27: a gap on the quarter hour.
+		{"quarter-hour gap", 3, chatham, time.Date(2026, 9, 27, 3, 50, 0, 0, chatham),
+			time.Date(2026, 9, 27, 3, 45, 0, 0, chatham)},
 		{"fall back: repeated hour resets at its first instance", 1, ny, time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC),
 			time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC)},
 	}

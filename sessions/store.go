@@ -94,7 +94,7 @@ const (
 	archiveActiveSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $6, updated_at = $6, reset_reason = $7
 	WHERE surface = $1 AND surface_id = $2 AND agent_id = $3 AND user_id = $4 AND workspace_id = $5
 	AND status = 'active'
-	RETURNING id`
+	RETURNING ` + sessionColumns
 )
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -268,13 +268,14 @@ func (s *SQLStore) Reset(ctx context.Context, key Key) (Session, error) {
 	}
 	now := s.now()
 	var (
-		oldID   ID
+		old     Session
 		created Session
 		ok      bool
 	)
 	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		args := append(keyArgs(key), dbutil.Millis(now), ReasonManual)
-		err := tx.QueryRowContext(ctx, archiveActiveSessionQuery, args...).Scan(&oldID)
+		var err error
+		old, err = scanSession(tx.QueryRowContext(ctx, archiveActiveSessionQuery, args...))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("archive session %s: %w", key, err)
 		}
@@ -291,16 +292,13 @@ func (s *SQLStore) Reset(ctx context.Context, key Key) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	s.log.InfoContext(ctx, "session reset", "session_key", key.String(), "agent_id", key.AgentID,
-		"reason", ReasonManual, "old_session_id", oldID, "session_id", created.ID)
-	if oldID != "" {
-		old, err := s.Session(ctx, oldID)
-		if err != nil {
-			return created, err
-		}
+	switch {
+	case old.ID != "":
+		s.log.InfoContext(ctx, "session reset", "session_key", key.String(), "agent_id", key.AgentID,
+			"reason", ReasonManual, "old_session_id", old.ID, "session_id", created.ID)
 		s.bus.Publish(events.Event{Type: EventSessionReset, SessionID: string(created.ID), At: now,
 			Data: SessionReset{Old: old, New: created, Reason: ReasonManual}})
-	} else if ok {
+	case ok:
 		s.bus.Publish(events.Event{Type: EventSessionCreated, SessionID: string(created.ID), At: now, Data: SessionCreated{created}})
 	}
 	return created, nil
