@@ -1,0 +1,45 @@
+package wire
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header map[string]string
+		want   time.Duration
+	}{
+		{"none", nil, 0},
+		{"seconds", map[string]string{"Retry-After": "7"}, 7 * time.Second},
+		{"fractional seconds", map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond},
+		{"milliseconds win", map[string]string{"Retry-After": "7", "retry-after-ms": "250"}, 250 * time.Millisecond},
+		{"http date", map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
+		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{"garbage", map[string]string{"Retry-After": "soon"}, 0},
+		{"negative", map[string]string{"Retry-After": "-3"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tc.header {
+				h.Set(k, v)
+			}
+			if got := RetryAfter(h, now); got != tc.want {
+				t.Errorf("RetryAfter = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := Redact("bad key sk-123 here", "sk-123"); got != "bad key [redacted] here" {
+		t.Errorf("Redact = %q", got)
+	}
+	if got := Redact("unchanged", ""); got != "unchanged" {
+		t.Errorf("Redact with empty secret = %q", got)
+	}
+}
