@@ -42,9 +42,12 @@ const (
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
 	ON CONFLICT (idempotency_key) DO NOTHING`
 
+	// Only a chat's oldest pending reply is due, so a chat's replies go out
+	// in order even when one of them has to wait for a retry.
 	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts
-	FROM outbox WHERE status = 'pending' AND next_attempt_at <= $1
-	ORDER BY next_attempt_at, created_at, id LIMIT $2`
+	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
+	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
+	ORDER BY next_attempt_at, id LIMIT $2`
 
 	// A claim succeeds for exactly one caller, on one replica or several.
 	claimReplyQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $3
@@ -172,7 +175,8 @@ func (s *Store) QueueReplies(ctx context.Context, replies []Reply) error {
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// DueReplies lists pending replies whose next attempt is due.
+// DueReplies lists pending replies whose next attempt is due: at most one
+// per chat, the chat's oldest.
 func (s *Store) DueReplies(ctx context.Context, limit int) ([]Reply, error) {
 	rows, err := s.db.Read().QueryContext(ctx, dueRepliesQuery, dbutil.Millis(s.now()), limit)
 	if err != nil {

@@ -84,75 +84,77 @@ func TestStore(t *testing.T) {
 		})
 
 		t.Run("outbox", func(t *testing.T) {
+			keys := func(rs []gateway.Reply) []string {
+				var out []string
+				for _, r := range rs {
+					out = append(out, r.Key)
+				}
+				return out
+			}
+			due := func(want ...string) []gateway.Reply {
+				t.Helper()
+				rs, err := s.DueReplies(ctx, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(keys(rs)) != fmt.Sprint(want) {
+					t.Fatalf("due %v, want %v", keys(rs), want)
+				}
+				return rs
+			}
+			claim := func(r gateway.Reply) {
+				t.Helper()
+				if ok, err := s.Claim(ctx, r.ID, time.Minute); err != nil || !ok {
+					t.Fatalf("claim %s: %v %v", r.Key, ok, err)
+				}
+			}
 			replies := []gateway.Reply{
-				{Key: "msgA:0", Adapter: "tg", ChatID: "42", Text: "part one"},
-				{Key: "msgA:1", Adapter: "tg", ChatID: "42", Text: "part two"},
+				{Key: "A:0", Adapter: "tg", ChatID: "42", Text: "part one"},
+				{Key: "A:1", Adapter: "tg", ChatID: "42", Text: "part two"},
+				{Key: "B:0", Adapter: "tg", ChatID: "43", Text: "other chat"},
 			}
-			if err := s.QueueReplies(ctx, replies); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.QueueReplies(ctx, replies); err != nil { // a retry after a crash
-				t.Fatal(err)
-			}
-			due, err := s.DueReplies(ctx, 10)
-			if err != nil || len(due) != 2 || due[0].Text != "part one" || due[1].Text != "part two" {
-				t.Fatalf("due: %+v %v", due, err)
-			}
-			// Two senders race for each row; exactly one wins.
-			for _, r := range due {
-				wins := 0
-				for range 2 {
-					ok, err := s.Claim(ctx, r.ID, time.Minute)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if ok {
-						wins++
-					}
-				}
-				if wins != 1 {
-					t.Fatalf("reply %s claimed %d times", r.Key, wins)
+			for range 2 { // the second time is a retry after a crash: nothing new
+				if err := s.QueueReplies(ctx, replies); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if due, _ := s.DueReplies(ctx, 10); len(due) != 0 {
-				t.Fatalf("claimed replies still due: %d", len(due))
+			// Only each chat's oldest reply is due.
+			rs := due("A:0", "B:0")
+			a0, b0 := rs[0], rs[1]
+			if a0.Text != "part one" || a0.Adapter != "tg" || a0.ChatID != "42" || a0.Attempts != 0 {
+				t.Fatalf("row round trip: %+v", a0)
 			}
-			if err := s.MarkSent(ctx, failThenRetry(t, s, clock), "tg-100"); err != nil {
+			// Two senders race for a row; exactly one wins.
+			claim(a0)
+			if ok, _ := s.Claim(ctx, a0.ID, time.Minute); ok {
+				t.Fatal("a claimed reply was claimed again")
+			}
+			claim(b0)
+			due() // A:1 waits behind A:0, which is out for sending
+			if err := s.MarkSent(ctx, a0.ID, "tg-100"); err != nil {
 				t.Fatal(err)
 			}
+			a1 := due("A:1")[0]
+			// B:0 failed; it is due again after its backoff, with the attempt counted.
+			if err := s.MarkRetry(ctx, b0.ID, fmt.Errorf("429"), clock.Now().Add(time.Second), false); err != nil {
+				t.Fatal(err)
+			}
+			due("A:1")
+			clock.Advance(time.Second)
+			if rs := due("A:1", "B:0"); rs[1].Attempts != 1 {
+				t.Fatalf("attempts after one failure: %d", rs[1].Attempts)
+			}
+			// A sender that dies mid-send leaves its lease to lapse.
+			claim(a1)
+			due("B:0")
+			clock.Advance(2 * time.Minute)
+			if rs := due("B:0", "A:1"); rs[1].Attempts != 1 { // B:0 has been due longer
+				t.Fatalf("attempts after a lapsed lease: %d", rs[1].Attempts)
+			}
+			if err := s.MarkRetry(ctx, a1.ID, fmt.Errorf("400 bad request"), clock.Now(), true); err != nil {
+				t.Fatal(err)
+			}
+			due("B:0") // given up
 		})
 	})
-}
-
-// failThenRetry lets the lease on the first reply lapse, fails it once, and returns
-// its id once it is due again.
-func failThenRetry(t *testing.T, s *gateway.Store, clock *storetest.Clock) string {
-	t.Helper()
-	ctx := context.Background()
-	clock.Advance(2 * time.Minute) // both leases lapse: a sender died mid-send
-	due, err := s.DueReplies(ctx, 10)
-	if err != nil || len(due) != 2 || due[0].Attempts != 1 {
-		t.Fatalf("after the lease lapsed: %+v %v", due, err)
-	}
-	if ok, _ := s.Claim(ctx, due[1].ID, time.Minute); !ok {
-		t.Fatal("claim second")
-	}
-	if err := s.MarkRetry(ctx, due[1].ID, fmt.Errorf("boom"), clock.Now(), true); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _ := s.Claim(ctx, due[0].ID, time.Minute); !ok {
-		t.Fatal("claim first")
-	}
-	if err := s.MarkRetry(ctx, due[0].ID, fmt.Errorf("429"), clock.Now().Add(time.Second), false); err != nil {
-		t.Fatal(err)
-	}
-	if d, _ := s.DueReplies(ctx, 10); len(d) != 0 {
-		t.Fatalf("a failed reply is due: %+v", d)
-	}
-	clock.Advance(time.Second)
-	d, _ := s.DueReplies(ctx, 10)
-	if len(d) != 1 || d[0].ID != due[0].ID || d[0].Attempts != 2 {
-		t.Fatalf("retry not due: %+v", d)
-	}
-	return d[0].ID
 }

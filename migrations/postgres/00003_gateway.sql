@@ -38,3 +38,5 @@ CREATE TABLE outbox (
     sent_at             BIGINT
 );
 CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending';
+-- Replies to one chat go out in order: only a chat's oldest pending row is due.
+CREATE INDEX outbox_chat_order ON outbox (adapter, chat_id, id) WHERE status = 'pending';
