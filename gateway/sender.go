@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+)
+
+// SenderOptions configure the outbox sender.
+type SenderOptions struct {
+	// Adapter finds the adapter a reply goes out through.
+	Adapter func(adapters.ID) (adapters.Adapter, bool)
+	Log     *slog.Logger
+	// Backoff is the wait after the n-th failed attempt (n from 1). Default:
+	// 1s doubling to 5m, with jitter.
+	Backoff func(attempt int) time.Duration
+	// MaxAttempts before a reply is given up and marked failed. Default 12.
+	MaxAttempts int
+	// Lease is how long a claimed reply is reserved for its sender; if the
+	// sender dies, another takes it after this. Default 1m.
+	Lease time.Duration
+	// Poll is how often the outbox is checked without a Wake. Default 1s.
+	Poll time.Duration
+	// Parallel is how many chats are sent to at once. Default 16.
+	Parallel int
+}
+
+// Sender sends the outbox: each reply once, a chat's replies in order, and
+// one slow chat never holding up another. Several senders (replicas) may
+// share one database; claims keep them from sending a reply twice.
+type Sender struct {
+	store *Store
+	opts  SenderOptions
+	wake  chan struct{}
+}
+
+// NewSender returns a sender over store.
+func NewSender(store *Store, opts SenderOptions) *Sender {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = defaultBackoff
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 12
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 16
+	}
+	return &Sender{store: store, opts: opts, wake: make(chan struct{}, 1)}
+}
+
+func defaultBackoff(attempt int) time.Duration {
+	d := time.Second << min(attempt-1, 9) // 1s .. 512s
+	d = min(d, 5*time.Minute)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Wake asks the sender to look at the outbox now.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sends until ctx ends.
+func (s *Sender) Run(ctx context.Context) error {
+	ticker := time.NewTicker(s.opts.Poll)
+	defer ticker.Stop()
+	for {
+		for {
+			n, err := s.SendDue(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.opts.Log.WarnContext(ctx, "outbox pass failed", "error", err)
+			}
+			if n == 0 || ctx.Err() != nil {
+				break // nothing sent: wait; something sent: a chat's next reply may be due
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-ticker.C:
+		}
+	}
+}
+
+// SendDue makes one pass over the due replies and returns how many it sent.
+func (s *Sender) SendDue(ctx context.Context) (int, error) {
+	due, err := s.store.DueReplies(ctx, 256)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		sent int
+		errs []error
+		sem  = make(chan struct{}, s.opts.Parallel)
+	)
+	for _, r := range due { // at most one per chat
+		ok, err := s.store.Claim(ctx, r.ID, s.opts.Lease)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue // another sender has it
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			done, err := s.send(ctx, r)
+			mu.Lock()
+			defer mu.Unlock()
+			if done {
+				sent++
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return sent, errors.Join(errs...)
+}
+
+// send delivers one claimed reply and records the outcome.
+func (s *Sender) send(ctx context.Context, r Reply) (bool, error) {
+	attempt := r.Attempts + 1 // the claim counted this one
+	a, ok := s.opts.Adapter(r.Adapter)
+	var sent adapters.Sent
+	var err error
+	if !ok {
+		err = fmt.Errorf("adapter %s is not configured; add it back to the config or the reply stays unsent", r.Adapter)
+	} else {
+		sent, err = a.Send(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+	}
+	// Record the outcome even when ctx is ending: a sent reply must be marked.
+	rec := context.WithoutCancel(ctx)
+	if err == nil {
+		return true, s.store.MarkSent(rec, r.ID, sent.MessageID)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: leave it for the lease to lapse and the next start.
+		return false, nil
+	}
+	wait := s.opts.Backoff(attempt)
+	var rl *adapters.RateLimitError
+	if errors.As(err, &rl) && rl.RetryAfter > wait {
+		wait = rl.RetryAfter
+	}
+	giveUp := attempt >= s.opts.MaxAttempts
+	if giveUp {
+		s.opts.Log.ErrorContext(ctx, "reply given up", "adapter", r.Adapter, "chat_id", r.ChatID, "reply", r.Key, "attempts", attempt, "error", err)
+	} else {
+		s.opts.Log.WarnContext(ctx, "reply send failed; will retry", "adapter", r.Adapter, "chat_id", r.ChatID, "reply", r.Key, "attempt", attempt, "retry_in", wait, "error", err)
+	}
+	return false, s.store.MarkRetry(rec, r.ID, err, s.store.now().Add(wait), giveUp)
+}

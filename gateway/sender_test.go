@@ -1,0 +1,164 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions/storetest"
+)
+
+func senderFor(store *gateway.Store, rec adapters.Adapter, opts gateway.SenderOptions) *gateway.Sender {
+	opts.Adapter = func(id adapters.ID) (adapters.Adapter, bool) {
+		if id == "tg" {
+			return rec, true
+		}
+		return nil, false
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = func(int) time.Duration { return time.Second }
+	}
+	return gateway.NewSender(store, opts)
+}
+
+func sendAll(t *testing.T, s *gateway.Sender) int {
+	t.Helper()
+	total := 0
+	for range 100 {
+		n, err := s.SendDue(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+	t.Fatal("the outbox never drained")
+	return 0
+}
+
+func TestSenderSendsOnceInOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		store := gateway.NewStore(open(t), clock.Now)
+		rec := adapterstest.New()
+		var replies []gateway.Reply
+		for chat := range 3 {
+			for i := range 4 {
+				replies = append(replies, gateway.Reply{Key: fmt.Sprintf("m%d:%d", chat, i), Adapter: "tg", ChatID: fmt.Sprint(chat), Text: fmt.Sprintf("%d-%d", chat, i)})
+			}
+		}
+		if err := store.QueueReplies(ctx, replies); err != nil {
+			t.Fatal(err)
+		}
+		// Two replicas' senders drain the same outbox.
+		a, b := senderFor(store, rec, gateway.SenderOptions{}), senderFor(store, rec, gateway.SenderOptions{})
+		var wg sync.WaitGroup
+		for _, s := range []*gateway.Sender{a, b} {
+			wg.Add(1)
+			go func() { defer wg.Done(); sendAll(t, s) }()
+		}
+		wg.Wait()
+		sendAll(t, a)
+		sent := rec.Sent()
+		if len(sent) != len(replies) {
+			t.Fatalf("%d sends for %d replies", len(sent), len(replies))
+		}
+		next := map[string]int{}
+		for _, o := range sent {
+			var chat, i int
+			fmt.Sscanf(o.Text, "%d-%d", &chat, &i)
+			if i != next[o.ChatID] || o.ChatID != fmt.Sprint(chat) {
+				t.Fatalf("chat %s got part %d, expected %d: %v", o.ChatID, i, next[o.ChatID], sent)
+			}
+			next[o.ChatID]++
+			if o.IdempotencyKey != fmt.Sprintf("m%d:%d", chat, i) {
+				t.Fatalf("idempotency key %q", o.IdempotencyKey)
+			}
+		}
+		if due, _ := store.DueReplies(ctx, 10); len(due) != 0 {
+			t.Fatalf("%d replies still due after sending", len(due))
+		}
+	})
+}
+
+func TestSenderRetriesAndGivesUp(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	store := gateway.NewStore(dbtest.SQLite(t), clock.Now)
+	rec := adapterstest.New()
+	s := senderFor(store, rec, gateway.SenderOptions{MaxAttempts: 3})
+	if err := store.QueueReplies(ctx, []gateway.Reply{
+		{Key: "r:0", Adapter: "tg", ChatID: "1", Text: "rate limited first"},
+		{Key: "x:0", Adapter: "gone", ChatID: "2", Text: "no such adapter"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec.FailNext(1, &adapters.RateLimitError{RetryAfter: 30 * time.Second})
+	if n, _ := s.SendDue(ctx); n != 0 {
+		t.Fatalf("sent %d on a 429", n)
+	}
+	clock.Advance(29 * time.Second) // the platform's retry_after, not our 1s backoff
+	if n, _ := s.SendDue(ctx); n != 0 {
+		t.Fatal("sent before retry_after passed")
+	}
+	clock.Advance(time.Second)
+	if n, _ := s.SendDue(ctx); n != 1 {
+		t.Fatalf("sent %d once retry_after passed", n)
+	}
+	// The unknown adapter's reply has now failed 3 times and is given up.
+	if got := rec.Sent(); len(got) != 1 || got[0].Text != "rate limited first" {
+		t.Fatalf("sent %v", got)
+	}
+	clock.Advance(time.Hour)
+	if n, _ := s.SendDue(ctx); n != 0 {
+		t.Fatal("a given-up reply was sent")
+	}
+	if due, _ := store.DueReplies(ctx, 10); len(due) != 0 {
+		t.Fatalf("a given-up reply is still due: %+v", due)
+	}
+}
+
+// A reply written before a crash is sent once after the restart.
+func TestSenderAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	before := gateway.NewStore(db, clock.Now)
+	if err := before.QueueReplies(ctx, []gateway.Reply{{Key: "k:0", Adapter: "tg", ChatID: "1", Text: "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The first process claimed it and died before sending.
+	due, _ := before.DueReplies(ctx, 1)
+	if ok, _ := before.Claim(ctx, due[0].ID, time.Minute); !ok {
+		t.Fatal("claim")
+	}
+	clock.Advance(time.Minute)
+	rec := adapterstest.New()
+	after := senderFor(gateway.NewStore(db, clock.Now), rec, gateway.SenderOptions{})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- after.Run(runCtx) }()
+	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	if _, err := rec.WaitSent(waitCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	after.Wake()
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if got := rec.Sent(); len(got) != 1 {
+		t.Fatalf("sent %d times", len(got))
+	}
+}
