@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// command recognises the in-channel commands: /reset (or /new), /stop and
+// /status, alone on the message, with an optional @botname suffix.
+func command(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n\t") {
+		return "", false
+	}
+	name, _, _ := strings.Cut(t[1:], "@")
+	switch strings.ToLower(name) {
+	case "reset", "new":
+		return "reset", true
+	case "stop":
+		return "stop", true
+	case "status":
+		return "status", true
+	}
+	return "", false
+}
+
+// runCommand answers a command at once, outside the lane, so /stop and
+// /status work while a turn runs.
+func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
+	var text string
+	switch cmd {
+	case "stop":
+		if g.lanes.Abort(laneKey(j.key)) {
+			text = "Stopped."
+		} else {
+			text = "Nothing is running."
+		}
+	case "reset":
+		g.lanes.Abort(laneKey(j.key))
+		if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
+			g.opts.Log.ErrorContext(ctx, "reset session", "session_key", j.key.String(), "error", err)
+			text = "Sorry, I couldn't start a new conversation: " + userError(err)
+		} else {
+			text = "Started a new conversation."
+		}
+	case "status":
+		s, err := g.opts.Sessions.Active(ctx, j.key)
+		switch {
+		case err != nil:
+			text = fmt.Sprintf("No conversation yet (%s, agent %s).", j.key, j.key.AgentID)
+		case g.opts.Status != nil:
+			text = g.opts.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
+		default:
+			state := "idle"
+			if g.lanes.Busy(laneKey(j.key)) {
+				state = "busy"
+			}
+			text = fmt.Sprintf("Session %s, agent %s: %d messages, ~%d tokens; %d queued; %s.",
+				j.key, j.key.AgentID, s.MessageCount, s.Rollup.TokenCount, g.lanes.Depth(laneKey(j.key)), state)
+		}
+	}
+	g.reply(ctx, j, "", text)
+	g.finish(ctx, j, InboundDone, "", "")
+}

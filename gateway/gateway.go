@@ -1,0 +1,302 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/sessions"
+)
+
+// Recovery says what to do, on start, with messages accepted before a crash
+// that never got an answer.
+type Recovery string
+
+const (
+	// RecoveryRerun runs them again.
+	RecoveryRerun Recovery = "rerun"
+	// RecoveryMark marks them and tells each sender the message was not answered.
+	RecoveryMark Recovery = "mark"
+)
+
+// Agent is what the gateway needs to know about an agent.
+type Agent struct {
+	ID     string
+	Policy sessions.Policy
+	Mode   Mode
+}
+
+// TurnInput is what a turn answers.
+type TurnInput struct {
+	Session  sessions.Session
+	AgentID  string
+	Messages []adapters.Inbound
+	// Steer takes messages that arrived during the turn (steer mode).
+	Steer func() []adapters.Inbound
+}
+
+// RunFunc runs one agent turn and returns the reply text ("" for none).
+type RunFunc func(ctx context.Context, in TurnInput) (string, error)
+
+// StatusFunc describes a session for /status.
+type StatusFunc func(ctx context.Context, s sessions.Session, queued int) string
+
+// Options configure a Gateway.
+type Options struct {
+	Store    *Store
+	Sessions sessions.Store
+	Sender   *Sender
+	Run      RunFunc
+	Status   StatusFunc
+	// Route picks the agent for a message; nil routes everything to Agents[0].
+	Route  func(in adapters.Inbound) string
+	Agents []Agent
+	// Limit returns an adapter's message length limit for chunking (0: none).
+	Limit    func(adapters.ID) int
+	Recovery Recovery
+	Lanes    LaneOptions[string]
+	Log      *slog.Logger
+}
+
+// Gateway is gateway.Deliver and everything behind it.
+type Gateway struct {
+	opts       Options
+	lanes      *Lanes[string, job]
+	agents     map[string]Agent
+	duplicates atomic.Int64
+}
+
+type job struct {
+	inboundID string
+	in        adapters.Inbound
+	key       sessions.Key
+	agent     string
+}
+
+// New builds a gateway; call Recover, then let adapters Deliver.
+func New(opts Options) (*Gateway, error) {
+	if len(opts.Agents) == 0 {
+		return nil, errors.New("gateway: no agents configured")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Recovery == "" {
+		opts.Recovery = RecoveryRerun
+	}
+	g := &Gateway{opts: opts, agents: make(map[string]Agent, len(opts.Agents))}
+	for _, a := range opts.Agents {
+		g.agents[a.ID] = a
+	}
+	laneOpts := opts.Lanes
+	laneOpts.Log = opts.Log
+	laneOpts.Mode = func(key string) Mode {
+		agentID, _, _ := strings.Cut(key, "\x00")
+		return g.agents[agentID].Mode
+	}
+	g.lanes = NewLanes(g.turn, laneOpts)
+	return g, nil
+}
+
+// laneKey is the session key as a lane key, with the agent id first so the
+// lane's mode can be found.
+func laneKey(k sessions.Key) string {
+	return strings.Join([]string{k.AgentID, k.Surface, k.SurfaceID, k.UserID, k.WorkspaceID}, "\x00")
+}
+
+// SessionKey is the session an inbound message belongs to.
+func SessionKey(in adapters.Inbound, agentID string) sessions.Key {
+	if in.Group {
+		return sessions.GroupKey(in.Surface, in.ChatID, agentID)
+	}
+	return sessions.ChatKey(in.Surface, in.ChatID, in.UserID, agentID)
+}
+
+// Duplicates is how many redelivered messages were dropped.
+func (g *Gateway) Duplicates() int64 { return g.duplicates.Load() }
+
+// Deliver takes one platform message. It returns nil once the message is
+// stored durably (or was already): the adapter's licence to acknowledge it.
+// The turn runs later, on the session's lane.
+func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) error {
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	if in.Time.IsZero() {
+		in.Time = time.Now()
+	}
+	id, dup, err := g.opts.Store.Accept(ctx, in)
+	if err != nil {
+		return err
+	}
+	if dup {
+		g.duplicates.Add(1)
+		g.opts.Log.DebugContext(ctx, "duplicate message dropped", "adapter", in.Adapter, "chat_id", in.ChatID, "message_id", in.MessageID)
+		return nil
+	}
+	g.dispatch(ctx, job{inboundID: id, in: in})
+	return nil
+}
+
+// dispatch handles commands at once and queues everything else.
+func (g *Gateway) dispatch(ctx context.Context, j job) {
+	j.agent = g.route(j.in)
+	j.key = SessionKey(j.in, j.agent)
+	if cmd, ok := command(j.in.Text); ok {
+		g.runCommand(ctx, j, cmd)
+		return
+	}
+	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		g.reply(ctx, j, "", fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
+		g.finish(ctx, j, InboundFailed, "", "queue full")
+	case err != nil: // shutting down: the next start re-runs it
+		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
+	}
+}
+
+func (g *Gateway) route(in adapters.Inbound) string {
+	if g.opts.Route != nil {
+		if id := g.opts.Route(in); id != "" {
+			if _, ok := g.agents[id]; ok {
+				return id
+			}
+		}
+	}
+	return g.opts.Agents[0].ID
+}
+
+// turn runs on a session's lane: it resolves the session there, so resets
+// happen between turns, never during one.
+func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
+	first := t.Items[0]
+	agent := g.agents[first.agent]
+	sess, _, err := g.opts.Sessions.Resolve(ctx, first.key, agent.Policy)
+	if err != nil {
+		g.opts.Log.ErrorContext(ctx, "resolve session", "session_key", first.key.String(), "error", err)
+		for _, j := range t.Items {
+			g.reply(ctx, j, "", "Sorry, I couldn't open this conversation's history; please try again shortly.")
+			g.finish(ctx, j, InboundFailed, "", err.Error())
+		}
+		return
+	}
+	msgs := make([]adapters.Inbound, len(t.Items))
+	for i, j := range t.Items {
+		msgs[i] = j.in
+	}
+	var steered []job
+	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, Steer: func() []adapters.Inbound {
+		var out []adapters.Inbound
+		for _, j := range t.Steer() {
+			steered = append(steered, j)
+			out = append(out, j.in)
+		}
+		return out
+	}}
+	reply, err := g.opts.Run(ctx, input)
+	last := t.Items[len(t.Items)-1]
+	all := append(append([]job(nil), t.Items...), steered...)
+	switch {
+	case errors.Is(err, context.Canceled):
+		for _, j := range all {
+			g.finish(ctx, j, InboundDone, string(sess.ID), "aborted")
+		}
+		if reply != "" {
+			g.reply(ctx, last, sess.ID, reply)
+		}
+	case err != nil:
+		g.opts.Log.ErrorContext(ctx, "turn failed", "session_key", first.key.String(), "session_id", sess.ID, "error", err)
+		g.reply(ctx, last, sess.ID, "Sorry, something went wrong while answering: "+userError(err))
+		for _, j := range all {
+			g.finish(ctx, j, InboundFailed, string(sess.ID), err.Error())
+		}
+	default:
+		if reply != "" {
+			g.reply(ctx, last, sess.ID, reply)
+		}
+		for _, j := range all {
+			g.finish(ctx, j, InboundDone, string(sess.ID), "")
+		}
+	}
+}
+
+// userError is an error's text for a chat user: one line, no internals.
+func userError(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return msg
+}
+
+// reply queues text to the chat j came from, chunked at the adapter's limit,
+// and wakes the sender. The key makes a re-queue after a crash a no-op.
+func (g *Gateway) reply(ctx context.Context, j job, sid sessions.ID, text string) {
+	limit := 0
+	if g.opts.Limit != nil {
+		limit = g.opts.Limit(j.in.Adapter)
+	}
+	chunks := adapters.Chunk(text, limit)
+	replies := make([]Reply, len(chunks))
+	for i, c := range chunks {
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", j.inboundID, i), SessionID: string(sid), InboundID: j.inboundID,
+			Adapter: j.in.Adapter, ChatID: j.in.ChatID, ReplyTo: j.in.MessageID, Text: c}
+	}
+	if err := g.opts.Store.QueueReplies(context.WithoutCancel(ctx), replies); err != nil {
+		g.opts.Log.ErrorContext(ctx, "queue reply", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
+		return
+	}
+	if g.opts.Sender != nil {
+		g.opts.Sender.Wake()
+	}
+}
+
+func (g *Gateway) finish(ctx context.Context, j job, status InboundStatus, sid, errText string) {
+	if err := g.opts.Store.Finish(context.WithoutCancel(ctx), j.inboundID, status, sid, errText); err != nil {
+		g.opts.Log.ErrorContext(ctx, "record message outcome", "inbound_id", j.inboundID, "error", err)
+	}
+}
+
+// Recover handles messages a crash left unanswered: runs them again or
+// marks them and says so, per Options.Recovery. Call it before adapters start.
+func (g *Gateway) Recover(ctx context.Context) (int, error) {
+	un, err := g.opts.Store.Unfinished(ctx, 10000)
+	if err != nil {
+		return 0, err
+	}
+	for _, u := range un {
+		j := job{inboundID: u.ID, in: u.Inbound}
+		if g.opts.Recovery == RecoveryMark {
+			j.agent = g.route(j.in)
+			g.reply(ctx, j, "", "Sorry, I restarted before answering your message; please send it again if you still need an answer.")
+			g.finish(ctx, j, InboundMarked, "", "unanswered at restart")
+			continue
+		}
+		g.dispatch(ctx, j)
+	}
+	if len(un) > 0 {
+		g.opts.Log.InfoContext(ctx, "recovered unanswered messages", "count", len(un), "recovery", g.opts.Recovery)
+	}
+	return len(un), nil
+}
+
+// Close stops taking messages and drains the lanes until ctx ends.
+func (g *Gateway) Close(ctx context.Context) error { return g.lanes.Close(ctx) }
+
+// Busy reports whether a session has a turn running or waiting.
+func (g *Gateway) Busy(k sessions.Key) bool { return g.lanes.Busy(laneKey(k)) }
+
+// Abort stops a session's running turn.
+func (g *Gateway) Abort(k sessions.Key) bool { return g.lanes.Abort(laneKey(k)) }
+
+// ActiveLanes is the number of sessions with work.
+func (g *Gateway) ActiveLanes() int { return g.lanes.Active() }

@@ -1,0 +1,270 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+)
+
+// rig is a gateway on a real database with a recording adapter and a
+// running outbox sender.
+type rig struct {
+	t     *testing.T
+	db    *dbutil.DB
+	gw    *gateway.Gateway
+	store *gateway.Store
+	sess  *sessions.SQLStore
+	rec   *adapterstest.Recorder
+	ctx   context.Context
+}
+
+func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gateway.Options)) *rig {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := adapterstest.New()
+	store := gateway.NewStore(db, nil)
+	sender := gateway.NewSender(store, gateway.SenderOptions{
+		Adapter: func(id adapters.ID) (adapters.Adapter, bool) { return rec, id == "tg" },
+		Poll:    10 * time.Millisecond,
+	})
+	sess := sessions.NewStore(db)
+	opts := gateway.Options{Store: store, Sessions: sess, Sender: sender, Run: run,
+		Agents: []gateway.Agent{{ID: "default", Mode: gateway.ModeFollowup}}}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	gw, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { sender.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		closeCtx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		if err := gw.Close(closeCtx); err != nil {
+			t.Errorf("close gateway: %v", err)
+		}
+		cancel()
+		<-done
+	})
+	return &rig{t: t, db: db, gw: gw, store: store, sess: sess, rec: rec, ctx: ctx}
+}
+
+func msg(id, text string) adapters.Inbound {
+	return adapters.Inbound{Adapter: "tg", Surface: "telegram", ChatID: "42", UserID: "7", DisplayName: "Ann",
+		MessageID: id, Text: text, Time: time.Now()}
+}
+
+func (r *rig) deliver(in adapters.Inbound) {
+	r.t.Helper()
+	if err := r.gw.Deliver(r.ctx, in); err != nil {
+		r.t.Fatalf("Deliver(%s): %v", in.MessageID, err)
+	}
+}
+
+// sent waits for n sends and returns their texts.
+func (r *rig) sent(n int) []string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	out, err := r.rec.WaitSent(ctx, n)
+	if err != nil {
+		r.t.Fatalf("%v (got %v)", err, out)
+	}
+	var texts []string
+	for _, o := range out {
+		texts = append(texts, o.Text)
+	}
+	return texts
+}
+
+func echoRun(ctx context.Context, in gateway.TurnInput) (string, error) {
+	var parts []string
+	for _, m := range in.Messages {
+		parts = append(parts, m.Text)
+	}
+	return "echo: " + strings.Join(parts, " + "), nil
+}
+
+func TestDeliverRunsATurnAndRepliesOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		var mu sync.Mutex
+		var sessionsSeen []sessions.ID
+		r := newRig(t, open(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
+			mu.Lock()
+			sessionsSeen = append(sessionsSeen, in.Session.ID)
+			mu.Unlock()
+			return echoRun(ctx, in)
+		}, nil)
+		r.deliver(msg("1", "hello"))
+		r.deliver(msg("1", "hello")) // the platform redelivers
+		r.deliver(msg("2", "again"))
+		if got := r.sent(2); got[0] != "echo: hello" || got[1] != "echo: again" {
+			t.Fatalf("replies %q", got)
+		}
+		if r.gw.Duplicates() != 1 {
+			t.Fatalf("duplicates %d", r.gw.Duplicates())
+		}
+		sent := r.rec.Sent()
+		if sent[0].ChatID != "42" || sent[0].ReplyTo != "1" {
+			t.Fatalf("reply addressed to %+v", sent[0])
+		}
+		mu.Lock()
+		if len(sessionsSeen) != 2 || sessionsSeen[0] != sessionsSeen[1] {
+			t.Fatalf("turns ran in sessions %v", sessionsSeen)
+		}
+		mu.Unlock()
+		waitUnfinished(t, r.store, 0)
+	})
+}
+
+func waitUnfinished(t *testing.T, s *gateway.Store, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		un, err := s.Unfinished(context.Background(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(un) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unfinished messages, want %d", len(un), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRepliesAreChunkedInOrder(t *testing.T) {
+	long := strings.Repeat("word ", 30) // 150 chars
+	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) { return long, nil },
+		func(o *gateway.Options) { o.Limit = func(adapters.ID) int { return 40 } })
+	r.deliver(msg("1", "talk"))
+	got := r.sent(4)
+	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.TrimSpace(long) {
+		t.Fatalf("chunks %q do not add up to the reply", got)
+	}
+	for _, c := range got {
+		if len(c) > 40 {
+			t.Fatalf("chunk over the limit: %q", c)
+		}
+	}
+}
+
+func TestCommands(t *testing.T) {
+	started := make(chan struct{}, 1)
+	r := newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		if in.Messages[0].Text == "slow" {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "partial", ctx.Err()
+		}
+		return echoRun(ctx, in)
+	}, nil)
+	r.deliver(msg("1", "slow"))
+	<-started
+	r.deliver(msg("2", "queued"))
+	r.deliver(msg("3", "/status"))
+	if got := r.sent(1)[0]; !strings.Contains(got, "telegram:42") || !strings.Contains(got, "1 queued") || !strings.Contains(got, "busy") {
+		t.Fatalf("/status while busy: %q", got)
+	}
+	r.deliver(msg("4", "/stop@parleybot"))
+	got := r.sent(4)
+	if got[1] != "Stopped." || got[2] != "partial" || got[3] != "echo: queued" {
+		t.Fatalf("after /stop: %q", got)
+	}
+	before, err := r.sess.Active(r.ctx, gateway.SessionKey(msg("x", ""), "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(msg("5", "/reset"))
+	if got := r.sent(5)[4]; got != "Started a new conversation." {
+		t.Fatalf("/reset: %q", got)
+	}
+	after, err := r.sess.Active(r.ctx, before.Key)
+	if err != nil || after.ID == before.ID {
+		t.Fatalf("/reset kept session %s (%v)", after.ID, err)
+	}
+	r.deliver(msg("6", "/nothing-like-a-command"))
+	if got := r.sent(6)[5]; got != "echo: /nothing-like-a-command" {
+		t.Fatalf("an unknown /word is a message: %q", got)
+	}
+}
+
+func TestQueueFullTellsTheSender(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	r := newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		if in.Messages[0].Text == "first" {
+			started <- struct{}{}
+			<-release
+		}
+		return "", nil
+	}, func(o *gateway.Options) { o.Lanes.Cap = 2 })
+	r.deliver(msg("1", "first"))
+	<-started
+	r.deliver(msg("2", "a"))
+	r.deliver(msg("3", "b"))
+	r.deliver(msg("4", "c"))
+	if got := r.sent(1)[0]; !strings.Contains(got, "still working through 2 earlier messages") {
+		t.Fatalf("queue-full reply %q", got)
+	}
+	close(release)
+}
+
+func TestTurnErrorIsReported(t *testing.T) {
+	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) {
+		return "", errors.New("model openai/gpt-4o-mini: 401 invalid api key\nstack details")
+	}, nil)
+	r.deliver(msg("1", "hi"))
+	if got := r.sent(1)[0]; got != "Sorry, something went wrong while answering: model openai/gpt-4o-mini: 401 invalid api key" {
+		t.Fatalf("error reply %q", got)
+	}
+	waitUnfinished(t, r.store, 0)
+}
+
+func TestRecoveryAfterACrash(t *testing.T) {
+	for _, mode := range []gateway.Recovery{gateway.RecoveryRerun, gateway.RecoveryMark} {
+		t.Run(string(mode), func(t *testing.T) {
+			db := dbtest.SQLite(t)
+			// The crashed process accepted two messages and answered neither.
+			crashed := gateway.NewStore(db, nil)
+			for i := range 2 {
+				if _, _, err := crashed.Accept(context.Background(), msg(fmt.Sprint(i), fmt.Sprintf("lost %d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := newRig(t, db, echoRun, func(o *gateway.Options) { o.Recovery = mode })
+			n, err := r.gw.Recover(r.ctx)
+			if err != nil || n != 2 {
+				t.Fatalf("Recover: %d %v", n, err)
+			}
+			got := r.sent(2)
+			want := []string{"echo: lost 0", "echo: lost 1"}
+			if mode == gateway.RecoveryMark {
+				want = []string{"Sorry, I restarted before answering your message; please send it again if you still need an answer.",
+					"Sorry, I restarted before answering your message; please send it again if you still need an answer."}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after recovery sent %q, want %q", got, want)
+			}
+			waitUnfinished(t, r.store, 0)
+			if n, _ := r.gw.Recover(r.ctx); n != 0 {
+				t.Fatalf("a second Recover found %d", n)
+			}
+		})
+	}
+}
