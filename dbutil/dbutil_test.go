@@ -2,6 +2,7 @@ package dbutil_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -161,4 +162,23 @@ func TestQuerierUnderConcurrentTransactions(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLockSQLite(t *testing.T) {
+	path := t.TempDir() + "/parley.db"
+	release, err := dbutil.LockSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flock locks belong to the open file, so a second open in this process
+	// conflicts just as another process would.
+	if _, err := dbutil.LockSQLite(path); !errors.Is(err, dbutil.ErrLocked) || !strings.Contains(err.Error(), "pid") {
+		t.Fatalf("second lock: %v", err)
+	}
+	release()
+	again, err := dbutil.LockSQLite(path)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	again()
 }
