@@ -32,6 +32,14 @@ const (
 	DefaultMaxContextTokens = 128000
 	DefaultDailyResetHour   = 4
 	DefaultTimezone         = "Local"
+	DefaultPrompt           = "You are a helpful assistant."
+	DefaultMaxSteps         = 10
+	DefaultQueueMode        = "followup"
+	DefaultMaxOutputTokens  = 4096
+	DefaultRecovery         = "rerun"
+	DefaultQueueCap         = 20
+	DefaultDebounce         = 500 * time.Millisecond
+	DefaultShutdownTimeout  = 30 * time.Second
 )
 
 // Config is the whole of parley's configuration.
@@ -40,7 +48,128 @@ type Config struct {
 	HTTP     HTTP     `yaml:"http"`
 	Log      Log      `yaml:"log"`
 	// Agents always holds at least one agent after Parse or Default.
-	Agents []Agent `yaml:"agents"`
+	Agents    []Agent   `yaml:"agents"`
+	Providers Providers `yaml:"providers"`
+	Gateway   Gateway   `yaml:"gateway"`
+	// Bindings route incoming messages to agents; see Route.
+	Bindings []Binding `yaml:"bindings"`
+}
+
+// Providers holds the settings of each model provider.
+type Providers struct {
+	OpenAI    Provider `yaml:"openai"`
+	Anthropic Provider `yaml:"anthropic"`
+}
+
+// Provider is how to reach one model provider's API.
+type Provider struct {
+	// APIKey is the provider's API key; empty when not configured.
+	APIKey Secret `yaml:"api_key"`
+	// BaseURL optionally replaces the provider's API address, e.g. for an
+	// OpenAI-compatible server such as Ollama (http://localhost:11434/v1),
+	// vLLM or OpenRouter. It is an http:// or https:// URL when set.
+	BaseURL string `yaml:"base_url"`
+}
+
+// Configured reports whether the provider has an API key or a base URL.
+func (p Provider) Configured() bool { return p.APIKey != "" || p.BaseURL != "" }
+
+// Lookup returns the settings of the provider named in a model spec
+// ("openai" or "anthropic"), and false for any other name.
+func (p Providers) Lookup(name string) (Provider, bool) {
+	switch name {
+	case "openai":
+		return p.OpenAI, true
+	case "anthropic":
+		return p.Anthropic, true
+	}
+	return Provider{}, false
+}
+
+// Gateway tunes how messages are queued and answered.
+type Gateway struct {
+	// Recovery is what to do on start with messages accepted before a crash
+	// but never answered: "rerun" answers them, "mark" marks them failed.
+	Recovery string `yaml:"recovery"`
+	// QueueCap is how many messages may wait per session before the sender
+	// is told to wait.
+	QueueCap int `yaml:"queue_cap"`
+	// Debounce is the window within which a burst of messages is answered as
+	// one turn; 0 turns it off.
+	Debounce Duration `yaml:"debounce"`
+	// ShutdownTimeout is how long running turns get to finish on SIGTERM.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+}
+
+// Binding routes messages to an agent. Empty fields match anything; see
+// Config.Route for which binding wins.
+type Binding struct {
+	Agent   string `yaml:"agent"`   // an agent id; required
+	Adapter string `yaml:"adapter"` // adapter instance id such as "tg-main"
+	Chat    string `yaml:"chat"`    // chat or channel id
+	User    string `yaml:"user"`    // user id
+}
+
+// matches reports whether the binding applies to a message, and how specific
+// it is: a user match beats a chat match beats an adapter match.
+func (b Binding) matches(adapter, chat, user string) (score int, ok bool) {
+	for _, f := range []struct {
+		want, got string
+		weight    int
+	}{
+		{b.User, user, 4},
+		{b.Chat, chat, 2},
+		{b.Adapter, adapter, 1},
+	} {
+		if f.want == "" {
+			continue
+		}
+		if f.want != f.got {
+			return 0, false
+		}
+		score += f.weight
+	}
+	return score, true
+}
+
+// Route returns the id of the agent that answers a message from user in chat
+// on the adapter instance adapter. The most specific matching binding wins: one
+// that names the user beats one that names the chat, which beats one that
+// names only the adapter (among bindings naming the same user or chat, one
+// that also names the chat or adapter is more specific). Ties go to the
+// binding listed first. With no match it is the first agent; "" when there
+// are no agents at all.
+func (c *Config) Route(adapter, chat, user string) string {
+	best, bestScore := "", -1
+	for _, b := range c.Bindings {
+		if score, ok := b.matches(adapter, chat, user); ok && score > bestScore {
+			best, bestScore = b.Agent, score
+		}
+	}
+	if bestScore >= 0 {
+		return best
+	}
+	if len(c.Agents) > 0 {
+		return c.Agents[0].ID
+	}
+	return ""
+}
+
+// MissingKeys returns, in order, the ids of agents whose model is served by a
+// provider with neither an api_key nor a base_url. That is not an error: the
+// daemon answers with echo instead, and should warn about these agents.
+func (c *Config) MissingKeys() []string {
+	var ids []string
+	for _, a := range c.Agents {
+		provider, _, ok := strings.Cut(a.Model, "/")
+		if !ok {
+			continue
+		}
+		if p, known := c.Providers.Lookup(provider); known && !p.Configured() {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
 }
 
 // Database selects and tunes the message store.
@@ -81,8 +210,24 @@ type Log struct {
 
 // Agent is one assistant persona with its own model and session rules.
 type Agent struct {
-	ID                 string  `yaml:"id"`
-	Model              string  `yaml:"model"`
+	ID    string `yaml:"id"`
+	Model string `yaml:"model"` // "echo", "openai/<model>" or "anthropic/<model>"
+	// Prompt is the agent's system prompt.
+	Prompt string `yaml:"prompt"`
+	// Workspace is an optional directory; its AGENTS.md is added to the
+	// prompt.
+	Workspace string `yaml:"workspace"`
+	// Tools names the tools the agent may call; nil means none.
+	Tools []string `yaml:"tools"`
+	// MaxSteps caps the model calls (each possibly calling tools) in one
+	// turn.
+	MaxSteps int `yaml:"max_steps"`
+	// QueueMode is what happens to messages that arrive while a turn runs:
+	// "followup", "collect", "steer" or "interrupt".
+	QueueMode string `yaml:"queue_mode"`
+	// MaxOutputTokens caps the length of each model reply.
+	MaxOutputTokens int `yaml:"max_output_tokens"`
+
 	MaxContextTokens   int     `yaml:"max_context_tokens"`
 	IdleTimeoutMinutes int     `yaml:"idle_timeout_minutes"`
 	DailyResetHour     *int    `yaml:"daily_reset_hour"` // nil means the default; -1 turns it off
@@ -200,6 +345,27 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
 	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
 
+	for _, p := range []*Provider{&c.Providers.OpenAI, &c.Providers.Anthropic} {
+		p.APIKey = Secret(strings.TrimSpace(string(p.APIKey)))
+		p.BaseURL = strings.TrimSpace(p.BaseURL)
+	}
+	c.Gateway.Recovery = normalize(c.Gateway.Recovery, DefaultRecovery)
+	intDefault(&c.Gateway.QueueCap, "gateway.queue_cap", DefaultQueueCap)
+	durationDefault := func(d *Duration, key string, def time.Duration) {
+		if *d == 0 && !isSet(key) {
+			*d = Duration(def)
+		}
+	}
+	durationDefault(&c.Gateway.Debounce, "gateway.debounce", DefaultDebounce)
+	durationDefault(&c.Gateway.ShutdownTimeout, "gateway.shutdown_timeout", DefaultShutdownTimeout)
+	for i := range c.Bindings {
+		b := &c.Bindings[i]
+		b.Agent = strings.TrimSpace(b.Agent)
+		b.Adapter = strings.TrimSpace(b.Adapter)
+		b.Chat = strings.TrimSpace(b.Chat)
+		b.User = strings.TrimSpace(b.User)
+	}
+
 	if len(c.Agents) == 0 {
 		c.Agents = []Agent{{ID: DefaultAgentID}}
 	}
@@ -211,6 +377,19 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		if a.Model == "" {
 			a.Model = DefaultModel
 		}
+		if strings.TrimSpace(a.Prompt) == "" {
+			a.Prompt = DefaultPrompt
+		}
+		a.Workspace = strings.TrimSpace(a.Workspace)
+		for j := range a.Tools {
+			a.Tools[j] = strings.TrimSpace(a.Tools[j])
+		}
+		if len(a.Tools) == 0 {
+			a.Tools = nil // "tools: []" is the same as leaving it out
+		}
+		intDefault(&a.MaxSteps, p+"max_steps", DefaultMaxSteps)
+		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
+		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)
 		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
 		if a.DailyResetHour == nil {
 			h := DefaultDailyResetHour

@@ -41,6 +41,20 @@ func TestDefault(t *testing.T) {
 		{"agents[0].timezone", c.Agents[0].Timezone, "Local"},
 		{"agents[0].location", c.Agents[0].Location(), time.Local},
 		{"agents[0].history", c.Agents[0].History, History{Channels: 30, Cron: 10, Webhook: 10, CLI: 50, API: 50}},
+		{"agents[0].prompt", c.Agents[0].Prompt, "You are a helpful assistant."},
+		{"agents[0].workspace", c.Agents[0].Workspace, ""},
+		{"agents[0].tools", c.Agents[0].Tools, []string(nil)},
+		{"agents[0].max_steps", c.Agents[0].MaxSteps, 10},
+		{"agents[0].queue_mode", c.Agents[0].QueueMode, "followup"},
+		{"agents[0].max_output_tokens", c.Agents[0].MaxOutputTokens, 4096},
+		{"providers", c.Providers, Providers{}},
+		{"gateway.recovery", c.Gateway.Recovery, "rerun"},
+		{"gateway.queue_cap", c.Gateway.QueueCap, 20},
+		{"gateway.debounce", c.Gateway.Debounce.Std(), 500 * time.Millisecond},
+		{"gateway.shutdown_timeout", c.Gateway.ShutdownTimeout.Std(), 30 * time.Second},
+		{"bindings", c.Bindings, []Binding(nil)},
+		{"missing keys", c.MissingKeys(), []string(nil)},
+		{"route", c.Route("tg-main", "1", "2"), "default"},
 	}
 	for _, tc := range checks {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,22 +226,50 @@ func TestExampleFile(t *testing.T) {
 		if want := Default().Agents[0]; !reflect.DeepEqual(c.Agents[0], want) {
 			t.Errorf("example agents[0] = %+v, want the defaults %+v", c.Agents[0], want)
 		}
+		// The example's bindings are checked below; there are none by default.
+		wantBindings := []Binding{
+			{Agent: "family", Adapter: "tg-main", Chat: "-1001234567890"},
+			{Agent: "default", Chat: "-1001234567890", User: "123456789"},
+		}
+		if !reflect.DeepEqual(c.Bindings, wantBindings) {
+			t.Errorf("example bindings = %+v, want %+v", c.Bindings, wantBindings)
+		}
 		want := Default()
 		want.Agents = c.Agents
+		want.Bindings = c.Bindings
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)
+		}
+		if got := c.Route("tg-main", "-1001234567890", "555"); got != "family" {
+			t.Errorf("example routes the family chat to %q, want family", got)
+		}
+		if got := c.Route("tg-main", "-1001234567890", "123456789"); got != "default" {
+			t.Errorf("example routes the listed user to %q, want default", got)
+		}
+		if got := c.MissingKeys(); got != nil {
+			t.Errorf("MissingKeys() = %q, want none: the example uses echo", got)
 		}
 	})
 	t.Run("uses the environment", func(t *testing.T) {
 		c, err := Parse(data, "config.example.yaml", env(map[string]string{
 			"PARLEY_DATABASE_URL": "postgres://parley:pw@db/parley",
 			"PARLEY_FAMILY_MODEL": "anthropic/claude-sonnet-4-5",
+			"PARLEY_MODEL":        "openai/gpt-4o-mini",
+			"OPENAI_BASE_URL":     "http://localhost:11434/v1",
+			"ANTHROPIC_API_KEY":   password,
 		}))
 		if err != nil {
 			t.Fatalf("example has problems:\n%v", err)
 		}
 		if c.Database.Engine() != "postgres" || c.Agents[1].Model != "anthropic/claude-sonnet-4-5" {
 			t.Errorf("env not applied: engine %q, family model %q", c.Database.Engine(), c.Agents[1].Model)
+		}
+		if c.Providers.OpenAI.BaseURL != "http://localhost:11434/v1" || c.Providers.OpenAI.APIKey != "" ||
+			c.Providers.Anthropic.APIKey.Reveal() != password || c.Providers.Anthropic.BaseURL != "" {
+			t.Errorf("providers env not applied: %+v", c.Providers)
+		}
+		if got := c.MissingKeys(); got != nil {
+			t.Errorf("MissingKeys() = %q, want none", got)
 		}
 	})
 	t.Run("documents every key", func(t *testing.T) {
@@ -249,12 +291,15 @@ func TestExampleFile(t *testing.T) {
 	})
 }
 
-// leafKeys lists every settable key path in t, using agents[0] for lists.
+// leafKeys lists every settable key path in t, using agents[0] for lists of
+// mappings. A list of plain values, such as agents[0].tools, is one key.
 func leafKeys(t reflect.Type, path string) []string {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	switch {
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Struct:
+		return []string{path}
 	case t.Kind() == reflect.Slice:
 		return leafKeys(t.Elem(), path+"[0]")
 	case t.Kind() == reflect.Struct && t != durationType:

@@ -15,6 +15,8 @@ import (
 
 var agentID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
+const modelRule = `use "echo" (offline), "openai/<model>" such as "openai/gpt-4o-mini", or "anthropic/<model>" such as "anthropic/claude-sonnet-4-5"`
+
 const agentIDRule = `use 1-64 characters from a-z, 0-9, "_" and "-", starting with a letter or digit`
 
 // validate adds a problem to ck for every invalid setting, and caches each
@@ -23,6 +25,9 @@ func (c *Config) validate(ck *checker) {
 	c.Database.validate(ck)
 	c.HTTP.validate(ck)
 	c.Log.validate(ck)
+	c.Providers.OpenAI.validate(ck, "providers.openai.")
+	c.Providers.Anthropic.validate(ck, "providers.anthropic.")
+	c.Gateway.validate(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
@@ -37,6 +42,61 @@ func (c *Config) validate(ck *checker) {
 			continue
 		}
 		firstUse[a.ID] = i
+	}
+
+	ids := make([]string, 0, len(c.Agents))
+	for _, a := range c.Agents {
+		if a.ID != "" {
+			ids = append(ids, a.ID)
+		}
+	}
+	known := "use the id of one of the agents: " + strings.Join(ids, ", ")
+	for i, b := range c.Bindings {
+		p := fmt.Sprintf("bindings[%d]", i)
+		switch _, ok := firstUse[b.Agent]; {
+		case b.Agent == "":
+			ck.add(p+".agent", "required; "+known)
+		case !ok:
+			ck.add(p+".agent", fmt.Sprintf("%q is not an agent; %s", b.Agent, known))
+		}
+		if b.Adapter == "" && b.Chat == "" && b.User == "" {
+			ck.add(p, "sets none of adapter, chat and user, so it matches everything; "+
+				"put that agent first in agents instead, or name the adapter, chat or user it is for")
+		}
+	}
+}
+
+func (p Provider) validate(ck *checker, prefix string) {
+	if strings.ContainsAny(p.APIKey.Reveal(), " \t\r\n") {
+		// Never quote the key itself.
+		ck.add(prefix+"api_key", "contains spaces or line breaks; an API key is a single word, e.g. ${OPENAI_API_KEY}")
+	}
+	if p.BaseURL == "" {
+		return
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL may hold a password, so show it redacted.
+		ck.add(prefix+"base_url", fmt.Sprintf(`%q is not an http:// or https:// URL; use one such as "http://localhost:11434/v1" (Ollama) `+
+			`or "https://openrouter.ai/api/v1", or leave it empty for the provider's own API`, DSN(p.BaseURL).String()))
+	}
+}
+
+func (g Gateway) validate(ck *checker) {
+	switch g.Recovery {
+	case "rerun", "mark":
+	default:
+		ck.add("gateway.recovery", fmt.Sprintf(`%q is not allowed; use "rerun" (answer messages left unanswered by a crash) `+
+			`or "mark" (mark them failed without answering)`, g.Recovery))
+	}
+	if n := g.QueueCap; n < 1 || n > 1000 {
+		ck.add("gateway.queue_cap", fmt.Sprintf("%d is out of range; use 1-1000", n))
+	}
+	if d := g.Debounce; d < 0 || d.Std() > 10*time.Second {
+		ck.add("gateway.debounce", fmt.Sprintf(`%s is out of range; use a duration from 0 (off) to 10s, such as "500ms"`, d))
+	}
+	if g.ShutdownTimeout <= 0 {
+		ck.add("gateway.shutdown_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "30s"`, g.ShutdownTimeout))
 	}
 }
 
@@ -126,8 +186,35 @@ func (a *Agent) validate(ck *checker, p string) {
 	}
 
 	provider, model, hasProvider := strings.Cut(a.Model, "/")
-	if a.Model == "" || strings.ContainsAny(a.Model, " \t\r\n") || hasProvider && (provider == "" || model == "") {
-		ck.add(p+"model", fmt.Sprintf(`%q is not a model; use "echo" (offline) or "provider/model" such as "openai/gpt-4o-mini"`, a.Model))
+	switch {
+	case a.Model == "echo":
+	case hasProvider && provider != "" && provider != "echo" && provider != "openai" && provider != "anthropic":
+		ck.add(p+"model", fmt.Sprintf(`%q is not a model: unknown provider %q; %s`, a.Model, provider, modelRule))
+	case provider != "openai" && provider != "anthropic" || model == "" || strings.ContainsAny(a.Model, " \t\r\n"):
+		ck.add(p+"model", fmt.Sprintf(`%q is not a model; %s`, a.Model, modelRule))
+	}
+	if a.MaxSteps < 1 || a.MaxSteps > 100 {
+		ck.add(p+"max_steps", fmt.Sprintf("%d is out of range; use 1-100", a.MaxSteps))
+	}
+	if a.MaxOutputTokens < 1 || a.MaxOutputTokens > 200000 {
+		ck.add(p+"max_output_tokens", fmt.Sprintf("%d is out of range; use 1-200000", a.MaxOutputTokens))
+	}
+	switch a.QueueMode {
+	case "followup", "collect", "steer", "interrupt":
+	default:
+		ck.add(p+"queue_mode", fmt.Sprintf(`%q is not a queue mode; use followup, collect, steer or interrupt`, a.QueueMode))
+	}
+	seen := map[string]int{}
+	for i, tool := range a.Tools {
+		key := fmt.Sprintf("%stools[%d]", p, i)
+		switch j, dup := seen[tool]; {
+		case tool == "" || strings.ContainsAny(tool, " \t\r\n"):
+			ck.add(key, fmt.Sprintf("%q is not a tool name; use the tool's name without spaces, such as \"web_search\"", tool))
+		case dup:
+			ck.add(key, fmt.Sprintf("%q is listed as tools[%d] too; list each tool once", tool, j))
+		default:
+			seen[tool] = i
+		}
 	}
 	if a.MaxContextTokens < 1024 {
 		ck.add(p+"max_context_tokens", fmt.Sprintf("%d is too small; use 1024 or more", a.MaxContextTokens))
