@@ -1,0 +1,277 @@
+// Package agent runs the LLM turn loop for a session: prompt assembly,
+// streaming model calls, tool calls, the step cap, the doom-loop guard,
+// retries with a visible status, abort, and persistence as each message lands.
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/sessions"
+)
+
+// Events the runner publishes, with SessionID set.
+const (
+	EventTurnStarted   events.Type = "turn.started"   // Data: TurnStarted
+	EventMessageDelta  events.Type = "message.delta"  // Data: string, the text delta
+	EventToolStarted   events.Type = "tool.started"   // Data: ToolEvent
+	EventToolCompleted events.Type = "tool.completed" // Data: ToolEvent
+	EventTurnFinished  events.Type = "turn.finished"  // Data: TurnFinished
+)
+
+const (
+	// DefaultMaxSteps caps the model calls of one run.
+	DefaultMaxSteps = 10
+	// MaxParallelTools caps the tool calls of one step running at once.
+	MaxParallelTools = 10
+)
+
+// TurnStarted is the data of a turn.started event.
+type TurnStarted struct {
+	AgentID string
+	Model   string
+}
+
+// ToolEvent is the data of tool.started and tool.completed events.
+type ToolEvent struct {
+	CallID string
+	Name   string
+	// Result and IsError are set on tool.completed.
+	Result  string
+	IsError bool
+}
+
+// TurnFinished is the data of a turn.finished event.
+type TurnFinished struct {
+	Steps   int
+	Usage   llm.Usage
+	Aborted bool
+	// Error is the run's error text, if it failed.
+	Error string
+}
+
+// Options configures a Runner.
+type Options struct {
+	Store sessions.Store
+	// Models opens a model from a spec like "echo" or "openai/gpt-4o-mini".
+	Models       func(spec string) (llm.Model, error)
+	DefaultModel string
+	Tools        *Registry
+	Bus          *events.Bus
+	Log          *slog.Logger
+	Now          func() time.Time
+	Retry        llm.RetryPolicy
+}
+
+// AgentConfig is what the runner needs to know about the agent.
+type AgentConfig struct {
+	ID           string
+	Prompt       string
+	WorkspaceDir string
+	Model        string
+	// MaxSteps caps model calls per run; 0 means DefaultMaxSteps.
+	MaxSteps int
+	// HistoryTurns caps the user turns sent; 0 means the session kind's
+	// default (channels 30, cron and webhook 10, cli and api 50).
+	HistoryTurns int
+	Location     *time.Location
+	// Minimal selects the minimal prompt mode; cron and webhook sessions
+	// always use it.
+	Minimal         bool
+	SkillIndex      string
+	Tools           []string
+	MaxOutputTokens int
+}
+
+// Input is one user message for a run.
+type Input struct {
+	Text        string
+	DisplayName string
+	// Model overrides the model spec for this run.
+	Model     string
+	Synthetic bool
+}
+
+// Request is one run of an agent in a session.
+type Request struct {
+	Session sessions.Session
+	Agent   AgentConfig
+	Inputs  []Input
+	// Steer, if set, is asked at each step boundary for messages that
+	// arrived meanwhile; they join the run as user messages.
+	Steer func() []Input
+}
+
+// Result is what a run produced.
+type Result struct {
+	// Reply is the final assistant text.
+	Reply string
+	// Messages are the messages appended by this run, in order.
+	Messages []sessions.Message
+	Usage    llm.Usage
+	Steps    int
+	Aborted  bool
+}
+
+// Runner runs agent turns. One run per session at a time.
+type Runner struct {
+	opts     Options
+	log      *slog.Logger
+	now      func() time.Time
+	statuses Statuses
+
+	mu      sync.Mutex
+	running map[sessions.ID]context.CancelFunc
+}
+
+// New returns a Runner.
+func New(opts Options) *Runner {
+	r := &Runner{opts: opts, log: opts.Log, now: opts.Now, running: map[sessions.ID]context.CancelFunc{}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r
+}
+
+// Statuses is the runner's status board.
+func (r *Runner) Statuses() *Statuses { return &r.statuses }
+
+// Status returns a session's status.
+func (r *Runner) Status(id sessions.ID) Status { return r.statuses.Get(id) }
+
+// Abort cancels the session's running turn, if any, and reports whether
+// there was one.
+func (r *Runner) Abort(id sessions.ID) bool {
+	r.mu.Lock()
+	cancel, ok := r.running[id]
+	r.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// Run runs one turn: it persists the inputs, then calls the model and tools
+// until the model answers without tool calls or the step cap is hit. It
+// returns ErrBusy if the session already runs here. An abort returns the
+// partial Result with Aborted set and an error wrapping ctx.Err().
+func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
+	id := req.Session.ID
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	if _, busy := r.running[id]; busy {
+		r.mu.Unlock()
+		return Result{}, ErrBusy
+	}
+	r.running[id] = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, id)
+		r.mu.Unlock()
+	}()
+
+	r.statuses.set(id, Status{State: StateBusy, StartedAt: r.now()})
+	t := &turn{r: r, req: req, id: id, pctx: context.WithoutCancel(ctx)}
+	res, err := t.run(ctx)
+
+	fin := TurnFinished{Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
+	switch {
+	case err == nil || res.Aborted:
+		r.statuses.set(id, Status{State: StateIdle})
+	default:
+		fin.Error = err.Error()
+		r.statuses.set(id, Status{State: StateError, Message: err.Error()})
+	}
+	r.publish(id, EventTurnFinished, fin)
+	return res, err
+}
+
+func (r *Runner) publish(id sessions.ID, typ events.Type, data any) {
+	r.opts.Bus.Publish(events.Event{Type: typ, SessionID: string(id), At: r.now(), Data: data})
+}
+
+// model opens spec wrapped in retries that show on the status board.
+func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
+	if spec == "" {
+		return nil, "", ErrNoModel
+	}
+	if r.opts.Models == nil {
+		return nil, "", fmt.Errorf("open model %s: %w", spec, ErrNoModel)
+	}
+	_, name, err := llm.ParseModel(spec)
+	if err != nil {
+		return nil, "", fmt.Errorf("parse model %s: %w", spec, err)
+	}
+	m, err := r.opts.Models(spec)
+	if err != nil {
+		return nil, "", fmt.Errorf("open model %s: %w", spec, err)
+	}
+	policy := r.opts.Retry
+	next := policy.OnRetry
+	policy.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
+		msg := retryMessage(err, attempt, wait)
+		r.statuses.update(id, func(s *Status) {
+			s.State, s.Attempt, s.Message = StateRetrying, attempt, msg
+		})
+		r.log.WarnContext(ctx, "model call retrying", "session_id", id, "model", spec, "attempt", attempt, "wait", wait, "error", err)
+		if next != nil {
+			next(ctx, attempt, err, wait)
+		}
+	}
+	return llm.WithRetry(m, policy), name, nil
+}
+
+func retryMessage(err error, attempt int, wait time.Duration) string {
+	cause := err.Error()
+	var se *llm.StatusError
+	if errors.As(err, &se) {
+		cause = fmt.Sprintf("provider returned %d", se.StatusCode)
+	}
+	return fmt.Sprintf("%s; retrying in %s (attempt %d)", cause, wait.Round(100*time.Millisecond), attempt)
+}
+
+// workspaceInstructions reads AGENTS.md fresh each run; a missing file is
+// fine and any other error is logged and skipped.
+func (r *Runner) workspaceInstructions(ctx context.Context, dir string) string {
+	if dir == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, InstructionsFile))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			r.log.WarnContext(ctx, "workspace instructions skipped", "dir", dir, "error", err)
+		}
+		return ""
+	}
+	return string(b)
+}
+
+// displayName is the latest display name among the inputs.
+func displayName(inputs []Input) string {
+	for i := len(inputs) - 1; i >= 0; i-- {
+		if inputs[i].DisplayName != "" {
+			return inputs[i].DisplayName
+		}
+	}
+	return ""
+}
+
+func minimalMode(cfg AgentConfig, kind string) bool {
+	return cfg.Minimal || kind == sessions.SurfaceCron || kind == sessions.SurfaceWebhook
+}
+
+func maxSteps(cfg AgentConfig) int { return cmp.Or(max(cfg.MaxSteps, 0), DefaultMaxSteps) }

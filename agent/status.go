@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"sync"
+	"time"
+
+	"github.com/parleyd/parley/sessions"
+)
+
+// State is what a session's agent is doing.
+type State string
+
+const (
+	StateIdle     State = "idle"
+	StateBusy     State = "busy"
+	StateRetrying State = "retrying"
+	StateError    State = "error"
+)
+
+// Status is a session's in-memory run state.
+type Status struct {
+	State State `json:"state"`
+	// Attempt is the failed attempt being retried, while retrying.
+	Attempt int    `json:"attempt,omitempty"`
+	Message string `json:"message,omitempty"`
+	// StartedAt is when the current run started; zero when idle.
+	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
+// Statuses is the status board of every session with a run or an error.
+// It is safe for concurrent use; unknown sessions are idle.
+type Statuses struct {
+	mu sync.Mutex
+	m  map[sessions.ID]Status
+}
+
+// Get returns id's status, idle when nothing is known.
+func (s *Statuses) Get(id sessions.ID) Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.m[id]; ok {
+		return st
+	}
+	return Status{State: StateIdle}
+}
+
+func (s *Statuses) set(id sessions.ID, st Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.State == StateIdle || st.State == "" {
+		delete(s.m, id)
+		return
+	}
+	if s.m == nil {
+		s.m = map[sessions.ID]Status{}
+	}
+	s.m[id] = st
+}
+
+// update changes id's status with fn, keeping what fn leaves alone.
+func (s *Statuses) update(id sessions.ID, fn func(*Status)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[id]
+	if !ok {
+		st = Status{State: StateIdle}
+	}
+	fn(&st)
+	if s.m == nil {
+		s.m = map[sessions.ID]Status{}
+	}
+	s.m[id] = st
+}
