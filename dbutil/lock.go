@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,9 @@ var ErrLocked = errors.New("database is in use by another parley process")
 // holder's pid there; release frees it. The lock dies with the process.
 func LockSQLite(path string) (release func(), err error) {
 	lockPath := path + ".lock"
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("create the directory of database.url: %w", err)
+	}
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file %s: %w", lockPath, err)

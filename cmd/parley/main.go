@@ -16,6 +16,7 @@ const usage = `parley: a chat gateway between people and LLM agents.
 
 Usage:
   parley run [--config FILE]                 start the daemon
+  parley chat [--config FILE]                talk to the local agent in this terminal
   parley config check [--config FILE]        check a config file
   parley migrate [--config FILE]             apply pending database migrations
   parley sessions ls [flags]                 list sessions
@@ -40,6 +41,11 @@ func main() {
 // run executes one command line and returns the process exit code:
 // 0 on success, 1 on failure, 2 on a usage error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWithInput(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runWithInput is run with the standard input given, for `parley chat`.
+func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -48,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = cmdRun(ctx, rest, stderr)
+	case "chat":
+		err = cmdChat(ctx, rest, stdin, stdout, stderr)
 	case "config":
 		err = cmdConfig(rest, stdout)
 	case "migrate":

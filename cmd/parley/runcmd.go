@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
 )
 
@@ -29,26 +30,28 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(stderr, cfg.Log)
 
-	db, applied, err := openDatabase(ctx, cfg, log)
+	d, err := startDaemon(ctx, cfg, log, map[adapters.ID]adapters.Adapter{})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer d.close()
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           newHTTPHandler(db),
+		Handler:           newHTTPHandler(d.db),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
-		"database", cfg.Database.URL, "engine", db.Dialect, "migrations_applied", applied,
+		"database", cfg.Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
 		"listen", ln.Addr().String(), "agents", len(cfg.Agents))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.run(ctx) }()
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("http server: %w", err)
@@ -62,6 +65,9 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("http server: %w", err)
+	}
+	if err := <-runErr; err != nil {
+		return err
 	}
 	log.Info("parley stopped")
 	return nil

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/anthropic"
+	"github.com/parleyd/parley/llm/echo"
+	"github.com/parleyd/parley/llm/openai"
+	"github.com/parleyd/parley/sessions"
+)
+
+// daemon is everything `parley run` and `parley chat` start: the store, the
+// agent runner, the gateway with its lanes, the outbox sender and the
+// adapters.
+type daemon struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	db       *dbutil.DB
+	sessions *sessions.SQLStore
+	runner   *agent.Runner
+	gw       *gateway.Gateway
+	sender   *gateway.Sender
+	adapters map[adapters.ID]adapters.Adapter
+	release  func()
+	applied  int
+}
+
+// startDaemon opens the database (locking a SQLite file against a second
+// daemon), migrates it and builds the data path. Close it with stop.
+func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*daemon, error) {
+	d := &daemon{cfg: cfg, log: log, adapters: ads, release: func() {}}
+	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
+		release, err := dbutil.LockSQLite(t.Path)
+		if err != nil {
+			return nil, err
+		}
+		d.release = release
+	}
+	db, applied, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		d.release()
+		return nil, err
+	}
+	d.db, d.applied = db, applied
+
+	bus := events.New()
+	d.sessions = sessions.NewStore(db, sessions.WithBus(bus), sessions.WithLogger(log))
+	for _, id := range cfg.MissingKeys() {
+		a, _ := cfg.Agent(id)
+		log.Warn("no API key for the agent's model; it answers with the offline echo model until providers has a key",
+			"agent_id", id, "model", a.Model)
+	}
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: modelFactory(cfg), DefaultModel: echo.Name,
+		Tools: agent.NewRegistry(), Bus: bus, Log: log})
+	store := gateway.NewStore(db, nil)
+	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
+
+	agents := make([]gateway.Agent, len(cfg.Agents))
+	for i, a := range cfg.Agents {
+		hour, daily := a.DailyReset()
+		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Policy: sessions.Policy{
+			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
+	}
+	d.gw, err = gateway.New(gateway.Options{
+		Store: store, Sessions: d.sessions, Sender: d.sender, Run: d.runTurn, Status: d.status,
+		Route:    func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Agents:   agents,
+		Limit:    d.limit,
+		Recovery: gateway.Recovery(cfg.Gateway.Recovery),
+		Lanes:    gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:      log,
+	})
+	if err != nil {
+		db.Close()
+		d.release()
+		return nil, err
+	}
+	return d, nil
+}
+
+// modelFactory opens models by spec; a provider without a key answers
+// through echo, as the start-up warning said.
+func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
+	return func(spec string) (llm.Model, error) {
+		provider, model, err := llm.ParseModel(spec)
+		if err != nil {
+			return nil, err
+		}
+		p, _ := cfg.Providers.Lookup(provider)
+		switch {
+		case provider == echo.Name || !p.Configured():
+			return echo.New(), nil
+		case provider == "openai":
+			return modelNamed{openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), model}, nil
+		case provider == "anthropic":
+			return modelNamed{anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), model}, nil
+		}
+		return nil, fmt.Errorf("model %q: unknown provider %q", spec, provider)
+	}
+}
+
+// modelNamed fills in the provider's own model name on each request.
+type modelNamed struct {
+	llm.Model
+	name string
+}
+
+func (m modelNamed) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
+	req.Model = m.name
+	return m.Model.Stream(ctx, req, onDelta)
+}
+
+func (d *daemon) adapter(id adapters.ID) (adapters.Adapter, bool) {
+	a, ok := d.adapters[id]
+	return a, ok
+}
+
+func (d *daemon) limit(id adapters.ID) int {
+	if l, ok := d.adapters[id].(adapters.Limiter); ok {
+		return l.MaxMessageLength()
+	}
+	return 0
+}
+
+// runTurn runs one agent turn for the gateway.
+func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, error) {
+	a, _ := d.cfg.Agent(in.AgentID)
+	inputs := make([]agent.Input, len(in.Messages))
+	for i, m := range in.Messages {
+		inputs[i] = agent.Input{Text: m.Text, DisplayName: m.DisplayName}
+	}
+	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agent.AgentConfig{
+		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
+		HistoryTurns: historyTurns(a, in.Session.Key), Location: a.Location(), Tools: a.Tools,
+		MaxOutputTokens: a.MaxOutputTokens,
+	}}
+	if in.Steer != nil {
+		req.Steer = func() []agent.Input {
+			var out []agent.Input
+			for _, m := range in.Steer() {
+				out = append(out, agent.Input{Text: m.Text, DisplayName: m.DisplayName})
+			}
+			return out
+		}
+	}
+	res, err := d.runner.Run(ctx, req)
+	return res.Reply, err
+}
+
+func historyTurns(a config.Agent, k sessions.Key) int {
+	switch k.Kind() {
+	case sessions.SurfaceCron:
+		return a.History.Cron
+	case sessions.SurfaceWebhook:
+		return a.History.Webhook
+	case sessions.SurfaceCLI:
+		return a.History.CLI
+	case sessions.SurfaceAPI:
+		return a.History.API
+	}
+	return a.History.Channels
+}
+
+// status answers /status.
+func (d *daemon) status(ctx context.Context, s sessions.Session, queued int) string {
+	a, _ := d.cfg.Agent(s.Key.AgentID)
+	st := d.runner.Status(s.ID)
+	state := string(st.State)
+	if st.Message != "" {
+		state += " (" + st.Message + ")"
+	}
+	return fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+		s.Key, a.ID, a.Model, s.Rollup.TokenCount, a.MaxContextTokens, s.MessageCount, queued, state)
+}
+
+// run recovers what a crash left, sends the outbox and runs the adapters
+// until ctx ends, then drains the lanes within the shutdown timeout.
+func (d *daemon) run(ctx context.Context) error {
+	if _, err := d.gw.Recover(ctx); err != nil {
+		return fmt.Errorf("recover unanswered messages: %w", err)
+	}
+	senderCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = d.sender.Run(senderCtx) }()
+
+	adapterCtx, stopAdapters := context.WithCancel(ctx)
+	adapterDone := make(chan error, len(d.adapters))
+	for id, a := range d.adapters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := a.Start(adapterCtx, d.gw)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				d.log.Info("adapter stopped", "adapter", id, "reason", err)
+			}
+			adapterDone <- err
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-adapterDone: // e.g. the terminal closed under parley chat
+		_ = err
+	}
+	stopAdapters()
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Gateway.ShutdownTimeout.Std())
+	defer cancel()
+	if err := d.gw.Close(shutCtx); err != nil {
+		d.log.Warn("turns cut short at shutdown", "error", err)
+	}
+	// Give queued replies a last chance to go out before the sender stops.
+	d.sender.Wake()
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelFlush()
+	for {
+		n, err := d.sender.SendDue(flushCtx)
+		if n == 0 || err != nil {
+			break
+		}
+	}
+	stopSender()
+	wg.Wait()
+	return nil
+}
+
+// close releases the database and its lock.
+func (d *daemon) close() {
+	d.db.Close()
+	d.release()
+}
