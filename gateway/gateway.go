@@ -59,8 +59,11 @@ type Options struct {
 	// Limit returns an adapter's message length limit for chunking (0: none).
 	Limit    func(adapters.ID) int
 	Recovery Recovery
-	Lanes    LaneOptions[string]
-	Log      *slog.Logger
+	// Repair finalizes a session whose turn a crash interrupted (orphaned
+	// tool calls), before its messages are re-run or marked.
+	Repair func(ctx context.Context, id sessions.ID) error
+	Lanes  LaneOptions[string]
+	Log    *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -187,8 +190,12 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 		return
 	}
 	msgs := make([]adapters.Inbound, len(t.Items))
+	ids := make([]string, len(t.Items))
 	for i, j := range t.Items {
-		msgs[i] = j.in
+		msgs[i], ids[i] = j.in, j.inboundID
+	}
+	if err := g.opts.Store.Attach(ctx, ids, string(sess.ID)); err != nil {
+		g.opts.Log.WarnContext(ctx, "record the session of a turn", "session_id", sess.ID, "error", err)
 	}
 	var steered []job
 	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, Steer: func() []adapters.Inbound {
@@ -272,6 +279,16 @@ func (g *Gateway) Recover(ctx context.Context) (int, error) {
 	un, err := g.opts.Store.Unfinished(ctx, 10000)
 	if err != nil {
 		return 0, err
+	}
+	repaired := map[string]bool{}
+	for _, u := range un {
+		if u.SessionID == "" || repaired[u.SessionID] || g.opts.Repair == nil {
+			continue
+		}
+		repaired[u.SessionID] = true
+		if err := g.opts.Repair(ctx, sessions.ID(u.SessionID)); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return 0, fmt.Errorf("repair session %s: %w", u.SessionID, err)
+		}
 	}
 	for _, u := range un {
 		j := job{inboundID: u.ID, in: u.Inbound}

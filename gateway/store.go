@@ -36,7 +36,9 @@ const (
 	finishInboundQuery = `UPDATE inbound SET status = $2, session_id = COALESCE($3, session_id), error = $4, updated_at = $5
 	WHERE id = $1`
 
-	unfinishedInboundQuery = `SELECT id, payload FROM inbound WHERE status = 'accepted' ORDER BY received_at, id LIMIT $1`
+	unfinishedInboundQuery = `SELECT id, payload, COALESCE(session_id, '') FROM inbound WHERE status = 'accepted' ORDER BY received_at, id LIMIT $1`
+
+	attachInboundQuery = `UPDATE inbound SET session_id = $2, updated_at = $3 WHERE id = $1`
 
 	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
@@ -78,6 +80,8 @@ func NewStore(db *dbutil.DB, now func() time.Time) *Store {
 type AcceptedInbound struct {
 	ID      string
 	Inbound adapters.Inbound
+	// SessionID is set once a turn for the message started.
+	SessionID string
 }
 
 // Accept stores in durably. dup reports that the same platform message was
@@ -116,6 +120,19 @@ func (s *Store) Finish(ctx context.Context, id string, status InboundStatus, ses
 	return nil
 }
 
+// Attach records the session a message's turn runs in, so a crash during
+// the turn can be repaired on the next start.
+func (s *Store) Attach(ctx context.Context, ids []string, sessionID string) error {
+	return s.db.Tx(ctx, func(q dbutil.Querier) error {
+		for _, id := range ids {
+			if _, err := q.ExecContext(ctx, attachInboundQuery, id, sessionID, dbutil.Millis(s.now())); err != nil {
+				return fmt.Errorf("attach inbound %s to session %s: %w", id, sessionID, err)
+			}
+		}
+		return nil
+	})
+}
+
 // Unfinished lists accepted messages that never got an answer, oldest first.
 func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, error) {
 	rows, err := s.db.Read().QueryContext(ctx, unfinishedInboundQuery, limit)
@@ -127,7 +144,7 @@ func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, e
 	for rows.Next() {
 		var a AcceptedInbound
 		var payload string
-		if err := rows.Scan(&a.ID, &payload); err != nil {
+		if err := rows.Scan(&a.ID, &payload, &a.SessionID); err != nil {
 			return nil, fmt.Errorf("list unfinished inbound: %w", err)
 		}
 		if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {

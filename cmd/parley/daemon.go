@@ -79,8 +79,15 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		Agents:   agents,
 		Limit:    d.limit,
 		Recovery: gateway.Recovery(cfg.Gateway.Recovery),
-		Lanes:    gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
-		Log:      log,
+		Repair: func(ctx context.Context, id sessions.ID) error {
+			n, err := d.runner.RepairOrphans(ctx, id)
+			if n > 0 {
+				log.Info("finalized tool calls a restart interrupted", "session_id", id, "count", n)
+			}
+			return err
+		},
+		Lanes: gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:   log,
 	})
 	if err != nil {
 		db.Close()

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+)
+
+// The state a crash leaves — a run in flight with an orphaned tool call, and
+// an unsent reply in the outbox — is finalized on start: the call gets its
+// "aborted by restart" result, the message is answered, and each reply goes
+// out exactly once, also across a second restart.
+func TestCrashRecovery(t *testing.T) {
+	ctx := context.Background()
+	path, dbPath := writeConfig(t, "gateway:\n  debounce: 0s\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gateway.NewStore(db, nil)
+	sess := sessions.NewStore(db)
+	in := adapters.Inbound{Adapter: "tg", Surface: "telegram", ChatID: "42", UserID: "7", MessageID: "m1", Text: "look it up", Time: time.Now()}
+	inboundID, _, err := store.Accept(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := sess.Resolve(ctx, gateway.SessionKey(in, "default"), sessions.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Attach(ctx, []string{inboundID}, string(s.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []sessions.Message{
+		{Role: sessions.RoleUser, Content: "look it up"},
+		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "call-1", Name: "search", Arguments: json.RawMessage(`{}`)}}},
+	} {
+		if _, err := sess.Append(ctx, s.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.QueueReplies(ctx, []gateway.Reply{{Key: "earlier:0", Adapter: "tg", ChatID: "99", Text: "an earlier reply"}}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	// start runs the daemon until want replies went out or wait passed.
+	start := func(want int, wait time.Duration) *adapterstest.Recorder {
+		rec := adapterstest.New()
+		d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), map[adapters.ID]adapters.Adapter{"tg": rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.run(runCtx) }()
+		waitCtx, cancelWait := context.WithTimeout(ctx, wait)
+		defer cancelWait()
+		_, _ = rec.WaitSent(waitCtx, want) // what was sent is checked below
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		d.close()
+		return rec
+	}
+
+	first := start(2, 20*time.Second)
+	var texts []string
+	for _, o := range first.Sent() {
+		texts = append(texts, o.ChatID+": "+o.Text)
+	}
+	sort.Strings(texts)
+	if len(texts) != 2 || texts[0] != "42: look it up" || texts[1] != "99: an earlier reply" {
+		t.Fatalf("after the restart sent %q", texts)
+	}
+
+	db, err = dbutil.Open(ctx, dbutil.Options{URL: dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sessions.NewStore(db).Messages(ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphanResult *sessions.Message
+	for i, m := range msgs {
+		if m.Role == sessions.RoleTool && m.ToolCallID == "call-1" {
+			orphanResult = &msgs[i]
+		}
+	}
+	if orphanResult == nil || orphanResult.Content != agent.AbortedByRestart {
+		t.Fatalf("orphaned tool call not finalized: %+v", msgs)
+	}
+	un, _ := gateway.NewStore(db, nil).Unfinished(ctx, 10)
+	db.Close()
+	if len(un) != 0 {
+		t.Fatalf("%d messages still unanswered", len(un))
+	}
+
+	if again := start(1, time.Second); len(again.Sent()) != 0 {
+		t.Fatalf("a second restart sent again: %+v", again.Sent())
+	}
+}
