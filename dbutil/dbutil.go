@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,7 +56,12 @@ type DB struct {
 	path    string
 
 	readStmts, writeStmts *stmtCache
+	// commits counts write transactions, each a durable commit.
+	commits atomic.Int64
 }
+
+// Commits is how many write transactions (durable commits) this DB made.
+func (d *DB) Commits() int64 { return d.commits.Load() }
 
 // Open opens the database named by opts and checks that it answers.
 func Open(ctx context.Context, opts Options) (*DB, error) {
@@ -158,7 +164,7 @@ func describe(cfg *pgxpool.Config) string {
 func (d *DB) Read() Querier { return querier{db: d.read, cache: d.readStmts} }
 
 // Write is the querier for single-statement writes outside a transaction.
-func (d *DB) Write() Querier { return querier{db: d.write, cache: d.writeStmts} }
+func (d *DB) Write() Querier { return querier{db: d.write, cache: d.writeStmts, commits: &d.commits} }
 
 // Writer is the handle for writes and read-modify-write transactions.
 func (d *DB) Writer() *sql.DB { return d.write }
@@ -195,6 +201,8 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 		_ = tx.Rollback()
 	} else if err = tx.Commit(); err != nil {
 		err = fmt.Errorf("commit transaction: %w", err)
+	} else {
+		d.commits.Add(1)
 	}
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(ctx, d.write, q) // best effort: unprepared works too

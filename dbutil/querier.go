@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // Querier runs queries on a handle or inside a transaction. The store code
@@ -26,6 +27,14 @@ type querier struct {
 	// writer has one connection, which the transaction holds, so they are
 	// prepared after it ends.
 	missed *[]string
+	// commits, when set, counts each statement as a commit of its own.
+	commits *atomic.Int64
+}
+
+func (q querier) count() {
+	if q.commits != nil {
+		q.commits.Add(1)
+	}
 }
 
 func (q querier) stmt(ctx context.Context, query string) *sql.Stmt {
@@ -48,6 +57,7 @@ func (q querier) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	q.count()
 	if st := q.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -58,6 +68,7 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	q.count()
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -68,6 +79,7 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	q.count()
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -21,6 +21,8 @@ Usage:
   parley migrate [--config FILE]             apply pending database migrations
   parley sessions ls [flags]                 list sessions
   parley sessions show ID [--archived]       show a session and its messages
+  parley bench [--sessions N] [--turns M] [--database URL] [--json]
+                                             measure the whole path in process
   parley version                             print the version
 
 Run "parley COMMAND --help" for a command's flags.
@@ -56,6 +58,8 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		err = cmdRun(ctx, rest, stderr)
 	case "chat":
 		err = cmdChat(ctx, rest, stdin, stdout, stderr)
+	case "bench":
+		err = cmdBench(ctx, rest, stdout, stderr)
 	case "config":
 		err = cmdConfig(rest, stdout)
 	case "migrate":
