@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -222,6 +223,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestRunServesHealthAndStopsOnSignal(t *testing.T) {
+	baseline := runtime.NumGoroutine()
 	addr := freeAddr(t)
 	path, _ := writeConfig(t, "http:\n  listen: "+addr+"\n")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -269,6 +271,17 @@ func TestRunServesHealthAndStopsOnSignal(t *testing.T) {
 	}
 	if _, err := client.Get("http://" + addr + "/healthz"); err == nil {
 		t.Fatal("still serving after shutdown")
+	}
+	// Nothing is left running: the count returns to what it was (the HTTP
+	// client's idle connections close first).
+	client.CloseIdleConnections()
+	deadline = time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines left after shutdown (started with %d):\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
