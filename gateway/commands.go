@@ -60,6 +60,5 @@ func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 				j.key, j.key.AgentID, s.MessageCount, s.Rollup.TokenCount, g.lanes.Depth(laneKey(j.key)), state)
 		}
 	}
-	g.reply(ctx, j, "", text)
-	g.finish(ctx, j, InboundDone, "", "")
+	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
 }

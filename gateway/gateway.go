@@ -157,8 +157,8 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
 	switch {
 	case errors.Is(err, ErrQueueFull):
-		g.reply(ctx, j, "", fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
-		g.finish(ctx, j, InboundFailed, "", "queue full")
+		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j,
+			fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
 	case err != nil: // shutting down: the next start re-runs it
 		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 	}
@@ -183,10 +183,8 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	sess, _, err := g.opts.Sessions.Resolve(ctx, first.key, agent.Policy)
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "resolve session", "session_key", first.key.String(), "error", err)
-		for _, j := range t.Items {
-			g.reply(ctx, j, "", "Sorry, I couldn't open this conversation's history; please try again shortly.")
-			g.finish(ctx, j, InboundFailed, "", err.Error())
-		}
+		g.complete(ctx, t.Items, InboundFailed, "", err.Error(), t.Items[len(t.Items)-1],
+			"Sorry, I couldn't open this conversation's history; please try again shortly.")
 		return
 	}
 	msgs := make([]adapters.Inbound, len(t.Items))
@@ -211,25 +209,12 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	all := append(append([]job(nil), t.Items...), steered...)
 	switch {
 	case errors.Is(err, context.Canceled):
-		for _, j := range all {
-			g.finish(ctx, j, InboundDone, string(sess.ID), "aborted")
-		}
-		if reply != "" {
-			g.reply(ctx, last, sess.ID, reply)
-		}
+		g.complete(ctx, all, InboundDone, sess.ID, "aborted", last, reply)
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "turn failed", "session_key", first.key.String(), "session_id", sess.ID, "error", err)
-		g.reply(ctx, last, sess.ID, "Sorry, something went wrong while answering: "+userError(err))
-		for _, j := range all {
-			g.finish(ctx, j, InboundFailed, string(sess.ID), err.Error())
-		}
+		g.complete(ctx, all, InboundFailed, sess.ID, err.Error(), last, "Sorry, something went wrong while answering: "+userError(err))
 	default:
-		if reply != "" {
-			g.reply(ctx, last, sess.ID, reply)
-		}
-		for _, j := range all {
-			g.finish(ctx, j, InboundDone, string(sess.ID), "")
-		}
+		g.complete(ctx, all, InboundDone, sess.ID, "", last, reply)
 	}
 }
 
@@ -245,31 +230,30 @@ func userError(err error) string {
 	return msg
 }
 
-// reply queues text to the chat j came from, chunked at the adapter's limit,
-// and wakes the sender. The key makes a re-queue after a crash a no-op.
-func (g *Gateway) reply(ctx context.Context, j job, sid sessions.ID, text string) {
+// complete records how jobs ended and queues text (if any) as the reply to
+// the chat of replyTo, chunked at the adapter's limit, in one transaction;
+// then it wakes the sender. The reply's key makes a repeat a no-op.
+func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text string) {
 	limit := 0
 	if g.opts.Limit != nil {
-		limit = g.opts.Limit(j.in.Adapter)
+		limit = g.opts.Limit(replyTo.in.Adapter)
 	}
 	chunks := adapters.Chunk(text, limit)
 	replies := make([]Reply, len(chunks))
 	for i, c := range chunks {
-		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", j.inboundID, i), SessionID: string(sid), InboundID: j.inboundID,
-			Adapter: j.in.Adapter, ChatID: j.in.ChatID, ReplyTo: j.in.MessageID, Text: c}
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", replyTo.inboundID, i), SessionID: string(sid), InboundID: replyTo.inboundID,
+			Adapter: replyTo.in.Adapter, ChatID: replyTo.in.ChatID, ReplyTo: replyTo.in.MessageID, Text: c}
 	}
-	if err := g.opts.Store.QueueReplies(context.WithoutCancel(ctx), replies); err != nil {
-		g.opts.Log.ErrorContext(ctx, "queue reply", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.inboundID
+	}
+	if err := g.opts.Store.Complete(context.WithoutCancel(ctx), ids, status, string(sid), errText, replies); err != nil {
+		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", replyTo.in.Adapter, "chat_id", replyTo.in.ChatID, "error", err)
 		return
 	}
-	if g.opts.Sender != nil {
+	if len(replies) > 0 && g.opts.Sender != nil {
 		g.opts.Sender.Wake()
-	}
-}
-
-func (g *Gateway) finish(ctx context.Context, j job, status InboundStatus, sid, errText string) {
-	if err := g.opts.Store.Finish(context.WithoutCancel(ctx), j.inboundID, status, sid, errText); err != nil {
-		g.opts.Log.ErrorContext(ctx, "record message outcome", "inbound_id", j.inboundID, "error", err)
 	}
 }
 
@@ -294,8 +278,8 @@ func (g *Gateway) Recover(ctx context.Context) (int, error) {
 		j := job{inboundID: u.ID, in: u.Inbound}
 		if g.opts.Recovery == RecoveryMark {
 			j.agent = g.route(j.in)
-			g.reply(ctx, j, "", "Sorry, I restarted before answering your message; please send it again if you still need an answer.")
-			g.finish(ctx, j, InboundMarked, "", "unanswered at restart")
+			g.complete(ctx, []job{j}, InboundMarked, sessions.ID(u.SessionID), "unanswered at restart", j,
+				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
 			continue
 		}
 		g.dispatch(ctx, j)

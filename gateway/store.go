@@ -173,8 +173,22 @@ type Reply struct {
 // QueueReplies writes replies to the outbox in one transaction. Replies
 // whose key is already there are skipped.
 func (s *Store) QueueReplies(ctx context.Context, replies []Reply) error {
-	now := dbutil.Millis(s.now())
+	return s.Complete(ctx, nil, "", "", "", replies)
+}
+
+// Complete records how accepted messages ended and queues their reply in
+// one transaction, so a message is never marked answered without its reply,
+// nor its reply queued while it still looks unanswered.
+func (s *Store) Complete(ctx context.Context, inboundIDs []string, status InboundStatus, sessionID, errText string, replies []Reply) error {
+	nowT := s.now()
+	now := dbutil.Millis(nowT)
+	sid := sql.NullString{String: sessionID, Valid: sessionID != ""}
 	return s.db.Tx(ctx, func(q dbutil.Querier) error {
+		for _, id := range inboundIDs {
+			if _, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now); err != nil {
+				return fmt.Errorf("finish inbound %s: %w", id, err)
+			}
+		}
 		for _, r := range replies {
 			u, err := uuid.NewV7()
 			if err != nil {

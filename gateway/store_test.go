@@ -158,3 +158,31 @@ func TestStore(t *testing.T) {
 		})
 	})
 }
+
+func TestCompleteFinishesAndQueuesTogether(t *testing.T) {
+	ctx := context.Background()
+	s := gateway.NewStore(dbtest.SQLite(t), nil)
+	id, _, err := s.Accept(ctx, inbound("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reply to a session that does not exist breaks the foreign key: the
+	// whole completion rolls back, and the message still counts as unanswered.
+	err = s.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{
+		{Key: "c1:0", SessionID: "0190c7a0-0000-7000-8000-0000000000ff", Adapter: "tg", ChatID: "42", Text: "hi"}})
+	if err == nil {
+		t.Fatal("a reply to a missing session was queued")
+	}
+	if un, _ := s.Unfinished(ctx, 10); len(un) != 1 {
+		t.Fatalf("a failed completion finished the message anyway: %d unfinished", len(un))
+	}
+	if err := s.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{{Key: "c1:0", Adapter: "tg", ChatID: "42", Text: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if un, _ := s.Unfinished(ctx, 10); len(un) != 0 {
+		t.Fatalf("%d unfinished after completing", len(un))
+	}
+	if due, _ := s.DueReplies(ctx, 10); len(due) != 1 || due[0].Text != "hi" {
+		t.Fatalf("due after completing: %+v", due)
+	}
+}
