@@ -58,6 +58,10 @@ type DB struct {
 	readStmts, writeStmts *stmtCache
 	// commits counts write transactions, each a durable commit.
 	commits atomic.Int64
+
+	// SQLite's group commit (group.go); nil channels on PostgreSQL.
+	txs                    chan *txRequest
+	stopWriter, writerDone chan struct{}
 }
 
 // Commits is how many write transactions (durable commits) this DB made.
@@ -127,7 +131,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(5 * time.Minute)
-	return &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}}, nil
+	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}}
+	d.startWriter()
+	return d, nil
 }
 
 func openPostgres(ctx context.Context, opts Options) (*DB, error) {
@@ -164,7 +170,9 @@ func describe(cfg *pgxpool.Config) string {
 func (d *DB) Read() Querier { return querier{db: d.read, cache: d.readStmts} }
 
 // Write is the querier for single-statement writes outside a transaction.
-func (d *DB) Write() Querier { return querier{db: d.write, cache: d.writeStmts, commits: &d.commits} }
+func (d *DB) Write() Querier {
+	return querier{db: d.write, cache: d.writeStmts, commits: &d.commits, owner: d}
+}
 
 // Writer is the handle for writes and read-modify-write transactions.
 func (d *DB) Writer() *sql.DB { return d.write }
@@ -175,8 +183,12 @@ func (d *DB) Reader() *sql.DB { return d.read }
 // Path is the SQLite file path, or "" on PostgreSQL.
 func (d *DB) Path() string { return d.path }
 
-// Close closes every handle.
+// Close closes every handle. Call it once no transaction is running.
 func (d *DB) Close() error {
+	if d.stopWriter != nil {
+		close(d.stopWriter)
+		<-d.writerDone
+	}
 	errs := []error{d.readStmts.close(), d.writeStmts.close()} // nil caches close as no-ops
 	if d.read != d.write {
 		errs = append(errs, d.read.Close())
@@ -190,7 +202,13 @@ func (d *DB) Close() error {
 
 // Tx runs fn in a write transaction, committing when it returns nil and
 // rolling back otherwise. Keep fn short: never call a model inside it.
+//
+// On SQLite, transactions from concurrent callers share one commit (see
+// group.go), so fn must not call Tx itself.
 func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
+	if d.txs != nil {
+		return d.groupTx(ctx, fn)
+	}
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

@@ -182,3 +182,57 @@ func TestLockSQLite(t *testing.T) {
 	}
 	again()
 }
+
+// Transactions that share a group commit stay independent: one that fails
+// or panics rolls back alone, and the others commit.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	db := dbtest.RawSQLite(t)
+	ctx := context.Background()
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Tx(ctx, func(q dbutil.Querier) error {
+				if _, err := q.ExecContext(ctx, "INSERT INTO t (id, v) VALUES ($1, $2)", i, "x"); err != nil {
+					return err
+				}
+				switch i % 3 {
+				case 1:
+					return errors.New("changed my mind")
+				case 2:
+					if i%2 == 0 {
+						panic("boom")
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	var rows int
+	if err := db.Read().QueryRowContext(ctx, "SELECT COUNT(*) FROM t").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := range n {
+		failed := i%3 == 1 || (i%3 == 2 && i%2 == 0)
+		if failed != (errs[i] != nil) {
+			t.Fatalf("transaction %d: err %v", i, errs[i])
+		}
+		if !failed {
+			want++
+		}
+	}
+	if rows != want {
+		t.Fatalf("%d rows committed, want %d", rows, want)
+	}
+	if db.Commits() >= int64(n) {
+		t.Logf("no batching happened this run (%d commits for %d transactions)", db.Commits(), n)
+	}
+}

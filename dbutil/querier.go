@@ -29,6 +29,8 @@ type querier struct {
 	missed *[]string
 	// commits, when set, counts each statement as a commit of its own.
 	commits *atomic.Int64
+	// owner, on the write handle, lets a single write join a group commit.
+	owner *DB
 }
 
 func (q querier) count() {
@@ -57,6 +59,15 @@ func (q querier) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if q.tx == nil && q.owner != nil && q.owner.txs != nil {
+		var res sql.Result
+		err := q.owner.groupTx(ctx, func(tq Querier) error {
+			var err error
+			res, err = tq.ExecContext(ctx, query, args...)
+			return err
+		})
+		return res, err
+	}
 	q.count()
 	if st := q.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)

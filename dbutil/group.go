@@ -1,0 +1,133 @@
+package dbutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// Group commit for SQLite. Every write transaction waits for an fsync, and
+// SQLite has one writer, so under load transactions queue behind each
+// other's fsyncs. The writer goroutine instead takes every transaction
+// waiting at that moment and runs them in one SQLite transaction, each in
+// a savepoint of its own: one that fails is rolled back alone, and one
+// fsync makes the whole batch durable. A caller's Tx returns only after
+// that commit. With no queue there is no wait: a lone transaction commits
+// at once.
+
+// maxBatch caps how many transactions share one commit.
+const maxBatch = 256
+
+type txRequest struct {
+	ctx  context.Context
+	fn   func(Querier) error
+	done chan error
+}
+
+// startWriter starts the group-commit goroutine; Close stops it.
+func (d *DB) startWriter() {
+	d.txs = make(chan *txRequest, maxBatch)
+	d.stopWriter = make(chan struct{})
+	d.writerDone = make(chan struct{})
+	go d.writerLoop()
+}
+
+func (d *DB) writerLoop() {
+	defer close(d.writerDone)
+	batch := make([]*txRequest, 0, maxBatch)
+	for {
+		select {
+		case <-d.stopWriter:
+			return
+		case r := <-d.txs:
+			batch = append(batch[:0], r)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-d.txs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		d.runBatch(batch)
+	}
+}
+
+// groupTx queues fn for the writer goroutine and waits for its commit.
+func (d *DB) groupTx(ctx context.Context, fn func(Querier) error) error {
+	r := &txRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case d.txs <- r:
+	case <-d.stopWriter:
+		return errors.New("database is closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, wait for the outcome even if ctx ends: fn may be running.
+	return <-r.done
+}
+
+func (d *DB) runBatch(batch []*txRequest) {
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	tx, err := d.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		fail(fmt.Errorf("begin transaction: %w", err))
+		return
+	}
+	var missed []string
+	results := make([]error, len(batch))
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if _, err := tx.Exec("SAVEPOINT parley_tx"); err != nil {
+			results[i] = fmt.Errorf("begin transaction: %w", err)
+			continue
+		}
+		err := callTx(r.fn, querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed})
+		if err != nil {
+			if _, rbErr := tx.Exec("ROLLBACK TO SAVEPOINT parley_tx"); rbErr != nil {
+				// The batch can't be trusted any more: undo all of it.
+				_ = tx.Rollback()
+				fail(fmt.Errorf("roll back a failed transaction: %w (after: %v)", rbErr, err))
+				return
+			}
+		}
+		if _, relErr := tx.Exec("RELEASE SAVEPOINT parley_tx"); relErr != nil {
+			_ = tx.Rollback()
+			fail(fmt.Errorf("release savepoint: %w", relErr))
+			return
+		}
+		results[i] = err
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("commit transaction: %w", err))
+		return
+	}
+	d.commits.Add(1)
+	for _, q := range missed {
+		_, _ = d.writeStmts.get(context.Background(), d.write, q)
+	}
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+// callTx runs fn, turning a panic into an error so one bad transaction
+// can't take the writer down with the batch.
+func callTx(fn func(Querier) error, q Querier) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("transaction panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn(q)
+}
