@@ -232,7 +232,4 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if rows != want {
 		t.Fatalf("%d rows committed, want %d", rows, want)
 	}
-	if db.Commits() >= int64(n) {
-		t.Logf("no batching happened this run (%d commits for %d transactions)", db.Commits(), n)
-	}
 }

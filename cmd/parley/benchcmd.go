@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nTurns := fs.Int("turns", 10, "turns per conversation, each sent after the previous reply")
 	database := fs.String("database", "", "a postgres:// URL to measure PostgreSQL (default: SQLite in a temporary directory)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -97,7 +99,19 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.run(runCtx) }()
 
