@@ -57,7 +57,10 @@ type Options struct {
 	Route  func(in adapters.Inbound) string
 	Agents []Agent
 	// Limit returns an adapter's message length limit for chunking (0: none).
-	Limit    func(adapters.ID) int
+	Limit func(adapters.ID) int
+	// Typing shows a typing indicator in a chat, where the channel can; it
+	// is repeated while a turn runs.
+	Typing   func(ctx context.Context, adapter adapters.ID, chatID string)
 	Recovery Recovery
 	// Repair finalizes a session whose turn a crash interrupted (orphaned
 	// tool calls), before its messages are re-run or marked.
@@ -204,7 +207,9 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 		}
 		return out
 	}}
+	stopTyping := g.keepTyping(ctx, first.in)
 	reply, err := g.opts.Run(ctx, input)
+	stopTyping()
 	last := t.Items[len(t.Items)-1]
 	all := append(append([]job(nil), t.Items...), steered...)
 	switch {
@@ -216,6 +221,34 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	default:
 		g.complete(ctx, all, InboundDone, sess.ID, "", last, reply)
 	}
+}
+
+// typingEvery is how often the indicator is renewed; platforms drop it
+// after about five seconds.
+const typingEvery = 4 * time.Second
+
+// keepTyping shows the typing indicator until the returned stop is called.
+func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop func()) {
+	if g.opts.Typing == nil {
+		return func() {}
+	}
+	g.opts.Typing(ctx, in.Adapter, in.ChatID) // before the turn starts
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(typingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				g.opts.Typing(ctx, in.Adapter, in.ChatID)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // userError is an error's text for a chat user: one line, no internals.

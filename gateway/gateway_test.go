@@ -40,7 +40,12 @@ func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gatew
 	})
 	sess := sessions.NewStore(db)
 	opts := gateway.Options{Store: store, Sessions: sess, Sender: sender, Run: run,
-		Agents: []gateway.Agent{{ID: "default", Mode: gateway.ModeFollowup}}}
+		Agents: []gateway.Agent{{ID: "default", Mode: gateway.ModeFollowup}},
+		Typing: func(ctx context.Context, id adapters.ID, chat string) {
+			if id == "tg" {
+				_ = rec.Typing(ctx, chat)
+			}
+		}}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -266,5 +271,19 @@ func TestRecoveryAfterACrash(t *testing.T) {
 				t.Fatalf("a second Recover found %d", n)
 			}
 		})
+	}
+}
+
+func TestTypingWhileATurnRuns(t *testing.T) {
+	var r *rig
+	r = newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		if got := r.rec.Typings(); len(got) == 0 || got[0] != "42" {
+			return "", fmt.Errorf("no typing indicator while the turn ran: %v", got)
+		}
+		return "done", nil
+	}, nil)
+	r.deliver(msg("1", "hi"))
+	if got := r.sent(1)[0]; got != "done" {
+		t.Fatalf("reply %q", got)
 	}
 }

@@ -118,6 +118,13 @@ func (r *Recorder) Sent() []adapters.Outbound {
 	return append([]adapters.Outbound(nil), r.sent...)
 }
 
+// Typings returns the chats a typing indicator was shown in, in order.
+func (r *Recorder) Typings() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.typing...)
+}
+
 // Edits returns a copy of every edit so far.
 func (r *Recorder) Edits() []Edit {
 	r.mu.Lock()

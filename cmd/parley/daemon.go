@@ -78,6 +78,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		Route:    func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
 		Agents:   agents,
 		Limit:    d.limit,
+		Typing:   d.typing,
 		Recovery: gateway.Recovery(cfg.Gateway.Recovery),
 		Repair: func(ctx context.Context, id sessions.ID) error {
 			n, err := d.runner.RepairOrphans(ctx, id)
@@ -139,6 +140,16 @@ func (d *daemon) limit(id adapters.ID) int {
 		return l.MaxMessageLength()
 	}
 	return 0
+}
+
+// typing shows the typing indicator where the channel has one; a failure
+// only costs the indicator.
+func (d *daemon) typing(ctx context.Context, id adapters.ID, chatID string) {
+	if t, ok := d.adapters[id].(adapters.Typer); ok {
+		if err := t.Typing(ctx, chatID); err != nil && ctx.Err() == nil {
+			d.log.Debug("typing indicator", "adapter", id, "error", err)
+		}
+	}
 }
 
 // runTurn runs one agent turn for the gateway.
