@@ -5,12 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
@@ -43,7 +40,7 @@ type Registry struct {
 
 type registered struct {
 	tool   Tool
-	schema *jsonschema.Schema // nil when the tool has no schema
+	schema *schema // nil when the tool has no schema
 }
 
 // NewRegistry returns an empty registry.
@@ -62,7 +59,7 @@ func (r *Registry) Register(t Tool) error {
 	}
 	reg := registered{tool: t}
 	if len(bytes.TrimSpace(t.Schema)) > 0 {
-		sch, err := compileSchema(t.Name, t.Schema)
+		sch, err := compileSchema(t.Schema)
 		if err != nil {
 			return fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
 		}
@@ -145,58 +142,23 @@ func (r *Registry) selectRegistered(names []string) ([]registered, error) {
 	return out, nil
 }
 
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
-	}
-	loc := "mem:///tools/" + url.PathEscape(name) + ".json"
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(loc)
-}
-
 // validate checks args against the tool's schema and returns a message the
 // model can act on, or "" when args are valid.
 func (reg registered) validate(args json.RawMessage) string {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	v, err := decodeArgs(args)
 	if err != nil {
 		return fmt.Sprintf("arguments are not valid JSON: %v", err)
 	}
+	if _, ok := v.(map[string]any); !ok {
+		return "arguments must be a JSON object"
+	}
 	if reg.schema == nil {
-		if _, ok := v.(map[string]any); !ok {
-			return "arguments must be a JSON object"
-		}
 		return ""
 	}
-	err = reg.schema.Validate(v)
-	if err == nil {
-		return ""
-	}
-	verr, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err.Error()
-	}
-	var msgs []string
-	for _, u := range verr.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
-		}
-		loc := u.InstanceLocation
-		if loc == "" {
-			loc = "/"
-		}
-		msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, u.Error.String()))
-	}
-	if len(msgs) == 0 {
-		return strings.TrimSpace(verr.Error())
-	}
-	return strings.Join(msgs, "; ")
+	return strings.Join(reg.schema.validate(v, ""), "; ")
 }
 
 func (reg registered) llmTool() llm.Tool {
