@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,7 +63,15 @@ type DB struct {
 	// SQLite's group commit (group.go); nil channels on PostgreSQL.
 	txs                    chan *txRequest
 	stopWriter, writerDone chan struct{}
+	writerMu               *sync.RWMutex
+	writerClosed           bool
+	// transactions counts write transactions, batched or not.
+	transactions atomic.Int64
 }
+
+// Transactions is how many write transactions (durable appends) this DB
+// committed; on SQLite several share one commit (see Commits).
+func (d *DB) Transactions() int64 { return d.transactions.Load() }
 
 // Commits is how many write transactions (durable commits) this DB made.
 func (d *DB) Commits() int64 { return d.commits.Load() }
@@ -186,7 +195,12 @@ func (d *DB) Path() string { return d.path }
 // Close closes every handle. Call it once no transaction is running.
 func (d *DB) Close() error {
 	if d.stopWriter != nil {
-		close(d.stopWriter)
+		d.writerMu.Lock()
+		if !d.writerClosed {
+			d.writerClosed = true
+			close(d.stopWriter)
+		}
+		d.writerMu.Unlock()
 		<-d.writerDone
 	}
 	errs := []error{d.readStmts.close(), d.writeStmts.close()} // nil caches close as no-ops
@@ -221,6 +235,7 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 		err = fmt.Errorf("commit transaction: %w", err)
 	} else {
 		d.commits.Add(1)
+		d.transactions.Add(1)
 	}
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(ctx, d.write, q) // best effort: unprepared works too

@@ -233,3 +233,29 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		t.Fatalf("%d rows committed, want %d", rows, want)
 	}
 }
+
+// Transactions racing Close end with an error; none hangs.
+func TestTxAfterCloseFails(t *testing.T) {
+	ctx := context.Background()
+	for range 50 {
+		db, err := dbutil.Open(ctx, dbutil.Options{URL: t.TempDir() + "/x.db"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 8)
+		for range 8 {
+			go func() { done <- db.Tx(ctx, func(dbutil.Querier) error { return nil }) }()
+		}
+		db.Close()
+		for range 8 {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a transaction racing Close hung")
+			}
+		}
+		if err := db.Tx(ctx, func(dbutil.Querier) error { return nil }); err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("Tx after Close = %v", err)
+		}
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 )
+
+var errDBClosed = errors.New("database is closed")
 
 // Group commit for SQLite. Every write transaction waits for an fsync, and
 // SQLite has one writer, so under load transactions queue behind each
@@ -28,6 +31,7 @@ type txRequest struct {
 // startWriter starts the group-commit goroutine; Close stops it.
 func (d *DB) startWriter() {
 	d.txs = make(chan *txRequest, maxBatch)
+	d.writerMu = new(sync.RWMutex)
 	d.stopWriter = make(chan struct{})
 	d.writerDone = make(chan struct{})
 	go d.writerLoop()
@@ -39,7 +43,15 @@ func (d *DB) writerLoop() {
 	for {
 		select {
 		case <-d.stopWriter:
-			return
+			// Close holds the lock, so nothing more is queued: fail what is.
+			for {
+				select {
+				case r := <-d.txs:
+					r.done <- errDBClosed
+				default:
+					return
+				}
+			}
 		case r := <-d.txs:
 			batch = append(batch[:0], r)
 		}
@@ -59,11 +71,16 @@ func (d *DB) writerLoop() {
 // groupTx queues fn for the writer goroutine and waits for its commit.
 func (d *DB) groupTx(ctx context.Context, fn func(Querier) error) error {
 	r := &txRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	d.writerMu.RLock()
+	if d.writerClosed {
+		d.writerMu.RUnlock()
+		return errDBClosed
+	}
 	select {
 	case d.txs <- r:
-	case <-d.stopWriter:
-		return errors.New("database is closed")
+		d.writerMu.RUnlock()
 	case <-ctx.Done():
+		d.writerMu.RUnlock()
 		return ctx.Err()
 	}
 	// Once queued, wait for the outcome even if ctx ends: fn may be running.
@@ -92,7 +109,8 @@ func (d *DB) runBatch(batch []*txRequest) {
 			results[i] = fmt.Errorf("begin transaction: %w", err)
 			continue
 		}
-		err := callTx(r.fn, querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed})
+		// detach: a caller's cancel must not interrupt the shared transaction.
+		err := callTx(r.fn, querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true})
 		if err != nil {
 			if _, rbErr := tx.Exec("ROLLBACK TO SAVEPOINT parley_tx"); rbErr != nil {
 				// The batch can't be trusted any more: undo all of it.
@@ -113,6 +131,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 		return
 	}
 	d.commits.Add(1)
+	d.transactions.Add(int64(len(batch)))
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(context.Background(), d.write, q)
 	}

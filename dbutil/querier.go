@@ -31,11 +31,15 @@ type querier struct {
 	commits *atomic.Int64
 	// owner, on the write handle, lets a single write join a group commit.
 	owner *DB
+	// detach runs statements without the caller's cancellation, inside a
+	// transaction other callers share.
+	detach bool
 }
 
 func (q querier) count() {
 	if q.commits != nil {
 		q.commits.Add(1)
+		q.owner.transactions.Add(1)
 	}
 }
 
@@ -59,6 +63,9 @@ func (q querier) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if q.detach {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if q.tx == nil && q.owner != nil && q.owner.txs != nil {
 		var res sql.Result
 		err := q.owner.groupTx(ctx, func(tq Querier) error {
@@ -79,6 +86,9 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if q.detach {
+		ctx = context.WithoutCancel(ctx)
+	}
 	q.count()
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -90,6 +100,9 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if q.detach {
+		ctx = context.WithoutCancel(ctx)
+	}
 	q.count()
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
