@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -182,8 +183,19 @@ func (g *Gateway) route(in adapters.Inbound) string {
 // happen between turns, never during one.
 func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	first := t.Items[0]
+	last := t.Items[len(t.Items)-1]
+	defer func() {
+		if p := recover(); p != nil {
+			g.opts.Log.ErrorContext(ctx, "turn panicked", "session_key", first.key.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			g.complete(ctx, t.Items, InboundFailed, "", fmt.Sprint("panic: ", p), last,
+				"Sorry, something went wrong while answering; please try again.")
+		}
+	}()
 	agent := g.agents[first.agent]
 	sess, _, err := g.opts.Sessions.Resolve(ctx, first.key, agent.Policy)
+	if shuttingDown(ctx) {
+		return // left accepted: the next start runs it
+	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "resolve session", "session_key", first.key.String(), "error", err)
 		g.complete(ctx, t.Items, InboundFailed, "", err.Error(), t.Items[len(t.Items)-1],
@@ -210,8 +222,13 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	stopTyping := g.keepTyping(ctx, first.in)
 	reply, err := g.opts.Run(ctx, input)
 	stopTyping()
-	last := t.Items[len(t.Items)-1]
 	all := append(append([]job(nil), t.Items...), steered...)
+	if shuttingDown(ctx) {
+		// Cut short by shutdown: the messages stay accepted, so the next
+		// start repairs the session and runs them again.
+		g.opts.Log.WarnContext(ctx, "turn cut short by shutdown; it runs again on the next start", "session_id", sess.ID)
+		return
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		g.complete(ctx, all, InboundDone, sess.ID, "aborted", last, reply)
@@ -249,6 +266,12 @@ func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop fun
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// shuttingDown reports whether ctx ended because the lanes shut down, as
+// opposed to /stop or an interrupt.
+func shuttingDown(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrClosed)
 }
 
 // userError is an error's text for a chat user: one line, no internals.

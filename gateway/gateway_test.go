@@ -287,3 +287,55 @@ func TestTypingWhileATurnRuns(t *testing.T) {
 		t.Fatalf("reply %q", got)
 	}
 }
+
+// A shutdown past its deadline loses nothing: the cut-short turn and the
+// messages behind it stay accepted and are answered after the restart.
+func TestShutdownPastDeadlineLeavesMessagesForRecovery(t *testing.T) {
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	store := gateway.NewStore(db, nil)
+	gw, err := gateway.New(gateway.Options{Store: store, Sessions: sessions.NewStore(db),
+		Agents: []gateway.Agent{{ID: "default"}},
+		Run: func(ctx context.Context, in gateway.TurnInput) (string, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "partial", ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := gw.Deliver(ctx, msg(fmt.Sprint(i), fmt.Sprintf("m%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started
+	closeCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := gw.Close(closeCtx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v", err)
+	}
+	if un, _ := store.Unfinished(ctx, 10); len(un) != 3 {
+		t.Fatalf("%d messages left for recovery, want 3", len(un))
+	}
+	if due, _ := store.DueReplies(ctx, 10); len(due) != 0 {
+		t.Fatalf("shutdown queued replies: %+v", due)
+	}
+	r := newRig(t, db, echoRun, nil)
+	if n, err := r.gw.Recover(r.ctx); err != nil || n != 3 {
+		t.Fatalf("Recover = %d, %v", n, err)
+	}
+	if got := r.sent(3); fmt.Sprint(got) != "[echo: m0 echo: m1 echo: m2]" {
+		t.Fatalf("after restart sent %q", got)
+	}
+}
+
+func TestPanickingTurnIsAnswered(t *testing.T) {
+	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) { panic("bug") }, nil)
+	r.deliver(msg("1", "hi"))
+	if got := r.sent(1)[0]; got != "Sorry, something went wrong while answering; please try again." {
+		t.Fatalf("reply %q", got)
+	}
+	waitUnfinished(t, r.store, 0)
+}

@@ -79,8 +79,8 @@ type LaneOptions[K comparable] struct {
 type Lanes[K comparable, T any] struct {
 	run  TurnFunc[K, T]
 	opts LaneOptions[K]
-	ctx  context.Context // parent of every turn; cancelled by Close past its deadline
-	stop context.CancelFunc
+	ctx  context.Context // parent of every turn; cancelled by Close past its deadline, with cause ErrClosed
+	stop context.CancelCauseFunc
 
 	mu     sync.Mutex
 	lanes  map[K]*lane[T]
@@ -104,7 +104,7 @@ func NewLanes[K comparable, T any](run TurnFunc[K, T], opts LaneOptions[K]) *Lan
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancelCause(context.Background())
 	return &Lanes[K, T]{run: run, opts: opts, ctx: ctx, stop: stop, lanes: make(map[K]*lane[T])}
 }
 
@@ -186,7 +186,8 @@ func (ls *Lanes[K, T]) Abort(key K) bool {
 }
 
 // Close stops accepting messages and waits for every lane to drain. When ctx
-// ends first, running turns are cancelled and Close waits for them to return.
+// ends first, running turns are cancelled with cause ErrClosed, waiting
+// messages are left unrun, and Close waits for the turns to return.
 func (ls *Lanes[K, T]) Close(ctx context.Context) error {
 	ls.mu.Lock()
 	ls.closed = true
@@ -195,10 +196,10 @@ func (ls *Lanes[K, T]) Close(ctx context.Context) error {
 	go func() { ls.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		ls.stop()
+		ls.stop(ErrClosed)
 		return nil
 	case <-ctx.Done():
-		ls.stop()
+		ls.stop(ErrClosed)
 		<-done
 		return fmt.Errorf("lanes did not drain in time; running turns were cancelled: %w", ctx.Err())
 	}
@@ -223,6 +224,13 @@ func (ls *Lanes[K, T]) loop(key K, l *lane[T]) {
 	// message each from the start.
 	for burst := ls.opts.Debounce > 0; ; burst = false {
 		ls.mu.Lock()
+		if ls.ctx.Err() != nil {
+			// Shut down past the deadline: leave what waits for the next
+			// start (it is stored; recovery runs it).
+			delete(ls.lanes, key)
+			ls.mu.Unlock()
+			return
+		}
 		// Steer messages the last turn did not take become a turn of their own.
 		l.pending = append(l.pending, l.steer...)
 		l.steer = nil
