@@ -33,7 +33,7 @@ func LockSQLite(path string) (release func(), err error) {
 			}
 		}
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is using %s; stop it first, or talk to it through its HTTP API", ErrLocked, holder, path)
+		return nil, fmt.Errorf("%w: %s is using %s; stop it first, or use a separate database.url", ErrLocked, holder, path)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

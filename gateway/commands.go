@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/parleyd/parley/sessions"
 )
 
 // command recognises the in-channel commands: /reset (or /new), /stop and
@@ -47,8 +50,11 @@ func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 	case "status":
 		s, err := g.opts.Sessions.Active(ctx, j.key)
 		switch {
-		case err != nil:
+		case errors.Is(err, sessions.ErrNotFound):
 			text = fmt.Sprintf("No conversation yet (%s, agent %s).", j.key, j.key.AgentID)
+		case err != nil:
+			g.opts.Log.ErrorContext(ctx, "read session for /status", "session_key", j.key.String(), "error", err)
+			text = "Sorry, I couldn't read this conversation's status; please try again shortly."
 		case g.opts.Status != nil:
 			text = g.opts.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
 		default:

@@ -63,6 +63,9 @@ func NewSender(store *Store, opts SenderOptions) *Sender {
 	return &Sender{store: store, opts: opts, wake: make(chan struct{}, 1)}
 }
 
+// sendTimeout bounds one platform call.
+const sendTimeout = 30 * time.Second
+
 func defaultBackoff(attempt int) time.Duration {
 	d := time.Second << min(attempt-1, 9) // 1s .. 512s
 	d = min(d, 5*time.Minute)
@@ -151,16 +154,16 @@ func (s *Sender) send(ctx context.Context, r Reply) (bool, error) {
 	if !ok {
 		err = fmt.Errorf("adapter %s is not configured; add it back to the config or the reply stays unsent", r.Adapter)
 	} else {
-		sent, err = a.Send(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+		// A send in flight finishes even when the sender is stopping: cutting
+		// it off could leave a reply delivered but not recorded, sent twice.
+		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		sent, err = a.Send(sendCtx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+		cancel()
 	}
 	// Record the outcome even when ctx is ending: a sent reply must be marked.
 	rec := context.WithoutCancel(ctx)
 	if err == nil {
 		return true, s.store.MarkSent(rec, r.ID, sent.MessageID)
-	}
-	if ctx.Err() != nil {
-		// Shutting down: leave it for the lease to lapse and the next start.
-		return false, nil
 	}
 	wait := s.opts.Backoff(attempt)
 	var rl *adapters.RateLimitError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -204,53 +205,67 @@ func (d *daemon) status(ctx context.Context, s sessions.Session, queued int) str
 }
 
 // run recovers what a crash left, sends the outbox and runs the adapters
-// until ctx ends, then drains the lanes within the shutdown timeout.
+// until ctx ends (or, under `parley chat`, every adapter has stopped). Then
+// it drains the lanes within the shutdown timeout, stops the sender after
+// its sends in flight, sends what is left, and only then stops the adapters,
+// so replies from the last turns still have a channel to leave by.
 func (d *daemon) run(ctx context.Context) error {
 	if _, err := d.gw.Recover(ctx); err != nil {
 		return fmt.Errorf("recover unanswered messages: %w", err)
 	}
 	senderCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = d.sender.Run(senderCtx) }()
+	senderDone := make(chan struct{})
+	go func() { defer close(senderDone); _ = d.sender.Run(senderCtx) }()
 
-	adapterCtx, stopAdapters := context.WithCancel(ctx)
-	adapterDone := make(chan error, len(d.adapters))
+	adapterCtx, stopAdapters := context.WithCancel(context.WithoutCancel(ctx))
+	var adapterWG sync.WaitGroup
+	allStopped := make(chan struct{})
+	var failed error
+	var failMu sync.Mutex
 	for id, a := range d.adapters {
-		wg.Add(1)
+		adapterWG.Add(1)
 		go func() {
-			defer wg.Done()
+			defer adapterWG.Done()
 			err := a.Start(adapterCtx, d.gw)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				d.log.Info("adapter stopped", "adapter", id, "reason", err)
+			switch {
+			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
+			default:
+				d.log.Error("adapter stopped", "adapter", id, "error", err)
+				failMu.Lock()
+				failed = errors.Join(failed, fmt.Errorf("adapter %s: %w", id, err))
+				failMu.Unlock()
 			}
-			adapterDone <- err
 		}()
 	}
-	select {
-	case <-ctx.Done():
-	case err := <-adapterDone: // e.g. the terminal closed under parley chat
-		_ = err
+	go func() { adapterWG.Wait(); close(allStopped) }()
+	if len(d.adapters) == 0 {
+		<-ctx.Done()
+	} else {
+		select {
+		case <-ctx.Done():
+		case <-allStopped: // e.g. the terminal closed under parley chat
+		}
 	}
-	stopAdapters()
+
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Gateway.ShutdownTimeout.Std())
 	defer cancel()
 	if err := d.gw.Close(shutCtx); err != nil {
-		d.log.Warn("turns cut short at shutdown", "error", err)
+		d.log.Warn("turns cut short at shutdown; they run again on the next start", "error", err)
 	}
-	// Give queued replies a last chance to go out before the sender stops.
-	d.sender.Wake()
-	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	stopSender()
+	<-senderDone
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelFlush()
 	for {
-		n, err := d.sender.SendDue(flushCtx)
-		if n == 0 || err != nil {
+		if n, err := d.sender.SendDue(flushCtx); n == 0 || err != nil {
 			break
 		}
 	}
-	stopSender()
-	wg.Wait()
-	return nil
+	stopAdapters()
+	adapterWG.Wait()
+	failMu.Lock()
+	defer failMu.Unlock()
+	return failed
 }
 
 // close releases the database and its lock.
