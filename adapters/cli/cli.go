@@ -31,9 +31,6 @@ type Adapter struct {
 	user   string
 	mu     sync.Mutex
 	nextID int
-	// replied is signalled after each reply, so the prompt comes back
-	// after the answer rather than in the middle of it.
-	replied chan struct{}
 }
 
 var _ adapters.Adapter = (*Adapter)(nil)
@@ -43,11 +40,11 @@ func New(id adapters.ID, in io.Reader, out io.Writer, user string) *Adapter {
 	if user == "" {
 		user = "local"
 	}
-	return &Adapter{id: id, in: in, out: out, user: user, replied: make(chan struct{}, 16)}
+	return &Adapter{id: id, in: in, out: out, user: user}
 }
 
-// Start reads lines until In ends or ctx is cancelled. Each non-empty line is
-// delivered; Start then waits (up to a while) for the reply before prompting.
+// Start reads lines until In ends or ctx is cancelled, delivering each
+// non-empty line. Replies print as they are sent, each followed by a prompt.
 func (a *Adapter) Start(ctx context.Context, sink adapters.Sink) error {
 	lines := make(chan string)
 	readErr := make(chan error, 1)
@@ -88,15 +85,9 @@ func (a *Adapter) Start(ctx context.Context, sink adapters.Sink) error {
 			if err := sink.Deliver(ctx, in); err != nil {
 				fmt.Fprintf(a.out, "could not take that message: %v\n", err)
 				a.prompt()
-				continue
 			}
-			select {
-			case <-a.replied:
-			case <-ctx.Done():
-				return nil
-			case <-time.After(10 * time.Minute):
-			}
-			a.prompt()
+			// No waiting for the answer: input keeps being read, so /stop
+			// works mid-turn, and Send brings the prompt back with the reply.
 		}
 	}
 }
@@ -112,14 +103,10 @@ func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sen
 	a.mu.Lock()
 	a.nextID++
 	n := a.nextID
-	_, err := fmt.Fprintf(a.out, "%s\n", out.Text)
+	_, err := fmt.Fprintf(a.out, "%s\n> ", out.Text)
 	a.mu.Unlock()
 	if err != nil {
 		return adapters.Sent{}, err
-	}
-	select {
-	case a.replied <- struct{}{}:
-	default:
 	}
 	return adapters.Sent{MessageID: fmt.Sprintf("cli-%d", n)}, nil
 }
