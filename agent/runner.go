@@ -94,6 +94,9 @@ type AgentConfig struct {
 
 // Input is one user message for a run.
 type Input struct {
+	// ID, when set, makes the message idempotent: a run retried after a
+	// crash stores it once (any UUID, e.g. the inbound record's id).
+	ID          sessions.MessageID
 	Text        string
 	DisplayName string
 	// Model overrides the model spec for this run.

@@ -35,7 +35,7 @@ type turn struct {
 func (t *turn) run(ctx context.Context) (Result, error) {
 	cfg := t.req.Agent
 	for _, in := range t.req.Inputs {
-		if err := t.append(sessions.Message{Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
 			return t.res, err
 		}
 	}
@@ -201,7 +201,7 @@ func (t *turn) steer() error {
 		return nil
 	}
 	for _, in := range t.req.Steer() {
-		if err := t.append(sessions.Message{Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
 			return err
 		}
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: in.Text})

@@ -37,6 +37,9 @@ type TurnInput struct {
 	Session  sessions.Session
 	AgentID  string
 	Messages []adapters.Inbound
+	// IDs are the messages' inbound record ids, in the same order: stable
+	// across a re-run after a crash.
+	IDs []string
 	// Steer takes messages that arrived during the turn (steer mode).
 	Steer func() []adapters.Inbound
 }
@@ -211,7 +214,7 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 		g.opts.Log.WarnContext(ctx, "record the session of a turn", "session_id", sess.ID, "error", err)
 	}
 	var steered []job
-	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, Steer: func() []adapters.Inbound {
+	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Steer: func() []adapters.Inbound {
 		var out []adapters.Inbound
 		for _, j := range t.Steer() {
 			steered = append(steered, j)

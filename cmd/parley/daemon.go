@@ -159,6 +159,11 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
 		inputs[i] = agent.Input{Text: m.Text, DisplayName: m.DisplayName}
+		if i < len(in.IDs) {
+			// The inbound id (a UUID) doubles as the user message's id, so
+			// a re-run after a crash does not store the message twice.
+			inputs[i].ID = sessions.MessageID(in.IDs[i])
+		}
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agent.AgentConfig{
 		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,

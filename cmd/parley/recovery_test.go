@@ -47,7 +47,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []sessions.Message{
-		{Role: sessions.RoleUser, Content: "look it up"},
+		{ID: sessions.MessageID(inboundID), Role: sessions.RoleUser, Content: "look it up"},
 		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "call-1", Name: "search", Arguments: json.RawMessage(`{}`)}}},
 	} {
 		if _, err := sess.Append(ctx, s.ID, m); err != nil {
@@ -106,6 +106,15 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if orphanResult == nil || orphanResult.Content != agent.AbortedByRestart {
 		t.Fatalf("orphaned tool call not finalized: %+v", msgs)
+	}
+	asked := 0
+	for _, m := range msgs {
+		if m.Role == sessions.RoleUser && m.Content == "look it up" {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("the re-run stored the user's message %d times", asked)
 	}
 	un, _ := gateway.NewStore(db, nil).Unfinished(ctx, 10)
 	db.Close()
