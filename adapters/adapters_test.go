@@ -3,7 +3,9 @@ package adapters_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,9 +13,14 @@ import (
 	"github.com/parleyd/parley/adapters/adapterstest"
 )
 
+// registryRuns keeps TestRegistry's type names unique under -count=N, since
+// the registry is global.
+var registryRuns atomic.Int32
+
 func TestRegistry(t *testing.T) {
 	rec := adapterstest.New()
-	adapters.Register("registry-test", func(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (adapters.Adapter, error) {
+	typ := fmt.Sprintf("registry-test-%d", registryRuns.Add(1))
+	adapters.Register(typ, func(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (adapters.Adapter, error) {
 		var cfg struct{ Token string }
 		if err := decode(&cfg); err != nil {
 			return nil, err
@@ -23,19 +30,19 @@ func TestRegistry(t *testing.T) {
 		}
 		return rec, nil
 	})
-	a, err := adapters.New("registry-test", "rt-1", func(v any) error {
+	a, err := adapters.New(typ, "rt-1", func(v any) error {
 		v.(*struct{ Token string }).Token = "x"
 		return nil
 	}, adapters.Deps{})
 	if err != nil || a != rec {
 		t.Fatalf("New: %v %v", a, err)
 	}
-	_, err = adapters.New("registry-test", "rt-2", func(any) error { return nil }, adapters.Deps{})
-	if err == nil || !strings.Contains(err.Error(), "adapter rt-2 (registry-test): token is required") {
+	_, err = adapters.New(typ, "rt-2", func(any) error { return nil }, adapters.Deps{})
+	if err == nil || !strings.Contains(err.Error(), "adapter rt-2 ("+typ+"): token is required") {
 		t.Fatalf("factory error not attributed: %v", err)
 	}
 	_, err = adapters.New("carrier-pigeon", "cp", nil, adapters.Deps{})
-	if !errors.Is(err, adapters.ErrUnknownType) || !strings.Contains(err.Error(), "registry-test") {
+	if !errors.Is(err, adapters.ErrUnknownType) || !strings.Contains(err.Error(), typ) {
 		t.Fatalf("unknown type: %v", err)
 	}
 	defer func() {
@@ -43,7 +50,7 @@ func TestRegistry(t *testing.T) {
 			t.Fatal("registering a name twice did not panic")
 		}
 	}()
-	adapters.Register("registry-test", func(adapters.ID, adapters.Decoder, adapters.Deps) (adapters.Adapter, error) { return nil, nil })
+	adapters.Register(typ, func(adapters.ID, adapters.Decoder, adapters.Deps) (adapters.Adapter, error) { return nil, nil })
 }
 
 func TestInboundValidate(t *testing.T) {
