@@ -28,8 +28,8 @@ func command(text string) (string, bool) {
 	return "", false
 }
 
-// runCommand answers a command at once, outside the lane, so /stop and
-// /status work while a turn runs.
+// runCommand answers /stop and /status at once, outside the lane, so they
+// work while a turn runs. (/reset runs on the lane; see dispatch.)
 func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 	var text string
 	switch cmd {
@@ -38,14 +38,6 @@ func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 			text = "Stopped."
 		} else {
 			text = "Nothing is running."
-		}
-	case "reset":
-		g.lanes.Abort(laneKey(j.key))
-		if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
-			g.opts.Log.ErrorContext(ctx, "reset session", "session_key", j.key.String(), "error", err)
-			text = "Sorry, I couldn't start a new conversation: " + userError(err)
-		} else {
-			text = "Started a new conversation."
 		}
 	case "status":
 		s, err := g.opts.Sessions.Active(ctx, j.key)

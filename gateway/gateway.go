@@ -86,6 +86,8 @@ type job struct {
 	in        adapters.Inbound
 	key       sessions.Key
 	agent     string
+	// reset marks a /reset, run in order on the lane.
+	reset bool
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -158,6 +160,16 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
 	if cmd, ok := command(j.in.Text); ok {
+		if cmd == "reset" {
+			// A reset runs on the lane, after what was sent before it; the
+			// running turn is stopped so it comes promptly.
+			g.lanes.Abort(laneKey(j.key))
+			j.reset = true
+			if _, err := g.lanes.EnqueueBarrier(laneKey(j.key), j); err != nil {
+				g.opts.Log.WarnContext(ctx, "reset left for the next start", "session_key", j.key.String(), "error", err)
+			}
+			return
+		}
 		g.runCommand(ctx, j, cmd)
 		return
 	}
@@ -185,12 +197,48 @@ func (g *Gateway) route(in adapters.Inbound) string {
 // turn runs on a session's lane: it resolves the session there, so resets
 // happen between turns, never during one.
 func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
-	first := t.Items[0]
-	last := t.Items[len(t.Items)-1]
+	// A batch may hold resets: run what precedes each one, then the reset.
+	items := t.Items
+	for len(items) > 0 && !shuttingDown(ctx) {
+		i := 0
+		for i < len(items) && !items[i].reset {
+			i++
+		}
+		if i > 0 {
+			// Only the batch's last segment may take steered messages: they
+			// arrived after any reset in it.
+			var steer func() []job
+			if i == len(items) {
+				steer = t.Steer
+			}
+			g.runMessages(ctx, items[:i], steer)
+		}
+		if i < len(items) && !shuttingDown(ctx) {
+			g.reset(ctx, items[i])
+			i++
+		}
+		items = items[i:]
+	}
+}
+
+// reset archives the session and starts a new one, between turns.
+func (g *Gateway) reset(ctx context.Context, j job) {
+	text := "Started a new conversation."
+	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
+		g.opts.Log.ErrorContext(ctx, "reset session", "session_key", j.key.String(), "error", err)
+		text = "Sorry, I couldn't start a new conversation: " + userError(err)
+	}
+	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
+}
+
+// runMessages runs one agent turn for messages.
+func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []job) {
+	first := items[0]
+	last := items[len(items)-1]
 	defer func() {
 		if p := recover(); p != nil {
 			g.opts.Log.ErrorContext(ctx, "turn panicked", "session_key", first.key.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			g.complete(ctx, t.Items, InboundFailed, "", fmt.Sprint("panic: ", p), last,
+			g.complete(ctx, items, InboundFailed, "", fmt.Sprint("panic: ", p), last,
 				"Sorry, something went wrong while answering; please try again.")
 		}
 	}()
@@ -201,13 +249,13 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "resolve session", "session_key", first.key.String(), "error", err)
-		g.complete(ctx, t.Items, InboundFailed, "", err.Error(), t.Items[len(t.Items)-1],
+		g.complete(ctx, items, InboundFailed, "", err.Error(), last,
 			"Sorry, I couldn't open this conversation's history; please try again shortly.")
 		return
 	}
-	msgs := make([]adapters.Inbound, len(t.Items))
-	ids := make([]string, len(t.Items))
-	for i, j := range t.Items {
+	msgs := make([]adapters.Inbound, len(items))
+	ids := make([]string, len(items))
+	for i, j := range items {
 		msgs[i], ids[i] = j.in, j.inboundID
 	}
 	if err := g.opts.Store.Attach(ctx, ids, string(sess.ID)); err != nil {
@@ -215,8 +263,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	}
 	var steered []job
 	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Steer: func() []adapters.Inbound {
+		if steer == nil {
+			return nil
+		}
 		var out []adapters.Inbound
-		for _, j := range t.Steer() {
+		for _, j := range steer() {
 			steered = append(steered, j)
 			out = append(out, j.in)
 		}
@@ -225,7 +276,7 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 	stopTyping := g.keepTyping(ctx, first.in)
 	reply, err := g.opts.Run(ctx, input)
 	stopTyping()
-	all := append(append([]job(nil), t.Items...), steered...)
+	all := append(append([]job(nil), items...), steered...)
 	if shuttingDown(ctx) {
 		// Cut short by shutdown: the messages stay accepted, so the next
 		// start repairs the session and runs them again.

@@ -339,3 +339,51 @@ func TestPanickingTurnIsAnswered(t *testing.T) {
 	}
 	waitUnfinished(t, r.store, 0)
 }
+
+// /reset takes its place in the queue: what was sent before it is answered
+// in the old session, what comes after in the new one.
+func TestResetRunsInOrder(t *testing.T) {
+	for _, mode := range []gateway.Mode{gateway.ModeFollowup, gateway.ModeCollect, gateway.ModeSteer, gateway.ModeInterrupt} {
+		t.Run(string(mode), func(t *testing.T) {
+			started := make(chan struct{}, 1)
+			var mu sync.Mutex
+			seen := map[string]sessions.ID{}
+			r := newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
+				mu.Lock()
+				for _, m := range in.Messages {
+					seen[m.Text] = in.Session.ID
+				}
+				mu.Unlock()
+				if in.Messages[0].Text == "A" {
+					started <- struct{}{}
+					<-ctx.Done()
+					return "partial", ctx.Err()
+				}
+				return echoRun(ctx, in)
+			}, func(o *gateway.Options) { o.Agents[0].Mode = mode })
+			r.deliver(msg("1", "A"))
+			<-started
+			if mode != gateway.ModeInterrupt { // interrupt would cut A short at once
+				r.deliver(msg("2", "B"))
+			}
+			r.deliver(msg("3", "/reset"))
+			r.deliver(msg("4", "C"))
+			want := 4
+			if mode == gateway.ModeInterrupt {
+				want = 3
+			}
+			got := r.sent(want)
+			if got[len(got)-2] != "Started a new conversation." || got[len(got)-1] != "echo: C" {
+				t.Fatalf("replies %q", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if seen["C"] == seen["A"] || seen["C"] == "" {
+				t.Fatalf("C ran in the old session: %v", seen)
+			}
+			if mode != gateway.ModeInterrupt && seen["B"] != seen["A"] {
+				t.Fatalf("B, sent before /reset, ran in the new session: %v", seen)
+			}
+		})
+	}
+}

@@ -92,8 +92,13 @@ type lane[T any] struct {
 	mode    Mode
 	pending []T
 	steer   []T
-	cancel  context.CancelFunc // set while a turn runs
-	mu      *sync.Mutex        // the Lanes' mutex
+	// isBarrier marks pending's barriers, index for index; barrierRunning
+	// is set while a turn that holds one runs. While either holds, new
+	// messages queue behind instead of steering or interrupting.
+	isBarrier      []bool
+	barrierRunning bool
+	cancel         context.CancelFunc // set while a turn runs
+	mu             *sync.Mutex        // the Lanes' mutex
 }
 
 // NewLanes returns lanes that run turns with run.
@@ -111,6 +116,18 @@ func NewLanes[K comparable, T any](run TurnFunc[K, T], opts LaneOptions[K]) *Lan
 // Enqueue adds item to key's lane and returns how many messages now wait in
 // it. It never blocks on a running turn.
 func (ls *Lanes[K, T]) Enqueue(key K, item T) (int, error) {
+	return ls.enqueue(key, item, false)
+}
+
+// EnqueueBarrier adds item to key's lane as a barrier: it runs after every
+// message queued before it and before every message queued after it, in
+// every mode (it never steers or interrupts, and nothing steers into or
+// interrupts the turn that runs it). Commands such as /reset use it.
+func (ls *Lanes[K, T]) EnqueueBarrier(key K, item T) (int, error) {
+	return ls.enqueue(key, item, true)
+}
+
+func (ls *Lanes[K, T]) enqueue(key K, item T, barrier bool) (int, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closed {
@@ -132,13 +149,15 @@ func (ls *Lanes[K, T]) Enqueue(key K, item T) (int, error) {
 	}
 	turnRunning := l.cancel != nil
 	switch {
+	case barrier || l.barrierAhead():
+		l.push(item, barrier)
 	case turnRunning && l.mode == ModeSteer:
 		l.steer = append(l.steer, item)
 	case turnRunning && l.mode == ModeInterrupt:
-		l.pending = append(l.pending, item)
+		l.push(item, false)
 		l.cancel()
 	default:
-		l.pending = append(l.pending, item)
+		l.push(item, false)
 	}
 	if !exists {
 		ls.wg.Add(1)
@@ -205,6 +224,35 @@ func (ls *Lanes[K, T]) Close(ctx context.Context) error {
 	}
 }
 
+func (l *lane[T]) push(item T, barrier bool) {
+	l.pending = append(l.pending, item)
+	l.isBarrier = append(l.isBarrier, barrier)
+}
+
+func (l *lane[T]) barrierAhead() bool {
+	if l.barrierRunning {
+		return true
+	}
+	for _, b := range l.isBarrier {
+		if b {
+			return true
+		}
+	}
+	return false
+}
+
+// take removes the first n pending items and reports whether a barrier
+// was among them.
+func (l *lane[T]) take(n int) ([]T, bool) {
+	items := append([]T(nil), l.pending[:n]...)
+	barrier := false
+	for _, b := range l.isBarrier[:n] {
+		barrier = barrier || b
+	}
+	l.pending, l.isBarrier = l.pending[n:], l.isBarrier[n:]
+	return items, barrier
+}
+
 func (l *lane[T]) takeSteer() []T {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -231,20 +279,24 @@ func (ls *Lanes[K, T]) loop(key K, l *lane[T]) {
 			ls.mu.Unlock()
 			return
 		}
-		// Steer messages the last turn did not take become a turn of their own.
-		l.pending = append(l.pending, l.steer...)
-		l.steer = nil
+		// Steer messages the last turn did not take become a turn of their
+		// own, ahead of anything queued behind a barrier (they came first).
+		if len(l.steer) > 0 {
+			l.pending = append(append([]T(nil), l.steer...), l.pending...)
+			l.isBarrier = append(make([]bool, len(l.steer)), l.isBarrier...)
+			l.steer = nil
+		}
 		if len(l.pending) == 0 {
 			delete(ls.lanes, key)
 			ls.mu.Unlock()
 			return
 		}
-		var items []T
+		n := len(l.pending)
 		if l.mode == ModeFollowup && !burst {
-			items, l.pending = l.pending[:1:1], l.pending[1:]
-		} else {
-			items, l.pending = l.pending, nil
+			n = 1
 		}
+		items, hasBarrier := l.take(n)
+		l.barrierRunning = hasBarrier
 		ctx, cancel := context.WithCancel(ls.ctx)
 		l.cancel = cancel
 		ls.mu.Unlock()
@@ -254,6 +306,7 @@ func (ls *Lanes[K, T]) loop(key K, l *lane[T]) {
 
 		ls.mu.Lock()
 		l.cancel = nil
+		l.barrierRunning = false
 		ls.mu.Unlock()
 	}
 }
