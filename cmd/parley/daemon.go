@@ -99,36 +99,29 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	return d, nil
 }
 
-// modelFactory opens models by spec; a provider without a key answers
-// through echo, as the start-up warning said.
+// modelFactory opens models by spec. Each provider's client is built once
+// and shared by every turn; the runner puts the model's own name in each
+// request. A provider without a key answers through echo, as the start-up
+// warning said.
 func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
+	offline := echo.New()
+	clients := map[string]llm.Model{}
+	if p := cfg.Providers.OpenAI; p.Configured() {
+		clients["openai"] = openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
+	}
+	if p := cfg.Providers.Anthropic; p.Configured() {
+		clients["anthropic"] = anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
+	}
 	return func(spec string) (llm.Model, error) {
-		provider, model, err := llm.ParseModel(spec)
+		provider, _, err := llm.ParseModel(spec)
 		if err != nil {
 			return nil, err
 		}
-		p, _ := cfg.Providers.Lookup(provider)
-		switch {
-		case provider == echo.Name || !p.Configured():
-			return echo.New(), nil
-		case provider == "openai":
-			return modelNamed{openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), model}, nil
-		case provider == "anthropic":
-			return modelNamed{anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), model}, nil
+		if m, ok := clients[provider]; ok {
+			return m, nil
 		}
-		return nil, fmt.Errorf("model %q: unknown provider %q", spec, provider)
+		return offline, nil
 	}
-}
-
-// modelNamed fills in the provider's own model name on each request.
-type modelNamed struct {
-	llm.Model
-	name string
-}
-
-func (m modelNamed) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	req.Model = m.name
-	return m.Model.Stream(ctx, req, onDelta)
 }
 
 func (d *daemon) adapter(id adapters.ID) (adapters.Adapter, bool) {

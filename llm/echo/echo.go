@@ -83,7 +83,11 @@ func (m *Model) ThenError(err error) *Model {
 	return m
 }
 
-// Requests returns the requests Stream has received, oldest first.
+// maxRecorded is how many requests Requests remembers.
+const maxRecorded = 64
+
+// Requests returns the latest requests Stream has received (up to 64),
+// oldest first.
 func (m *Model) Requests() []llm.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -145,6 +149,11 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 // echo of the last user message.
 func (m *Model) next(req llm.Request) (llm.Response, error) {
 	m.mu.Lock()
+	// Keep the latest requests only: the daemon shares one echo model for
+	// its whole life.
+	if len(m.reqs) == maxRecorded {
+		m.reqs = append(m.reqs[:0], m.reqs[1:]...)
+	}
 	m.reqs = append(m.reqs, req)
 	var s *scripted
 	if len(m.queue) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,20 @@ func TestRetryAroundEcho(t *testing.T) {
 	}).Stream(context.Background(), req(user("hi")), nil)
 	if err != nil || resp.Text != "hi" || retried != 1 {
 		t.Errorf("resp %+v, err %v, retried %d", resp, err, retried)
+	}
+}
+
+func TestRequestsAreBounded(t *testing.T) {
+	const kept = 64
+	m := echo.New()
+	for i := range kept + 10 {
+		if _, err := m.Stream(context.Background(), llm.Request{Model: fmt.Sprint(i),
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := m.Requests()
+	if len(reqs) != kept || reqs[0].Model != "10" || reqs[len(reqs)-1].Model != fmt.Sprint(kept+9) {
+		t.Fatalf("kept %d requests, first %q last %q", len(reqs), reqs[0].Model, reqs[len(reqs)-1].Model)
 	}
 }
