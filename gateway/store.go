@@ -107,19 +107,6 @@ func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup
 	return u.String(), n == 0, nil
 }
 
-// Finish records how an accepted message ended. sessionID may be empty.
-func (s *Store) Finish(ctx context.Context, id string, status InboundStatus, sessionID, errText string) error {
-	sid := sql.NullString{String: sessionID, Valid: sessionID != ""}
-	res, err := s.db.Write().ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, dbutil.Millis(s.now()))
-	if err != nil {
-		return fmt.Errorf("finish inbound %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("finish inbound %s: %w", id, ErrNotFound)
-	}
-	return nil
-}
-
 // Attach records the session a message's turn runs in, so a crash during
 // the turn can be repaired on the next start.
 func (s *Store) Attach(ctx context.Context, ids []string, sessionID string) error {
@@ -185,8 +172,12 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 	sid := sql.NullString{String: sessionID, Valid: sessionID != ""}
 	return s.db.Tx(ctx, func(q dbutil.Querier) error {
 		for _, id := range inboundIDs {
-			if _, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now); err != nil {
+			res, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now)
+			if err != nil {
 				return fmt.Errorf("finish inbound %s: %w", id, err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 0 {
+				return fmt.Errorf("finish inbound %s: %w", id, ErrNotFound)
 			}
 		}
 		for _, r := range replies {

@@ -69,7 +69,7 @@ func TestStore(t *testing.T) {
 			}
 			for _, u := range un {
 				if u.ID != id2 {
-					if err := s.Finish(ctx, u.ID, gateway.InboundDone, "", ""); err != nil {
+					if err := s.Complete(ctx, []string{u.ID}, gateway.InboundDone, "", "", nil); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -78,7 +78,7 @@ func TestStore(t *testing.T) {
 			if len(un) != 1 || un[0].ID != id2 {
 				t.Fatalf("after finishing: %+v", un)
 			}
-			if err := s.Finish(ctx, "0190c7a0-0000-7000-8000-000000000000", gateway.InboundDone, "", ""); !errors.Is(err, gateway.ErrNotFound) {
+			if err := s.Complete(ctx, []string{"0190c7a0-0000-7000-8000-000000000000"}, gateway.InboundDone, "", "", nil); !errors.Is(err, gateway.ErrNotFound) {
 				t.Fatalf("finish unknown: %v", err)
 			}
 		})
