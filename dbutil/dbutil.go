@@ -57,8 +57,6 @@ type DB struct {
 	path    string
 
 	readStmts, writeStmts *stmtCache
-	// commits counts write transactions, each a durable commit.
-	commits atomic.Int64
 
 	// SQLite's group commit (group.go); nil channels on PostgreSQL.
 	txs                    chan *txRequest
@@ -70,11 +68,8 @@ type DB struct {
 }
 
 // Transactions is how many write transactions (durable appends) this DB
-// committed; on SQLite several share one commit (see Commits).
+// committed; on SQLite several may share one commit (see group.go).
 func (d *DB) Transactions() int64 { return d.transactions.Load() }
-
-// Commits is how many write transactions (durable commits) this DB made.
-func (d *DB) Commits() int64 { return d.commits.Load() }
 
 // Open opens the database named by opts and checks that it answers.
 func Open(ctx context.Context, opts Options) (*DB, error) {
@@ -180,7 +175,7 @@ func (d *DB) Read() Querier { return querier{db: d.read, cache: d.readStmts} }
 
 // Write is the querier for single-statement writes outside a transaction.
 func (d *DB) Write() Querier {
-	return querier{db: d.write, cache: d.writeStmts, commits: &d.commits, owner: d}
+	return querier{db: d.write, cache: d.writeStmts, owner: d}
 }
 
 // Writer is the handle for writes and read-modify-write transactions.
@@ -234,7 +229,6 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 	} else if err = tx.Commit(); err != nil {
 		err = fmt.Errorf("commit transaction: %w", err)
 	} else {
-		d.commits.Add(1)
 		d.transactions.Add(1)
 	}
 	for _, q := range missed {

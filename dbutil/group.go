@@ -130,7 +130,6 @@ func (d *DB) runBatch(batch []*txRequest) {
 		fail(fmt.Errorf("commit transaction: %w", err))
 		return
 	}
-	d.commits.Add(1)
 	d.transactions.Add(int64(len(batch)))
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(context.Background(), d.write, q)

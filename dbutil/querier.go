@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
-	"sync/atomic"
 )
 
 // Querier runs queries on a handle or inside a transaction. The store code
@@ -27,8 +26,6 @@ type querier struct {
 	// writer has one connection, which the transaction holds, so they are
 	// prepared after it ends.
 	missed *[]string
-	// commits, when set, counts each statement as a commit of its own.
-	commits *atomic.Int64
 	// owner, on the write handle, lets a single write join a group commit.
 	owner *DB
 	// detach runs statements without the caller's cancellation, inside a
@@ -37,8 +34,7 @@ type querier struct {
 }
 
 func (q querier) count() {
-	if q.commits != nil {
-		q.commits.Add(1)
+	if q.owner != nil { // a statement on the write handle commits on its own
 		q.owner.transactions.Add(1)
 	}
 }
