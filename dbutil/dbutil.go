@@ -63,6 +63,12 @@ type DB struct {
 	stopWriter, writerDone chan struct{}
 	writerMu               *sync.RWMutex
 	writerClosed           bool
+	// SQLite's reader goroutines (view.go); nil on PostgreSQL.
+	views         chan *viewRequest
+	stopReaders   chan struct{}
+	readersDone   *sync.WaitGroup
+	readersMu     *sync.RWMutex
+	readersClosed bool
 	// transactions counts write transactions, batched or not.
 	transactions atomic.Int64
 }
@@ -137,6 +143,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	read.SetConnMaxIdleTime(5 * time.Minute)
 	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}}
 	d.startWriter()
+	d.startReaders(n)
 	return d, nil
 }
 
@@ -189,6 +196,7 @@ func (d *DB) Path() string { return d.path }
 
 // Close closes every handle. Call it once no transaction is running.
 func (d *DB) Close() error {
+	d.stopReaderLoops()
 	if d.stopWriter != nil {
 		d.writerMu.Lock()
 		if !d.writerClosed {

@@ -259,3 +259,90 @@ func TestTxAfterCloseFails(t *testing.T) {
 		}
 	}
 }
+
+func TestView(t *testing.T) {
+	for _, e := range dbtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			db := e.Raw(t)
+			ctx := context.Background()
+			if _, err := db.Write().ExecContext(ctx, "CREATE TABLE v (id INTEGER PRIMARY KEY, s TEXT NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Write().ExecContext(ctx, "INSERT INTO v (id, s) VALUES (1, 'a'), (2, 'b')"); err != nil {
+				t.Fatal(err)
+			}
+			// Many concurrent views, more than there are readers, each
+			// scanning every row.
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var got []string
+					err := db.View(ctx, func(q dbutil.Querier) error {
+						rows, err := q.QueryContext(ctx, "SELECT s FROM v ORDER BY id")
+						if err != nil {
+							return err
+						}
+						defer rows.Close()
+						for rows.Next() {
+							var s string
+							if err := rows.Scan(&s); err != nil {
+								return err
+							}
+							got = append(got, s)
+						}
+						return rows.Err()
+					})
+					if err != nil || strings.Join(got, ",") != "a,b" {
+						t.Errorf("view = %v, %v", got, err)
+					}
+				}()
+			}
+			wg.Wait()
+
+			err := db.View(ctx, func(dbutil.Querier) error { panic("boom") })
+			if err == nil || !strings.Contains(err.Error(), "boom") {
+				t.Fatalf("a panicking view returned %v", err)
+			}
+			// The reader that recovered still serves.
+			var n int
+			if err := db.View(ctx, func(q dbutil.Querier) error {
+				return q.QueryRowContext(ctx, "SELECT COUNT(*) FROM v").Scan(&n)
+			}); err != nil || n != 2 {
+				t.Fatalf("count after a panic = %d, %v", n, err)
+			}
+			canceled, cancel := context.WithCancel(ctx)
+			cancel()
+			ran := false
+			if err := db.View(canceled, func(dbutil.Querier) error { ran = true; return nil }); !errors.Is(err, context.Canceled) {
+				t.Fatalf("a canceled view = %v", err)
+			}
+			if ran {
+				t.Fatal("a canceled view ran")
+			}
+		})
+	}
+}
+
+func TestViewIsReadOnlyOnSQLiteAndFailsAfterClose(t *testing.T) {
+	ctx := context.Background()
+	db, err := dbutil.Open(ctx, dbutil.Options{URL: t.TempDir() + "/x.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE v (id INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(ctx, func(q dbutil.Querier) error {
+		_, err := q.ExecContext(ctx, "INSERT INTO v (id) VALUES (1)")
+		return err
+	})
+	if err == nil {
+		t.Fatal("a write inside View succeeded on SQLite")
+	}
+	db.Close()
+	if err := db.View(ctx, func(dbutil.Querier) error { return nil }); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("View after Close = %v", err)
+	}
+}

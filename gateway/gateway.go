@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,9 +63,10 @@ type Options struct {
 	Agents []Agent
 	// Limit returns an adapter's message length limit for chunking (0: none).
 	Limit func(adapters.ID) int
-	// Typing shows a typing indicator in a chat, where the channel can; it
-	// is repeated while a turn runs.
-	Typing   func(ctx context.Context, adapter adapters.ID, chatID string)
+	// Typing returns the function that shows a typing indicator in one of
+	// the adapter's chats, or nil when the channel has none. It is repeated
+	// while a turn runs.
+	Typing   func(adapter adapters.ID) func(ctx context.Context, chatID string)
 	Recovery Recovery
 	// Repair finalizes a session whose turn a crash interrupted (orphaned
 	// tool calls), before its messages are re-run or marked.
@@ -299,27 +301,36 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 const typingEvery = 4 * time.Second
 
 // keepTyping shows the typing indicator until the returned stop is called.
+// Renewals run from a timer, so a waiting turn holds no goroutine for it.
 func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop func()) {
-	if g.opts.Typing == nil {
+	var typing func(context.Context, string)
+	if g.opts.Typing != nil {
+		typing = g.opts.Typing(in.Adapter)
+	}
+	if typing == nil {
 		return func() {}
 	}
-	g.opts.Typing(ctx, in.Adapter, in.ChatID) // before the turn starts
+	typing(ctx, in.ChatID) // before the turn starts
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(typingEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				g.opts.Typing(ctx, in.Adapter, in.ChatID)
-			}
+	var mu sync.Mutex // held while renewing, so stop waits for a renewal under way
+	stopped := false
+	var t *time.Timer
+	t = time.AfterFunc(typingEvery, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
-	return func() { cancel(); <-done }
+		typing(ctx, in.ChatID)
+		t.Reset(typingEvery)
+	})
+	return func() {
+		cancel() // ends a renewal's request under way
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // shuttingDown reports whether ctx ended because the lanes shut down, as

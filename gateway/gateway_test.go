@@ -41,10 +41,11 @@ func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gatew
 	sess := sessions.NewStore(db)
 	opts := gateway.Options{Store: store, Sessions: sess, Sender: sender, Run: run,
 		Agents: []gateway.Agent{{ID: "default", Mode: gateway.ModeFollowup}},
-		Typing: func(ctx context.Context, id adapters.ID, chat string) {
-			if id == "tg" {
-				_ = rec.Typing(ctx, chat)
+		Typing: func(id adapters.ID) func(context.Context, string) {
+			if id != "tg" {
+				return nil
 			}
+			return func(ctx context.Context, chat string) { _ = rec.Typing(ctx, chat) }
 		}}
 	if mutate != nil {
 		mutate(&opts)

@@ -122,24 +122,27 @@ func (s *Store) Attach(ctx context.Context, ids []string, sessionID string) erro
 
 // Unfinished lists accepted messages that never got an answer, oldest first.
 func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, error) {
-	rows, err := s.db.Read().QueryContext(ctx, unfinishedInboundQuery, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list unfinished inbound: %w", err)
-	}
-	defer rows.Close()
 	var out []AcceptedInbound
-	for rows.Next() {
-		var a AcceptedInbound
-		var payload string
-		if err := rows.Scan(&a.ID, &payload, &a.SessionID); err != nil {
-			return nil, fmt.Errorf("list unfinished inbound: %w", err)
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		rows, err := q.QueryContext(ctx, unfinishedInboundQuery, limit)
+		if err != nil {
+			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
-		if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
-			return nil, fmt.Errorf("inbound %s payload: %w", a.ID, err)
+		defer rows.Close()
+		for rows.Next() {
+			var a AcceptedInbound
+			var payload string
+			if err := rows.Scan(&a.ID, &payload, &a.SessionID); err != nil {
+				return fmt.Errorf("list unfinished inbound: %w", err)
+			}
+			if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
+				return fmt.Errorf("inbound %s payload: %w", a.ID, err)
+			}
+			out = append(out, a)
 		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return rows.Err()
+	})
+	return out, err
 }
 
 // Reply is one outbox row: a chunk of a reply to send.
@@ -200,22 +203,25 @@ func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid:
 // DueReplies lists pending replies whose next attempt is due: at most one
 // per chat, the chat's oldest.
 func (s *Store) DueReplies(ctx context.Context, limit int) ([]Reply, error) {
-	rows, err := s.db.Read().QueryContext(ctx, dueRepliesQuery, dbutil.Millis(s.now()), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list due replies: %w", err)
-	}
-	defer rows.Close()
 	var out []Reply
-	for rows.Next() {
-		var r Reply
-		var adapter string
-		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts); err != nil {
-			return nil, fmt.Errorf("list due replies: %w", err)
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		rows, err := q.QueryContext(ctx, dueRepliesQuery, dbutil.Millis(s.now()), limit)
+		if err != nil {
+			return fmt.Errorf("list due replies: %w", err)
 		}
-		r.Adapter = adapters.ID(adapter)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		defer rows.Close()
+		for rows.Next() {
+			var r Reply
+			var adapter string
+			if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts); err != nil {
+				return fmt.Errorf("list due replies: %w", err)
+			}
+			r.Adapter = adapters.ID(adapter)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // Claim takes a due reply for sending, pushing its next attempt lease into

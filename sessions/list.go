@@ -96,20 +96,23 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 	}
 	args = append(args, opts.Limit+1)
 	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
-	rows, err := s.db.Read().QueryContext(ctx, q, args...)
-	if err != nil {
-		return Page{}, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rows.Close()
 	var page Page
-	for rows.Next() {
-		sess, err := scanSession(rows)
+	err = s.db.View(ctx, func(r dbutil.Querier) error {
+		rows, err := r.QueryContext(ctx, q, args...)
 		if err != nil {
-			return Page{}, fmt.Errorf("list sessions: %w", err)
+			return err
 		}
-		page.Sessions = append(page.Sessions, sess)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			sess, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			page.Sessions = append(page.Sessions, sess)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
 	if len(page.Sessions) > opts.Limit {
@@ -121,7 +124,12 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 
 // Session implements Store.
 func (s *SQLStore) Session(ctx context.Context, id ID) (Session, error) {
-	sess, err := scanSession(s.db.Read().QueryRowContext(ctx, sessionByIDQuery, id))
+	var sess Session
+	err := s.db.View(ctx, func(r dbutil.Querier) error {
+		var err error
+		sess, err = scanSession(r.QueryRowContext(ctx, sessionByIDQuery, id))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}

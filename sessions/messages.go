@@ -172,10 +172,19 @@ func nullJSON(v any, present bool) (sql.NullString, error) {
 
 // Messages implements Store.
 func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error) {
+	var out []Message
+	err := s.db.View(ctx, func(r dbutil.Querier) error {
+		var err error
+		out, err = readMessages(ctx, r, id, opts)
+		return err
+	})
+	return out, err
+}
+
+func readMessages(ctx context.Context, r dbutil.Querier, id ID, opts MessagesOptions) ([]Message, error) {
 	var rows *sql.Rows
 	var err error
 	archived := false
-	r := s.db.Read()
 	switch {
 	case opts.Archived:
 		rows, err = r.QueryContext(ctx, fullHistoryMessagesQuery, id, opts.Hidden)

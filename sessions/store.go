@@ -151,7 +151,24 @@ func (s *SQLStore) Active(ctx context.Context, key Key) (Session, error) {
 	if err := key.Validate(); err != nil {
 		return Session{}, err
 	}
-	return active(ctx, s.db.Read(), key)
+	return s.active(ctx, key, false)
+}
+
+// active reads key's active session on a reader, or on the writer, which
+// sees a concurrent resolve's commit at once.
+func (s *SQLStore) active(ctx context.Context, key Key, fromWriter bool) (Session, error) {
+	if fromWriter {
+		return active(ctx, s.db.Write(), key)
+	}
+	var sess Session
+	var err error
+	if verr := s.db.View(ctx, func(q dbutil.Querier) error {
+		sess, err = active(ctx, q, key)
+		return nil
+	}); verr != nil {
+		return Session{}, verr
+	}
+	return sess, err
 }
 
 // Resolve implements Store.
@@ -161,9 +178,9 @@ func (s *SQLStore) Resolve(ctx context.Context, key Key, policy Policy) (Session
 	}
 	// Each pass either returns or lost a race to a concurrent resolve, whose
 	// result the next pass reads. A handful of passes is plenty.
-	q := s.db.Read()
+	fromWriter := false
 	for attempt := 0; attempt < 5; attempt++ {
-		cur, err := active(ctx, q, key)
+		cur, err := s.active(ctx, key, fromWriter)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Session{}, false, err
 		}
@@ -192,7 +209,7 @@ func (s *SQLStore) Resolve(ctx context.Context, key Key, policy Policy) (Session
 			}
 		}
 		// Lost a race: read our own writes' winner from the writer.
-		q = s.db.Write()
+		fromWriter = true
 	}
 	return Session{}, false, fmt.Errorf("resolve session %s: too much contention, try again", key)
 }

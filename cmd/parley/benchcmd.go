@@ -36,25 +36,24 @@ type benchResult struct {
 	LimitRatio      float64 `json:"limit_ratio"`
 }
 
-// benchAdapter records when each reply goes out and hands it to the
-// session's waiting sender.
+// benchAdapter stands in for a channel: it hands each reply to the bench's
+// drivers, which send that conversation's next message, as a user would.
 type benchAdapter struct {
-	mu      sync.Mutex
-	waiters map[string]chan time.Time // by chat id
+	replies chan benchReply
+}
+
+type benchReply struct {
+	chat string
+	at   time.Time
 }
 
 func (b *benchAdapter) Start(ctx context.Context, _ adapters.Sink) error { <-ctx.Done(); return nil }
 
-func (b *benchAdapter) Send(_ context.Context, out adapters.Outbound) (adapters.Sent, error) {
-	now := time.Now()
-	b.mu.Lock()
-	ch := b.waiters[out.ChatID]
-	b.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- now:
-		default: // a late reply nobody waits for
-		}
+func (b *benchAdapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	select {
+	case b.replies <- benchReply{chat: out.ChatID, at: time.Now()}:
+	case <-ctx.Done():
+		return adapters.Sent{}, ctx.Err()
 	}
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }
@@ -84,7 +83,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Gateway.Debounce = 0 // measure the path, not the burst window
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	ad := &benchAdapter{waiters: map[string]chan time.Time{}}
+	ad := &benchAdapter{replies: make(chan benchReply, 64)}
 	d, err := startDaemon(ctx, cfg, log, map[adapters.ID]adapters.Adapter{"bench": ad})
 	if err != nil {
 		return err
@@ -121,53 +120,92 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.run(runCtx) }()
 
+	// A few drivers play every user, as a channel's few connections would:
+	// each reply makes its conversation send the next message.
 	txBefore := d.db.Transactions()
-	lat := make([][]time.Duration, *nSessions)
-	var wg sync.WaitGroup
-	errs := make(chan error, *nSessions)
-	start := time.Now()
-	for s := range *nSessions {
+	type conv struct {
+		sent time.Time
+		next int
+		lat  []time.Duration
+	}
+	convs := make([]conv, *nSessions)
+	var left sync.WaitGroup
+	left.Add(*nSessions)
+	deliver := func(s int) error {
+		c := &convs[s]
+		c.sent = time.Now()
 		chat := "bench-" + strconv.Itoa(s)
-		ch := make(chan time.Time, 1)
-		ad.mu.Lock()
-		ad.waiters[chat] = ch
-		ad.mu.Unlock()
-		wg.Add(1)
+		in := adapters.Inbound{Adapter: "bench", Surface: "bench", ChatID: chat, UserID: chat,
+			MessageID: strconv.Itoa(c.next), Text: "hello number " + strconv.Itoa(c.next), Time: c.sent}
+		c.next++
+		return d.gw.Deliver(ctx, in)
+	}
+	errs := make(chan error, 1)
+	fail := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	start := time.Now()
+	var drivers sync.WaitGroup
+	const nDrivers = 4
+	for w := range nDrivers {
+		drivers.Add(1)
 		go func() {
-			defer wg.Done()
-			for m := range *nTurns {
-				sent := time.Now()
-				in := adapters.Inbound{Adapter: "bench", Surface: "bench", ChatID: chat, UserID: chat,
-					MessageID: strconv.Itoa(m), Text: "hello number " + strconv.Itoa(m), Time: sent}
-				if err := d.gw.Deliver(ctx, in); err != nil {
-					errs <- err
+			defer drivers.Done()
+			for s := w; s < *nSessions; s += nDrivers {
+				if err := deliver(s); err != nil {
+					fail(err)
 					return
 				}
+			}
+			for {
 				select {
-				case got := <-ch:
-					lat[s] = append(lat[s], got.Sub(sent))
-				case <-time.After(2 * time.Minute):
-					errs <- fmt.Errorf("no reply in session %s turn %d after 2 minutes", chat, m)
+				case r := <-ad.replies:
+					s, _ := strconv.Atoi(strings.TrimPrefix(r.chat, "bench-"))
+					c := &convs[s]
+					c.lat = append(c.lat, r.at.Sub(c.sent))
+					if c.next == *nTurns {
+						left.Done()
+						continue
+					}
+					if err := deliver(s); err != nil {
+						fail(err)
+						return
+					}
+				case <-runCtx.Done():
 					return
 				}
 			}
 		}()
 	}
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() { left.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case err := <-errs:
+		stop()
+		drivers.Wait()
+		<-runDone
+		return err
+	case <-time.After(10 * time.Minute):
+		stop()
+		drivers.Wait()
+		<-runDone
+		return fmt.Errorf("the bench got no reply to some messages within 10 minutes")
+	}
 	elapsed := time.Since(start)
 	appends := d.db.Transactions() - txBefore
 	stop()
+	drivers.Wait()
 	if err := <-runDone; err != nil {
-		return err
-	}
-	close(errs)
-	for err := range errs {
 		return err
 	}
 
 	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
+	for _, c := range convs {
+		all = append(all, c.lat...)
 	}
 	slices.Sort(all)
 	turns := len(all)

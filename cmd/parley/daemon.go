@@ -138,8 +138,12 @@ func (d *daemon) limit(id adapters.ID) int {
 
 // typing shows the typing indicator where the channel has one; a failure
 // only costs the indicator.
-func (d *daemon) typing(ctx context.Context, id adapters.ID, chatID string) {
-	if t, ok := d.adapters[id].(adapters.Typer); ok {
+func (d *daemon) typing(id adapters.ID) func(context.Context, string) {
+	t, ok := d.adapters[id].(adapters.Typer)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, chatID string) {
 		if err := t.Typing(ctx, chatID); err != nil && ctx.Err() == nil {
 			d.log.Debug("typing indicator", "adapter", id, "error", err)
 		}
