@@ -260,9 +260,6 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 	for i, j := range items {
 		msgs[i], ids[i] = j.in, j.inboundID
 	}
-	if err := g.opts.Store.Attach(ctx, ids, string(sess.ID)); err != nil {
-		g.opts.Log.WarnContext(ctx, "record the session of a turn", "session_id", sess.ID, "error", err)
-	}
 	var steered []job
 	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Steer: func() []adapters.Inbound {
 		if steer == nil {

@@ -104,8 +104,10 @@ func (s *Sender) Run(ctx context.Context) error {
 }
 
 // SendDue makes one pass over the due replies and returns how many it sent.
+// Parallel bounds the platform calls under way; recording an outcome
+// doesn't hold a slot, so the records of a pass share commits.
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
-	due, err := s.store.DueReplies(ctx, 256)
+	due, err := s.store.ClaimDue(ctx, 256, s.opts.Lease)
 	if err != nil {
 		return 0, err
 	}
@@ -117,20 +119,11 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 		sem  = make(chan struct{}, s.opts.Parallel)
 	)
 	for _, r := range due { // at most one per chat
-		ok, err := s.store.Claim(ctx, r.ID, s.opts.Lease)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !ok {
-			continue // another sender has it
-		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			done, err := s.send(ctx, r)
+			done, err := s.send(ctx, r, func() { <-sem })
 			mu.Lock()
 			defer mu.Unlock()
 			if done {
@@ -145,8 +138,9 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	return sent, errors.Join(errs...)
 }
 
-// send delivers one claimed reply and records the outcome.
-func (s *Sender) send(ctx context.Context, r Reply) (bool, error) {
+// send delivers one claimed reply and records the outcome; it calls
+// called once the platform call is over.
+func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error) {
 	attempt := r.Attempts + 1 // the claim counted this one
 	a, ok := s.opts.Adapter(r.Adapter)
 	var sent adapters.Sent
@@ -160,6 +154,7 @@ func (s *Sender) send(ctx context.Context, r Reply) (bool, error) {
 		sent, err = a.Send(sendCtx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
 		cancel()
 	}
+	called()
 	// Record the outcome even when ctx is ending: a sent reply must be marked.
 	rec := context.WithoutCancel(ctx)
 	if err == nil {

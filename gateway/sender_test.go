@@ -138,9 +138,8 @@ func TestSenderAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first process claimed it and died before sending.
-	due, _ := before.DueReplies(ctx, 1)
-	if ok, _ := before.Claim(ctx, due[0].ID, time.Minute); !ok {
-		t.Fatal("claim")
+	if due, err := before.ClaimDue(ctx, 10, time.Minute); err != nil || len(due) != 1 {
+		t.Fatalf("claim: %v %v", due, err)
 	}
 	clock.Advance(time.Minute)
 	rec := adapterstest.New()

@@ -36,9 +36,11 @@ const (
 	finishInboundQuery = `UPDATE inbound SET status = $2, session_id = COALESCE($3, session_id), error = $4, updated_at = $5
 	WHERE id = $1`
 
-	unfinishedInboundQuery = `SELECT id, payload, COALESCE(session_id, '') FROM inbound WHERE status = 'accepted' ORDER BY received_at, id LIMIT $1`
-
-	attachInboundQuery = `UPDATE inbound SET session_id = $2, updated_at = $3 WHERE id = $1`
+	// A turn stores each message's user message under the message's own
+	// id, so the join finds the session a crash interrupted, if any.
+	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, '')
+	FROM inbound i LEFT JOIN messages m ON m.id = i.id
+	WHERE i.status = 'accepted' ORDER BY i.received_at, i.id LIMIT $1`
 
 	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
@@ -51,7 +53,8 @@ const (
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
 
-	// A claim succeeds for exactly one caller, on one replica or several.
+	// A claim succeeds for exactly one caller, on one replica or several:
+	// it re-checks that the reply is still due.
 	claimReplyQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $3
 	WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2`
 
@@ -105,19 +108,6 @@ func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup
 		return "", false, fmt.Errorf("store inbound: %w", err)
 	}
 	return u.String(), n == 0, nil
-}
-
-// Attach records the session a message's turn runs in, so a crash during
-// the turn can be repaired on the next start.
-func (s *Store) Attach(ctx context.Context, ids []string, sessionID string) error {
-	return s.db.Tx(ctx, func(q dbutil.Querier) error {
-		for _, id := range ids {
-			if _, err := q.ExecContext(ctx, attachInboundQuery, id, sessionID, dbutil.Millis(s.now())); err != nil {
-				return fmt.Errorf("attach inbound %s to session %s: %w", id, sessionID, err)
-			}
-		}
-		return nil
-	})
 }
 
 // Unfinished lists accepted messages that never got an answer, oldest first.
@@ -205,37 +195,72 @@ func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid:
 func (s *Store) DueReplies(ctx context.Context, limit int) ([]Reply, error) {
 	var out []Reply
 	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, dueRepliesQuery, dbutil.Millis(s.now()), limit)
+		var err error
+		out, err = scanReplies(q.QueryContext(ctx, dueRepliesQuery, dbutil.Millis(s.now()), limit))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list due replies: %w", err)
+	}
+	return out, nil
+}
+
+func scanReplies(rows *sql.Rows, err error) ([]Reply, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Reply
+	for rows.Next() {
+		var r Reply
+		var adapter string
+		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts); err != nil {
+			return nil, err
+		}
+		r.Adapter = adapters.ID(adapter)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ClaimDue takes the replies due now for sending, at most one per chat (the
+// chat's oldest), and leases each for lease, so no other sender, on this
+// replica or another, takes it meanwhile; the claim counts an attempt. One
+// transaction claims the whole pass. If the sender dies, the lease lapses
+// and the reply is due again.
+func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]Reply, error) {
+	now := s.now()
+	query := dueRepliesQuery
+	if s.db.Dialect == dbutil.Postgres {
+		// Replicas claiming at once skip each other's rows instead of
+		// queueing on them; the claim's re-check keeps it exact either way.
+		query += " FOR UPDATE SKIP LOCKED"
+	}
+	var claimed []Reply
+	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
+		claimed = claimed[:0]
+		due, err := scanReplies(q.QueryContext(ctx, query, dbutil.Millis(now), limit))
 		if err != nil {
 			return fmt.Errorf("list due replies: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r Reply
-			var adapter string
-			if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts); err != nil {
-				return fmt.Errorf("list due replies: %w", err)
+		for _, r := range due {
+			res, err := q.ExecContext(ctx, claimReplyQuery, r.ID, dbutil.Millis(now), dbutil.Millis(now.Add(lease)))
+			if err != nil {
+				return fmt.Errorf("claim reply %s: %w", r.ID, err)
 			}
-			r.Adapter = adapters.ID(adapter)
-			out = append(out, r)
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				continue // taken meanwhile
+			}
+			claimed = append(claimed, r)
 		}
-		return rows.Err()
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
 }
 
-// Claim takes a due reply for sending, pushing its next attempt lease into
-// the future so no other sender takes it meanwhile. ok is false when someone
-// else claimed it first.
-func (s *Store) Claim(ctx context.Context, id string, lease time.Duration) (bool, error) {
-	now := s.now()
-	res, err := s.db.Write().ExecContext(ctx, claimReplyQuery, id, dbutil.Millis(now), dbutil.Millis(now.Add(lease)))
-	if err != nil {
-		return false, fmt.Errorf("claim reply %s: %w", id, err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
 
 // MarkSent records that the platform took the reply.
 func (s *Store) MarkSent(ctx context.Context, id, platformMessageID string) error {

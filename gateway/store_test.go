@@ -102,11 +102,16 @@ func TestStore(t *testing.T) {
 				}
 				return rs
 			}
-			claim := func(r gateway.Reply) {
+			claim := func(want ...string) []gateway.Reply {
 				t.Helper()
-				if ok, err := s.Claim(ctx, r.ID, time.Minute); err != nil || !ok {
-					t.Fatalf("claim %s: %v %v", r.Key, ok, err)
+				rs, err := s.ClaimDue(ctx, 10, time.Minute)
+				if err != nil {
+					t.Fatal(err)
 				}
+				if fmt.Sprint(keys(rs)) != fmt.Sprint(want) {
+					t.Fatalf("claimed %v, want %v", keys(rs), want)
+				}
+				return rs
 			}
 			replies := []gateway.Reply{
 				{Key: "A:0", Adapter: "tg", ChatID: "42", Text: "part one"},
@@ -124,12 +129,9 @@ func TestStore(t *testing.T) {
 			if a0.Text != "part one" || a0.Adapter != "tg" || a0.ChatID != "42" || a0.Attempts != 0 {
 				t.Fatalf("row round trip: %+v", a0)
 			}
-			// Two senders race for a row; exactly one wins.
-			claim(a0)
-			if ok, _ := s.Claim(ctx, a0.ID, time.Minute); ok {
-				t.Fatal("a claimed reply was claimed again")
-			}
-			claim(b0)
+			// A claim takes every due reply once; a second sender gets none.
+			claim("A:0", "B:0")
+			claim()
 			due() // A:1 waits behind A:0, which is out for sending
 			if err := s.MarkSent(ctx, a0.ID, "tg-100"); err != nil {
 				t.Fatal(err)
@@ -145,11 +147,14 @@ func TestStore(t *testing.T) {
 				t.Fatalf("attempts after one failure: %d", rs[1].Attempts)
 			}
 			// A sender that dies mid-send leaves its lease to lapse.
-			claim(a1)
-			due("B:0")
+			if a1.Key != "A:1" {
+				t.Fatalf("a1 = %s", a1.Key)
+			}
+			claim("A:1", "B:0")
+			due()
 			clock.Advance(2 * time.Minute)
-			if rs := due("B:0", "A:1"); rs[1].Attempts != 1 { // B:0 has been due longer
-				t.Fatalf("attempts after a lapsed lease: %d", rs[1].Attempts)
+			if rs := due("A:1", "B:0"); rs[0].Attempts != 1 || rs[1].Attempts != 2 {
+				t.Fatalf("attempts after a lapsed lease: %d, %d", rs[0].Attempts, rs[1].Attempts)
 			}
 			if err := s.MarkRetry(ctx, a1.ID, fmt.Errorf("400 bad request"), clock.Now(), true); err != nil {
 				t.Fatal(err)

@@ -43,9 +43,6 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Attach(ctx, []string{inboundID}, string(s.ID)); err != nil {
-		t.Fatal(err)
-	}
 	for _, m := range []sessions.Message{
 		{ID: sessions.MessageID(inboundID), Role: sessions.RoleUser, Content: "look it up"},
 		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "call-1", Name: "search", Arguments: json.RawMessage(`{}`)}}},
