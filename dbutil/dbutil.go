@@ -69,6 +69,8 @@ type DB struct {
 	readersDone   *sync.WaitGroup
 	readersMu     *sync.RWMutex
 	readersClosed bool
+	// observer, when set, hears of every wait on the database.
+	observer atomic.Pointer[Observer]
 	// transactions counts write transactions, batched or not.
 	transactions atomic.Int64
 }
@@ -223,6 +225,9 @@ func (d *DB) Close() error {
 // On SQLite, transactions from concurrent callers share one commit (see
 // group.go), so fn must not call Tx itself.
 func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
+	if o := d.observer.Load(); o != nil {
+		defer observe(*o, OpWrite, time.Now())
+	}
 	if d.txs != nil {
 		return d.groupTx(ctx, fn)
 	}
@@ -244,6 +249,32 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 	}
 	return err
 }
+
+// Op is the kind of database call an Observer hears of.
+type Op string
+
+const (
+	// OpWrite is a write transaction, from queueing to durable commit.
+	OpWrite Op = "write"
+	// OpRead is a View.
+	OpRead Op = "read"
+)
+
+// Observer hears of each write transaction and each View as it ends: what
+// kind, when the caller started waiting and for how long. It runs on the
+// caller's goroutine, so keep it short. Metrics and `parley bench` use it.
+type Observer func(op Op, start time.Time, took time.Duration)
+
+// Observe sets the observer (nil removes it).
+func (d *DB) Observe(o Observer) {
+	if o == nil {
+		d.observer.Store(nil)
+		return
+	}
+	d.observer.Store(&o)
+}
+
+func observe(o Observer, op Op, start time.Time) { o(op, start, time.Since(start)) }
 
 // Millis converts a time to the stored form: integer Unix milliseconds.
 func Millis(t time.Time) int64 { return t.UnixMilli() }

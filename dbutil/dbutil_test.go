@@ -346,3 +346,44 @@ func TestViewIsReadOnlyOnSQLiteAndFailsAfterClose(t *testing.T) {
 		t.Fatalf("View after Close = %v", err)
 	}
 }
+
+func TestObserverHearsEveryWait(t *testing.T) {
+	for _, e := range dbtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			db := e.Raw(t)
+			ctx := context.Background()
+			var mu sync.Mutex
+			got := map[dbutil.Op]int{}
+			db.Observe(func(op dbutil.Op, start time.Time, took time.Duration) {
+				if start.IsZero() || took < 0 || time.Since(start) < took {
+					t.Errorf("observed %s: start %v took %v", op, start, took)
+				}
+				mu.Lock()
+				got[op]++
+				mu.Unlock()
+			})
+			if _, err := db.Write().ExecContext(ctx, "CREATE TABLE o (id INTEGER PRIMARY KEY)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Tx(ctx, func(q dbutil.Querier) error {
+				_, err := q.ExecContext(ctx, "INSERT INTO o (id) VALUES (1)")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.View(ctx, func(q dbutil.Querier) error {
+				var n int
+				return q.QueryRowContext(ctx, "SELECT COUNT(*) FROM o").Scan(&n)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			db.Observe(nil)
+			_ = db.View(ctx, func(dbutil.Querier) error { return nil })
+			mu.Lock()
+			defer mu.Unlock()
+			if got[dbutil.OpWrite] != 2 || got[dbutil.OpRead] != 1 {
+				t.Fatalf("observed %v, want 2 writes and 1 read", got)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Querier runs queries on a handle or inside a transaction. The store code
@@ -64,7 +65,7 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 	}
 	if q.tx == nil && q.owner != nil && q.owner.txs != nil {
 		var res sql.Result
-		err := q.owner.groupTx(ctx, func(tq Querier) error {
+		err := q.owner.Tx(ctx, func(tq Querier) error {
 			var err error
 			res, err = tq.ExecContext(ctx, query, args...)
 			return err
@@ -72,6 +73,11 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 		return res, err
 	}
 	q.count()
+	if q.tx == nil && q.owner != nil {
+		if o := q.owner.observer.Load(); o != nil {
+			defer observe(*o, OpWrite, time.Now())
+		}
+	}
 	if st := q.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // Reads on a few goroutines. SQLite here is C code translated to Go, and
@@ -68,8 +69,11 @@ func (d *DB) View(ctx context.Context, fn func(q Querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if o := d.observer.Load(); o != nil {
+		defer observe(*o, OpRead, time.Now())
+	}
 	if d.views == nil {
-		return fn(d.Read())
+		return callView(fn, d.Read())
 	}
 	r := &viewRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	d.readersMu.RLock()

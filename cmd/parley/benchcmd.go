@@ -18,18 +18,29 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
 // benchResult is what `parley bench --json` prints.
 type benchResult struct {
-	Engine          string  `json:"engine"`
-	Sessions        int     `json:"sessions"`
-	Turns           int     `json:"turns"`
-	TurnsPerSec     float64 `json:"turns_per_sec"`
-	OverheadP50ms   float64 `json:"overhead_p50_ms"`
-	OverheadP99ms   float64 `json:"overhead_p99_ms"`
-	OverheadMaxms   float64 `json:"overhead_max_ms"`
+	Engine      string  `json:"engine"`
+	Sessions    int     `json:"sessions"`
+	Turns       int     `json:"turns"`
+	TurnsPerSec float64 `json:"turns_per_sec"`
+	// Overhead is the gateway's own time per turn: Deliver to Send, less
+	// the time the turn waited on the database, measured one turn at a
+	// time so no turn waits behind another.
+	OverheadP50ms float64 `json:"overhead_p50_ms"`
+	OverheadP99ms float64 `json:"overhead_p99_ms"`
+	OverheadMaxms float64 `json:"overhead_max_ms"`
+	OverheadTurns int     `json:"overhead_turns"`
+	// StoreWaitP50ms is what those turns waited on the database.
+	StoreWaitP50ms float64 `json:"store_wait_p50_ms"`
+	// Latency is Deliver to Send with every conversation in flight at once.
+	LatencyP50ms    float64 `json:"latency_p50_ms"`
+	LatencyP99ms    float64 `json:"latency_p99_ms"`
+	LatencyMaxms    float64 `json:"latency_max_ms"`
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	RawAppendPerSec float64 `json:"raw_append_per_sec"`
 	AppendsPerTurn  float64 `json:"appends_per_turn"`
@@ -43,15 +54,15 @@ type benchAdapter struct {
 }
 
 type benchReply struct {
-	chat string
-	at   time.Time
+	chat, key string
+	at        time.Time
 }
 
 func (b *benchAdapter) Start(ctx context.Context, _ adapters.Sink) error { <-ctx.Done(); return nil }
 
 func (b *benchAdapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
 	select {
-	case b.replies <- benchReply{chat: out.ChatID, at: time.Now()}:
+	case b.replies <- benchReply{chat: out.ChatID, key: out.IdempotencyKey, at: time.Now()}:
 	case <-ctx.Done():
 		return adapters.Sent{}, ctx.Err()
 	}
@@ -119,120 +130,250 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.run(runCtx) }()
-
-	// A few drivers play every user, as a channel's few connections would:
-	// each reply makes its conversation send the next message.
-	txBefore := d.db.Transactions()
-	type conv struct {
-		sent time.Time
-		next int
-		lat  []time.Duration
-	}
-	convs := make([]conv, *nSessions)
-	var left sync.WaitGroup
-	left.Add(*nSessions)
-	deliver := func(s int) error {
-		c := &convs[s]
-		c.sent = time.Now()
-		chat := "bench-" + strconv.Itoa(s)
-		in := adapters.Inbound{Adapter: "bench", Surface: "bench", ChatID: chat, UserID: chat,
-			MessageID: strconv.Itoa(c.next), Text: "hello number " + strconv.Itoa(c.next), Time: c.sent}
-		c.next++
-		return d.gw.Deliver(ctx, in)
-	}
-	errs := make(chan error, 1)
-	fail := func(err error) {
-		select {
-		case errs <- err:
-		default:
+	halt := func(err error) error {
+		stop()
+		if runErr := <-runDone; err == nil {
+			err = runErr
 		}
-	}
-	start := time.Now()
-	var drivers sync.WaitGroup
-	const nDrivers = 4
-	for w := range nDrivers {
-		drivers.Add(1)
-		go func() {
-			defer drivers.Done()
-			for s := w; s < *nSessions; s += nDrivers {
-				if err := deliver(s); err != nil {
-					fail(err)
-					return
-				}
-			}
-			for {
-				select {
-				case r := <-ad.replies:
-					s, _ := strconv.Atoi(strings.TrimPrefix(r.chat, "bench-"))
-					c := &convs[s]
-					c.lat = append(c.lat, r.at.Sub(c.sent))
-					if c.next == *nTurns {
-						left.Done()
-						continue
-					}
-					if err := deliver(s); err != nil {
-						fail(err)
-						return
-					}
-				case <-runCtx.Done():
-					return
-				}
-			}
-		}()
-	}
-	finished := make(chan struct{})
-	go func() { left.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case err := <-errs:
-		stop()
-		drivers.Wait()
-		<-runDone
 		return err
-	case <-time.After(10 * time.Minute):
-		stop()
-		drivers.Wait()
-		<-runDone
-		return fmt.Errorf("the bench got no reply to some messages within 10 minutes")
+	}
+
+	b := &benchRun{d: d, ad: ad, convs: make([]benchConv, *nSessions)}
+	txBefore := d.db.Transactions()
+	start := time.Now()
+	lat, err := b.load(ctx, *nTurns)
+	if err != nil {
+		return halt(err)
 	}
 	elapsed := time.Since(start)
 	appends := d.db.Transactions() - txBefore
-	stop()
-	drivers.Wait()
-	if err := <-runDone; err != nil {
+	over, wait, err := b.serial(ctx, min(*nSessions, 1000))
+	if err != nil {
+		return halt(err)
+	}
+	if err := halt(nil); err != nil {
 		return err
 	}
 
-	var all []time.Duration
-	for _, c := range convs {
-		all = append(all, c.lat...)
-	}
-	slices.Sort(all)
-	turns := len(all)
-	ms := func(q float64) float64 {
-		return float64(all[int(q*float64(len(all)-1))].Microseconds()) / 1000
-	}
 	r := benchResult{
-		Engine: string(d.db.Dialect), Sessions: *nSessions, Turns: turns,
-		TurnsPerSec:   float64(turns) / elapsed.Seconds(),
-		OverheadP50ms: ms(0.50), OverheadP99ms: ms(0.99), OverheadMaxms: ms(1),
+		Engine: string(d.db.Dialect), Sessions: *nSessions, Turns: len(lat),
+		TurnsPerSec:   float64(len(lat)) / elapsed.Seconds(),
+		OverheadP50ms: quantileMs(over, 0.50), OverheadP99ms: quantileMs(over, 0.99), OverheadMaxms: quantileMs(over, 1),
+		OverheadTurns:  len(over),
+		StoreWaitP50ms: quantileMs(wait, 0.50),
+		LatencyP50ms:   quantileMs(lat, 0.50), LatencyP99ms: quantileMs(lat, 0.99), LatencyMaxms: quantileMs(lat, 1),
 		PeakRSSMB:       peakRSSMB(),
 		RawAppendPerSec: raw,
-		AppendsPerTurn:  float64(appends) / float64(turns),
+		AppendsPerTurn:  float64(appends) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(r)
 	}
 	fmt.Fprintf(stdout, "engine            %s\n", r.Engine)
-	fmt.Fprintf(stdout, "turns             %d (%d sessions × %d)\n", r.Turns, r.Sessions, *nTurns)
+	fmt.Fprintf(stdout, "turns             %d (%d sessions × %d, all in flight at once)\n", r.Turns, r.Sessions, *nTurns)
 	fmt.Fprintf(stdout, "turns/s           %.0f\n", r.TurnsPerSec)
-	fmt.Fprintf(stdout, "overhead per turn p50 %.2f ms · p99 %.2f ms · max %.2f ms (echo model: the whole path, Deliver to Send)\n", r.OverheadP50ms, r.OverheadP99ms, r.OverheadMaxms)
+	fmt.Fprintf(stdout, "latency           p50 %.1f ms · p99 %.1f ms · max %.1f ms (Deliver to Send, under that load)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
+	fmt.Fprintf(stdout, "gateway overhead  p50 %.3f ms · p99 %.3f ms · max %.3f ms (Deliver to Send less database waits, %d turns one at a time; they waited p50 %.2f ms on the database)\n",
+		r.OverheadP50ms, r.OverheadP99ms, r.OverheadMaxms, r.OverheadTurns, r.StoreWaitP50ms)
 	fmt.Fprintf(stdout, "peak RSS          %.1f MB\n", r.PeakRSSMB)
 	fmt.Fprintf(stdout, "raw durable appends/s %.0f (same store, same durability)\n", r.RawAppendPerSec)
 	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions)\n", r.AppendsPerTurn)
 	fmt.Fprintf(stdout, "limit ratio       %.2f (turn rate ÷ (raw rate ÷ appends per turn))\n", r.LimitRatio)
 	return nil
+}
+
+// benchRun plays the users of a bench run.
+type benchRun struct {
+	d     *daemon
+	ad    *benchAdapter
+	convs []benchConv
+}
+
+type benchConv struct {
+	sent time.Time
+	next int
+}
+
+// deliver sends conversation s its next message.
+func (b *benchRun) deliver(ctx context.Context, s int) error {
+	c := &b.convs[s]
+	c.sent = time.Now()
+	chat := "bench-" + strconv.Itoa(s)
+	in := adapters.Inbound{Adapter: "bench", Surface: "bench", ChatID: chat, UserID: chat,
+		MessageID: strconv.Itoa(c.next), Text: "hello number " + strconv.Itoa(c.next), Time: c.sent}
+	c.next++
+	return b.d.gw.Deliver(ctx, in)
+}
+
+// conv is the conversation a reply belongs to.
+func (b *benchRun) conv(r benchReply) int {
+	s, _ := strconv.Atoi(strings.TrimPrefix(r.chat, "bench-"))
+	return s
+}
+
+// replyTimeout bounds the wait for any one reply.
+const replyTimeout = 2 * time.Minute
+
+// load runs turns turns in every conversation, all of them in flight at
+// once. A few drivers play every user, as a channel's few connections
+// would: each reply makes its conversation send the next message. It
+// returns each turn's latency, Deliver to Send.
+func (b *benchRun) load(ctx context.Context, turns int) ([]time.Duration, error) {
+	const drivers = 4
+	n := len(b.convs)
+	var (
+		mu      sync.Mutex
+		lat     = make([]time.Duration, 0, n*turns)
+		left    = n * turns
+		errOnce sync.Once
+		failure error
+	)
+	done := make(chan struct{})
+	finish := func(err error) {
+		errOnce.Do(func() { failure = err; close(done) })
+	}
+	var wg sync.WaitGroup
+	for w := range drivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := w; s < n; s += drivers {
+				if err := b.deliver(ctx, s); err != nil {
+					finish(err)
+					return
+				}
+			}
+			for {
+				select {
+				case <-done:
+					return
+				case r := <-b.ad.replies:
+					s := b.conv(r)
+					took := r.at.Sub(b.convs[s].sent)
+					mu.Lock()
+					lat = append(lat, took)
+					left--
+					last := left == 0
+					mu.Unlock()
+					if last {
+						finish(nil)
+						return
+					}
+					if b.convs[s].next < turns {
+						if err := b.deliver(ctx, s); err != nil {
+							finish(err)
+							return
+						}
+					}
+				case <-time.After(replyTimeout):
+					finish(fmt.Errorf("no reply for %s; the bench stopped", replyTimeout))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, failure
+}
+
+// serial runs n more turns one at a time and returns each turn's gateway
+// overhead (Deliver to Send less the time it waited on the database) and
+// its database wait. Each turn starts once the previous reply is recorded
+// as sent, so no other turn's work overlaps it.
+func (b *benchRun) serial(ctx context.Context, n int) (over, wait []time.Duration, err error) {
+	var waits waitLog
+	b.d.db.Observe(waits.add)
+	defer b.d.db.Observe(nil)
+	for i := range n {
+		s := i % len(b.convs)
+		waits.reset()
+		if err := b.deliver(ctx, s); err != nil {
+			return nil, nil, err
+		}
+		sent := b.convs[s].sent
+		var r benchReply
+		select {
+		case r = <-b.ad.replies:
+		case <-time.After(replyTimeout):
+			return nil, nil, fmt.Errorf("no reply for %s; the bench stopped", replyTimeout)
+		}
+		w := waits.within(sent, r.at)
+		over = append(over, r.at.Sub(sent)-w)
+		wait = append(wait, w)
+		if err := b.awaitRecorded(ctx, r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return over, wait, nil
+}
+
+// awaitRecorded waits until the reply's send is recorded, reading
+// directly so the bench's own reads stay out of the next turn's figures.
+func (b *benchRun) awaitRecorded(ctx context.Context, r benchReply) error {
+	for {
+		var status string
+		err := b.d.db.Reader().QueryRowContext(ctx, "SELECT status FROM outbox WHERE idempotency_key = $1", r.key).Scan(&status)
+		if err != nil {
+			return fmt.Errorf("read the outbox: %w", err)
+		}
+		if status != "pending" {
+			return nil
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// waitLog collects the intervals callers spent waiting on the database.
+type waitLog struct {
+	mu        sync.Mutex
+	intervals [][2]time.Time
+}
+
+func (w *waitLog) add(_ dbutil.Op, start time.Time, took time.Duration) {
+	w.mu.Lock()
+	w.intervals = append(w.intervals, [2]time.Time{start, start.Add(took)})
+	w.mu.Unlock()
+}
+
+func (w *waitLog) reset() {
+	w.mu.Lock()
+	w.intervals = w.intervals[:0]
+	w.mu.Unlock()
+}
+
+// within is how much of [from, to] some caller was waiting on the
+// database: the union of the intervals, clipped to it.
+func (w *waitLog) within(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	iv := slices.Clone(w.intervals)
+	w.mu.Unlock()
+	slices.SortFunc(iv, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	var total time.Duration
+	cur := from
+	for _, x := range iv {
+		lo, hi := x[0], x[1]
+		if lo.Before(cur) {
+			lo = cur
+		}
+		if hi.After(to) {
+			hi = to
+		}
+		if hi.After(lo) {
+			total += hi.Sub(lo)
+			cur = hi
+		}
+	}
+	return total
+}
+
+func quantileMs(d []time.Duration, q float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000
 }
 
 // rawAppendRate measures durable appends per second on the same store with
