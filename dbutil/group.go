@@ -20,7 +20,7 @@ var errDBClosed = errors.New("database is closed")
 // at once.
 
 // maxBatch caps how many transactions share one commit.
-const maxBatch = 256
+const maxBatch = 1024
 
 type txRequest struct {
 	ctx  context.Context

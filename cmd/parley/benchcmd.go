@@ -110,7 +110,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	raw, err := rawAppendRate(ctx, d.sessions, min(*nSessions, 64), 2000)
+	// The limit is measured with as many writers as the run has
+	// conversations in flight, each appending to a session of its own: the
+	// concurrency the turns have, which is also what lets commits batch.
+	writers := min(*nSessions, 1000)
+	raw, err := rawAppendRate(ctx, d.sessions, writers, max(2000, 20*writers))
 	if err != nil {
 		return err
 	}
@@ -220,7 +224,7 @@ const replyTimeout = 2 * time.Minute
 // would: each reply makes its conversation send the next message. It
 // returns each turn's latency, Deliver to Send.
 func (b *benchRun) load(ctx context.Context, turns int) ([]time.Duration, error) {
-	const drivers = 4
+	const drivers = 32
 	n := len(b.convs)
 	var (
 		mu      sync.Mutex
