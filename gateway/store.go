@@ -236,6 +236,10 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 		// queueing on them; the claim's re-check keeps it exact either way.
 		query += " FOR UPDATE SKIP LOCKED"
 	}
+	// Look first: an idle outbox then costs a read, not a write.
+	if due, err := s.DueReplies(ctx, 1); err != nil || len(due) == 0 {
+		return nil, err
+	}
 	var claimed []Reply
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
 		claimed = claimed[:0]
@@ -260,7 +264,6 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	}
 	return claimed, nil
 }
-
 
 // MarkSent records that the platform took the reply.
 func (s *Store) MarkSent(ctx context.Context, id, platformMessageID string) error {

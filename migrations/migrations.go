@@ -50,6 +50,15 @@ func Provider(db *dbutil.DB, log *slog.Logger) (*goose.Provider, error) {
 // database whose schema is newer than this binary is refused: an older
 // parley must not write to it.
 func Up(ctx context.Context, db *dbutil.DB, log *slog.Logger) (int, error) {
+	latest, err := Latest(db.Dialect)
+	if err != nil {
+		return 0, err
+	}
+	// The common start: the schema is current. One read says so, without
+	// loading goose and every migration file.
+	if current, ok := recordedVersion(ctx, db); ok && current == latest {
+		return 0, nil
+	}
 	p, err := Provider(db, log)
 	if err != nil {
 		return 0, err
@@ -102,6 +111,15 @@ func refuseNewer(ctx context.Context, p *goose.Provider, db *dbutil.DB) error {
 		return fmt.Errorf("%w: the database schema is at version %d, newer than this parley knows (%d); upgrade parley to the version that wrote it", ErrSchemaAhead, current, latest)
 	}
 	return nil
+}
+
+// recordedVersion reads the newest applied version from goose's table;
+// ok is false when it can't (a new database has no table yet).
+func recordedVersion(ctx context.Context, db *dbutil.DB) (v int64, ok bool) {
+	err := db.View(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&v)
+	})
+	return v, err == nil
 }
 
 // Version is the schema version the database is at.

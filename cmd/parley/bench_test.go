@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"testing"
 )
 
@@ -29,5 +30,43 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 	}
 	if r["engine"] != "sqlite" || r["turns"] != float64(6) || r["sessions"] != float64(3) || r["overhead_turns"] != float64(3) {
 		t.Fatalf("run shape: %v", r)
+	}
+}
+
+// The idle figures come from starting the real binary: a first start on a
+// new database, then restarts on it.
+func TestBenchIdleStartsTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "bench", "--idle", "--runs", "2", "--json")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parley bench --idle: %v\n%s", err, out)
+	}
+	var r struct {
+		Runs          int       `json:"runs"`
+		FirstReadyMs  float64   `json:"first_start_ready_ms"`
+		FirstRSS      float64   `json:"first_start_idle_rss_mb"`
+		ReadyMs       []float64 `json:"ready_ms"`
+		ReadyMedian   float64   `json:"ready_ms_median"`
+		IdleRSS       []float64 `json:"idle_rss_mb"`
+		IdleRSSMedian float64   `json:"idle_rss_mb_median"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("not JSON: %q", out)
+	}
+	if r.Runs != 2 || len(r.ReadyMs) != 2 || len(r.IdleRSS) != 2 || r.FirstReadyMs <= 0 || r.FirstRSS <= 0 {
+		t.Fatalf("figures: %+v", r)
+	}
+	// A live Go daemon holds megabytes, not bytes or gigabytes.
+	for _, rss := range append(r.IdleRSS, r.FirstRSS) {
+		if rss < 1 || rss > 1024 {
+			t.Fatalf("idle RSS %.1f MB is not a real reading", rss)
+		}
+	}
+	if r.ReadyMedian != (r.ReadyMs[0]+r.ReadyMs[1])/2 {
+		t.Fatalf("median of %v = %v", r.ReadyMs, r.ReadyMedian)
 	}
 }

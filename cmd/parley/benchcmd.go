@@ -76,8 +76,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	database := fs.String("database", "", "a postgres:// URL to measure PostgreSQL (default: SQLite in a temporary directory)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
+	idle := fs.Bool("idle", false, "instead, start `parley run` with no channels and measure exec-to-ready time and idle RSS")
+	runs := fs.Int("runs", 5, "with --idle: how many starts (the median is reported)")
+	binary := fs.String("binary", "", "with --idle: the parley binary to start (default: this one)")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	if *idle {
+		if *runs < 1 {
+			return fmt.Errorf("%w: --runs must be at least 1", errUsage)
+		}
+		return benchIdle(ctx, *binary, *runs, *asJSON, stdout)
 	}
 	if *nSessions < 1 || *nTurns < 1 {
 		return fmt.Errorf("%w: --sessions and --turns must be at least 1", errUsage)
@@ -421,14 +430,5 @@ func peakRSSMB() float64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				return kb / 1024
-			}
-		}
-	}
-	return 0
+	return statusMB(string(b), "VmHWM:")
 }

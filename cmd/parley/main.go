@@ -23,6 +23,7 @@ Usage:
   parley sessions show ID [--archived]       show a session and its messages
   parley bench [--sessions N] [--turns M] [--database URL] [--json]
                                              measure the whole path in process
+  parley bench --idle [--runs N] [--json]    measure an idle daemon's start and RSS
   parley version                             print the version
 
 Run "parley COMMAND --help" for a command's flags.
