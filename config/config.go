@@ -9,6 +9,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
@@ -99,6 +100,10 @@ type Gateway struct {
 	Debounce Duration `yaml:"debounce"`
 	// ShutdownTimeout is how long running turns get to finish on SIGTERM.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// ReplicaID names this process among replicas sharing one PostgreSQL
+	// database; it must stay the same across restarts and differ between
+	// replicas. Default: the host name.
+	ReplicaID string `yaml:"replica_id"`
 }
 
 // Binding routes messages to an agent. Empty fields match anything; see
@@ -358,6 +363,10 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	}
 	durationDefault(&c.Gateway.Debounce, "gateway.debounce", DefaultDebounce)
 	durationDefault(&c.Gateway.ShutdownTimeout, "gateway.shutdown_timeout", DefaultShutdownTimeout)
+	c.Gateway.ReplicaID = strings.TrimSpace(c.Gateway.ReplicaID)
+	if c.Gateway.ReplicaID == "" {
+		c.Gateway.ReplicaID, _ = os.Hostname()
+	}
 	for i := range c.Bindings {
 		b := &c.Bindings[i]
 		b.Agent = strings.TrimSpace(b.Agent)

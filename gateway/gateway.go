@@ -90,6 +90,11 @@ type job struct {
 	agent     string
 	// reset marks a /reset, run in order on the lane.
 	reset bool
+	// repair is the session a crash interrupted this message's turn in:
+	// it is finalized on the lane before anything runs there.
+	repair sessions.ID
+	// mark answers a recovered message with an apology instead of a turn.
+	mark bool
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -233,8 +238,45 @@ func (g *Gateway) reset(ctx context.Context, j job) {
 	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
 }
 
-// runMessages runs one agent turn for messages.
+// runMessages runs one agent turn for messages, after finishing what a
+// crash left of their sessions; recovered messages under "mark" get an
+// apology instead.
 func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []job) {
+	g.repair(ctx, items)
+	var run []job
+	for _, j := range items {
+		if j.mark {
+			g.complete(ctx, []job{j}, InboundMarked, j.repair, "unanswered at restart", j,
+				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
+			continue
+		}
+		run = append(run, j)
+	}
+	if len(run) == 0 {
+		return
+	}
+	g.runTurn(ctx, run, steer)
+}
+
+// repair finalizes the sessions a crash interrupted, once each.
+func (g *Gateway) repair(ctx context.Context, items []job) {
+	if g.opts.Repair == nil {
+		return
+	}
+	done := map[sessions.ID]bool{}
+	for _, j := range items {
+		if j.repair == "" || done[j.repair] {
+			continue
+		}
+		done[j.repair] = true
+		if err := g.opts.Repair(ctx, j.repair); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			g.opts.Log.ErrorContext(ctx, "finalize a session a crash interrupted", "session_id", j.repair, "error", err)
+		}
+	}
+}
+
+// runTurn runs one agent turn for messages.
+func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) {
 	first := items[0]
 	last := items[len(items)-1]
 	defer func() {
@@ -378,34 +420,47 @@ func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus
 // Recover handles messages a crash left unanswered: runs them again or
 // marks them and says so, per Options.Recovery. Call it before adapters start.
 func (g *Gateway) Recover(ctx context.Context) (int, error) {
-	un, err := g.opts.Store.Unfinished(ctx, 10000)
-	if err != nil {
-		return 0, err
+	return g.recover(ctx, true)
+}
+
+// TakeOver answers messages that another replica accepted and stopped
+// renewing: it died. Replicas sharing PostgreSQL call it every lease.
+func (g *Gateway) TakeOver(ctx context.Context) (int, error) {
+	return g.recover(ctx, false)
+}
+
+func (g *Gateway) recover(ctx context.Context, starting bool) (int, error) {
+	total := 0
+	var last []AcceptedInbound
+	for {
+		un, err := g.opts.Store.Unfinished(ctx, recoverBatch, starting, last...)
+		if err != nil {
+			return total, err
+		}
+		if err := g.recoverBatch(ctx, un); err != nil {
+			return total, err
+		}
+		total += len(un)
+		if len(un) < recoverBatch {
+			if total > 0 {
+				g.opts.Log.InfoContext(ctx, "recovered unanswered messages", "count", total, "recovery", g.opts.Recovery)
+			}
+			return total, nil
+		}
+		last = un[len(un)-1:]
 	}
-	repaired := map[string]bool{}
+}
+
+// recoverBatch is how many unanswered messages recovery takes at a time.
+const recoverBatch = 1000
+
+func (g *Gateway) recoverBatch(ctx context.Context, un []AcceptedInbound) error {
 	for _, u := range un {
-		if u.SessionID == "" || repaired[u.SessionID] || g.opts.Repair == nil {
-			continue
-		}
-		repaired[u.SessionID] = true
-		if err := g.opts.Repair(ctx, sessions.ID(u.SessionID)); err != nil && !errors.Is(err, sessions.ErrNotFound) {
-			return 0, fmt.Errorf("repair session %s: %w", u.SessionID, err)
-		}
+		// On the lane, so a session is finalized between turns, never
+		// under one this replica is running.
+		g.dispatch(ctx, job{inboundID: u.ID, in: u.Inbound, repair: sessions.ID(u.SessionID), mark: g.opts.Recovery == RecoveryMark})
 	}
-	for _, u := range un {
-		j := job{inboundID: u.ID, in: u.Inbound}
-		if g.opts.Recovery == RecoveryMark {
-			j.agent = g.route(j.in)
-			g.complete(ctx, []job{j}, InboundMarked, sessions.ID(u.SessionID), "unanswered at restart", j,
-				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
-			continue
-		}
-		g.dispatch(ctx, j)
-	}
-	if len(un) > 0 {
-		g.opts.Log.InfoContext(ctx, "recovered unanswered messages", "count", len(un), "recovery", g.opts.Recovery)
-	}
-	return len(un), nil
+	return nil
 }
 
 // Close stops taking messages and drains the lanes until ctx ends.

@@ -140,7 +140,7 @@ func waitUnfinished(t *testing.T, s *gateway.Store, want int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		un, err := s.Unfinished(context.Background(), 100)
+		un, err := s.Unfinished(context.Background(), 100, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestShutdownPastDeadlineLeavesMessagesForRecovery(t *testing.T) {
 	if err := gw.Close(closeCtx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close = %v", err)
 	}
-	if un, _ := store.Unfinished(ctx, 10); len(un) != 3 {
+	if un, _ := store.Unfinished(ctx, 10, true); len(un) != 3 {
 		t.Fatalf("%d messages left for recovery, want 3", len(un))
 	}
 	if due, _ := store.DueReplies(ctx, 10); len(due) != 0 {

@@ -29,18 +29,29 @@ const (
 )
 
 const (
-	acceptInboundQuery = `INSERT INTO inbound (id, adapter, chat_id, platform_message_id, payload, received_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $6)
+	acceptInboundQuery = `INSERT INTO inbound (id, adapter, chat_id, platform_message_id, payload, received_at, updated_at, owner, lease_until)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
 	ON CONFLICT DO NOTHING`
 
+	// Only an unanswered message is finished: if another replica took it
+	// over and answered first, this answer is dropped, not sent twice.
 	finishInboundQuery = `UPDATE inbound SET status = $2, session_id = COALESCE($3, session_id), error = $4, updated_at = $5
-	WHERE id = $1`
+	WHERE id = $1 AND status = 'accepted'`
 
 	// A turn stores each message's user message under the message's own
-	// id, so the join finds the session a crash interrupted, if any.
-	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, '')
+	// id, so the join finds the session a crash interrupted, if any. Which
+	// rows: every one when one process owns the database ($2); this
+	// replica's own when it is starting ($5, with $3 the owner); and any
+	// whose owner's lease lapsed ($4 is now): a replica that died.
+	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at
 	FROM inbound i LEFT JOIN messages m ON m.id = i.id
-	WHERE i.status = 'accepted' ORDER BY i.received_at, i.id LIMIT $1`
+	WHERE i.status = 'accepted' AND ($2 OR (i.owner = $3 AND $5) OR (i.owner <> $3 AND i.lease_until < $4))
+	AND (i.received_at, i.id) > ($6, $7)
+	ORDER BY i.received_at, i.id LIMIT $1`
+
+	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3 WHERE id = $1 AND status = 'accepted'`
+
+	renewInboundQuery = `UPDATE inbound SET lease_until = $2 WHERE owner = $1 AND status = 'accepted' AND lease_until < $3`
 
 	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
@@ -67,24 +78,51 @@ const (
 // Store keeps the gateway's durable records: accepted inbound messages and
 // the outbox of replies.
 type Store struct {
-	db  *dbutil.DB
-	now func() time.Time
+	db    *dbutil.DB
+	now   func() time.Time
+	owner string
+	lease time.Duration
 }
 
+// DefaultLease is how long a replica's claim on the messages it accepted
+// lasts without renewal.
+const DefaultLease = time.Minute
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// Owner names this replica in the messages it accepts, so a restart of the
+// same replica takes its own unanswered messages back at once. Replicas
+// sharing a PostgreSQL database need distinct owners.
+func Owner(id string) StoreOption { return func(s *Store) { s.owner = id } }
+
+// Lease sets how long an accepted message stays this replica's without
+// renewal (default DefaultLease).
+func Lease(d time.Duration) StoreOption { return func(s *Store) { s.lease = d } }
+
 // NewStore returns a Store on a migrated database; now may be nil for time.Now.
-func NewStore(db *dbutil.DB, now func() time.Time) *Store {
+func NewStore(db *dbutil.DB, now func() time.Time, opts ...StoreOption) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now}
+	s := &Store{db: db, now: now, lease: DefaultLease}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
+
+// Shared reports whether other processes may use the database at once
+// (PostgreSQL); a SQLite file is locked by one daemon.
+func (s *Store) Shared() bool { return s.db.Dialect == dbutil.Postgres }
 
 // AcceptedInbound is an inbound message as stored.
 type AcceptedInbound struct {
 	ID      string
 	Inbound adapters.Inbound
 	// SessionID is set once a turn for the message started.
-	SessionID string
+	SessionID  string
+	receivedAt int64
 }
 
 // Accept stores in durably. dup reports that the same platform message was
@@ -98,8 +136,9 @@ func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup
 	if err != nil {
 		return "", false, fmt.Errorf("encode inbound %s: %w", in.MessageID, err)
 	}
+	now := s.now()
 	res, err := s.db.Write().ExecContext(ctx, acceptInboundQuery, u.String(), in.Adapter, in.ChatID, in.MessageID,
-		string(payload), dbutil.Millis(s.now()))
+		string(payload), dbutil.Millis(now), s.owner, dbutil.Millis(now.Add(s.lease)))
 	if err != nil {
 		return "", false, fmt.Errorf("store inbound %s/%s/%s: %w", in.Adapter, in.ChatID, in.MessageID, err)
 	}
@@ -110,11 +149,28 @@ func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup
 	return u.String(), n == 0, nil
 }
 
-// Unfinished lists accepted messages that never got an answer, oldest first.
-func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, error) {
+// Unfinished takes over accepted messages that never got an answer, oldest
+// first, leasing them to this replica: those whose owner stopped renewing
+// its lease (a replica that died) and, with starting set, this replica's
+// own from before its restart. On SQLite, where one process owns the file,
+// it takes every one.
+//
+// Pass the last one taken as after to page on (the zero value starts).
+func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after ...AcceptedInbound) ([]AcceptedInbound, error) {
+	var afterAt int64 = -1
+	afterID := ""
+	if len(after) > 0 {
+		afterAt, afterID = after[0].receivedAt, after[0].ID
+	}
+	now := s.now()
 	var out []AcceptedInbound
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, unfinishedInboundQuery, limit)
+	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
+		out = out[:0]
+		query := unfinishedInboundQuery
+		if s.Shared() {
+			query += " FOR UPDATE OF i SKIP LOCKED"
+		}
+		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting, afterAt, afterID)
 		if err != nil {
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
@@ -122,7 +178,7 @@ func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, e
 		for rows.Next() {
 			var a AcceptedInbound
 			var payload string
-			if err := rows.Scan(&a.ID, &payload, &a.SessionID); err != nil {
+			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &a.receivedAt); err != nil {
 				return fmt.Errorf("list unfinished inbound: %w", err)
 			}
 			if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
@@ -130,9 +186,35 @@ func (s *Store) Unfinished(ctx context.Context, limit int) ([]AcceptedInbound, e
 			}
 			out = append(out, a)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list unfinished inbound: %w", err)
+		}
+		rows.Close()
+		for _, a := range out {
+			if _, err := q.ExecContext(ctx, takeInboundQuery, a.ID, s.owner, dbutil.Millis(now.Add(s.lease))); err != nil {
+				return fmt.Errorf("take over inbound %s: %w", a.ID, err)
+			}
+		}
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Renew extends this replica's lease on the messages it is still answering.
+// Call it well within the lease.
+func (s *Store) Renew(ctx context.Context) error {
+	now := s.now()
+	// Renew only leases past a third of their life: a quiet replica
+	// writes nothing.
+	_, err := s.db.Write().ExecContext(ctx, renewInboundQuery, s.owner, dbutil.Millis(now.Add(s.lease)),
+		dbutil.Millis(now.Add(s.lease*2/3)))
+	if err != nil {
+		return fmt.Errorf("renew the lease on accepted messages: %w", err)
+	}
+	return nil
 }
 
 // Reply is one outbox row: a chunk of a reply to send.
@@ -170,7 +252,7 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 				return fmt.Errorf("finish inbound %s: %w", id, err)
 			}
 			if n, err := res.RowsAffected(); err == nil && n == 0 {
-				return fmt.Errorf("finish inbound %s: %w", id, ErrNotFound)
+				return fmt.Errorf("finish inbound %s (unknown, or answered already): %w", id, ErrNotFound)
 			}
 		}
 		for _, r := range replies {

@@ -60,7 +60,7 @@ func TestStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			un, err := s.Unfinished(ctx, 100)
+			un, err := s.Unfinished(ctx, 100, true)
 			if err != nil || len(un) != 3 {
 				t.Fatalf("unfinished: %d %v", len(un), err)
 			}
@@ -74,7 +74,7 @@ func TestStore(t *testing.T) {
 					}
 				}
 			}
-			un, _ = s.Unfinished(ctx, 100)
+			un, _ = s.Unfinished(ctx, 100, true)
 			if len(un) != 1 || un[0].ID != id2 {
 				t.Fatalf("after finishing: %+v", un)
 			}
@@ -178,16 +178,127 @@ func TestCompleteFinishesAndQueuesTogether(t *testing.T) {
 	if err == nil {
 		t.Fatal("a reply to a missing session was queued")
 	}
-	if un, _ := s.Unfinished(ctx, 10); len(un) != 1 {
+	if un, _ := s.Unfinished(ctx, 10, true); len(un) != 1 {
 		t.Fatalf("a failed completion finished the message anyway: %d unfinished", len(un))
 	}
 	if err := s.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{{Key: "c1:0", Adapter: "tg", ChatID: "42", Text: "hi"}}); err != nil {
 		t.Fatal(err)
 	}
-	if un, _ := s.Unfinished(ctx, 10); len(un) != 0 {
+	if un, _ := s.Unfinished(ctx, 10, true); len(un) != 0 {
 		t.Fatalf("%d unfinished after completing", len(un))
 	}
 	if due, _ := s.DueReplies(ctx, 10); len(due) != 1 || due[0].Text != "hi" {
 		t.Fatalf("due after completing: %+v", due)
+	}
+}
+
+// Replicas sharing PostgreSQL: each owns what it accepted while it renews
+// the lease; a restarting replica takes its own back at once; another takes
+// them only once the lease lapses; and a message is answered once.
+func TestReplicasShareUnansweredMessagesByLease(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.Postgres(t)
+	clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	a := gateway.NewStore(db, clock.Now, gateway.Owner("replica-a"))
+	b := gateway.NewStore(db, clock.Now, gateway.Owner("replica-b"))
+	take := func(s *gateway.Store, starting bool) []string {
+		t.Helper()
+		un, err := s.Unfinished(ctx, 10, starting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, u := range un {
+			ids = append(ids, u.ID)
+		}
+		return ids
+	}
+	id, _, err := a.Accept(ctx, inbound("m1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := take(b, false); len(got) != 0 {
+		t.Fatalf("b took a live message of a: %v", got)
+	}
+	if got := take(b, true); len(got) != 0 {
+		t.Fatalf("b, starting, took a live message of a: %v", got)
+	}
+	if got := take(a, true); len(got) != 1 || got[0] != id {
+		t.Fatalf("a, restarting, took %v; want its own %s", got, id)
+	}
+	// a renews while it answers: the lease outlives the first minute.
+	clock.Advance(30 * time.Second)
+	if err := a.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(45 * time.Second)
+	if got := take(b, false); len(got) != 0 {
+		t.Fatalf("b took a message whose lease a renewed: %v", got)
+	}
+	// a dies: no more renewals, and the lease lapses.
+	clock.Advance(time.Minute)
+	if got := take(b, false); len(got) != 1 || got[0] != id {
+		t.Fatalf("b took %v after a's lease lapsed; want %s", got, id)
+	}
+	if got := take(a, false); len(got) != 0 {
+		t.Fatalf("a took back a message b now holds: %v", got)
+	}
+	// b answers; a late answer from a is refused, so one reply goes out.
+	if err := b.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{{Key: id + ":0", Adapter: "tg", ChatID: "42", Text: "from b"}}); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{{Key: id + ":a", Adapter: "tg", ChatID: "42", Text: "from a"}})
+	if !errors.Is(err, gateway.ErrNotFound) {
+		t.Fatalf("a second answer was accepted: %v", err)
+	}
+	if due, _ := b.DueReplies(ctx, 10); len(due) != 1 || due[0].Text != "from b" {
+		t.Fatalf("outbox: %+v", due)
+	}
+}
+
+// On SQLite one daemon owns the file, so a start takes every unanswered
+// message whoever accepted it.
+func TestSQLiteStartTakesEveryUnansweredMessage(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	old := gateway.NewStore(db, nil, gateway.Owner("old-host"))
+	if _, _, err := old.Accept(ctx, inbound("m1")); err != nil {
+		t.Fatal(err)
+	}
+	un, err := gateway.NewStore(db, nil, gateway.Owner("new-host")).Unfinished(ctx, 10, true)
+	if err != nil || len(un) != 1 {
+		t.Fatalf("took %d (%v), want 1", len(un), err)
+	}
+}
+
+// Recovery pages through any number of unanswered messages, each once.
+func TestUnfinishedPages(t *testing.T) {
+	ctx := context.Background()
+	s := gateway.NewStore(dbtest.SQLite(t), nil)
+	for i := range 7 {
+		if _, _, err := s.Accept(ctx, inbound(fmt.Sprint("p", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	var last []gateway.AcceptedInbound
+	for {
+		un, err := s.Unfinished(ctx, 3, true, last...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range un {
+			if seen[u.ID] {
+				t.Fatalf("%s taken twice", u.ID)
+			}
+			seen[u.ID] = true
+		}
+		if len(un) < 3 {
+			break
+		}
+		last = un[len(un)-1:]
+	}
+	if len(seen) != 7 {
+		t.Fatalf("took %d of 7", len(seen))
 	}
 }

@@ -33,6 +33,7 @@ type daemon struct {
 	runner   *agent.Runner
 	gw       *gateway.Gateway
 	sender   *gateway.Sender
+	store    *gateway.Store
 	adapters map[adapters.ID]adapters.Adapter
 	release  func()
 	applied  int
@@ -65,7 +66,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	}
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: modelFactory(cfg), DefaultModel: echo.Name,
 		Tools: agent.NewRegistry(), Bus: bus, Log: log})
-	store := gateway.NewStore(db, nil)
+	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
+	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
 
 	agents := make([]gateway.Agent, len(cfg.Agents))
@@ -97,6 +99,34 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		return nil, err
 	}
 	return d, nil
+}
+
+// keepLeases renews this replica's lease on the messages it is answering
+// and takes over those of replicas that stopped renewing theirs, until ctx
+// ends. Only replicas sharing PostgreSQL need it.
+func (d *daemon) keepLeases(ctx context.Context) {
+	renew := time.NewTicker(gateway.DefaultLease / 6)
+	defer renew.Stop()
+	takeOver := time.NewTicker(gateway.DefaultLease / 2)
+	defer takeOver.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+			if err := d.store.Renew(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("renew message leases; another replica may take this one's messages over", "error", err)
+			}
+		case <-takeOver.C:
+			n, err := d.gw.TakeOver(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.log.Warn("take over messages of a stopped replica", "error", err)
+			}
+			if n > 0 {
+				d.log.Info("took over messages another replica stopped answering", "count", n)
+			}
+		}
+	}
 }
 
 // modelFactory opens models by spec. Each provider's client is built once
@@ -218,6 +248,11 @@ func (d *daemon) run(ctx context.Context) error {
 	senderCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
 	senderDone := make(chan struct{})
 	go func() { defer close(senderDone); _ = d.sender.Run(senderCtx) }()
+	if d.store.Shared() {
+		leaseDone := make(chan struct{})
+		defer func() { <-leaseDone }()
+		go func() { defer close(leaseDone); d.keepLeases(ctx) }()
+	}
 
 	adapterCtx, stopAdapters := context.WithCancel(context.WithoutCancel(ctx))
 	var adapterWG sync.WaitGroup

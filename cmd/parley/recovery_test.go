@@ -113,7 +113,7 @@ func TestCrashRecovery(t *testing.T) {
 	if asked != 1 {
 		t.Fatalf("the re-run stored the user's message %d times", asked)
 	}
-	un, _ := gateway.NewStore(db, nil).Unfinished(ctx, 10)
+	un, _ := gateway.NewStore(db, nil).Unfinished(ctx, 10, true)
 	db.Close()
 	if len(un) != 0 {
 		t.Fatalf("%d messages still unanswered", len(un))

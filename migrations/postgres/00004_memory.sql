@@ -39,7 +39,3 @@ CREATE TABLE memory_index_queue (
     created_at      BIGINT NOT NULL
 );
 CREATE INDEX memory_index_queue_due ON memory_index_queue (next_attempt_at);
-
--- +goose Down
-DROP TABLE memory_index_queue;
-DROP TABLE memory_items;

@@ -39,11 +39,3 @@ CREATE TABLE memory_index_queue (
     created_at      INTEGER NOT NULL
 );
 CREATE INDEX memory_index_queue_due ON memory_index_queue (next_attempt_at);
-
--- +goose Down
-DROP TRIGGER IF EXISTS memory_items_fts_insert;
-DROP TRIGGER IF EXISTS memory_items_fts_delete;
-DROP TRIGGER IF EXISTS memory_items_fts_update;
-DROP TABLE IF EXISTS memory_fts;
-DROP TABLE memory_index_queue;
-DROP TABLE memory_items;
