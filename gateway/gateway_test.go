@@ -140,15 +140,15 @@ func waitUnfinished(t *testing.T, s *gateway.Store, want int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		un, err := s.Unfinished(context.Background(), 100, true)
+		n, err := s.Unanswered(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(un) == want {
+		if n == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d unfinished messages, want %d", len(un), want)
+			t.Fatalf("%d unfinished messages, want %d", n, want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -317,8 +317,8 @@ func TestShutdownPastDeadlineLeavesMessagesForRecovery(t *testing.T) {
 	if err := gw.Close(closeCtx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close = %v", err)
 	}
-	if un, _ := store.Unfinished(ctx, 10, true); len(un) != 3 {
-		t.Fatalf("%d messages left for recovery, want 3", len(un))
+	if n, _ := store.Unanswered(ctx); n != 3 {
+		t.Fatalf("%d messages left for recovery, want 3", n)
 	}
 	if due, _ := store.DueReplies(ctx, 10); len(due) != 0 {
 		t.Fatalf("shutdown queued replies: %+v", due)
@@ -386,5 +386,58 @@ func TestResetRunsInOrder(t *testing.T) {
 				t.Fatalf("B, sent before /reset, ran in the new session: %v", seen)
 			}
 		})
+	}
+}
+
+// Recovery on start takes only what an earlier life of the process left:
+// messages delivered while it runs are answered once, not twice.
+func TestRecoverRacingDeliverRunsEachMessageOnce(t *testing.T) {
+	var mu sync.Mutex
+	runs := map[string]int{}
+	run := func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range in.Messages {
+			runs[m.MessageID]++
+		}
+		return "ok", nil
+	}
+	r := newRig(t, dbtest.SQLite(t), run, func(o *gateway.Options) {
+		o.Lanes.Debounce = 0
+	})
+	const n = 30
+	done := make(chan error, 1)
+	go func() {
+		for range 5 {
+			if _, err := r.gw.Recover(r.ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range n {
+		in := msg(fmt.Sprint("r", i), "hi")
+		in.ChatID = fmt.Sprint("chat-", i) // a session each, so all run at once
+		r.deliver(in)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.sent(n)
+	waitUnfinished(t, r.store, 0)
+	time.Sleep(50 * time.Millisecond) // a duplicate run would land by now
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range runs {
+		if c != 1 {
+			t.Errorf("message %s ran %d times", id, c)
+		}
+	}
+	if len(runs) != n {
+		t.Fatalf("%d messages ran, want %d", len(runs), n)
+	}
+	if got := len(r.rec.Sent()); got != n {
+		t.Fatalf("%d replies sent, want %d", got, n)
 	}
 }

@@ -40,12 +40,15 @@ const (
 
 	// A turn stores each message's user message under the message's own
 	// id, so the join finds the session a crash interrupted, if any. Which
-	// rows: every one when one process owns the database ($2); this
-	// replica's own when it is starting ($5, with $3 the owner); and any
-	// whose owner's lease lapsed ($4 is now): a replica that died.
+	// rows: every one when one process owns the database ($2), or this
+	// replica's own when it is starting ($5, with $3 the owner), as long as
+	// an earlier life of the process accepted it ($8 is when this one
+	// began; what it accepted itself is in its lanes); and any whose
+	// owner's lease lapsed ($4 is now): a replica that died.
 	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at
 	FROM inbound i LEFT JOIN messages m ON m.id = i.id
-	WHERE i.status = 'accepted' AND ($2 OR (i.owner = $3 AND $5) OR (i.owner <> $3 AND i.lease_until < $4))
+	WHERE i.status = 'accepted'
+	AND ((($2 OR (i.owner = $3 AND $5)) AND i.received_at < $8) OR (i.owner <> $3 AND i.lease_until < $4))
 	AND (i.received_at, i.id) > ($6, $7)
 	ORDER BY i.received_at, i.id LIMIT $1`
 
@@ -82,6 +85,9 @@ type Store struct {
 	now   func() time.Time
 	owner string
 	lease time.Duration
+	// began is when this process's store was made: messages accepted
+	// before it are a previous life's, left for recovery.
+	began time.Time
 }
 
 // DefaultLease is how long a replica's claim on the messages it accepted
@@ -105,7 +111,7 @@ func NewStore(db *dbutil.DB, now func() time.Time, opts ...StoreOption) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: db, now: now, lease: DefaultLease}
+	s := &Store{db: db, now: now, lease: DefaultLease, began: now()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -170,7 +176,8 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 		if s.Shared() {
 			query += " FOR UPDATE OF i SKIP LOCKED"
 		}
-		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting, afterAt, afterID)
+		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting, afterAt, afterID,
+			dbutil.Millis(s.began))
 		if err != nil {
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
@@ -201,6 +208,18 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 		return nil, err
 	}
 	return out, nil
+}
+
+// Unanswered counts the accepted messages not yet answered, on every replica.
+func (s *Store) Unanswered(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT COUNT(*) FROM inbound WHERE status = 'accepted'").Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count unanswered messages: %w", err)
+	}
+	return n, nil
 }
 
 // Renew extends this replica's lease on the messages it is still answering.

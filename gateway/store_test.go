@@ -24,7 +24,14 @@ func TestStore(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-		s := gateway.NewStore(open(t), clock.Now)
+		db := open(t)
+		s := gateway.NewStore(db, clock.Now)
+		// restarted is the store of the next process life: what it takes
+		// is what the previous one left unanswered.
+		restarted := func() *gateway.Store {
+			clock.Advance(time.Millisecond)
+			return gateway.NewStore(db, clock.Now)
+		}
 
 		t.Run("accept dedupes concurrent redeliveries", func(t *testing.T) {
 			var accepted, dups atomic.Int32
@@ -60,7 +67,10 @@ func TestStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			un, err := s.Unfinished(ctx, 100, true)
+			if un, _ := s.Unfinished(ctx, 100, true); len(un) != 0 {
+				t.Fatalf("a store took back messages it accepted itself: %d", len(un))
+			}
+			un, err := restarted().Unfinished(ctx, 100, true)
 			if err != nil || len(un) != 3 {
 				t.Fatalf("unfinished: %d %v", len(un), err)
 			}
@@ -74,7 +84,7 @@ func TestStore(t *testing.T) {
 					}
 				}
 			}
-			un, _ = s.Unfinished(ctx, 100, true)
+			un, _ = restarted().Unfinished(ctx, 100, true)
 			if len(un) != 1 || un[0].ID != id2 {
 				t.Fatalf("after finishing: %+v", un)
 			}
@@ -178,14 +188,14 @@ func TestCompleteFinishesAndQueuesTogether(t *testing.T) {
 	if err == nil {
 		t.Fatal("a reply to a missing session was queued")
 	}
-	if un, _ := s.Unfinished(ctx, 10, true); len(un) != 1 {
-		t.Fatalf("a failed completion finished the message anyway: %d unfinished", len(un))
+	if n, _ := s.Unanswered(ctx); n != 1 {
+		t.Fatalf("a failed completion finished the message anyway: %d unanswered", n)
 	}
 	if err := s.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{{Key: "c1:0", Adapter: "tg", ChatID: "42", Text: "hi"}}); err != nil {
 		t.Fatal(err)
 	}
-	if un, _ := s.Unfinished(ctx, 10, true); len(un) != 0 {
-		t.Fatalf("%d unfinished after completing", len(un))
+	if n, _ := s.Unanswered(ctx); n != 0 {
+		t.Fatalf("%d unanswered after completing", n)
 	}
 	if due, _ := s.DueReplies(ctx, 10); len(due) != 1 || due[0].Text != "hi" {
 		t.Fatalf("due after completing: %+v", due)
@@ -223,6 +233,8 @@ func TestReplicasShareUnansweredMessagesByLease(t *testing.T) {
 	if got := take(b, true); len(got) != 0 {
 		t.Fatalf("b, starting, took a live message of a: %v", got)
 	}
+	clock.Advance(time.Millisecond)
+	a = gateway.NewStore(db, clock.Now, gateway.Owner("replica-a")) // a restarts
 	if got := take(a, true); len(got) != 1 || got[0] != id {
 		t.Fatalf("a, restarting, took %v; want its own %s", got, id)
 	}
@@ -274,12 +286,16 @@ func TestSQLiteStartTakesEveryUnansweredMessage(t *testing.T) {
 // Recovery pages through any number of unanswered messages, each once.
 func TestUnfinishedPages(t *testing.T) {
 	ctx := context.Background()
-	s := gateway.NewStore(dbtest.SQLite(t), nil)
+	db := dbtest.SQLite(t)
+	clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	before := gateway.NewStore(db, clock.Now)
 	for i := range 7 {
-		if _, _, err := s.Accept(ctx, inbound(fmt.Sprint("p", i))); err != nil {
+		if _, _, err := before.Accept(ctx, inbound(fmt.Sprint("p", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
+	clock.Advance(time.Second)
+	s := gateway.NewStore(db, clock.Now)
 	seen := map[string]bool{}
 	var last []gateway.AcceptedInbound
 	for {
