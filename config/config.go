@@ -41,6 +41,11 @@ const (
 	DefaultQueueCap         = 20
 	DefaultDebounce         = 500 * time.Millisecond
 	DefaultShutdownTimeout  = 30 * time.Second
+
+	DefaultCompactionThreshold = 0.70
+	DefaultMemoryIndex         = "builtin"
+	DefaultTypesenseCollection = "parley_memory"
+	DefaultTypesenseTimeout    = 5 * time.Second
 )
 
 // Config is the whole of parley's configuration.
@@ -54,6 +59,34 @@ type Config struct {
 	Gateway   Gateway   `yaml:"gateway"`
 	// Bindings route incoming messages to agents; see Route.
 	Bindings []Binding `yaml:"bindings"`
+	Memory   Memory    `yaml:"memory"`
+}
+
+// Memory configures long-term memory's search index.
+type Memory struct {
+	// Index is "builtin" (full-text search in the database) or "typesense".
+	Index     string    `yaml:"index"`
+	Typesense Typesense `yaml:"typesense"`
+}
+
+// Typesense is how to reach a Typesense server.
+type Typesense struct {
+	URL        string   `yaml:"url"`
+	APIKey     Secret   `yaml:"api_key"`
+	Collection string   `yaml:"collection"`
+	Timeout    Duration `yaml:"timeout"`
+}
+
+// Compaction tunes when and how an agent's sessions are compacted.
+type Compaction struct {
+	// Threshold is the share of max_context_tokens at which a session is
+	// compacted.
+	Threshold float64 `yaml:"threshold"`
+	// Model summarizes; empty means the agent's own model.
+	Model string `yaml:"model"`
+	// Notify tells the user in one line when earlier messages were
+	// summarized.
+	Notify bool `yaml:"notify"`
 }
 
 // Providers holds the settings of each model provider.
@@ -233,11 +266,12 @@ type Agent struct {
 	// MaxOutputTokens caps the length of each model reply.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
 
-	MaxContextTokens   int     `yaml:"max_context_tokens"`
-	IdleTimeoutMinutes int     `yaml:"idle_timeout_minutes"`
-	DailyResetHour     *int    `yaml:"daily_reset_hour"` // nil means the default; -1 turns it off
-	Timezone           string  `yaml:"timezone"`
-	History            History `yaml:"history"`
+	MaxContextTokens   int        `yaml:"max_context_tokens"`
+	Compaction         Compaction `yaml:"compaction"`
+	IdleTimeoutMinutes int        `yaml:"idle_timeout_minutes"`
+	DailyResetHour     *int       `yaml:"daily_reset_hour"` // nil means the default; -1 turns it off
+	Timezone           string     `yaml:"timezone"`
+	History            History    `yaml:"history"`
 
 	loc *time.Location // cached by validation so Location never fails
 }
@@ -375,6 +409,14 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		b.User = strings.TrimSpace(b.User)
 	}
 
+	c.Memory.Index = normalize(c.Memory.Index, DefaultMemoryIndex)
+	c.Memory.Typesense.URL = strings.TrimSpace(c.Memory.Typesense.URL)
+	c.Memory.Typesense.APIKey = Secret(strings.TrimSpace(string(c.Memory.Typesense.APIKey)))
+	if strings.TrimSpace(c.Memory.Typesense.Collection) == "" {
+		c.Memory.Typesense.Collection = DefaultTypesenseCollection
+	}
+	durationDefault(&c.Memory.Typesense.Timeout, "memory.typesense.timeout", DefaultTypesenseTimeout)
+
 	if len(c.Agents) == 0 {
 		c.Agents = []Agent{{ID: DefaultAgentID}}
 	}
@@ -400,6 +442,10 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
 		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)
 		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
+		if a.Compaction.Threshold == 0 && !isSet(p+"compaction.threshold") {
+			a.Compaction.Threshold = DefaultCompactionThreshold
+		}
+		a.Compaction.Model = strings.TrimSpace(a.Compaction.Model)
 		if a.DailyResetHour == nil {
 			h := DefaultDailyResetHour
 			a.DailyResetHour = &h

@@ -28,6 +28,7 @@ func (c *Config) validate(ck *checker) {
 	c.Providers.OpenAI.validate(ck, "providers.openai.")
 	c.Providers.Anthropic.validate(ck, "providers.anthropic.")
 	c.Gateway.validate(ck)
+	c.Memory.validate(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
@@ -216,6 +217,15 @@ func (a *Agent) validate(ck *checker, p string) {
 			seen[tool] = i
 		}
 	}
+	if t := a.Compaction.Threshold; t < 0.1 || t > 0.95 {
+		ck.add(p+"compaction.threshold", fmt.Sprintf("%g is out of range; use a share of max_context_tokens from 0.1 to 0.95, such as 0.7", t))
+	}
+	if m := a.Compaction.Model; m != "" {
+		provider, name, ok := strings.Cut(m, "/")
+		if m != "echo" && (!ok || name == "" || (provider != "openai" && provider != "anthropic") || strings.ContainsAny(m, " \t\r\n")) {
+			ck.add(p+"compaction.model", fmt.Sprintf(`%q is not a model; %s, or leave it empty for the agent's own model`, m, modelRule))
+		}
+	}
 	if a.MaxContextTokens < 1024 {
 		ck.add(p+"max_context_tokens", fmt.Sprintf("%d is too small; use 1024 or more", a.MaxContextTokens))
 	}
@@ -244,5 +254,25 @@ func (a *Agent) validate(ck *checker, p string) {
 		if h.turns < 1 {
 			ck.add(p+"history."+h.key, fmt.Sprintf("%d is too small; keep at least 1 turn", h.turns))
 		}
+	}
+}
+
+func (m Memory) validate(ck *checker) {
+	switch m.Index {
+	case "builtin":
+	case "typesense":
+		if m.Typesense.URL == "" {
+			ck.add("memory.typesense.url", `required when memory.index is "typesense"; use the server's address, such as "http://127.0.0.1:8108"`)
+		} else if u, err := url.Parse(m.Typesense.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			ck.add("memory.typesense.url", fmt.Sprintf(`%q is not an http(s) URL; use the server's address, such as "http://127.0.0.1:8108"`, m.Typesense.URL))
+		}
+		if m.Typesense.APIKey == "" {
+			ck.add("memory.typesense.api_key", `required when memory.index is "typesense"; set it from the environment, such as "${TYPESENSE_API_KEY}"`)
+		}
+	default:
+		ck.add("memory.index", fmt.Sprintf(`%q is not allowed; use "builtin" (full-text search in the database) or "typesense"`, m.Index))
+	}
+	if m.Typesense.Timeout <= 0 {
+		ck.add("memory.typesense.timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, m.Typesense.Timeout))
 	}
 }
