@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/llm/openai"
+	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -33,6 +35,8 @@ type daemon struct {
 	runner   *agent.Runner
 	gw       *gateway.Gateway
 	sender   *gateway.Sender
+	memory   *memory.Store
+	indexer  *memory.Indexer
 	store    *gateway.Store
 	adapters map[adapters.ID]adapters.Adapter
 	release  func()
@@ -64,8 +68,29 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		log.Warn("no API key for the agent's model; it answers with the offline echo model until providers has a key",
 			"agent_id", id, "model", a.Model)
 	}
+	fail := func(err error) (*daemon, error) {
+		db.Close()
+		d.release()
+		return nil, err
+	}
+	if err := d.openMemory(ctx); err != nil {
+		return fail(err)
+	}
+	tools := agent.NewRegistry()
+	for _, t := range memory.Tools(d.memory) {
+		if err := tools.Register(t); err != nil {
+			return fail(err)
+		}
+	}
+	for i, a := range cfg.Agents {
+		for j, name := range a.Tools {
+			if _, ok := tools.Tool(name); !ok {
+				return fail(fmt.Errorf("agents[%d].tools[%d]: no tool is called %q; the tools are %s", i, j, name, strings.Join(tools.Names(), ", ")))
+			}
+		}
+	}
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: modelFactory(cfg), DefaultModel: echo.Name,
-		Tools: agent.NewRegistry(), Bus: bus, Log: log})
+		Tools: tools, Bus: bus, Log: log})
 	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
@@ -99,6 +124,35 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		return nil, err
 	}
 	return d, nil
+}
+
+// openMemory builds long-term memory on the configured index. A Typesense
+// server that is down at start is not fatal: writes wait in the durable
+// queue and the collection is created once it answers.
+func (d *daemon) openMemory(ctx context.Context) error {
+	var index memory.Index
+	switch d.cfg.Memory.Index {
+	case "typesense":
+		ts := d.cfg.Memory.Typesense
+		t, err := memory.NewTypesense(memory.TypesenseOptions{URL: ts.URL, APIKey: ts.APIKey.Reveal(),
+			Collection: ts.Collection, Timeout: ts.Timeout.Std()})
+		if err != nil {
+			return fmt.Errorf("memory.typesense: %w", err)
+		}
+		if err := t.Ensure(ctx); err != nil {
+			d.log.Warn("typesense is not answering; memory writes wait in the queue until it does", "error", err)
+		}
+		index = t
+	default:
+		b, err := memory.NewBuiltin(ctx, d.db)
+		if err != nil {
+			return fmt.Errorf("memory index: %w", err)
+		}
+		index = b
+	}
+	d.memory = memory.NewStore(d.db, index, memory.WithLogger(d.log))
+	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.log))
+	return nil
 }
 
 // keepLeases renews this replica's lease on the messages it is answering
@@ -248,6 +302,10 @@ func (d *daemon) run(ctx context.Context) error {
 	senderCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
 	senderDone := make(chan struct{})
 	go func() { defer close(senderDone); _ = d.sender.Run(senderCtx) }()
+	indexerCtx, stopIndexer := context.WithCancel(context.WithoutCancel(ctx))
+	indexerDone := make(chan struct{})
+	go func() { defer close(indexerDone); _ = d.indexer.Run(indexerCtx) }()
+	defer func() { stopIndexer(); <-indexerDone }()
 	if d.store.Shared() {
 		leaseDone := make(chan struct{})
 		defer func() { <-leaseDone }()

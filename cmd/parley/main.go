@@ -21,6 +21,7 @@ Usage:
   parley migrate [--config FILE]             apply pending database migrations
   parley sessions ls [flags]                 list sessions
   parley sessions show ID [--archived]       show a session and its messages
+  parley memory reindex [--config FILE]      rebuild the memory search index from the database
   parley bench [--sessions N] [--turns M] [--database URL] [--json]
                                              measure the whole path in process
   parley bench --idle [--runs N] [--json]    measure an idle daemon's start and RSS
@@ -67,6 +68,8 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		err = cmdMigrate(ctx, rest, stdout)
 	case "sessions":
 		err = cmdSessions(ctx, rest, stdout)
+	case "memory":
+		err = cmdMemory(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", version())
 	case "help", "--help", "-h":

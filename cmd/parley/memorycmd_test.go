@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/memory"
+	"github.com/parleyd/parley/sessions"
+)
+
+func TestMemoryReindex(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "")
+	code, out, errOut := parley(t, ctx, "memory", "reindex", "--config", path)
+	if code != 0 || !strings.Contains(out, "reindexed 0 memory items into the builtin index") {
+		t.Fatalf("exit %d: %q %q", code, out, errOut)
+	}
+
+	// A memory written by a daemon is found again after a rebuild.
+	cfg, _, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := memory.ScopeOf(sessions.ChatKey("telegram", "42", "7", config.DefaultAgentID))
+	if _, err := d.memory.Write(ctx, scope, memory.Memory{Content: "the milk is in the blue fridge"}); err != nil {
+		t.Fatal(err)
+	}
+	d.close()
+
+	code, out, errOut = parley(t, ctx, "memory", "reindex", "--config", path)
+	if code != 0 || !strings.Contains(out, "reindexed 1 memory items") {
+		t.Fatalf("exit %d: %q %q", code, out, errOut)
+	}
+	d, err = startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	hits, err := d.memory.Search(ctx, scope, "fridge", 5)
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search after reindex: %v %v", hits, err)
+	}
+
+	if code, _, errOut := parley(t, ctx, "memory", "forget"); code != 2 || !strings.Contains(errOut, "parley memory reindex") {
+		t.Fatalf("unknown subcommand: exit %d, %q", code, errOut)
+	}
+}
+
+// An agent naming a tool that does not exist stops the start with the
+// names that do.
+func TestUnknownToolStopsTheStart(t *testing.T) {
+	path, _ := writeConfig(t, "agents:\n  - id: a\n    tools: [memory_search, web_search]\n")
+	code, _, errOut := parley(t, context.Background(), "memory", "reindex", "--config", path)
+	if code != 1 || !strings.Contains(errOut, `agents[0].tools[1]: no tool is called "web_search"; the tools are memory_search, memory_write`) {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+}
