@@ -9,8 +9,9 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// command recognises the in-channel commands: /reset (or /new), /stop and
-// /status, alone on the message, with an optional @botname suffix.
+// command recognises the in-channel commands: /reset (or /new), /stop,
+// /status and /compact, alone on the message, with an optional @botname
+// suffix.
 func command(text string) (string, bool) {
 	t := strings.TrimSpace(text)
 	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n\t") {
@@ -24,12 +25,15 @@ func command(text string) (string, bool) {
 		return "stop", true
 	case "status":
 		return "status", true
+	case "compact":
+		return "compact", true
 	}
 	return "", false
 }
 
 // runCommand answers /stop and /status at once, outside the lane, so they
-// work while a turn runs. (/reset runs on the lane; see dispatch.)
+// work while a turn runs. (/reset and /compact run on the lane; see
+// dispatch.)
 func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 	var text string
 	switch cmd {

@@ -58,6 +58,9 @@ type Options struct {
 	Sender   *Sender
 	Run      RunFunc
 	Status   StatusFunc
+	// Compact summarizes a session's older messages for /compact and says
+	// what it did, in a line for the user.
+	Compact func(ctx context.Context, s sessions.Session, agentID string) (string, error)
 	// Route picks the agent for a message; nil routes everything to Agents[0].
 	Route  func(in adapters.Inbound) string
 	Agents []Agent
@@ -88,8 +91,9 @@ type job struct {
 	in        adapters.Inbound
 	key       sessions.Key
 	agent     string
-	// reset marks a /reset, run in order on the lane.
-	reset bool
+	// barrier is a command run in order on the lane, between turns:
+	// "reset" or "compact".
+	barrier string
 	// repair is the session a crash interrupted this message's turn in:
 	// it is finalized on the lane before anything runs there.
 	repair sessions.ID
@@ -167,13 +171,16 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
 	if cmd, ok := command(j.in.Text); ok {
-		if cmd == "reset" {
-			// A reset runs on the lane, after what was sent before it; the
-			// running turn is stopped so it comes promptly.
-			g.lanes.Abort(laneKey(j.key))
-			j.reset = true
+		if cmd == "reset" || cmd == "compact" {
+			// It runs on the lane, after what was sent before it. A reset
+			// stops the running turn so it comes promptly; a compaction
+			// waits for it.
+			if cmd == "reset" {
+				g.lanes.Abort(laneKey(j.key))
+			}
+			j.barrier = cmd
 			if _, err := g.lanes.EnqueueBarrier(laneKey(j.key), j); err != nil {
-				g.opts.Log.WarnContext(ctx, "reset left for the next start", "session_key", j.key.String(), "error", err)
+				g.opts.Log.WarnContext(ctx, "/"+cmd+" left for the next start", "session_key", j.key.String(), "error", err)
 			}
 			return
 		}
@@ -202,18 +209,18 @@ func (g *Gateway) route(in adapters.Inbound) string {
 }
 
 // turn runs on a session's lane: it resolves the session there, so resets
-// happen between turns, never during one.
+// and compactions happen between turns, never during one.
 func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
-	// A batch may hold resets: run what precedes each one, then the reset.
+	// A batch may hold barriers: run what precedes each one, then it.
 	items := t.Items
 	for len(items) > 0 && !shuttingDown(ctx) {
 		i := 0
-		for i < len(items) && !items[i].reset {
+		for i < len(items) && items[i].barrier == "" {
 			i++
 		}
 		if i > 0 {
 			// Only the batch's last segment may take steered messages: they
-			// arrived after any reset in it.
+			// arrived after any barrier in it.
 			var steer func() []job
 			if i == len(items) {
 				steer = t.Steer
@@ -221,7 +228,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 			g.runMessages(ctx, items[:i], steer)
 		}
 		if i < len(items) && !shuttingDown(ctx) {
-			g.reset(ctx, items[i])
+			if items[i].barrier == "compact" {
+				g.compact(ctx, items[i])
+			} else {
+				g.reset(ctx, items[i])
+			}
 			i++
 		}
 		items = items[i:]
@@ -234,6 +245,28 @@ func (g *Gateway) reset(ctx context.Context, j job) {
 	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
 		g.opts.Log.ErrorContext(ctx, "reset session", "session_key", j.key.String(), "error", err)
 		text = "Sorry, I couldn't start a new conversation: " + userError(err)
+	}
+	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
+}
+
+// compact summarizes the session's older messages now, between turns.
+func (g *Gateway) compact(ctx context.Context, j job) {
+	var text string
+	s, err := g.opts.Sessions.Active(ctx, j.key)
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		text = "Nothing to compact yet."
+	case err != nil:
+		g.opts.Log.ErrorContext(ctx, "read session for /compact", "session_key", j.key.String(), "error", err)
+		text = "Sorry, I couldn't read this conversation; please try again shortly."
+	case g.opts.Compact == nil:
+		text = "Compaction is not available here."
+	default:
+		text, err = g.opts.Compact(ctx, s, j.agent)
+		if err != nil {
+			g.opts.Log.ErrorContext(ctx, "compact session", "session_id", s.ID, "error", err)
+			text = "Sorry, I couldn't compact this conversation: " + userError(err)
+		}
 	}
 	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
 }

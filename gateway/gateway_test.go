@@ -441,3 +441,58 @@ func TestRecoverRacingDeliverRunsEachMessageOnce(t *testing.T) {
 		t.Fatalf("%d replies sent, want %d", got, n)
 	}
 }
+
+// /compact waits for the running turn, runs between turns on the lane, and
+// answers with what the compaction did.
+func TestCompactRunsBetweenTurns(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var order []string
+	r := newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		mu.Lock()
+		order = append(order, "turn "+in.Messages[0].Text)
+		mu.Unlock()
+		if in.Messages[0].Text == "A" {
+			started <- struct{}{}
+			<-release
+		}
+		return echoRun(ctx, in)
+	}, func(o *gateway.Options) {
+		o.Compact = func(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+			mu.Lock()
+			order = append(order, "compact "+agentID)
+			mu.Unlock()
+			if s.ID == "" {
+				return "", errors.New("no session")
+			}
+			return "Summarized 4 earlier messages.", nil
+		}
+	})
+	r.deliver(msg("1", "A"))
+	<-started
+	r.deliver(msg("2", "/compact"))
+	r.deliver(msg("3", "B"))
+	close(release)
+	got := r.sent(3)
+	if got[0] != "echo: A" || got[1] != "Summarized 4 earlier messages." || got[2] != "echo: B" {
+		t.Fatalf("replies %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(order, ", ") != "turn A, compact default, turn B" {
+		t.Fatalf("order %q", order)
+	}
+}
+
+func TestCompactWithoutASession(t *testing.T) {
+	r := newRig(t, dbtest.SQLite(t), echoRun, func(o *gateway.Options) {
+		o.Compact = func(context.Context, sessions.Session, string) (string, error) {
+			return "", errors.New("must not be called")
+		}
+	})
+	r.deliver(msg("1", "/compact@parleybot"))
+	if got := r.sent(1); got[0] != "Nothing to compact yet." {
+		t.Fatalf("replies %q", got)
+	}
+}
