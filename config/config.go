@@ -60,6 +60,8 @@ type Config struct {
 	// Bindings route incoming messages to agents; see Route.
 	Bindings []Binding `yaml:"bindings"`
 	Memory   Memory    `yaml:"memory"`
+	// Adapters are the channels: each entry is one instance of a type.
+	Adapters []Adapter `yaml:"adapters"`
 }
 
 // Memory configures long-term memory's search index.

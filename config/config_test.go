@@ -234,9 +234,21 @@ func TestExampleFile(t *testing.T) {
 		if !reflect.DeepEqual(c.Bindings, wantBindings) {
 			t.Errorf("example bindings = %+v, want %+v", c.Bindings, wantBindings)
 		}
+		// The example's adapter shows the gateway's defaults for its keys.
+		if len(c.Adapters) != 1 || c.Adapters[0].ID != "tg-main" || c.Adapters[0].Type != "telegram" ||
+			c.Adapters[0].DMPolicy != DefaultDMPolicy || c.Adapters[0].GroupPolicy != DefaultGroupPolicy || len(c.Adapters[0].Allow) != 0 {
+			t.Errorf("example adapters = %+v", c.Adapters)
+		}
+		var tg struct {
+			Token Secret `yaml:"token"`
+		}
+		if err := c.Adapters[0].Decode(&tg); err != nil || tg.Token != "" {
+			t.Errorf("the example's telegram token with no environment = %q, %v; want empty", tg.Token, err)
+		}
 		want := Default()
 		want.Agents = c.Agents
 		want.Bindings = c.Bindings
+		want.Adapters = c.Adapters
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)
 		}

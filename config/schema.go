@@ -76,7 +76,8 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 		}
 		names, fields := yamlFields(t)
 		seen := map[string]int{}
-		c.checkKeys(n, path, names, fields, seen, false)
+		// An adapter entry's other keys are its type's to check.
+		c.checkKeys(n, path, names, fields, seen, false, t == adapterType)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			c.addAt(n.Line, path, "expected a list, got "+describe(n, t))
@@ -95,7 +96,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 // checkKeys checks a mapping's keys against a struct's fields. Keys written in
 // the mapping are checked before those pulled in with "<<: *anchor", which
 // they override, as YAML says.
-func (c *checker) checkKeys(n *yaml.Node, path string, names []string, fields map[string]reflect.Type, seen map[string]int, merged bool) {
+func (c *checker) checkKeys(n *yaml.Node, path string, names []string, fields map[string]reflect.Type, seen map[string]int, merged, open bool) {
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -116,6 +117,9 @@ func (c *checker) checkKeys(n *yaml.Node, path string, names []string, fields ma
 		}
 		seen[k.Value] = k.Line
 		ft, ok := fields[k.Value]
+		if !ok && open {
+			continue
+		}
 		if !ok {
 			c.addAt(k.Line, full, fmt.Sprintf("unknown key %q (known keys: %s)", full, strings.Join(names, ", ")))
 			continue
@@ -124,21 +128,21 @@ func (c *checker) checkKeys(n *yaml.Node, path string, names []string, fields ma
 		c.check(v, ft, full)
 	}
 	for _, m := range merges {
-		c.checkMerge(m, path, names, fields, seen)
+		c.checkMerge(m, path, names, fields, seen, open)
 	}
 }
 
 // checkMerge checks the value of a "<<" key: a mapping or a list of them.
-func (c *checker) checkMerge(m *yaml.Node, path string, names []string, fields map[string]reflect.Type, seen map[string]int) {
+func (c *checker) checkMerge(m *yaml.Node, path string, names []string, fields map[string]reflect.Type, seen map[string]int, open bool) {
 	if m.Kind == yaml.AliasNode && m.Alias != nil {
 		m = m.Alias
 	}
 	switch m.Kind {
 	case yaml.MappingNode:
-		c.checkKeys(m, path, names, fields, seen, true)
+		c.checkKeys(m, path, names, fields, seen, true, open)
 	case yaml.SequenceNode:
 		for _, e := range m.Content {
-			c.checkMerge(e, path, names, fields, seen)
+			c.checkMerge(e, path, names, fields, seen, open)
 		}
 	default:
 		c.addAt(m.Line, path, `"<<" must merge a mapping or a list of mappings`)

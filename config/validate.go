@@ -29,6 +29,7 @@ func (c *Config) validate(ck *checker) {
 	c.Providers.Anthropic.validate(ck, "providers.anthropic.")
 	c.Gateway.validate(ck)
 	c.Memory.validate(ck)
+	c.validateAdapters(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {

@@ -1,0 +1,156 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Adapter is one configured channel instance, e.g. a Telegram bot. The keys
+// here are the gateway's own (which adapter, who may talk to it); every
+// other key in the entry belongs to the adapter type, which decodes it
+// strictly with Decode, so this package never knows an adapter's fields.
+type Adapter struct {
+	ID   string `yaml:"id"`
+	Type string `yaml:"type"`
+	// DMPolicy decides who may talk to the bot in a direct chat: "open"
+	// (anyone), "allowlist" (only Allow) or "pairing" (Allow, plus anyone
+	// an operator approves with a one-time code).
+	DMPolicy string `yaml:"dm_policy"`
+	// GroupPolicy decides when the bot answers in a group: "mention" (when
+	// addressed), "always" or "never".
+	GroupPolicy string `yaml:"group_policy"`
+	// Allow lists the platform user ids always let in.
+	Allow []string `yaml:"allow"`
+
+	rest *yaml.Node // the adapter type's own keys
+	file string
+	path string
+}
+
+// Defaults for an adapter entry's gateway keys.
+const (
+	DefaultDMPolicy    = "pairing"
+	DefaultGroupPolicy = "mention"
+)
+
+var adapterType = reflect.TypeFor[Adapter]()
+
+// adapterKeys are the keys Adapter itself holds; the rest go to the type.
+var adapterKeys = func() map[string]bool {
+	names, _ := yamlFields(adapterType)
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}()
+
+// UnmarshalYAML keeps the entry's type-specific keys aside for Decode.
+func (a *Adapter) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("expected a mapping of keys")
+	}
+	own := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if adapterKeys[k.Value] {
+			own.Content = append(own.Content, k, v)
+		} else {
+			rest.Content = append(rest.Content, k, v)
+		}
+	}
+	type plain Adapter // without this method
+	var p plain
+	if err := own.Decode(&p); err != nil {
+		return err
+	}
+	*a = Adapter(p)
+	a.rest = rest
+	return nil
+}
+
+// Decode strictly decodes the entry's type-specific keys into v, a pointer
+// to the adapter type's config struct (with yaml tags). Unknown keys,
+// duplicates and wrong types are reported with file and line, like every
+// other config problem.
+func (a Adapter) Decode(v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return fmt.Errorf("decode adapter %s: need a pointer, got %T", a.ID, v)
+	}
+	if a.rest == nil || len(a.rest.Content) == 0 {
+		return nil
+	}
+	ck := newChecker(a.file)
+	ck.check(a.rest, t.Elem(), a.path)
+	if len(ck.problems) > 0 {
+		ck.problems.sortByLine()
+		return ck.problems
+	}
+	if err := a.rest.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", a.path, err)
+	}
+	return nil
+}
+
+// Path is where the entry is in the file, e.g. "adapters[0]", for messages.
+func (a Adapter) Path() string { return a.path }
+
+var adapterID = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+const adapterIDRule = `use 1-64 characters from a-z, 0-9, "_", "-" and ".", starting with a letter or digit, such as "tg-main"`
+
+func (c *Config) adapterDefaults(file string) {
+	for i := range c.Adapters {
+		a := &c.Adapters[i]
+		a.file, a.path = file, fmt.Sprintf("adapters[%d]", i)
+		a.ID = strings.TrimSpace(a.ID)
+		a.Type = strings.ToLower(strings.TrimSpace(a.Type))
+		a.DMPolicy = normalize(a.DMPolicy, DefaultDMPolicy)
+		a.GroupPolicy = normalize(a.GroupPolicy, DefaultGroupPolicy)
+		for j := range a.Allow {
+			a.Allow[j] = strings.TrimSpace(a.Allow[j])
+		}
+	}
+}
+
+func (c *Config) validateAdapters(ck *checker) {
+	first := map[string]int{}
+	for i, a := range c.Adapters {
+		p := fmt.Sprintf("adapters[%d].", i)
+		switch {
+		case a.ID == "":
+			ck.add(p+"id", "required; "+adapterIDRule)
+		case !adapterID.MatchString(a.ID):
+			ck.add(p+"id", fmt.Sprintf("%q is not a valid adapter id; %s", a.ID, adapterIDRule))
+		default:
+			if j, dup := first[a.ID]; dup {
+				ck.add(p+"id", fmt.Sprintf("%q is used by adapters[%d] too; adapter ids must be unique", a.ID, j))
+			}
+			first[a.ID] = i
+		}
+		if a.Type == "" {
+			ck.add(p+"type", `required; the kind of channel, such as "telegram", "discord" or "whatsapp"`)
+		}
+		switch a.DMPolicy {
+		case "open", "allowlist", "pairing":
+		default:
+			ck.add(p+"dm_policy", fmt.Sprintf(`%q is not allowed; use "open" (anyone), "allowlist" (only the users in allow) or "pairing" (allow, plus users an operator approves)`, a.DMPolicy))
+		}
+		switch a.GroupPolicy {
+		case "mention", "always", "never":
+		default:
+			ck.add(p+"group_policy", fmt.Sprintf(`%q is not allowed; use "mention" (answer when addressed), "always" or "never"`, a.GroupPolicy))
+		}
+		for j, u := range a.Allow {
+			if u == "" {
+				ck.add(fmt.Sprintf("%sallow[%d]", p, j), "empty; list platform user ids, such as \"123456789\"")
+			}
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+type fakeAdapterConfig struct {
+	Token   Secret   `yaml:"token"`
+	Timeout Duration `yaml:"timeout"`
+	Shards  int      `yaml:"shards"`
+}
+
+func TestAdapterEntries(t *testing.T) {
+	src := `adapters:
+  - id: tg-main
+    type: Telegram
+    allow: ["42"]
+    token: ${TOKEN}
+    timeout: 3s
+  - id: tg-two
+    type: telegram
+    dm_policy: open
+    group_policy: always
+    tokn: x
+    shards: lots
+`
+	c, err := Parse([]byte(src), "parley.yaml", func(k string) (string, bool) {
+		if k == "TOKEN" {
+			return "s3cret", true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Adapters[0], c.Adapters[1]
+	if a.ID != "tg-main" || a.Type != "telegram" || a.DMPolicy != "pairing" || a.GroupPolicy != "mention" || len(a.Allow) != 1 || a.Allow[0] != "42" {
+		t.Fatalf("first entry: %+v", a)
+	}
+	if b.DMPolicy != "open" || b.GroupPolicy != "always" {
+		t.Fatalf("second entry: %+v", b)
+	}
+	var fa fakeAdapterConfig
+	if err := a.Decode(&fa); err != nil {
+		t.Fatal(err)
+	}
+	if fa.Token.Reveal() != "s3cret" || fa.Timeout.Std().String() != "3s" {
+		t.Fatalf("decoded %+v", fa)
+	}
+	// The adapter's own keys are checked strictly, with the file's lines.
+	var fb fakeAdapterConfig
+	err = b.Decode(&fb)
+	want := []string{
+		`parley.yaml:11: unknown key "adapters[1].tokn" (known keys: token, timeout, shards)`,
+		`parley.yaml:12: adapters[1].shards: expected an integer, got "lots"`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("Decode = %v, want\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+func TestAdapterValidation(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"no id", "adapters:\n  - type: telegram\n",
+			`parley.yaml:2: adapters[0].id: required; use 1-64 characters from a-z, 0-9, "_", "-" and ".", starting with a letter or digit, such as "tg-main"`},
+		{"bad id", "adapters:\n  - id: TG Main\n    type: telegram\n",
+			`parley.yaml:2: adapters[0].id: "TG Main" is not a valid adapter id; use 1-64 characters from a-z, 0-9, "_", "-" and ".", starting with a letter or digit, such as "tg-main"`},
+		{"no type", "adapters:\n  - id: tg\n",
+			`parley.yaml:2: adapters[0].type: required; the kind of channel, such as "telegram", "discord" or "whatsapp"`},
+		{"duplicate id", "adapters:\n  - id: tg\n    type: telegram\n  - id: tg\n    type: telegram\n",
+			`parley.yaml:4: adapters[1].id: "tg" is used by adapters[0] too; adapter ids must be unique`},
+		{"dm policy", "adapters:\n  - id: tg\n    type: telegram\n    dm_policy: friends\n",
+			`parley.yaml:4: adapters[0].dm_policy: "friends" is not allowed; use "open" (anyone), "allowlist" (only the users in allow) or "pairing" (allow, plus users an operator approves)`},
+		{"group policy", "adapters:\n  - id: tg\n    type: telegram\n    group_policy: sometimes\n",
+			`parley.yaml:4: adapters[0].group_policy: "sometimes" is not allowed; use "mention" (answer when addressed), "always" or "never"`},
+		{"allow type", "adapters:\n  - id: tg\n    type: telegram\n    allow: 42\n",
+			`parley.yaml:4: adapters[0].allow: expected a list, got "42"`},
+		{"not a mapping", "adapters:\n  - tg\n",
+			`parley.yaml:2: adapters[0]: expected a mapping of keys, got "tg"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), "parley.yaml", nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
