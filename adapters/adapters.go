@@ -45,6 +45,19 @@ type FileRef struct {
 	URL       string `json:"url,omitempty"`
 }
 
+// Attributed is the text as the model should see it: in a group, where
+// several people talk, prefixed with who said it.
+func (in Inbound) Attributed() string {
+	if !in.Group {
+		return in.Text
+	}
+	name := in.DisplayName
+	if name == "" {
+		name = in.UserID
+	}
+	return name + ": " + in.Text
+}
+
 // Validate says what is wrong with an inbound message, so an adapter can
 // refuse it before the platform is told it arrived.
 func (in Inbound) Validate() error {

@@ -9,4 +9,8 @@ var (
 	ErrInvalidInbound = errors.New("invalid inbound message")
 	// ErrUnknownType means no adapter registered under that type name.
 	ErrUnknownType = errors.New("unknown adapter type")
+	// ErrNoCredentials is what a factory returns when its credentials (a
+	// token, say) are empty: the daemon skips that adapter and says so, so
+	// one config runs with only the channels that have credentials.
+	ErrNoCredentials = errors.New("no credentials configured")
 )

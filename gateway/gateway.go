@@ -58,6 +58,9 @@ type Options struct {
 	Sender   *Sender
 	Run      RunFunc
 	Status   StatusFunc
+	// Access is each adapter's access policy; adapters without one (the
+	// CLI, cron, webhooks, the API) let everything in.
+	Access map[adapters.ID]Access
 	// Compact summarizes a session's older messages for /compact and says
 	// what it did, in a line for the user.
 	Compact func(ctx context.Context, s sessions.Session, agentID string) (string, error)
@@ -84,6 +87,7 @@ type Gateway struct {
 	lanes      *Lanes[string, job]
 	agents     map[string]Agent
 	duplicates atomic.Int64
+	denied     atomic.Int64
 }
 
 type job struct {
@@ -99,6 +103,9 @@ type job struct {
 	repair sessions.ID
 	// mark answers a recovered message with an apology instead of a turn.
 	mark bool
+	// contextOnly keeps a group message the bot wasn't addressed in as
+	// context, without a turn.
+	contextOnly bool
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -140,6 +147,9 @@ func SessionKey(in adapters.Inbound, agentID string) sessions.Key {
 	return sessions.ChatKey(in.Surface, in.ChatID, in.UserID, agentID)
 }
 
+// Denied counts messages the access policy turned away.
+func (g *Gateway) Denied() int64 { return g.denied.Load() }
+
 // Duplicates is how many redelivered messages were dropped.
 func (g *Gateway) Duplicates() int64 { return g.duplicates.Load() }
 
@@ -170,6 +180,27 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) error {
 func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
+	switch d, err := g.access(ctx, j); {
+	case err != nil:
+		g.opts.Log.ErrorContext(ctx, "access check", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
+		g.complete(ctx, []job{j}, InboundFailed, "", "access check: "+err.Error(), j, "")
+		return
+	case d == deny || d == pairingSent:
+		g.denied.Add(1)
+		g.opts.Log.DebugContext(ctx, "message denied by the access policy", "adapter", j.in.Adapter,
+			"chat_id", j.in.ChatID, "user_id", j.in.UserID, "group", j.in.Group, "pairing", d == pairingSent)
+		if d == deny {
+			g.complete(ctx, []job{j}, InboundDone, "", "denied by the access policy", j, "")
+		}
+		return
+	case d == contextOnly:
+		j.contextOnly = true
+	}
+	if _, ok := command(j.in.Text); ok && j.contextOnly {
+		// A command in a group must address the bot; this one didn't.
+		g.complete(ctx, []job{j}, InboundDone, "", "command not addressed to the bot", j, "")
+		return
+	}
 	if cmd, ok := command(j.in.Text); ok {
 		if cmd == "reset" || cmd == "compact" {
 			// It runs on the lane, after what was sent before it. A reset
@@ -278,6 +309,10 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 	g.repair(ctx, items)
 	var run []job
 	for _, j := range items {
+		if j.contextOnly {
+			g.remember(ctx, j)
+			continue
+		}
 		if j.mark {
 			g.complete(ctx, []job{j}, InboundMarked, j.repair, "unanswered at restart", j,
 				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
@@ -289,6 +324,23 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 		return
 	}
 	g.runTurn(ctx, run, steer)
+}
+
+// remember keeps a group message the bot wasn't addressed in: stored in the
+// session as context for later turns, with no reply.
+func (g *Gateway) remember(ctx context.Context, j job) {
+	agent := g.agents[j.agent]
+	sess, _, err := g.opts.Sessions.Resolve(ctx, j.key, agent.Policy)
+	if err == nil {
+		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
+			Role: sessions.RoleUser, Content: j.in.Attributed()})
+	}
+	if err != nil {
+		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)
+		g.complete(ctx, []job{j}, InboundFailed, "", err.Error(), j, "")
+		return
+	}
+	g.complete(ctx, []job{j}, InboundDone, sess.ID, "", j, "")
 }
 
 // repair finalizes the sessions a crash interrupted, once each.

@@ -274,19 +274,24 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 				return fmt.Errorf("finish inbound %s (unknown, or answered already): %w", id, ErrNotFound)
 			}
 		}
-		for _, r := range replies {
-			u, err := uuid.NewV7()
-			if err != nil {
-				return fmt.Errorf("generate id: %w", err)
-			}
-			_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
-				string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, now)
-			if err != nil {
-				return fmt.Errorf("queue reply %s: %w", r.Key, err)
-			}
-		}
-		return nil
+		return queueReplies(ctx, q, nowT, replies)
 	})
+}
+
+// queueReplies writes replies to the outbox inside a transaction.
+func queueReplies(ctx context.Context, q dbutil.Querier, now time.Time, replies []Reply) error {
+	for _, r := range replies {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("generate id: %w", err)
+		}
+		_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
+			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now))
+		if err != nil {
+			return fmt.Errorf("queue reply %s: %w", r.Key, err)
+		}
+	}
+	return nil
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/parleyd/parley/config"
 )
@@ -18,9 +19,27 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	if _, err := parseFlags(fs, args[1:], 0); err != nil {
 		return err
 	}
-	_, used, err := config.LoadOrDefault(*path)
 	var problems config.Problems
-	if errors.As(err, &problems) {
+	cfg, used, err := config.LoadOrDefault(*path)
+	if err == nil {
+		// Each channel checks its own keys as it is built (nothing connects).
+		_, err = buildAdapters(cfg, slog.New(slog.DiscardHandler))
+		problems = nil
+		for _, e := range unjoin(err) {
+			var ps config.Problems
+			if errors.As(e, &ps) {
+				problems = append(problems, ps...)
+			} else if e != nil {
+				fmt.Fprintln(stdout, e.Error())
+			}
+		}
+		if err != nil && len(problems) == 0 {
+			return fmt.Errorf("%s: the channels have problems", displayPath(used))
+		}
+	} else {
+		errors.As(err, &problems)
+	}
+	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(stdout, p.Error())
 		}
@@ -31,4 +50,15 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "ok: %s\n", displayPath(used))
 	return nil
+}
+
+// unjoin lists the errors inside an errors.Join, or err itself.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }

@@ -115,8 +115,9 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 			return err
 		},
-		Lanes: gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
-		Log:   log,
+		Access: accessPolicies(cfg),
+		Lanes:  gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:    log,
 	})
 	if err != nil {
 		db.Close()
@@ -124,6 +125,19 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		return nil, err
 	}
 	return d, nil
+}
+
+// accessPolicies is each configured channel's access policy.
+func accessPolicies(cfg *config.Config) map[adapters.ID]gateway.Access {
+	out := map[adapters.ID]gateway.Access{}
+	for _, a := range cfg.Adapters {
+		allow := map[string]bool{}
+		for _, u := range a.Allow {
+			allow[u] = true
+		}
+		out[adapters.ID(a.ID)] = gateway.Access{DM: gateway.DMPolicy(a.DMPolicy), Group: gateway.GroupPolicy(a.GroupPolicy), Allow: allow}
+	}
+	return out
 }
 
 // openMemory builds long-term memory on the configured index. A Typesense
@@ -239,7 +253,7 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 	a, _ := d.cfg.Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
-		inputs[i] = agent.Input{Text: m.Text, DisplayName: m.DisplayName}
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName}
 		if i < len(in.IDs) {
 			// The inbound id (a UUID) doubles as the user message's id, so
 			// a re-run after a crash does not store the message twice.
@@ -255,7 +269,7 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 		req.Steer = func() []agent.Input {
 			var out []agent.Input
 			for _, m := range in.Steer() {
-				out = append(out, agent.Input{Text: m.Text, DisplayName: m.DisplayName})
+				out = append(out, agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName})
 			}
 			return out
 		}

@@ -22,6 +22,9 @@ Usage:
   parley sessions ls [flags]                 list sessions
   parley sessions show ID [--archived]       show a session and its messages
   parley memory reindex [--config FILE]      rebuild the memory search index from the database
+  parley pairing ls [--config FILE]          list direct-chat pairing requests waiting
+  parley pairing approve CODE [--config FILE]
+                                             let a pairing code's sender talk to the bot
   parley bench [--sessions N] [--turns M] [--database URL] [--json]
                                              measure the whole path in process
   parley bench --idle [--runs N] [--json]    measure an idle daemon's start and RSS
@@ -70,6 +73,8 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		err = cmdSessions(ctx, rest, stdout)
 	case "memory":
 		err = cmdMemory(ctx, rest, stdout, stderr)
+	case "pairing":
+		err = cmdPairing(ctx, rest, stdout)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", version())
 	case "help", "--help", "-h":

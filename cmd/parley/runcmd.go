@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
 )
 
@@ -30,7 +29,11 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(stderr, cfg.Log)
 
-	d, err := startDaemon(ctx, cfg, log, map[adapters.ID]adapters.Adapter{})
+	channels, err := buildAdapters(cfg, log)
+	if err != nil {
+		return err
+	}
+	d, err := startDaemon(ctx, cfg, log, channels)
 	if err != nil {
 		return err
 	}
