@@ -43,6 +43,9 @@ type TurnInput struct {
 	IDs []string
 	// Steer takes messages that arrived during the turn (steer mode).
 	Steer func() []adapters.Inbound
+	// OnText, when set, takes the reply's text as it is written, for a
+	// channel that shows replies as they stream. It must not block.
+	OnText func(delta string)
 }
 
 // RunFunc runs one agent turn and returns the reply text ("" for none).
@@ -58,6 +61,9 @@ type Options struct {
 	Sender   *Sender
 	Run      RunFunc
 	Status   StatusFunc
+	// Stream returns the adapter to show replies on as they are written,
+	// when streaming is on for it (it must implement adapters.Editor).
+	Stream func(adapters.ID) (adapters.Adapter, bool)
 	// Access is each adapter's access policy; adapters without one (the
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
@@ -399,9 +405,14 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		}
 		return out
 	}}
+	stream := g.startStream(ctx, last.in)
+	if stream != nil {
+		input.OnText = stream.add
+	}
 	stopTyping := g.keepTyping(ctx, first.in)
 	reply, err := g.opts.Run(ctx, input)
 	stopTyping()
+	shown := stream.finish()
 	all := append(append([]job(nil), items...), steered...)
 	if shuttingDown(ctx) {
 		// Cut short by shutdown: the messages stay accepted, so the next
@@ -411,12 +422,12 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		g.complete(ctx, all, InboundDone, sess.ID, "aborted", last, reply)
+		g.finish(ctx, all, InboundDone, sess.ID, "aborted", last, reply, shown)
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "turn failed", "session_key", first.key.String(), "session_id", sess.ID, "error", err)
-		g.complete(ctx, all, InboundFailed, sess.ID, err.Error(), last, "Sorry, something went wrong while answering: "+userError(err))
+		g.finish(ctx, all, InboundFailed, sess.ID, err.Error(), last, "Sorry, something went wrong while answering: "+userError(err), shown)
 	default:
-		g.complete(ctx, all, InboundDone, sess.ID, "", last, reply)
+		g.finish(ctx, all, InboundDone, sess.ID, "", last, reply, shown)
 	}
 }
 
@@ -479,6 +490,12 @@ func userError(err error) string {
 // the chat of replyTo, chunked at the adapter's limit, in one transaction;
 // then it wakes the sender. The reply's key makes a repeat a no-op.
 func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text string) {
+	g.finish(ctx, jobs, status, sid, errText, replyTo, text, "")
+}
+
+// finish is complete for a reply whose start was shown as it streamed (in
+// the message shown): its first chunk is the final edit of that message.
+func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text, shown string) {
 	limit := 0
 	if g.opts.Limit != nil {
 		limit = g.opts.Limit(replyTo.in.Adapter)
@@ -488,6 +505,9 @@ func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus
 	for i, c := range chunks {
 		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", replyTo.inboundID, i), SessionID: string(sid), InboundID: replyTo.inboundID,
 			Adapter: replyTo.in.Adapter, ChatID: replyTo.in.ChatID, ReplyTo: replyTo.in.MessageID, Text: c}
+	}
+	if len(replies) > 0 {
+		replies[0].EditMessageID = shown
 	}
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {

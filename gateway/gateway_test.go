@@ -35,7 +35,7 @@ func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gatew
 	rec := adapterstest.New()
 	store := gateway.NewStore(db, nil)
 	sender := gateway.NewSender(store, gateway.SenderOptions{
-		Adapter: func(id adapters.ID) (adapters.Adapter, bool) { return rec, id == "tg" },
+		Adapter: func(id adapters.ID) (adapters.Adapter, bool) { return rec, id == "tg" || id == "tg-stream" },
 		Poll:    10 * time.Millisecond,
 	})
 	sess := sessions.NewStore(db)
@@ -46,7 +46,10 @@ func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gatew
 				return nil
 			}
 			return func(ctx context.Context, chat string) { _ = rec.Typing(ctx, chat) }
-		}}
+		},
+		// Replies to "tg-stream" are shown as they are written.
+		Stream: func(id adapters.ID) (adapters.Adapter, bool) { return rec, id == "tg-stream" },
+	}
 	if mutate != nil {
 		mutate(&opts)
 	}

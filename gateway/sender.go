@@ -138,6 +138,23 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	return sent, errors.Join(errs...)
 }
 
+// deliverReply sends r, or makes it the final edit of the streamed message
+// it finishes. If that message can't be edited (deleted, say), the text goes
+// out as a new message: it must arrive.
+func deliverReply(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Sent, error) {
+	if ed, ok := a.(adapters.Editor); ok && r.EditMessageID != "" {
+		err := ed.Edit(ctx, r.ChatID, r.EditMessageID, r.Text)
+		if err == nil {
+			return adapters.Sent{MessageID: r.EditMessageID}, nil
+		}
+		var rl *adapters.RateLimitError
+		if errors.As(err, &rl) || ctx.Err() != nil {
+			return adapters.Sent{}, err
+		}
+	}
+	return a.Send(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+}
+
 // send delivers one claimed reply and records the outcome; it calls
 // called once the platform call is over.
 func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error) {
@@ -151,7 +168,7 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		// A send in flight finishes even when the sender is stopping: cutting
 		// it off could leave a reply delivered but not recorded, sent twice.
 		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
-		sent, err = a.Send(sendCtx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+		sent, err = deliverReply(sendCtx, a, r)
 		cancel()
 	}
 	called()

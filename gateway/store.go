@@ -56,13 +56,13 @@ const (
 
 	renewInboundQuery = `UPDATE inbound SET lease_until = $2 WHERE owner = $1 AND status = 'accepted' AND lease_until < $3`
 
-	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at, edit_message_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)
 	ON CONFLICT (idempotency_key) DO NOTHING`
 
 	// Only a chat's oldest pending reply is due, so a chat's replies go out
 	// in order even when one of them has to wait for a retry.
-	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts
+	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts, edit_message_id
 	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
@@ -249,6 +249,9 @@ type Reply struct {
 	ReplyTo   string
 	Text      string
 	Attempts  int
+	// EditMessageID, when set, makes this reply the final edit of a
+	// message already shown (a streamed reply) instead of a new message.
+	EditMessageID string
 }
 
 // QueueReplies writes replies to the outbox in one transaction. Replies
@@ -286,7 +289,7 @@ func queueReplies(ctx context.Context, q dbutil.Querier, now time.Time, replies 
 			return fmt.Errorf("generate id: %w", err)
 		}
 		_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
-			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now))
+			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID)
 		if err != nil {
 			return fmt.Errorf("queue reply %s: %w", r.Key, err)
 		}
@@ -320,7 +323,7 @@ func scanReplies(rows *sql.Rows, err error) ([]Reply, error) {
 	for rows.Next() {
 		var r Reply
 		var adapter string
-		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts); err != nil {
+		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts, &r.EditMessageID); err != nil {
 			return nil, err
 		}
 		r.Adapter = adapters.ID(adapter)

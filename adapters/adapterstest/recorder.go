@@ -19,6 +19,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	sent    []adapters.Outbound
+	ids     []string // the platform id of each sent message
 	edits   []Edit
 	typing  []string
 	sink    adapters.Sink
@@ -87,8 +88,10 @@ func (r *Recorder) Send(ctx context.Context, out adapters.Outbound) (adapters.Se
 	}
 	r.sent = append(r.sent, out)
 	r.nextID++
+	id := fmt.Sprintf("rec-%d", r.nextID)
+	r.ids = append(r.ids, id)
 	r.cond.Broadcast()
-	return adapters.Sent{MessageID: fmt.Sprintf("rec-%d", r.nextID)}, nil
+	return adapters.Sent{MessageID: id}, nil
 }
 
 // MaxMessageLength implements adapters.Limiter.
@@ -101,6 +104,50 @@ func (r *Recorder) Edit(ctx context.Context, chatID, messageID, text string) err
 	r.edits = append(r.edits, Edit{chatID, messageID, text})
 	r.cond.Broadcast()
 	return nil
+}
+
+// Visible is what a person sees in a chat: the texts of the messages sent
+// there, in order, each as last edited.
+func (r *Recorder) Visible(chatID string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	text := map[string]string{}
+	var order []string
+	for i, o := range r.sent {
+		if o.ChatID == chatID {
+			text[r.ids[i]] = o.Text
+			order = append(order, r.ids[i])
+		}
+	}
+	for _, e := range r.edits {
+		if _, ok := text[e.MessageID]; ok && e.ChatID == chatID {
+			text[e.MessageID] = e.Text
+		}
+	}
+	out := make([]string, len(order))
+	for i, id := range order {
+		out[i] = text[id]
+	}
+	return out
+}
+
+// WaitEdits waits until at least n edits are recorded.
+func (r *Recorder) WaitEdits(ctx context.Context, n int) ([]Edit, error) {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.edits) < n {
+		if ctx.Err() != nil {
+			return append([]Edit(nil), r.edits...), fmt.Errorf("recorder: %d edits, want %d: %w", len(r.edits), n, ctx.Err())
+		}
+		r.cond.Wait()
+	}
+	return append([]Edit(nil), r.edits...), nil
 }
 
 // Typing implements adapters.Typer.
