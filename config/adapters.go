@@ -25,6 +25,9 @@ type Adapter struct {
 	GroupPolicy string `yaml:"group_policy"`
 	// Allow lists the platform user ids always let in.
 	Allow []string `yaml:"allow"`
+	// Stream shows replies as they are written, by editing one message,
+	// on channels that can edit messages.
+	Stream bool `yaml:"stream"`
 
 	rest *yaml.Node // the adapter type's own keys
 	file string

@@ -95,6 +95,10 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
 
+	streams := map[adapters.ID]bool{}
+	for _, a := range cfg.Adapters {
+		streams[adapters.ID(a.ID)] = a.Stream
+	}
 	agents := make([]gateway.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
 		hour, daily := a.DailyReset()
@@ -116,8 +120,12 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			return err
 		},
 		Access: accessPolicies(cfg),
-		Lanes:  gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
-		Log:    log,
+		Stream: func(id adapters.ID) (adapters.Adapter, bool) {
+			a, ok := d.adapters[id]
+			return a, ok && streams[id]
+		},
+		Lanes: gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:   log,
 	})
 	if err != nil {
 		db.Close()
