@@ -70,6 +70,15 @@ type Options struct {
 	Log          *slog.Logger
 	Now          func() time.Time
 	Retry        llm.RetryPolicy
+	// Compactor, if set, compacts a session before a turn whose context
+	// reaches the agent's threshold and after a turn that left it there;
+	// nil means no compaction.
+	Compactor Compactor
+	// ContextWindow, if set, gives the context window of a model spec other
+	// than the agent's own (a per-message or per-session override); 0 means
+	// unknown. The known-models table (KnownContextWindow), then the agent's
+	// MaxContextTokens, stand in.
+	ContextWindow func(spec string) int
 }
 
 // AgentConfig is what the runner needs to know about the agent.
@@ -90,6 +99,10 @@ type AgentConfig struct {
 	SkillIndex      string
 	Tools           []string
 	MaxOutputTokens int
+	// MaxContextTokens is the context window of the agent's own model; 0
+	// means unknown, and then nothing is compacted or pruned automatically.
+	MaxContextTokens int
+	Compaction       CompactionConfig
 }
 
 // Input is one user message for a run.
@@ -112,6 +125,10 @@ type Request struct {
 	// Steer, if set, is asked at each step boundary for messages that
 	// arrived meanwhile; they join the run as user messages.
 	Steer func() []Input
+	// DeferCompaction skips the after-turn compaction check, so the reply
+	// is not held up by it; the caller then calls Runner.AfterTurn once the
+	// reply is on its way, on the session's lane.
+	DeferCompaction bool
 }
 
 // Result is what a run produced.
@@ -123,6 +140,9 @@ type Result struct {
 	Usage    llm.Usage
 	Steps    int
 	Aborted  bool
+	// Notices are one-line notices for the user, such as "summarized 24
+	// earlier messages" when compaction ran and the agent asks to be told.
+	Notices []string
 }
 
 // Runner runs agent turns. One run per session at a time.
@@ -172,24 +192,26 @@ func (r *Runner) Abort(id sessions.ID) bool {
 // partial Result with Aborted set and an error wrapping ctx.Err().
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	id := req.Session.ID
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r.mu.Lock()
-	if _, busy := r.running[id]; busy {
-		r.mu.Unlock()
-		return Result{}, ErrBusy
+	ctx, release, err := r.acquire(ctx, id)
+	if err != nil {
+		return Result{}, err
 	}
-	r.running[id] = cancel
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, id)
-		r.mu.Unlock()
-	}()
+	defer release()
 
 	r.statuses.set(id, Status{State: StateBusy, StartedAt: r.now()})
 	t := &turn{r: r, req: req, id: id, pctx: context.WithoutCancel(ctx)}
 	res, err := t.run(ctx)
+	// One compaction per run: a turn that tried before it doesn't try again.
+	if err == nil && !res.Aborted && !req.DeferCompaction && !t.compacted && r.opts.Compactor != nil {
+		cr, cerr := r.afterTurn(ctx, req)
+		switch {
+		case cerr != nil && ctx.Err() == nil:
+			// The reply stands; the next turn checks again.
+			r.log.WarnContext(ctx, "compaction after the turn failed", "session_id", id, "error", cerr)
+		case cr.Notice != "":
+			res.Notices = append(res.Notices, cr.Notice)
+		}
+	}
 
 	fin := TurnFinished{Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
 	switch {

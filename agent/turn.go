@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 )
@@ -30,6 +31,12 @@ type turn struct {
 	lastSig string // doom loop: the last tool call and how often it repeated
 	streak  int
 	warned  bool
+
+	side       *SideTurn          // set on a side turn (the memory flush)
+	window     int                // the model's context window; 0 if unknown
+	history    []sessions.Message // the live context, side turns left out
+	aggressive bool               // prune harder: the provider said the prompt is too long
+	compacted  bool               // a compaction ran (or was tried) before the turn
 }
 
 func (t *turn) run(ctx context.Context) (Result, error) {
@@ -39,12 +46,21 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 			return t.res, err
 		}
 	}
-	if err := t.prepare(ctx); err != nil {
+	if err := t.prepare(ctx, true); err != nil {
 		return t.res, err
 	}
-	t.r.publish(t.id, EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec})
+	if err := t.compactBefore(ctx); err != nil {
+		if ctx.Err() != nil {
+			return t.abort(ctx)
+		}
+		return t.res, err
+	}
+	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec})
 
 	limit := maxSteps(cfg)
+	if t.side != nil && t.side.MaxSteps > 0 {
+		limit = t.side.MaxSteps
+	}
 	for step := 1; ; step++ {
 		if step > 1 {
 			if err := t.steer(); err != nil {
@@ -54,7 +70,7 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 		if ctx.Err() != nil {
 			return t.abort(ctx)
 		}
-		resp, err := t.stream(ctx)
+		resp, err := t.callModel(ctx)
 		t.res.Steps++
 		t.res.Usage = t.res.Usage.Add(resp.Usage)
 		if err != nil {
@@ -78,6 +94,10 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 		if err := t.checkDoomLoop(resp.ToolCalls); err != nil {
 			return t.res, err
 		}
+		if step >= limit && t.side != nil {
+			t.res.Reply = resp.Text
+			return t.res, nil
+		}
 		if step >= limit {
 			note := fmt.Sprintf("I stopped after %d steps, the most one turn may take, before finishing. Send another message to let me continue.", limit)
 			if err := t.append(sessions.Message{Role: sessions.RoleAssistant, Content: note, Synthetic: true}); err != nil {
@@ -89,18 +109,25 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 	}
 }
 
-// prepare resolves the model and tools and assembles the prompt and history.
-func (t *turn) prepare(ctx context.Context) error {
+// prepare resolves the model and tools and assembles the prompt and
+// history. With open false it only measures: no model is opened.
+func (t *turn) prepare(ctx context.Context, open bool) error {
 	cfg, sess := t.req.Agent, t.req.Session
 	t.spec = resolveModel(t.req.Inputs, sess, cfg.Model, t.r.opts.DefaultModel)
-	model, name, err := t.r.model(t.id, t.spec)
+	var name string
+	if open {
+		model, n, err := t.r.model(t.id, t.spec)
+		if err != nil {
+			return err
+		}
+		t.model, name = model, n
+	} else if t.spec != "" {
+		_, name, _ = llm.ParseModel(t.spec)
+	}
+	t.window = t.r.contextWindow(t.spec, t.r.ownModel(sess, cfg), cfg)
+	regs, err := t.selectTools()
 	if err != nil {
 		return err
-	}
-	t.model = model
-	regs, err := t.r.opts.Tools.selectRegistered(cfg.Tools)
-	if err != nil {
-		return fmt.Errorf("select tools for agent %s: %w", cfg.ID, err)
 	}
 	t.tools = make(map[string]registered, len(regs))
 	var tools []Tool
@@ -128,28 +155,175 @@ func (t *turn) prepare(ctx context.Context) error {
 	if kind == "channel" {
 		p.DisplayName = displayName(t.req.Inputs)
 	}
+	t.call = llm.Request{
+		Model:     name,
+		System:    BuildSystemPrompt(p),
+		Tools:     llmTools,
+		MaxTokens: cfg.MaxOutputTokens,
+	}
+	if t.side != nil {
+		t.call.Temperature = t.side.Temperature
+		if t.side.MaxTokens > 0 {
+			t.call.MaxTokens = t.side.MaxTokens
+		}
+	}
+	return t.loadHistory()
+}
 
+func (t *turn) selectTools() ([]registered, error) {
+	if t.side == nil {
+		regs, err := t.r.opts.Tools.selectRegistered(t.req.Agent.Tools)
+		if err != nil {
+			return nil, fmt.Errorf("select tools for agent %s: %w", t.req.Agent.ID, err)
+		}
+		return regs, nil
+	}
+	regs := make([]registered, 0, len(t.side.Tools))
+	for _, tool := range t.side.Tools {
+		reg, err := sideTool(tool)
+		if err != nil {
+			return nil, err
+		}
+		regs = append(regs, reg)
+	}
+	return regs, nil
+}
+
+// loadHistory reads the live context into the prompt: the latest summary
+// and what follows it, never the archive. Side turns' messages are left
+// out; a side turn's own prompt goes last.
+func (t *turn) loadHistory() error {
 	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, sessions.MessagesOptions{})
 	if err != nil {
 		return fmt.Errorf("load history of session %s: %w", t.id, err)
 	}
-	turns := cmp.Or(max(cfg.HistoryTurns, 0), historyTurns(kind))
-	t.call = llm.Request{
-		Model:     name,
-		System:    BuildSystemPrompt(p),
-		Messages:  toLLM(capTurns(stored, turns)),
-		Tools:     llmTools,
-		MaxTokens: cfg.MaxOutputTokens,
+	t.history = withoutSide(stored)
+	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), historyTurns(t.req.Session.Key.Kind()))
+	t.call.Messages = toLLM(capTurns(t.history, turns))
+	if t.side != nil {
+		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: t.side.Prompt})
 	}
 	return nil
 }
 
+// compactBefore compacts the session when the prompt, with the new
+// messages, reaches the compaction threshold of the model the turn runs on
+// (a smaller model than the agent's own forces it sooner), and fails the
+// turn if the history still does not fit that model. It never truncates.
+func (t *turn) compactBefore(ctx context.Context) error {
+	if t.r.opts.Compactor == nil || t.side != nil || t.window <= 0 {
+		return nil
+	}
+	limit := Threshold(t.req.Agent, t.window)
+	used := t.contextUsed()
+	if used < limit {
+		return nil
+	}
+	t.compacted = true
+	res, err := t.r.compact(ctx, t, CompactBeforeTurn, used, limit)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Compaction left the session as it was; the turn goes on if it fits.
+		t.r.log.WarnContext(ctx, "compaction before the turn failed", "session_id", t.id, "error", err)
+		res.Skipped = err.Error()
+	}
+	if res.Notice != "" {
+		t.res.Notices = append(t.res.Notices, res.Notice)
+	}
+	if res.Compacted {
+		if err := t.loadHistory(); err != nil {
+			return err
+		}
+		used = t.contextUsed()
+	}
+	if used > int64(t.window) {
+		why := "after compaction"
+		if !res.Compacted {
+			why = "and it could not be compacted (" + cmp.Or(res.Skipped, "no reason given") + ")"
+		}
+		return fmt.Errorf("%w: about %d tokens against the %d-token window of %s, %s; send /reset to start a new session, or branch from an earlier message",
+			ErrContextFull, used, t.window, t.spec, why)
+	}
+	return nil
+}
+
+// contextUsed estimates the tokens of the prompt: the context the provider
+// reported for the latest reply plus what was added since, or the
+// heuristic estimate of the (pruned) prompt when there is no such report
+// or a compaction came after it.
+func (t *turn) contextUsed() int64 {
+	var latestSummary sessions.MessageID
+	for _, m := range t.history {
+		if m.Summary && m.ID > latestSummary {
+			latestSummary = m.ID
+		}
+	}
+	for i := len(t.history) - 1; i >= 0; i-- {
+		m := t.history[i]
+		if m.Role != sessions.RoleAssistant || m.Usage == nil || m.Usage.Context() <= 0 {
+			continue
+		}
+		// Ids are UUIDv7, in creation order: a reply older than the latest
+		// summary reported the context from before that compaction.
+		if m.ID < latestSummary {
+			break
+		}
+		n := m.Usage.Context()
+		for _, later := range t.history[i+1:] {
+			n += later.TokenEstimate
+		}
+		return n
+	}
+	call := t.call
+	call.Messages, _ = t.prune(call)
+	return EstimateRequestTokens(call)
+}
+
+// prune applies tool-output pruning to a call's messages (a view only).
+func (t *turn) prune(call llm.Request) ([]llm.Message, PruneStats) {
+	lim, window := DefaultPruneLimits, t.window
+	if t.aggressive {
+		lim = AggressivePruneLimits
+		if window <= 0 {
+			window = int(EstimateRequestTokens(call))
+		}
+	}
+	return PruneToolOutputs(call, window, lim)
+}
+
+// callModel makes one model call. When the provider says the prompt does
+// not fit, it prunes tool outputs aggressively and tries once more.
+func (t *turn) callModel(ctx context.Context) (llm.Response, error) {
+	resp, err := t.stream(ctx)
+	if err == nil || t.aggressive || !errors.Is(err, llm.ErrContextLength) || ctx.Err() != nil ||
+		resp.Text != "" || len(resp.ToolCalls) > 0 {
+		return resp, err
+	}
+	t.aggressive = true
+	t.r.log.WarnContext(ctx, "prompt too long for the model; pruning tool outputs harder and retrying",
+		"session_id", t.id, "model", t.spec, "error", err)
+	resp, err = t.stream(ctx)
+	if err != nil && errors.Is(err, llm.ErrContextLength) {
+		err = fmt.Errorf("%w (even with long tool outputs pruned; /compact summarizes the conversation, /reset starts a new one)", err)
+	}
+	return resp, err
+}
+
 func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 	call := t.call
-	call.Messages = append([]llm.Message(nil), t.call.Messages...)
+	msgs, pruned := t.prune(call)
+	if pruned.Trimmed+pruned.Cleared == 0 {
+		msgs = append([]llm.Message(nil), msgs...) // pruning copies what it changes
+	} else {
+		t.r.log.DebugContext(ctx, "tool outputs pruned for the prompt", "session_id", t.id, "trimmed", pruned.Trimmed,
+			"cleared", pruned.Cleared, "tokens_before", pruned.Before, "tokens_after", pruned.After)
+	}
+	call.Messages = msgs
 	resp, err := t.model.Stream(ctx, call, func(d llm.Delta) {
 		if d.Text != "" {
-			t.r.publish(t.id, EventMessageDelta, d.Text)
+			t.publish(EventMessageDelta, d.Text)
 		}
 	})
 	t.r.statuses.update(t.id, func(s *Status) {
@@ -232,9 +406,9 @@ func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []string {
 }
 
 func (t *turn) runTool(ctx context.Context, c llm.ToolCall) string {
-	t.r.publish(t.id, EventToolStarted, ToolEvent{CallID: c.ID, Name: c.Name})
+	t.publish(EventToolStarted, ToolEvent{CallID: c.ID, Name: c.Name})
 	result := t.toolResult(ctx, c)
-	t.r.publish(t.id, EventToolCompleted, ToolEvent{CallID: c.ID, Name: c.Name, Result: result,
+	t.publish(EventToolCompleted, ToolEvent{CallID: c.ID, Name: c.Name, Result: result,
 		IsError: result == "aborted" || strings.HasPrefix(result, "error: ")})
 	return result
 }
@@ -314,7 +488,18 @@ func (t *turn) appendResults(calls []llm.ToolCall, results []string) error {
 	return nil
 }
 
+// publish publishes a turn event; a side turn's stay private.
+func (t *turn) publish(typ events.Type, data any) {
+	if t.side == nil {
+		t.r.publish(t.id, typ, data)
+	}
+}
+
 func (t *turn) append(m sessions.Message) error {
+	if t.side != nil {
+		m.Synthetic = true
+		m.Parts = append(m.Parts, sessions.Part{Type: PartSideTurn, Name: t.side.Name})
+	}
 	stored, err := t.r.opts.Store.Append(t.pctx, t.id, m)
 	if err != nil {
 		return fmt.Errorf("append %s message to session %s: %w", m.Role, t.id, err)

@@ -1,0 +1,399 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/sessions"
+)
+
+// Compaction defaults.
+const (
+	// DefaultCompactionThreshold is the share of the context window at which
+	// a session is compacted.
+	DefaultCompactionThreshold = 0.70
+	// MaxOutputReserve caps the room kept free for the reply: a session is
+	// also compacted at window - min(MaxOutputReserve, max output tokens).
+	MaxOutputReserve = 20_000
+	// defaultOutputReserve stands in for an unset MaxOutputTokens.
+	defaultOutputReserve = 4096
+	// forecastTurns is how many recent turns the forecast averages.
+	forecastTurns = 5
+)
+
+// PartSideTurn is the part type that marks a side turn's messages (the
+// memory flush): they are stored, synthetic, and never sent in a prompt
+// again. The part's Name says which side turn wrote them.
+const PartSideTurn = "side_turn"
+
+var (
+	// ErrContextFull means the conversation does not fit the context window
+	// of the model the turn would use, even after compaction.
+	ErrContextFull = errors.New("the conversation does not fit the model's context window")
+	// ErrNoCompactor means compaction was asked for but none is configured.
+	ErrNoCompactor = errors.New("compaction is not configured")
+)
+
+// CompactionConfig is an agent's compaction settings.
+type CompactionConfig struct {
+	// Threshold is the share of MaxContextTokens at which the session is
+	// compacted; 0 means DefaultCompactionThreshold.
+	Threshold float64
+	// Model writes the summary (a cheaper model); "" means the agent's own.
+	Model string
+	// Notify asks for a one-line notice to the user when compaction ran
+	// (Result.Notices, CompactionResult.Notice).
+	Notify bool
+}
+
+// CompactWhen says what set a compaction off.
+type CompactWhen string
+
+const (
+	CompactBeforeTurn CompactWhen = "before_turn"
+	CompactAfterTurn  CompactWhen = "after_turn"
+	CompactManual     CompactWhen = "manual"
+)
+
+// Compactor shortens a session's live context: a memory flush, a summary of
+// the older messages, and archiving them (memory.Compactor). The runner
+// decides when, on the session's lane, and calls it; it never runs beside a
+// turn of the same session.
+type Compactor interface {
+	// Compact compacts req.Session. A compaction that could not run for a
+	// reason the turn can live with (too few messages, the summarizer
+	// failing after its retries) is reported in the result with a nil
+	// error, except for CompactManual, where it is an error. It must leave
+	// the session unchanged when it fails.
+	Compact(ctx context.Context, req CompactionRequest) (CompactionResult, error)
+}
+
+// CompactionRequest is what the runner tells its Compactor.
+type CompactionRequest struct {
+	When    CompactWhen
+	Session sessions.Session
+	Agent   AgentConfig
+	// Model is the spec of the model the turn runs on (the agent's own for
+	// after-turn and manual compactions), and Window its context window.
+	Model  string
+	Window int
+	// Used is the estimated context in tokens, and Threshold the trigger it
+	// was measured against.
+	Used, Threshold int64
+	// SummaryModel writes the summary: the agent's compaction model, or its
+	// own. SummaryWindow is its context window (0 if unknown).
+	SummaryModel  string
+	SummaryWindow int
+	// Side runs a side turn in the session (the memory flush) on the
+	// caller's lane, without taking the session's run slot, which the
+	// caller already holds.
+	Side func(ctx context.Context, st SideTurn) (Result, error)
+}
+
+// CompactionResult is what a compaction did.
+type CompactionResult struct {
+	Compacted bool
+	// Skipped says why nothing was compacted, when Compacted is false.
+	Skipped string
+	// SummaryID is the summary message, and the compaction id of every
+	// message it archived.
+	SummaryID sessions.MessageID
+	// Summarized counts the conversation messages the summary replaced;
+	// Archived everything moved to the archive (with the flush's messages).
+	Summarized, Archived int
+	// Memories counts the memories the flush saved.
+	Memories int
+	// TokensBefore and TokensAfter are the session's token_count rollup.
+	TokensBefore, TokensAfter int64
+	Duration                  time.Duration
+	// Notice is the one-line notice for the user, when the agent asks for
+	// one (CompactionConfig.Notify).
+	Notice string
+}
+
+// SideTurn is a restricted turn a Compactor runs in the session: one
+// synthetic user message (Prompt) and only Tools. Every message it stores is
+// synthetic and carries a PartSideTurn part named Name, so later prompts
+// leave it out. It publishes no events and never compacts.
+type SideTurn struct {
+	Name        string
+	Prompt      string
+	Tools       []Tool
+	Temperature *float64
+	// MaxTokens caps each model call's output; 0 means the agent's.
+	MaxTokens int
+	// MaxSteps caps the model calls; 0 means the agent's.
+	MaxSteps int
+}
+
+// Forecast is how close a session is to compaction, for /status.
+type Forecast struct {
+	// Used is the estimated context in tokens; Threshold is where
+	// compaction fires (0 when the context window is unknown); Window is
+	// the model's context window.
+	Used, Threshold int64
+	Window          int
+	// TurnsLeft is about how many turns of the recent average size fit
+	// before compaction; -1 when there is no turn to average yet or the
+	// window is unknown.
+	TurnsLeft int
+}
+
+// Threshold is the context size, in tokens, at which a session on a model
+// with the given window is compacted: the agent's threshold share of the
+// window, or the window less the room kept for the reply, whichever is
+// lower. 0 means unknown (no automatic compaction).
+func Threshold(cfg AgentConfig, window int) int64 {
+	if window <= 0 {
+		return 0
+	}
+	share := cfg.Compaction.Threshold
+	if share <= 0 {
+		share = DefaultCompactionThreshold
+	}
+	reserve := min(MaxOutputReserve, cmp.Or(max(cfg.MaxOutputTokens, 0), defaultOutputReserve))
+	return max(0, min(int64(share*float64(window)), int64(window-reserve)))
+}
+
+// knownWindows are context windows of well-known models, for a per-message
+// or per-session model override; the agent's own model uses the configured
+// max_context_tokens. Longer prefixes come first.
+var knownWindows = []struct {
+	prefix string
+	tokens int
+}{
+	{"gpt-4.1", 1_047_576},
+	{"gpt-4o", 128_000},
+	{"gpt-4-turbo", 128_000},
+	{"gpt-3.5-turbo", 16_385},
+	{"o4-mini", 200_000},
+	{"o3", 200_000},
+	{"o1", 200_000},
+	{"claude-", 200_000},
+}
+
+// KnownContextWindow is the context window of a well-known model name (the
+// provider's own name, e.g. "gpt-4o-mini"), or 0.
+func KnownContextWindow(name string) int {
+	for _, k := range knownWindows {
+		if strings.HasPrefix(name, k.prefix) {
+			return k.tokens
+		}
+	}
+	return 0
+}
+
+// contextWindow is the context window of spec for an agent whose own model
+// is own: the configured MaxContextTokens for its own model; for another,
+// Options.ContextWindow, then the known-models table, then the configured
+// value again.
+func (r *Runner) contextWindow(spec, own string, cfg AgentConfig) int {
+	if spec == own && cfg.MaxContextTokens > 0 {
+		return cfg.MaxContextTokens
+	}
+	if r.opts.ContextWindow != nil {
+		if n := r.opts.ContextWindow(spec); n > 0 {
+			return n
+		}
+	}
+	if _, name, err := llm.ParseModel(spec); err == nil {
+		if n := KnownContextWindow(name); n > 0 {
+			return n
+		}
+	}
+	return max(cfg.MaxContextTokens, 0)
+}
+
+// ownModel is the model spec the agent uses when no message overrides it.
+func (r *Runner) ownModel(sess sessions.Session, cfg AgentConfig) string {
+	return resolveModel(nil, sess, cfg.Model, r.opts.DefaultModel)
+}
+
+// acquire takes the session's run slot, so Abort can cancel what runs.
+func (r *Runner) acquire(ctx context.Context, id sessions.ID) (context.Context, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	if _, busy := r.running[id]; busy {
+		r.mu.Unlock()
+		cancel()
+		return nil, nil, ErrBusy
+	}
+	r.running[id] = cancel
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.running, id)
+		r.mu.Unlock()
+		cancel()
+	}, nil
+}
+
+// view is a turn prepared only to measure the session's context: nothing is
+// stored and no model is opened.
+func (r *Runner) view(ctx context.Context, sess sessions.Session, cfg AgentConfig) (*turn, error) {
+	t := &turn{r: r, req: Request{Session: sess, Agent: cfg}, id: sess.ID, pctx: context.WithoutCancel(ctx)}
+	if err := t.prepare(ctx, false); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Compact compacts a session now (/compact, `parley sessions compact`),
+// whatever its size, on the runner's slot for the session: ErrBusy while a
+// turn runs. Fewer messages than compaction needs is an error that says so.
+func (r *Runner) Compact(ctx context.Context, sess sessions.Session, cfg AgentConfig) (CompactionResult, error) {
+	if r.opts.Compactor == nil {
+		return CompactionResult{}, ErrNoCompactor
+	}
+	ctx, release, err := r.acquire(ctx, sess.ID)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	defer release()
+	t, err := r.view(ctx, sess, cfg)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	used := t.contextUsed()
+	return r.compact(ctx, t, CompactManual, used, Threshold(cfg, t.window))
+}
+
+// AfterTurn runs the after-turn compaction check for a run made with
+// Request.DeferCompaction, once its reply is on its way; call it on the
+// session's lane. Run does it itself otherwise.
+func (r *Runner) AfterTurn(ctx context.Context, req Request) (CompactionResult, error) {
+	if r.opts.Compactor == nil {
+		return CompactionResult{}, nil
+	}
+	ctx, release, err := r.acquire(ctx, req.Session.ID)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	defer release()
+	return r.afterTurn(ctx, req)
+}
+
+func (r *Runner) afterTurn(ctx context.Context, req Request) (CompactionResult, error) {
+	t, err := r.view(ctx, req.Session, req.Agent)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	limit := Threshold(req.Agent, t.window)
+	used := t.contextUsed()
+	if limit <= 0 || used < limit {
+		return CompactionResult{}, nil
+	}
+	return r.compact(ctx, t, CompactAfterTurn, used, limit)
+}
+
+// Forecast says how close a session is to compaction: the context used,
+// the threshold, and about how many turns of the recent average size fit
+// before it.
+func (r *Runner) Forecast(ctx context.Context, sess sessions.Session, cfg AgentConfig) (Forecast, error) {
+	t, err := r.view(ctx, sess, cfg)
+	if err != nil {
+		return Forecast{}, err
+	}
+	f := Forecast{Used: t.contextUsed(), Threshold: Threshold(cfg, t.window), Window: t.window, TurnsLeft: -1}
+	if avg := averageTurn(t.history); avg > 0 && f.Threshold > 0 {
+		f.TurnsLeft = int(max(0, (f.Threshold-f.Used)/avg))
+	}
+	return f, nil
+}
+
+// averageTurn is the average tokens per turn over the last few user turns.
+func averageTurn(msgs []sessions.Message) int64 {
+	turns, start := 0, -1
+	for i := len(msgs) - 1; i >= 0 && turns < forecastTurns; i-- {
+		if msgs[i].Role == sessions.RoleUser && !msgs[i].Synthetic {
+			turns, start = turns+1, i
+		}
+	}
+	if turns == 0 {
+		return 0
+	}
+	var n int64
+	for _, m := range msgs[start:] {
+		n += m.TokenEstimate
+	}
+	return max(1, n/int64(turns))
+}
+
+// compact calls the Compactor for t's session, showing it on the status board.
+func (r *Runner) compact(ctx context.Context, t *turn, when CompactWhen, used, limit int64) (CompactionResult, error) {
+	sess, cfg := t.req.Session, t.req.Agent
+	own := r.ownModel(sess, cfg)
+	summary := cmp.Or(cfg.Compaction.Model, own)
+	req := CompactionRequest{
+		When: when, Session: sess, Agent: cfg, Model: t.spec, Window: t.window, Used: used, Threshold: limit,
+		SummaryModel: summary, SummaryWindow: r.contextWindow(summary, own, cfg),
+		Side: func(ctx context.Context, st SideTurn) (Result, error) { return r.runSide(ctx, sess, cfg, st) },
+	}
+	prev := r.statuses.Get(sess.ID)
+	r.statuses.update(sess.ID, func(s *Status) {
+		s.State, s.Message = StateBusy, "compacting the conversation"
+	})
+	defer r.statuses.set(sess.ID, prev)
+	res, err := r.opts.Compactor.Compact(ctx, req)
+	if err == nil && res.Compacted {
+		r.log.InfoContext(ctx, "session compacted", "session_id", sess.ID, "trigger", string(when),
+			"archived", res.Archived, "tokens_before", res.TokensBefore, "tokens_after", res.TokensAfter)
+	}
+	return res, err
+}
+
+// runSide runs a side turn in sess (see SideTurn).
+func (r *Runner) runSide(ctx context.Context, sess sessions.Session, cfg AgentConfig, st SideTurn) (Result, error) {
+	t := &turn{r: r, id: sess.ID, pctx: context.WithoutCancel(ctx), side: &st,
+		req: Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: st.Prompt, Synthetic: true}}}}
+	return t.run(ctx)
+}
+
+// sideTool compiles a side turn's tool as the registry would.
+func sideTool(t Tool) (registered, error) {
+	if t.Name == "" || t.Run == nil {
+		return registered{}, fmt.Errorf("%w: a side turn's tool needs a name and a Run function", ErrInvalidTool)
+	}
+	reg := registered{tool: t}
+	if len(bytes.TrimSpace(t.Schema)) > 0 {
+		sch, err := compileSchema(t.Schema)
+		if err != nil {
+			return registered{}, fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
+		}
+		reg.schema = sch
+	}
+	return reg, nil
+}
+
+// isSide reports whether m was written by a side turn.
+func isSide(m sessions.Message) bool {
+	for _, p := range m.Parts {
+		if p.Type == PartSideTurn {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutSide drops side-turn messages, which no prompt shows again.
+func withoutSide(msgs []sessions.Message) []sessions.Message {
+	for i, m := range msgs {
+		if !isSide(m) {
+			continue
+		}
+		out := append(make([]sessions.Message, 0, len(msgs)), msgs[:i]...)
+		for _, m := range msgs[i+1:] {
+			if !isSide(m) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return msgs
+}
