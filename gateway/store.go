@@ -29,8 +29,8 @@ const (
 )
 
 const (
-	acceptInboundQuery = `INSERT INTO inbound (id, adapter, chat_id, platform_message_id, payload, received_at, updated_at, owner, lease_until)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)
+	acceptInboundQuery = `INSERT INTO inbound (id, adapter, chat_id, platform_message_id, payload, received_at, updated_at, owner, lease_until, instance)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)
 	ON CONFLICT DO NOTHING`
 
 	// Only an unanswered message is finished: if another replica took it
@@ -42,13 +42,13 @@ const (
 	// id, so the join finds the session a crash interrupted, if any. Which
 	// rows: every one when one process owns the database ($2), or this
 	// replica's own when it is starting ($5, with $3 the owner), as long as
-	// an earlier life of the process accepted it ($8 is when this one
-	// began; what it accepted itself is in its lanes); and any whose
-	// owner's lease lapsed ($4 is now): a replica that died.
+	// an earlier run of the process accepted it ($8 is this run; what it
+	// accepted itself is in its lanes); and any whose owner's lease lapsed
+	// ($4 is now): a replica that died.
 	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at
 	FROM inbound i LEFT JOIN messages m ON m.id = i.id
 	WHERE i.status = 'accepted'
-	AND ((($2 OR (i.owner = $3 AND $5)) AND i.received_at < $8) OR (i.owner <> $3 AND i.lease_until < $4))
+	AND ((($2 OR (i.owner = $3 AND $5)) AND i.instance <> $8) OR (i.owner <> $3 AND i.lease_until < $4))
 	AND (i.received_at, i.id) > ($6, $7)
 	ORDER BY i.received_at, i.id LIMIT $1`
 
@@ -85,9 +85,9 @@ type Store struct {
 	now   func() time.Time
 	owner string
 	lease time.Duration
-	// began is when this process's store was made: messages accepted
-	// before it are a previous life's, left for recovery.
-	began time.Time
+	// instance names this run of the process in the messages it accepts:
+	// those of earlier runs are left for recovery.
+	instance string
 }
 
 // DefaultLease is how long a replica's claim on the messages it accepted
@@ -111,7 +111,7 @@ func NewStore(db *dbutil.DB, now func() time.Time, opts ...StoreOption) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: db, now: now, lease: DefaultLease, began: now()}
+	s := &Store{db: db, now: now, lease: DefaultLease, instance: uuid.NewString()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -144,7 +144,7 @@ func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup
 	}
 	now := s.now()
 	res, err := s.db.Write().ExecContext(ctx, acceptInboundQuery, u.String(), in.Adapter, in.ChatID, in.MessageID,
-		string(payload), dbutil.Millis(now), s.owner, dbutil.Millis(now.Add(s.lease)))
+		string(payload), dbutil.Millis(now), s.owner, dbutil.Millis(now.Add(s.lease)), s.instance)
 	if err != nil {
 		return "", false, fmt.Errorf("store inbound %s/%s/%s: %w", in.Adapter, in.ChatID, in.MessageID, err)
 	}
@@ -177,7 +177,7 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 			query += " FOR UPDATE OF i SKIP LOCKED"
 		}
 		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting, afterAt, afterID,
-			dbutil.Millis(s.began))
+			s.instance)
 		if err != nil {
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
