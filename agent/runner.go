@@ -129,6 +129,9 @@ type Request struct {
 	// is not held up by it; the caller then calls Runner.AfterTurn once the
 	// reply is on its way, on the session's lane.
 	DeferCompaction bool
+	// OnText, if set, takes the reply's text as the model writes it, for a
+	// channel that shows replies as they stream. It must not block.
+	OnText func(delta string)
 }
 
 // Result is what a run produced.

@@ -324,6 +324,9 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 	resp, err := t.model.Stream(ctx, call, func(d llm.Delta) {
 		if d.Text != "" {
 			t.publish(EventMessageDelta, d.Text)
+			if t.req.OnText != nil && t.side == nil {
+				t.req.OnText(d.Text)
+			}
 		}
 	})
 	t.r.statuses.update(t.id, func(s *Status) {

@@ -229,6 +229,11 @@ func (a *Agent) validate(ck *checker, p string) {
 	}
 	if a.MaxContextTokens < 1024 {
 		ck.add(p+"max_context_tokens", fmt.Sprintf("%d is too small; use 1024 or more", a.MaxContextTokens))
+	} else if a.MaxOutputTokens > a.MaxContextTokens/2 {
+		// The reply's room is kept free of history; past half the window,
+		// compaction would run on every turn.
+		ck.add(p+"max_output_tokens", fmt.Sprintf("%d is more than half of max_context_tokens (%d); a reply must leave room for the conversation, so use at most %d or raise max_context_tokens",
+			a.MaxOutputTokens, a.MaxContextTokens, a.MaxContextTokens/2))
 	}
 	if a.IdleTimeoutMinutes < 0 {
 		ck.add(p+"idle_timeout_minutes", fmt.Sprintf("%d is negative; use a number of minutes, or 0 to turn the idle reset off", a.IdleTimeoutMinutes))

@@ -67,6 +67,9 @@ type Options struct {
 	// Access is each adapter's access policy; adapters without one (the
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
+	// AfterTurn, if set, runs on the lane after each turn's reply is
+	// queued, before the session's next turn (compaction, for one).
+	AfterTurn func(ctx context.Context, in TurnInput)
 	// Compact summarizes a session's older messages for /compact and says
 	// what it did, in a line for the user.
 	Compact func(ctx context.Context, s sessions.Session, agentID string) (string, error)
@@ -428,6 +431,9 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		g.finish(ctx, all, InboundFailed, sess.ID, err.Error(), last, "Sorry, something went wrong while answering: "+userError(err), shown)
 	default:
 		g.finish(ctx, all, InboundDone, sess.ID, "", last, reply, shown)
+	}
+	if g.opts.AfterTurn != nil && !shuttingDown(ctx) {
+		g.opts.AfterTurn(ctx, input)
 	}
 }
 

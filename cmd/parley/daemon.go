@@ -89,8 +89,10 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 		}
 	}
-	d.runner = agent.New(agent.Options{Store: d.sessions, Models: modelFactory(cfg), DefaultModel: echo.Name,
-		Tools: tools, Bus: bus, Log: log})
+	models := modelFactory(cfg)
+	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
+		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
 	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
@@ -119,7 +121,9 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 			return err
 		},
-		Access: accessPolicies(cfg),
+		Access:    accessPolicies(cfg),
+		Compact:   d.compact,
+		AfterTurn: d.afterTurn,
 		Stream: func(id adapters.ID) (adapters.Adapter, bool) {
 			a, ok := d.adapters[id]
 			return a, ok && streams[id]
@@ -258,6 +262,18 @@ func (d *daemon) typing(id adapters.ID) func(context.Context, string) {
 
 // runTurn runs one agent turn for the gateway.
 func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, error) {
+	req := d.request(in)
+	res, err := d.runner.Run(ctx, req)
+	reply := res.Reply
+	if len(res.Notices) > 0 && reply != "" {
+		reply = strings.Join(res.Notices, "\n") + "\n\n" + reply
+	}
+	return reply, err
+}
+
+// request is the agent run for a gateway turn. Compaction after the turn
+// is deferred to afterTurn, so it never holds up the reply.
+func (d *daemon) request(in gateway.TurnInput) agent.Request {
 	a, _ := d.cfg.Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
@@ -268,11 +284,8 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 			inputs[i].ID = sessions.MessageID(in.IDs[i])
 		}
 	}
-	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agent.AgentConfig{
-		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
-		HistoryTurns: historyTurns(a, in.Session.Key), Location: a.Location(), Tools: a.Tools,
-		MaxOutputTokens: a.MaxOutputTokens,
-	}}
+	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
+		OnText: in.OnText, DeferCompaction: true}
 	if in.Steer != nil {
 		req.Steer = func() []agent.Input {
 			var out []agent.Input
@@ -282,8 +295,53 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 			return out
 		}
 	}
-	res, err := d.runner.Run(ctx, req)
-	return res.Reply, err
+	return req
+}
+
+// afterTurn compacts the session if the turn filled it, on the lane, once
+// the reply is on its way.
+func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
+	res, err := d.runner.AfterTurn(ctx, d.request(in))
+	if err != nil {
+		d.log.WarnContext(ctx, "compaction after a turn failed; the next turn tries again", "session_id", in.Session.ID, "error", err)
+		return
+	}
+	if res.Compacted {
+		d.log.InfoContext(ctx, "session compacted", "session_id", in.Session.ID, "summarized", res.Summarized,
+			"tokens_before", res.TokensBefore, "tokens_after", res.TokensAfter, "duration", res.Duration)
+	}
+}
+
+// agentConfig is the agent's configuration for a turn in a session.
+func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
+	return agent.AgentConfig{
+		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
+		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
+		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
+		Compaction: agent.CompactionConfig{Threshold: a.Compaction.Threshold, Model: a.Compaction.Model, Notify: a.Compaction.Notify},
+	}
+}
+
+// compact answers /compact.
+func (d *daemon) compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+	a, _ := d.cfg.Agent(agentID)
+	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
+	if err != nil && res.Skipped == "" {
+		return "", err
+	}
+	return compactionLine(res), nil
+}
+
+// compactionLine says what a compaction did, in a line for a person.
+func compactionLine(res agent.CompactionResult) string {
+	if !res.Compacted {
+		return "Nothing to compact: " + res.Skipped + "."
+	}
+	line := fmt.Sprintf("Summarized %d earlier messages: ~%d tokens of context down to ~%d.", res.Summarized, res.TokensBefore, res.TokensAfter)
+	if res.Memories > 0 {
+		line += fmt.Sprintf(" Saved %d memories first.", res.Memories)
+	}
+	return line
 }
 
 func historyTurns(a config.Agent, k sessions.Key) int {
@@ -308,8 +366,18 @@ func (d *daemon) status(ctx context.Context, s sessions.Session, queued int) str
 	if st.Message != "" {
 		state += " (" + st.Message + ")"
 	}
-	return fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
 		s.Key, a.ID, a.Model, s.Rollup.TokenCount, a.MaxContextTokens, s.MessageCount, queued, state)
+	f, err := d.runner.Forecast(ctx, s, agentConfig(a, s.Key))
+	switch {
+	case err != nil:
+		d.log.WarnContext(ctx, "compaction forecast for /status", "session_id", s.ID, "error", err)
+	case f.Threshold > 0 && f.TurnsLeft >= 0:
+		line += fmt.Sprintf("\nCompaction at ~%d tokens (now ~%d): about %d more turns.", f.Threshold, f.Used, f.TurnsLeft)
+	case f.Threshold > 0:
+		line += fmt.Sprintf("\nCompaction at ~%d tokens (now ~%d).", f.Threshold, f.Used)
+	}
+	return line
 }
 
 // run recovers what a crash left, sends the outbox and runs the adapters

@@ -21,6 +21,7 @@ Usage:
   parley migrate [--config FILE]             apply pending database migrations
   parley sessions ls [flags]                 list sessions
   parley sessions show ID [--archived]       show a session and its messages
+  parley sessions compact ID                 summarize a session's older messages now
   parley memory reindex [--config FILE]      rebuild the memory search index from the database
   parley pairing ls [--config FILE]          list direct-chat pairing requests waiting
   parley pairing approve CODE [--config FILE]
@@ -70,7 +71,7 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	case "migrate":
 		err = cmdMigrate(ctx, rest, stdout)
 	case "sessions":
-		err = cmdSessions(ctx, rest, stdout)
+		err = cmdSessions(ctx, rest, stdout, stderr)
 	case "memory":
 		err = cmdMemory(ctx, rest, stdout, stderr)
 	case "pairing":

@@ -13,18 +13,56 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-func cmdSessions(ctx context.Context, args []string, stdout io.Writer) error {
+func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: parley sessions ls|show", errUsage)
+		return fmt.Errorf("%w: parley sessions ls|show|compact", errUsage)
 	}
 	switch args[0] {
 	case "ls", "list":
 		return cmdSessionsList(ctx, args[1:], stdout)
 	case "show":
 		return cmdSessionsShow(ctx, args[1:], stdout)
+	case "compact":
+		return cmdSessionsCompact(ctx, args[1:], stdout, stderr)
 	default:
-		return fmt.Errorf("%w: unknown sessions command %q; use ls or show", errUsage, args[0])
+		return fmt.Errorf("%w: unknown sessions command %q; use ls, show or compact", errUsage, args[0])
 	}
+}
+
+// cmdSessionsCompact compacts one session now. It runs the agent (the
+// memory flush and the summary), so it takes the database as the daemon
+// would; while `parley run` holds a SQLite database, send /compact in the
+// chat instead.
+func cmdSessionsCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sessions compact", flag.ContinueOnError)
+	path := configFlag(fs)
+	rest, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	cfg, _, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	d, err := startDaemon(ctx, cfg, newLogger(stderr, cfg.Log), nil)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	s, err := d.sessions.Session(ctx, sessions.ID(rest[0]))
+	if err != nil {
+		return err
+	}
+	a, ok := cfg.Agent(s.Key.AgentID)
+	if !ok {
+		return fmt.Errorf("session %s belongs to agent %q, which is not in the config any more", s.ID, s.Key.AgentID)
+	}
+	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
+	if err != nil && res.Skipped == "" {
+		return fmt.Errorf("compact session %s: %w", s.ID, err)
+	}
+	fmt.Fprintln(stdout, compactionLine(res))
+	return nil
 }
 
 func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, func(), error) {
