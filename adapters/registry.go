@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -15,6 +16,12 @@ type Decoder func(v any) error
 // Deps is what the daemon hands every adapter it builds.
 type Deps struct {
 	Log *slog.Logger
+	// DB is parley's own database, for an adapter that keeps state there
+	// (WhatsApp's device store), and Dialect is "sqlite" or "postgres".
+	// Both are unset when the config is only being checked: a factory must
+	// not touch the database; Start may.
+	DB      *sql.DB
+	Dialect string
 }
 
 // Factory builds one adapter instance from its config section.
