@@ -23,7 +23,7 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	cfg, used, err := config.LoadOrDefault(*path)
 	if err == nil {
 		// Each channel checks its own keys as it is built (nothing connects).
-		_, err = buildAdapters(cfg, slog.New(slog.DiscardHandler))
+		_, err = buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
 		problems = nil
 		for _, e := range unjoin(err) {
 			var ps config.Problems

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
 )
 
@@ -29,22 +30,23 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(stderr, cfg.Log)
 
-	channels, err := buildAdapters(cfg, log)
-	if err != nil {
-		return err
-	}
-	d, err := startDaemon(ctx, cfg, log, channels)
+	d, err := startDaemon(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}
 	defer d.close()
+	channels, err := buildAdapters(cfg, log, d.db)
+	if err != nil {
+		return err
+	}
+	d.adapters = channels
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           newHTTPHandler(d.db),
+		Handler:           newHTTPHandler(d.db, d.adapters),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
@@ -76,7 +78,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-func newHTTPHandler(db *dbutil.DB) http.Handler {
+func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -88,7 +90,24 @@ func newHTTPHandler(db *dbutil.DB) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
+		body := map[string]any{"status": "ready", "database": "ok"}
+		// A channel that can say how it is (WhatsApp: linked, logged out)
+		// shows here. One channel down doesn't make the daemon unready:
+		// restarting it would not bring the channel back.
+		states := map[string]string{}
+		for id, a := range channels {
+			if h, ok := a.(interface{ Health() (bool, string) }); ok {
+				healthy, detail := h.Health()
+				states[string(id)] = detail
+				if !healthy {
+					body["status"] = "degraded"
+				}
+			}
+		}
+		if len(states) > 0 {
+			body["channels"] = states
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 	return mux
 }

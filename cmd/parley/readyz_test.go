@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/dbutil/dbtest"
+)
+
+type healthyRecorder struct {
+	*adapterstest.Recorder
+	ok     bool
+	detail string
+}
+
+func (h healthyRecorder) Health() (bool, string) { return h.ok, h.detail }
+
+func TestReadyzShowsChannels(t *testing.T) {
+	db := dbtest.SQLite(t)
+	for _, tc := range []struct {
+		name, status string
+		channels     map[adapters.ID]adapters.Adapter
+		want         map[string]string
+	}{
+		{"no channel reports", "ready", map[adapters.ID]adapters.Adapter{"tg": adapterstest.New()}, nil},
+		{"linked", "ready", map[adapters.ID]adapters.Adapter{"wa": healthyRecorder{adapterstest.New(), true, "connected"}}, map[string]string{"wa": "connected"}},
+		{"logged out", "degraded", map[adapters.ID]adapters.Adapter{
+			"wa": healthyRecorder{adapterstest.New(), false, "logged out: link again with parley whatsapp link --adapter wa"},
+			"tg": adapterstest.New(),
+		}, map[string]string{"wa": "logged out: link again with parley whatsapp link --adapter wa"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := httptest.NewRecorder()
+			req := httptest.NewRequestWithContext(context.Background(), "GET", "/readyz", nil)
+			newHTTPHandler(db, tc.channels).ServeHTTP(rr, req)
+			if rr.Code != http.StatusOK {
+				t.Fatalf("status %d", rr.Code)
+			}
+			var body struct {
+				Status   string            `json:"status"`
+				Channels map[string]string `json:"channels"`
+			}
+			if err := json.Unmarshal(rr.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.Status != tc.status || len(body.Channels) != len(tc.want) {
+				t.Fatalf("body %s", rr.Body.String())
+			}
+			for k, v := range tc.want {
+				if body.Channels[k] != v {
+					t.Fatalf("channel %s: %q, want %q", k, body.Channels[k], v)
+				}
+			}
+		})
+	}
+}
