@@ -133,6 +133,13 @@ type Editor interface {
 	Edit(ctx context.Context, chatID, messageID, text string) error
 }
 
+// Fetcher is implemented by adapters that can download a file a message
+// referred to (a photo for a vision model, say). A file over maxBytes is
+// an error wrapping ErrTooLarge, found out before it is all read.
+type Fetcher interface {
+	Fetch(ctx context.Context, f FileRef, maxBytes int64) (data []byte, mediaType string, err error)
+}
+
 // Typer is implemented by adapters that can show a typing indicator.
 type Typer interface {
 	Typing(ctx context.Context, chatID string) error

@@ -13,4 +13,6 @@ var (
 	// token, say) are empty: the daemon skips that adapter and says so, so
 	// one config runs with only the channels that have credentials.
 	ErrNoCredentials = errors.New("no credentials configured")
+	// ErrTooLarge means a file is over the size the caller takes.
+	ErrTooLarge = errors.New("file too large")
 )

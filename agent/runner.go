@@ -115,6 +115,9 @@ type Input struct {
 	// Model overrides the model spec for this run.
 	Model     string
 	Synthetic bool
+	// Images go to the model with this message, in this run only: the
+	// stored message keeps the text, so later prompts don't resend them.
+	Images []llm.Image
 }
 
 // Request is one run of an agent in a session.

@@ -200,10 +200,29 @@ func (t *turn) loadHistory() error {
 	t.history = withoutSide(stored)
 	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), historyTurns(t.req.Session.Key.Kind()))
 	t.call.Messages = toLLM(capTurns(t.history, turns))
+	t.attachImages()
 	if t.side != nil {
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: t.side.Prompt})
 	}
 	return nil
+}
+
+// attachImages gives this run's user messages their images. They are the
+// last user messages of the prompt, in input order.
+func (t *turn) attachImages() {
+	if t.side != nil {
+		return
+	}
+	in := len(t.req.Inputs) - 1
+	for i := len(t.call.Messages) - 1; i >= 0 && in >= 0; i-- {
+		if t.call.Messages[i].Role != llm.RoleUser {
+			continue
+		}
+		if imgs := t.req.Inputs[in].Images; len(imgs) > 0 {
+			t.call.Messages[i].Images = imgs
+		}
+		in--
+	}
 }
 
 // compactBefore compacts the session when the prompt, with the new

@@ -268,6 +268,10 @@ type Agent struct {
 	// MaxOutputTokens caps the length of each model reply.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
 
+	// Vision says the agent's model accepts images: photos sent to it are
+	// shown to the model. Without it, the user is told the model can't see
+	// them.
+	Vision             bool       `yaml:"vision"`
 	MaxContextTokens   int        `yaml:"max_context_tokens"`
 	Compaction         Compaction `yaml:"compaction"`
 	IdleTimeoutMinutes int        `yaml:"idle_timeout_minutes"`

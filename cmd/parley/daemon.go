@@ -36,6 +36,7 @@ type daemon struct {
 	gw       *gateway.Gateway
 	sender   *gateway.Sender
 	memory   *memory.Store
+	offline  *echo.Model // answers for agents without a provider key
 	indexer  *memory.Indexer
 	store    *gateway.Store
 	adapters map[adapters.ID]adapters.Adapter
@@ -89,7 +90,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 		}
 	}
-	models := modelFactory(cfg)
+	d.offline = echo.New()
+	models := modelFactoryWith(cfg, d.offline)
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
 		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
@@ -214,7 +216,12 @@ func (d *daemon) keepLeases(ctx context.Context) {
 // request. A provider without a key answers through echo, as the start-up
 // warning said.
 func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
-	offline := echo.New()
+	return modelFactoryWith(cfg, echo.New())
+}
+
+// modelFactoryWith is modelFactory answering offline through the given echo
+// model, which tests read.
+func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string) (llm.Model, error) {
 	clients := map[string]llm.Model{}
 	if p := cfg.Providers.OpenAI; p.Configured() {
 		clients["openai"] = openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
@@ -263,10 +270,25 @@ func (d *daemon) typing(id adapters.ID) func(context.Context, string) {
 // runTurn runs one agent turn for the gateway.
 func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, error) {
 	req := d.request(in)
+	a, _ := d.cfg.Agent(in.AgentID)
+	images, notices := d.turnImages(ctx, a, in.Messages)
+	for i := range req.Inputs {
+		if i < len(images) {
+			req.Inputs[i].Images = images[i]
+		}
+	}
+	if !a.Vision {
+		for i, m := range in.Messages {
+			if n := countImages(m); n > 0 && i < len(req.Inputs) {
+				req.Inputs[i].Text += fmt.Sprintf("\n[The user sent %d image(s), which this model can't see.]", n)
+			}
+		}
+	}
 	res, err := d.runner.Run(ctx, req)
+	notices = append(notices, res.Notices...)
 	reply := res.Reply
-	if len(res.Notices) > 0 && reply != "" {
-		reply = strings.Join(res.Notices, "\n") + "\n\n" + reply
+	if len(notices) > 0 && reply != "" {
+		reply = strings.Join(notices, "\n") + "\n\n" + reply
 	}
 	return reply, err
 }

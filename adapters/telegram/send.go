@@ -1,0 +1,182 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/parleyd/parley/adapters"
+)
+
+// Send posts one message, into its forum topic if ChatID names one, as a
+// reply to out.ReplyTo if set. Text longer than a Telegram message (4096
+// UTF-16 units, which a 4096-rune chunk of emoji can pass) goes as several
+// messages, and Sent names the last. It is formatted per parse_mode, and
+// sent again as plain text if Telegram can't parse the formatting.
+func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	chat, thread, err := parseChatID(out.ChatID)
+	if err != nil {
+		return adapters.Sent{}, err
+	}
+	if strings.TrimSpace(out.Text) == "" {
+		return adapters.Sent{}, errors.New("telegram: empty message; Telegram sends only text with something in it")
+	}
+	var sent adapters.Sent
+	for i, piece := range splitMessage(out.Text, MaxMessageLength) {
+		params := tgbotapi.Params{"chat_id": chat}
+		params.AddNonZero("message_thread_id", thread)
+		if i == 0 && out.ReplyTo != "" {
+			params["reply_to_message_id"] = out.ReplyTo
+			// A reply whose original was deleted still goes out.
+			params["allow_sending_without_reply"] = "true"
+		}
+		raw, err := a.sendText(ctx, "sendMessage", params, piece)
+		if err != nil {
+			return sent, err
+		}
+		var m tgbotapi.MessageID
+		if err := json.Unmarshal(raw, &m); err != nil || m.MessageID == 0 {
+			return sent, fmt.Errorf("telegram sendMessage: the answer has no message_id")
+		}
+		sent.MessageID = strconv.Itoa(m.MessageID)
+	}
+	return sent, nil
+}
+
+// Edit implements adapters.Editor with editMessageText. An edit that
+// changes nothing is not an error.
+func (a *Adapter) Edit(ctx context.Context, chatID, messageID, text string) error {
+	chat, _, err := parseChatID(chatID)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(text) == "" {
+		return errors.New("telegram: empty text; an edit needs something in it")
+	}
+	if n := utf16Len(text); n > MaxMessageLength {
+		return fmt.Errorf("telegram: text is %d characters; one message holds at most %d, so send the rest as new messages", n, MaxMessageLength)
+	}
+	params := tgbotapi.Params{"chat_id": chat, "message_id": messageID}
+	_, err = a.sendText(ctx, "editMessageText", params, text)
+	var ae *APIError
+	if errors.As(err, &ae) && strings.Contains(ae.Description, "message is not modified") {
+		return nil
+	}
+	return err
+}
+
+// Typing implements adapters.Typer: Telegram shows "typing…" for about
+// five seconds, or until a message is sent.
+func (a *Adapter) Typing(ctx context.Context, chatID string) error {
+	chat, thread, err := parseChatID(chatID)
+	if err != nil {
+		return err
+	}
+	params := tgbotapi.Params{"chat_id": chat, "action": tgbotapi.ChatTyping}
+	params.AddNonZero("message_thread_id", thread)
+	_, err = a.api.call(ctx, "sendChatAction", params)
+	return err
+}
+
+// sendText calls method with text formatted per parse_mode, then, if
+// Telegram can't parse that, with the text as written and no parse mode.
+func (a *Adapter) sendText(ctx context.Context, method string, params tgbotapi.Params, text string) (json.RawMessage, error) {
+	if formatted, mode := format(a.cfg.parseMode, text); mode != "" {
+		p := maps.Clone(params)
+		p["text"], p["parse_mode"] = formatted, mode
+		raw, err := a.api.call(ctx, method, p)
+		if err == nil || !isParseError(err) {
+			return raw, err
+		}
+		a.log.DebugContext(ctx, "telegram could not parse the formatting; sending plain text", "call", method, "parse_mode", mode, "error", err)
+	}
+	p := maps.Clone(params)
+	p["text"] = text
+	return a.api.call(ctx, method, p)
+}
+
+// isParseError reports Telegram's 400 for formatting it can't parse
+// ("Bad Request: can't parse entities: ...").
+func isParseError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == http.StatusBadRequest &&
+		strings.Contains(strings.ToLower(ae.Description), "can't parse")
+}
+
+// utf16Len is the length Telegram counts: UTF-16 code units.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
+}
+
+// splitMessage keeps text whole when it fits, and otherwise splits it
+// with adapters.Chunk, tightening the rune limit until every piece fits in
+// limit UTF-16 units.
+func splitMessage(text string, limit int) []string {
+	if utf16Len(text) <= limit {
+		return []string{text}
+	}
+	for n := min(limit, utf8.RuneCountInString(text)); ; n = max(1, n*7/8) {
+		pieces := adapters.Chunk(text, n)
+		fits := true
+		for _, p := range pieces {
+			if utf16Len(p) > limit {
+				fits = false
+				break
+			}
+		}
+		if fits || n == 1 {
+			return pieces
+		}
+	}
+}
+
+// OpenFile streams the file a FileRef of this adapter points at: getFile,
+// then a download from the file endpoint next to api_endpoint (Telegram
+// serves bots files of up to 20 MB). The caller closes it and limits what
+// it reads.
+func (a *Adapter) OpenFile(ctx context.Context, ref adapters.FileRef) (io.ReadCloser, error) {
+	base, ok := strings.CutSuffix(a.cfg.endpoint, "/bot%s/%s")
+	if !ok {
+		return nil, fmt.Errorf("telegram: api_endpoint does not end in /bot%%s/%%s, so the file endpoint is unknown: %w", adapters.ErrUnsupported)
+	}
+	var f tgbotapi.File
+	if err := a.api.callInto(ctx, "getFile", tgbotapi.Params{"file_id": ref.ID}, &f); err != nil {
+		return nil, err
+	}
+	if f.FilePath == "" || strings.HasPrefix(f.FilePath, "/") {
+		return nil, fmt.Errorf("telegram: getFile gave no downloadable path for %s (a local Bot API server gives its own disk path): %w", ref.ID, adapters.ErrUnsupported)
+	}
+	link := fmt.Sprintf(base+"/file/bot%s/%s", a.cfg.token.Reveal(), f.FilePath)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
+	if err != nil {
+		return nil, fmt.Errorf("telegram file: %s", a.api.redact(err.Error()))
+	}
+	resp, err := a.api.http.Do(req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("telegram file: %w", cerr)
+		}
+		return nil, &transportError{method: "file download", msg: a.api.redact(err.Error())}
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("telegram file download: HTTP %s", resp.Status)
+	}
+	return resp.Body, nil
+}
