@@ -34,6 +34,10 @@ type Inbound struct {
 	Files       []FileRef `json:"files,omitempty"`
 	ReplyTo     string    `json:"reply_to,omitempty"` // platform id of the message replied to
 	Time        time.Time `json:"time"`
+	// AgentID, set by parley's own producers (cron, webhooks, the API),
+	// names the agent to answer, ahead of the bindings. Channels leave it
+	// empty.
+	AgentID string `json:"agent_id,omitempty"`
 }
 
 // FileRef points at a file on the platform; it is fetched only when needed.

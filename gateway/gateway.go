@@ -238,6 +238,9 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 }
 
 func (g *Gateway) route(in adapters.Inbound) string {
+	if _, ok := g.agents[in.AgentID]; ok && in.AgentID != "" {
+		return in.AgentID
+	}
 	if g.opts.Route != nil {
 		if id := g.opts.Route(in); id != "" {
 			if _, ok := g.agents[id]; ok {
