@@ -151,13 +151,58 @@ func splitMessage(text string, limit int) []string {
 // serves bots files of up to 20 MB). The caller closes it and limits what
 // it reads.
 func (a *Adapter) OpenFile(ctx context.Context, ref adapters.FileRef) (io.ReadCloser, error) {
+	return a.openFile(ctx, ref, 0)
+}
+
+// Fetch implements adapters.Fetcher: a file over maxBytes (by the size
+// the message or getFile gave, or else as it is read) is an error wrapping
+// adapters.ErrTooLarge. The media type is the one the message gave, else
+// sniffed from the content.
+func (a *Adapter) Fetch(ctx context.Context, ref adapters.FileRef, maxBytes int64) ([]byte, string, error) {
+	if maxBytes > 0 && ref.Size > maxBytes {
+		return nil, "", fmt.Errorf("telegram file %s is %d bytes, over %d: %w", ref.ID, ref.Size, maxBytes, adapters.ErrTooLarge)
+	}
+	rc, err := a.openFile(ctx, ref, maxBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rc.Close()
+	r := io.Reader(rc)
+	if maxBytes > 0 {
+		r = io.LimitReader(rc, maxBytes+1)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, "", fmt.Errorf("telegram file download: %s", a.api.redact(err.Error()))
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, "", fmt.Errorf("telegram file %s is over %d bytes: %w", ref.ID, maxBytes, adapters.ErrTooLarge)
+	}
+	mediaType := ref.MediaType
+	if mediaType == "" {
+		mediaType, _, _ = strings.Cut(http.DetectContentType(data), ";")
+	}
+	return data, mediaType, nil
+}
+
+// openFile asks getFile where the file is and opens the download,
+// refusing one that getFile or the response says is over maxBytes (0:
+// no limit).
+func (a *Adapter) openFile(ctx context.Context, ref adapters.FileRef, maxBytes int64) (io.ReadCloser, error) {
 	base, ok := strings.CutSuffix(a.cfg.endpoint, "/bot%s/%s")
 	if !ok {
 		return nil, fmt.Errorf("telegram: api_endpoint does not end in /bot%%s/%%s, so the file endpoint is unknown: %w", adapters.ErrUnsupported)
 	}
 	var f tgbotapi.File
 	if err := a.api.callInto(ctx, "getFile", tgbotapi.Params{"file_id": ref.ID}, &f); err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && strings.Contains(ae.Description, "file is too big") {
+			return nil, fmt.Errorf("%w: %w", err, adapters.ErrTooLarge)
+		}
 		return nil, err
+	}
+	if maxBytes > 0 && int64(f.FileSize) > maxBytes {
+		return nil, fmt.Errorf("telegram file %s is %d bytes, over %d: %w", ref.ID, f.FileSize, maxBytes, adapters.ErrTooLarge)
 	}
 	if f.FilePath == "" || strings.HasPrefix(f.FilePath, "/") {
 		return nil, fmt.Errorf("telegram: getFile gave no downloadable path for %s (a local Bot API server gives its own disk path): %w", ref.ID, adapters.ErrUnsupported)
@@ -177,6 +222,10 @@ func (a *Adapter) OpenFile(ctx context.Context, ref adapters.FileRef) (io.ReadCl
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		return nil, fmt.Errorf("telegram file download: HTTP %s", resp.Status)
+	}
+	if maxBytes > 0 && resp.ContentLength > maxBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("telegram file %s is %d bytes, over %d: %w", ref.ID, resp.ContentLength, maxBytes, adapters.ErrTooLarge)
 	}
 	return resp.Body, nil
 }

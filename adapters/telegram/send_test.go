@@ -250,6 +250,27 @@ func TestEditTypingAndFiles(t *testing.T) {
 		t.Fatalf("unknown file: %v", err)
 	}
 
+	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 100)...)
+	srv.AddFile("photo1", png)
+	data, typ, err := h.a.Fetch(ctx, adapters.FileRef{ID: "photo1"}, 1000)
+	if err != nil || len(data) != len(png) || typ != "image/png" {
+		t.Fatalf("Fetch = %d bytes, %q, %v", len(data), typ, err)
+	}
+	if _, typ, _ := h.a.Fetch(ctx, adapters.FileRef{ID: "photo1", MediaType: "image/jpeg"}, 0); typ != "image/jpeg" {
+		t.Fatalf("media type %q, want the message's", typ)
+	}
+	calls := srv.Calls("getFile")
+	if _, _, err := h.a.Fetch(ctx, adapters.FileRef{ID: "photo1", Size: 5000}, 1000); !errors.Is(err, adapters.ErrTooLarge) || srv.Calls("getFile") != calls {
+		t.Fatalf("over the limit by the message's size: %v (getFile called: %v)", err, srv.Calls("getFile") != calls)
+	}
+	if _, _, err := h.a.Fetch(ctx, adapters.FileRef{ID: "photo1"}, 50); !errors.Is(err, adapters.ErrTooLarge) {
+		t.Fatalf("over the limit by getFile's size: %v", err)
+	}
+	srv.Fail("getFile", tt.Failure{Code: 400, Description: "Bad Request: file is too big"})
+	if _, _, err := h.a.Fetch(ctx, adapters.FileRef{ID: "photo1"}, 0); !errors.Is(err, adapters.ErrTooLarge) {
+		t.Fatalf("Telegram's file is too big: %v", err)
+	}
+
 	if _, err := h.a.Send(ctx, adapters.Outbound{ChatID: "42", Text: "  "}); err == nil {
 		t.Fatal("empty message sent")
 	}

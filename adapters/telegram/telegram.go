@@ -73,6 +73,7 @@ var (
 	_ adapters.Editor         = (*Adapter)(nil)
 	_ adapters.Typer          = (*Adapter)(nil)
 	_ adapters.WebhookHandler = (*Adapter)(nil)
+	_ adapters.Fetcher        = (*Adapter)(nil)
 	// The daemon's /readyz asks channels for this.
 	_ interface{ Health() (bool, string) } = (*Adapter)(nil)
 )
