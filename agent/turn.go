@@ -362,7 +362,7 @@ func (t *turn) fail(ctx context.Context, resp llm.Response, err error) (Result, 
 	aborted := ctx.Err() != nil || errors.Is(err, context.Canceled)
 	result := "error: the model call failed before this tool ran"
 	if aborted {
-		result = "aborted"
+		result = abortedText(ctx)
 	}
 	if resp.Text != "" || len(resp.ToolCalls) > 0 {
 		if aerr := t.appendAssistant(resp); aerr != nil {
@@ -417,7 +417,7 @@ func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []string {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				results[i] = "aborted"
+				results[i] = abortedText(ctx)
 				return
 			}
 			results[i] = t.runTool(ctx, c)
@@ -431,7 +431,7 @@ func (t *turn) runTool(ctx context.Context, c llm.ToolCall) string {
 	t.publish(EventToolStarted, ToolEvent{CallID: c.ID, Name: c.Name})
 	result := t.toolResult(ctx, c)
 	t.publish(EventToolCompleted, ToolEvent{CallID: c.ID, Name: c.Name, Result: result,
-		IsError: result == "aborted" || strings.HasPrefix(result, "error: ")})
+		IsError: strings.HasPrefix(result, "aborted") || strings.HasPrefix(result, "error: ")})
 	return result
 }
 
@@ -454,7 +454,7 @@ func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) (result string) {
 	case err == nil:
 		return out
 	case ctx.Err() != nil:
-		return "aborted"
+		return abortedText(ctx)
 	default:
 		return "error: " + err.Error()
 	}

@@ -83,6 +83,23 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			return fail(err)
 		}
 	}
+	d.offline = echo.New()
+	models := modelFactoryWith(cfg, d.offline)
+	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
+		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
+	if err := tools.Register(d.runner.SpawnTool(agent.SpawnOptions{
+		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
+			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})
+			return s, err
+		},
+		Config: func(agentID string, root sessions.Key) (agent.AgentConfig, bool) {
+			a, ok := cfg.Agent(agentID)
+			return agentConfig(a, root), ok
+		},
+	})); err != nil {
+		return fail(err)
+	}
 	for i, a := range cfg.Agents {
 		for j, name := range a.Tools {
 			if _, ok := tools.Tool(name); !ok {
@@ -90,11 +107,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 		}
 	}
-	d.offline = echo.New()
-	models := modelFactoryWith(cfg, d.offline)
-	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
-	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
-		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
+
 	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
