@@ -152,6 +152,14 @@ func TestHistoryIsCappedByTurns(t *testing.T) {
 			t.Errorf("cap %d:\n got %q\nwant %q", tc.turns, got, tc.want)
 		}
 	}
+	// A real log has its summary first (compaction archives what it
+	// replaced); the run reads only the summary and the last turns.
+	sess = e.session(sessions.ChatKey("telegram", "2", "2", "a"))
+	for _, m := range seed[2:] {
+		if _, err := e.store.Append(ctx, sess.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{HistoryTurns: 3}, Inputs: []Input{{Text: "now"}}}); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

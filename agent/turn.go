@@ -193,12 +193,14 @@ func (t *turn) selectTools() ([]registered, error) {
 // and what follows it, never the archive. Side turns' messages are left
 // out; a side turn's own prompt goes last.
 func (t *turn) loadHistory() error {
-	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, sessions.MessagesOptions{})
+	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), historyTurns(t.req.Session.Key.Kind()))
+	// Only what the prompt can hold is read: the summary and the last
+	// turns, however long the live context has grown.
+	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, sessions.MessagesOptions{Turns: turns})
 	if err != nil {
 		return fmt.Errorf("load history of session %s: %w", t.id, err)
 	}
 	t.history = withoutSide(stored)
-	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), historyTurns(t.req.Session.Key.Kind()))
 	t.call.Messages = toLLM(capTurns(t.history, turns))
 	t.attachImages()
 	if t.side != nil {

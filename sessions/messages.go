@@ -55,6 +55,19 @@ const (
 	ORDER BY seq, live`
 
 	sessionExistsQuery = `SELECT 1 FROM sessions WHERE id = $1`
+
+	// The unique (session_id, seq) index serves both: the subquery walks
+	// back from the newest message to the $2-th last user message.
+	recentMessagesQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
+	WHERE session_id = $1 AND hidden_at IS NULL AND seq >= COALESCE((
+		SELECT seq FROM messages WHERE session_id = $1 AND hidden_at IS NULL AND role = 'user'
+		ORDER BY seq DESC LIMIT 1 OFFSET $2), 0)
+	ORDER BY seq`
+
+	// A summary sorts first in the live context (it takes the seq of the
+	// last message it replaced).
+	firstLiveMessageQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
+	WHERE session_id = $1 AND hidden_at IS NULL ORDER BY seq LIMIT 1`
 )
 
 // MessagesOptions chooses between the live context and the full history.
@@ -63,6 +76,11 @@ type MessagesOptions struct {
 	Archived bool
 	// Hidden adds rewound (hidden) messages.
 	Hidden bool
+	// Turns, when above 0, reads only the live context's last Turns user
+	// turns (from the Turns-th last user message on), plus its summary:
+	// what a prompt with that history limit sends, read without touching
+	// the rest. It applies to the live context only.
+	Turns int
 }
 
 // Append implements Store. A message that carries its own ID is appended
@@ -189,6 +207,8 @@ func readMessages(ctx context.Context, r dbutil.Querier, id ID, opts MessagesOpt
 	case opts.Archived:
 		rows, err = r.QueryContext(ctx, fullHistoryMessagesQuery, id, opts.Hidden)
 		archived = true
+	case opts.Turns > 0 && !opts.Hidden:
+		return readRecent(ctx, r, id, opts.Turns)
 	case opts.Hidden:
 		rows, err = r.QueryContext(ctx, historyMessagesQuery, id, opts.Hidden)
 	default:
@@ -225,6 +245,44 @@ func readMessages(ctx context.Context, r dbutil.Querier, id ID, opts MessagesOpt
 		if err != nil {
 			return nil, fmt.Errorf("read session %s: %w", id, err)
 		}
+	}
+	return out, nil
+}
+
+// readRecent reads the live context's summary and last turns.
+func readRecent(ctx context.Context, r dbutil.Querier, id ID, turns int) ([]Message, error) {
+	rows, err := r.QueryContext(ctx, recentMessagesQuery, id, turns-1)
+	if err != nil {
+		return nil, fmt.Errorf("read messages of session %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read messages of session %s: %w", id, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read messages of session %s: %w", id, err)
+	}
+	rows.Close()
+	first, err := scanMessage(r.QueryRowContext(ctx, firstLiveMessageQuery, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		var one int
+		if err := r.QueryRowContext(ctx, sessionExistsQuery, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
+		} else if err != nil {
+			return nil, fmt.Errorf("read session %s: %w", id, err)
+		}
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read messages of session %s: %w", id, err)
+	}
+	if first.Summary && (len(out) == 0 || out[0].ID != first.ID) {
+		out = append([]Message{first}, out...)
 	}
 	return out, nil
 }

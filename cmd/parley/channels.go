@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/parleyd/parley/adapters"
+	// The channels parley ships.
+	_ "github.com/parleyd/parley/adapters/telegram"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 )
@@ -33,5 +36,29 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB) (map[ada
 			out[id] = ad
 		}
 	}
+	// Two channels can't take webhooks on one path.
+	paths := map[string]adapters.ID{}
+	for id, a := range out {
+		if wh, ok := a.(adapters.WebhookHandler); ok {
+			if p, _ := wh.Webhook(); p != "" {
+				if other, dup := paths[p]; dup {
+					errs = append(errs, fmt.Errorf("adapters %s and %s both take webhooks at %q; give one a different webhook path", other, id, p))
+				}
+				paths[p] = id
+			}
+		}
+	}
 	return out, errors.Join(errs...)
+}
+
+// mountWebhooks serves the channels that take webhooks on parley's HTTP
+// server.
+func mountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter) {
+	for _, a := range channels {
+		if wh, ok := a.(adapters.WebhookHandler); ok {
+			if p, h := wh.Webhook(); p != "" {
+				mux.Handle(p, h)
+			}
+		}
+	}
 }

@@ -31,6 +31,11 @@ func parley(t *testing.T, ctx context.Context, args ...string) (int, string, str
 // writeConfig writes a config using a fresh SQLite file and returns its path.
 func writeConfig(t *testing.T, extra string) (string, string) {
 	t.Helper()
+	return writeConfigTB(t, extra)
+}
+
+func writeConfigTB(t testing.TB, extra string) (string, string) {
+	t.Helper()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "data", "parley.db")
 	path := filepath.Join(dir, "parley.yaml")

@@ -109,6 +109,7 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) ht
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+	mountWebhooks(mux, channels)
 	return mux
 }
 
