@@ -88,3 +88,36 @@ func TestAdapterValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestHookValidation(t *testing.T) {
+	ok := "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef\n    prompt: \"hi {{.x}}\"\n"
+	c, err := Parse([]byte(ok), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.Hooks[0]; h.Agent != "default" || h.Mode != "async" || h.Template() == nil {
+		t.Fatalf("defaults: %+v", h)
+	}
+	tests := []struct{ name, src, want string }{
+		{"template", "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef\n    prompt: \"{{.x\"\n",
+			`parley.yaml:5: hooks[0].prompt: the template doesn't parse: ci:1: unclosed action`},
+		{"auth", "hooks:\n  - id: ci\n    auth: basic\n    secret: 0123456789abcdef\n    prompt: x\n",
+			`parley.yaml:3: hooks[0].auth: "basic" is not allowed; use "hmac" (X-Parley-Signature), "github" (X-Hub-Signature-256) or "token" (Authorization: Bearer)`},
+		{"short secret", "hooks:\n  - id: ci\n    auth: token\n    secret: short\n    prompt: x\n",
+			`parley.yaml:4: hooks[0].secret: required, at least 16 characters`},
+		{"agent", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef\n    prompt: x\n    agent: nobody\n",
+			`parley.yaml:6: hooks[0].agent: "nobody" is not an agent in agents`},
+		{"mode", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef\n    prompt: x\n    mode: later\n",
+			`parley.yaml:6: hooks[0].mode: "later" is not allowed`},
+		{"notify", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef\n    prompt: x\n    notify: [tg-main]\n",
+			`hooks[0].notify[0]: "tg-main" is not a target; use "<adapter id>:<chat id>"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), "parley.yaml", nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -62,6 +62,8 @@ type Config struct {
 	Memory   Memory    `yaml:"memory"`
 	// Adapters are the channels: each entry is one instance of a type.
 	Adapters []Adapter `yaml:"adapters"`
+	// Hooks are the incoming webhooks.
+	Hooks []Hook `yaml:"hooks"`
 }
 
 // Memory configures long-term memory's search index.

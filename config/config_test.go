@@ -249,6 +249,10 @@ func TestExampleFile(t *testing.T) {
 		want.Agents = c.Agents
 		want.Bindings = c.Bindings
 		want.Adapters = c.Adapters
+		if len(c.Hooks) != 1 || c.Hooks[0].ID != "ci" || c.Hooks[0].Mode != DefaultHookMode || c.Hooks[0].Timeout.Std() != DefaultHookTimeout || c.Hooks[0].Template() == nil {
+			t.Errorf("example hooks = %+v", c.Hooks)
+		}
+		want.Hooks = c.Hooks
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)
 		}

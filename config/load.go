@@ -95,6 +95,7 @@ func Parse(data []byte, filename string, getenv func(string) (string, bool)) (*C
 	}
 	c.applyDefaults(ck.set)
 	c.adapterDefaults(filename)
+	c.hookDefaults()
 	c.validate(ck)
 	if len(ck.problems) > 0 {
 		ck.problems.sortByLine()

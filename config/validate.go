@@ -30,6 +30,7 @@ func (c *Config) validate(ck *checker) {
 	c.Gateway.validate(ck)
 	c.Memory.validate(ck)
 	c.validateAdapters(ck)
+	c.validateHooks(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
