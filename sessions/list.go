@@ -166,3 +166,32 @@ func (s *SQLStore) Delete(ctx context.Context, id ID) error {
 		Data: SessionDeleted{ID: id, Key: sess.Key}})
 	return nil
 }
+
+const activeInChatQuery = `SELECT ` + sessionColumns + ` FROM sessions
+	WHERE surface = $1 AND surface_id = $2 AND status = 'active' ORDER BY id LIMIT 50`
+
+// ActiveInChat lists the active sessions of one chat on a surface (a group
+// has one per agent; a direct chat one per user and agent): where a note
+// for the chat, such as a cron report, joins the conversation.
+func (s *SQLStore) ActiveInChat(ctx context.Context, surface, chatID string) ([]Session, error) {
+	var out []Session
+	err := s.db.View(ctx, func(r dbutil.Querier) error {
+		rows, err := r.QueryContext(ctx, activeInChatQuery, surface, chatID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			sess, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, sess)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sessions of chat %s:%s: %w", surface, chatID, err)
+	}
+	return out, nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	// The channels parley ships.
+	_ "github.com/parleyd/parley/adapters/discord"
 	_ "github.com/parleyd/parley/adapters/telegram"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"

@@ -23,6 +23,8 @@ Usage:
   parley sessions show ID [--archived]       show a session and its messages
   parley sessions compact ID                 summarize a session's older messages now
   parley memory reindex [--config FILE]      rebuild the memory search index from the database
+  parley hooks ls [--config FILE]            list the incoming webhooks and their URLs
+  parley hooks deliveries ID [--limit N]     a webhook's latest deliveries
   parley pairing ls [--config FILE]          list direct-chat pairing requests waiting
   parley pairing approve CODE [--config FILE]
                                              let a pairing code's sender talk to the bot
@@ -76,6 +78,8 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		err = cmdMemory(ctx, rest, stdout, stderr)
 	case "pairing":
 		err = cmdPairing(ctx, rest, stdout)
+	case "hooks":
+		err = cmdHooks(ctx, rest, stdout)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", version())
 	case "help", "--help", "-h":

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/webhooks"
 )
 
 // shutdownGrace is how long in-flight HTTP requests get after a signal.
@@ -38,6 +39,9 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	channels, err := buildAdapters(cfg, log, d.db)
 	if err != nil {
 		return err
+	}
+	if len(cfg.Hooks) > 0 {
+		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log})
 	}
 	d.adapters = channels
 
@@ -110,6 +114,9 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) ht
 		writeJSON(w, http.StatusOK, body)
 	})
 	mountWebhooks(mux, channels)
+	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
+		mux.Handle("POST /hooks/{id}", h)
+	}
 	return mux
 }
 

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+)
+
+// notify sends text from a job or a hook (source) to a target,
+// "<adapter id>:<chat id>": through the outbox, and into the chat's
+// conversation as something the bot said, so people there can ask about it.
+func (d *daemon) notify(ctx context.Context, target, text, source string) error {
+	adapter, chat, ok := strings.Cut(target, ":")
+	if !ok || adapter == "" || chat == "" {
+		return fmt.Errorf("notify target %q is not <adapter id>:<chat id>", target)
+	}
+	surface := adapter
+	for _, a := range d.cfg.Adapters {
+		if a.ID == adapter {
+			surface = a.Type
+		}
+	}
+	if _, ok := d.adapters[adapters.ID(adapter)]; !ok {
+		return fmt.Errorf("notify target %q: no running channel is called %s", target, adapter)
+	}
+	for _, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
+		reply := gateway.Reply{Key: "notify:" + source + ":" + uuid.NewString(), Adapter: adapters.ID(adapter), ChatID: chat, Text: r}
+		if err := d.store.QueueReplies(ctx, []gateway.Reply{reply}); err != nil {
+			return fmt.Errorf("queue a note for %s: %w", target, err)
+		}
+	}
+	d.sender.Wake()
+	live, err := d.sessions.ActiveInChat(ctx, surface, chat)
+	if err != nil {
+		return err
+	}
+	for _, s := range live {
+		if _, err := d.sessions.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: text}); err != nil {
+			return fmt.Errorf("add the note to session %s: %w", s.ID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,439 @@
+// Package webhooks serves incoming webhooks at /hooks/{id}: it checks a
+// request's auth, size and JSON, turns the payload into a prompt with the
+// hook's template, and delivers it to the gateway like any channel's
+// message, in a fresh session. The reply comes back through the outbox to
+// Send, which records it, answers a waiting sync request and notifies the
+// hook's targets.
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+)
+
+// AdapterID is the adapter webhook deliveries arrive on and replies return to.
+const AdapterID adapters.ID = "webhook"
+
+// Limits.
+const (
+	// MaxBody is the largest request body taken.
+	MaxBody = 1 << 20
+	// ReplayWindow is how far an hmac request's timestamp may be from now.
+	ReplayWindow = 5 * time.Minute
+	// maxPrompt bounds the rendered prompt.
+	maxPrompt = 64 << 10
+)
+
+const (
+	insertDeliveryQuery = `INSERT INTO webhook_deliveries (id, hook_id, delivery_key, session_key, received_at)
+	VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+
+	deliveryByKeyQuery = `SELECT id, status, http_status, response, session_key FROM webhook_deliveries WHERE hook_id = $1 AND delivery_key = $2`
+
+	respondedQuery = `UPDATE webhook_deliveries SET http_status = $2, response = $3 WHERE id = $1 AND http_status = 0`
+
+	answeredQuery = `UPDATE webhook_deliveries SET status = $2, reply = $3, error = $4, completed_at = $5,
+	duration_ms = $5 - received_at WHERE session_key = $1 AND status = 'accepted'`
+
+	failedQuery = `UPDATE webhook_deliveries SET status = 'failed', delivery_key = '', error = $2, completed_at = $3,
+	duration_ms = $3 - received_at WHERE id = $1`
+
+	listDeliveriesQuery = `SELECT id, hook_id, delivery_key, status, http_status, session_key, reply, error, received_at, COALESCE(completed_at, 0), duration_ms
+	FROM webhook_deliveries WHERE hook_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2`
+)
+
+// Notifier sends a reply to a notify target, "<adapter id>:<chat id>".
+type Notifier func(ctx context.Context, target, text, hookID string) error
+
+// Options configure a Server.
+type Options struct {
+	Hooks  []config.Hook
+	DB     *dbutil.DB
+	Notify Notifier
+	Log    *slog.Logger
+	Now    func() time.Time
+}
+
+// Server is the webhook endpoint and the "webhook" adapter.
+type Server struct {
+	opts  Options
+	hooks map[string]config.Hook
+
+	mu      sync.Mutex
+	sink    adapters.Sink
+	waiters map[string]chan string // by chat id, for sync hooks
+	started chan struct{}
+}
+
+var _ adapters.Adapter = (*Server)(nil)
+
+// New returns a Server for the configured hooks.
+func New(opts Options) *Server {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, hooks: map[string]config.Hook{}, waiters: map[string]chan string{}, started: make(chan struct{})}
+	for _, h := range opts.Hooks {
+		s.hooks[h.ID] = h
+	}
+	return s
+}
+
+// Start takes the sink deliveries go to and waits for ctx to end.
+func (s *Server) Start(ctx context.Context, sink adapters.Sink) error {
+	s.mu.Lock()
+	s.sink = sink
+	select {
+	case <-s.started:
+	default:
+		close(s.started)
+	}
+	s.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// apiError is the JSON error every failed request gets.
+type apiError struct {
+	status  int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func fail(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ServeHTTP handles POST /hooks/{id}.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	status, body := s.handle(r)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (s *Server) handle(r *http.Request) (int, []byte) {
+	id := r.PathValue("id")
+	if id == "" {
+		id = strings.TrimPrefix(r.URL.Path, "/hooks/")
+	}
+	hook, ok := s.hooks[id]
+	if !ok {
+		return errorBody(fail(http.StatusNotFound, "not_found", "no webhook is called %q", id))
+	}
+	if r.Method != http.MethodPost {
+		return errorBody(fail(http.StatusMethodNotAllowed, "method_not_allowed", "send the webhook with POST"))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errorBody(fail(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes (1 MiB)", MaxBody))
+		}
+		return errorBody(fail(http.StatusBadRequest, "bad_body", "could not read the body: %v", err))
+	}
+	if e := s.authenticate(hook, r.Header, body); e != nil {
+		return errorBody(e)
+	}
+	var payload any
+	if err := json.Unmarshal(body, &payload); err != nil {
+		return errorBody(fail(http.StatusBadRequest, "bad_json", "the body is not JSON: %v", err))
+	}
+	var prompt bytes.Buffer
+	if err := hook.Template().Execute(&limitedWriter{w: &prompt, n: maxPrompt}, payload); err != nil {
+		return errorBody(fail(http.StatusBadRequest, "template_failed", "the payload doesn't fit the hook's prompt template: %v", err))
+	}
+	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String())
+}
+
+func errorBody(e *apiError) (int, []byte) {
+	b, _ := json.Marshal(map[string]*apiError{"error": e})
+	return e.status, b
+}
+
+// authenticate checks the request against the hook's auth, in constant time.
+func (s *Server) authenticate(h config.Hook, hdr http.Header, body []byte) *apiError {
+	secret := []byte(h.Secret.Reveal())
+	switch h.Auth {
+	case "token":
+		got, ok := strings.CutPrefix(hdr.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), secret) != 1 {
+			return fail(http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer with the hook's secret")
+		}
+	case "github":
+		if !validSignature(hdr.Get("X-Hub-Signature-256"), secret, body) {
+			return fail(http.StatusUnauthorized, "unauthorized", "X-Hub-Signature-256 is missing or doesn't match the body; check the hook's secret")
+		}
+	default: // hmac
+		ts := hdr.Get("X-Parley-Timestamp")
+		sig := hdr.Get("X-Parley-Signature")
+		if ts == "" || sig == "" {
+			return fail(http.StatusUnauthorized, "unauthorized", "send X-Parley-Timestamp (Unix seconds) and X-Parley-Signature: sha256=hex(HMAC-SHA256(secret, timestamp + \".\" + body))")
+		}
+		secs, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Timestamp must be Unix seconds")
+		}
+		if d := s.opts.Now().Sub(time.Unix(secs, 0)); d > ReplayWindow || d < -ReplayWindow {
+			return fail(http.StatusUnauthorized, "stale", "X-Parley-Timestamp is more than 5 minutes from now; sign each request when you send it")
+		}
+		if !validSignature(sig, secret, append([]byte(ts+"."), body...)) {
+			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Signature doesn't match; sign timestamp + \".\" + body with the hook's secret")
+		}
+	}
+	return nil
+}
+
+// validSignature checks a "sha256=<hex>" header against HMAC-SHA256(secret, msg).
+func validSignature(header string, secret, msg []byte) bool {
+	hexSig, ok := strings.CutPrefix(header, "sha256=")
+	if !ok {
+		return false
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(msg)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// Sign is the X-Parley-Signature value for a body sent at ts.
+func Sign(secret string, ts time.Time, body []byte) (timestamp, signature string) {
+	timestamp = strconv.FormatInt(ts.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(timestamp + "."))
+	mac.Write(body)
+	return timestamp, "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func deliveryKey(h http.Header) string {
+	for _, k := range []string{"X-Parley-Delivery", "X-GitHub-Delivery", "Idempotency-Key"} {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			if len(v) > 200 {
+				v = v[:200]
+			}
+			return v
+		}
+	}
+	return ""
+}
+
+// deliver records the delivery and hands its prompt to the gateway. A
+// repeat of a delivery key gets the first delivery's response.
+func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string) (int, []byte) {
+	now := s.opts.Now()
+	id := uuid.Must(uuid.NewV7()).String()
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	chat := fmt.Sprintf("%s:%d-%s", h.ID, now.UnixMilli(), hex.EncodeToString(suffix))
+	sessionKey := "webhook:" + chat
+	res, err := s.opts.DB.Write().ExecContext(ctx, insertDeliveryQuery, id, h.ID, key, sessionKey, dbutil.Millis(now))
+	if err != nil {
+		s.opts.Log.ErrorContext(ctx, "record a webhook delivery", "hook", h.ID, "error", err)
+		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "could not record the delivery; try again"))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.repeat(ctx, h, key)
+	}
+	var wait chan string
+	if h.Mode == "sync" {
+		wait = make(chan string, 1)
+		s.mu.Lock()
+		s.waiters[chat] = wait
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.waiters, chat)
+			s.mu.Unlock()
+		}()
+	}
+	sink, err := s.sinkFor(ctx)
+	if err == nil {
+		err = sink.Deliver(ctx, adapters.Inbound{Adapter: AdapterID, Surface: "webhook", ChatID: chat, UserID: "webhook:" + h.ID,
+			Group: true, AgentID: h.Agent, MessageID: id, Text: prompt, Time: now})
+	}
+	if err != nil {
+		s.opts.Log.ErrorContext(ctx, "deliver a webhook", "hook", h.ID, "delivery_id", id, "error", err)
+		// Recorded as failed, its key freed: the sender's retry is a new try.
+		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, err.Error(), dbutil.Millis(s.opts.Now()))
+		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "parley could not take the delivery; try again"))
+	}
+	body := map[string]any{"delivery_id": id, "session_key": sessionKey}
+	if wait == nil {
+		// A repeat rebuilds this answer from the row; no write needed.
+		body["status"] = "accepted"
+		return http.StatusAccepted, mustJSON(body)
+	}
+	select {
+	case reply := <-wait:
+		body["status"], body["reply"] = "answered", reply
+		return s.respond(ctx, id, http.StatusOK, mustJSON(body))
+	case <-time.After(h.Timeout.Std()):
+		body["status"] = "running"
+		body["message"] = "the agent didn't answer within the hook's timeout; it goes on, and its reply goes to the notify targets"
+		return s.respond(ctx, id, http.StatusAccepted, mustJSON(body))
+	case <-ctx.Done():
+		return http.StatusAccepted, mustJSON(body)
+	}
+}
+
+// sinkFor waits (briefly) for Start: a request that arrives as parley
+// starts waits for the gateway rather than failing.
+func (s *Server) sinkFor(ctx context.Context) (adapters.Sink, error) {
+	select {
+	case <-s.started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("the gateway is not running")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sink, nil
+}
+
+// respond stores the first response to a delivery, for repeats.
+func (s *Server) respond(ctx context.Context, id string, status int, body []byte) (int, []byte) {
+	if _, err := s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), respondedQuery, id, status, string(body)); err != nil {
+		s.opts.Log.WarnContext(ctx, "record a webhook response", "delivery_id", id, "error", err)
+	}
+	return status, body
+}
+
+// repeat answers a delivery key seen before with the first response.
+func (s *Server) repeat(ctx context.Context, h config.Hook, key string) (int, []byte) {
+	var id, status, response, sessionKey string
+	var code int
+	err := s.opts.DB.View(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, deliveryByKeyQuery, h.ID, key).Scan(&id, &status, &code, &response, &sessionKey)
+	})
+	if errors.Is(err, sql.ErrNoRows) || err != nil {
+		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "could not read the earlier delivery; try again"))
+	}
+	switch {
+	case code != 0:
+		return code, []byte(response)
+	case h.Mode != "sync": // what the first got, an async acceptance
+		return http.StatusAccepted, mustJSON(map[string]any{"delivery_id": id, "session_key": sessionKey, "status": "accepted"})
+	default: // the first is still being answered
+		return http.StatusAccepted, mustJSON(map[string]any{"delivery_id": id, "session_key": sessionKey, "status": "running", "duplicate": true})
+	}
+}
+
+// Send takes a delivery's reply from the outbox: it records it, answers a
+// waiting sync request and sends it to the hook's notify targets.
+func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	hookID, _, _ := strings.Cut(out.ChatID, ":")
+	if _, err := s.opts.DB.Write().ExecContext(ctx, answeredQuery, "webhook:"+out.ChatID, "answered", out.Text, "", dbutil.Millis(s.opts.Now())); err != nil {
+		return adapters.Sent{}, fmt.Errorf("record the reply of webhook %s: %w", hookID, err)
+	}
+	if h, ok := s.hooks[hookID]; ok && s.opts.Notify != nil {
+		for _, target := range h.Notify {
+			if err := s.opts.Notify(ctx, target, out.Text, hookID); err != nil {
+				s.opts.Log.WarnContext(ctx, "notify a webhook's target", "hook", hookID, "target", target, "error", err)
+			}
+		}
+	}
+	// A sync request is answered once the targets have it.
+	s.mu.Lock()
+	wait := s.waiters[out.ChatID]
+	s.mu.Unlock()
+	if wait != nil {
+		select {
+		case wait <- out.Text:
+		default:
+		}
+	}
+	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
+}
+
+// Delivery is one recorded webhook delivery.
+type Delivery struct {
+	ID, HookID, Key, Status string
+	HTTPStatus              int
+	SessionKey, Reply, Err  string
+	ReceivedAt, CompletedAt time.Time
+	Duration                time.Duration
+}
+
+// Deliveries lists a hook's latest deliveries, newest first.
+func Deliveries(ctx context.Context, db *dbutil.DB, hookID string, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := db.View(ctx, func(q dbutil.Querier) error {
+		rows, err := q.QueryContext(ctx, listDeliveriesQuery, hookID, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d Delivery
+			var received, completed, dur int64
+			if err := rows.Scan(&d.ID, &d.HookID, &d.Key, &d.Status, &d.HTTPStatus, &d.SessionKey, &d.Reply, &d.Err, &received, &completed, &dur); err != nil {
+				return err
+			}
+			d.ReceivedAt, d.Duration = dbutil.Time(received), time.Duration(dur)*time.Millisecond
+			if completed > 0 {
+				d.CompletedAt = dbutil.Time(completed)
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries of hook %s: %w", hookID, err)
+	}
+	return out, nil
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// limitedWriter stops a template from writing an unbounded prompt.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if len(p) > l.n {
+		return 0, fmt.Errorf("the prompt is over %d KiB", maxPrompt>>10)
+	}
+	l.n -= len(p)
+	return l.w.Write(p)
+}
+
+// signRaw is a GitHub-style signature of body: sha256=hex(HMAC(secret, body)).
+func signRaw(secret string, body []byte) (string, string) {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "", "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
