@@ -41,7 +41,9 @@ func (k *sink) Deliver(ctx context.Context, in adapters.Inbound) error {
 	answer := k.answer
 	k.mu.Unlock()
 	if answer != "" {
-		go func() { _, _ = k.srv.Send(context.Background(), adapters.Outbound{Adapter: AdapterID, ChatID: in.ChatID, Text: answer + ": " + in.Text}) }()
+		go func() {
+			_, _ = k.srv.Send(context.Background(), adapters.Outbound{Adapter: AdapterID, ChatID: in.ChatID, Text: answer + ": " + in.Text})
+		}()
 	}
 	return nil
 }
