@@ -205,3 +205,17 @@ func TestPairingLimitsAndExpiry(t *testing.T) {
 		t.Fatal("an expired request let its sender in")
 	}
 }
+
+// In a group where the bot answers everything, "/reset@otherbot" is for
+// another bot: no reset.
+func TestCommandForAnotherBot(t *testing.T) {
+	r := newRig(t, dbtest.SQLite(t), echoRun, func(o *gateway.Options) {
+		o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMOpen, Group: gateway.GroupAlways}}
+	})
+	r.deliver(group("9", "a", "/reset@otherbot", false))
+	r.deliver(group("9", "b", "/reset@parleybot", true))
+	got := r.sent(2)
+	if got[0] == "Started a new conversation." || got[1] != "Started a new conversation." {
+		t.Fatalf("replies %q", got)
+	}
+}

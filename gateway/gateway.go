@@ -210,7 +210,7 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 		g.complete(ctx, []job{j}, InboundDone, "", "command not addressed to the bot", j, "")
 		return
 	}
-	if cmd, ok := command(j.in.Text); ok {
+	if cmd, ok := command(j.in.Text); ok && !forAnotherBot(j.in) {
 		if cmd == "reset" || cmd == "compact" {
 			// It runs on the lane, after what was sent before it. A reset
 			// stops the running turn so it comes promptly; a compaction
@@ -249,6 +249,12 @@ func (g *Gateway) route(in adapters.Inbound) string {
 		}
 	}
 	return g.opts.Agents[0].ID
+}
+
+// forAnotherBot reports a group command addressed to another bot
+// ("/reset@otherbot"): the channel says the message didn't mention us.
+func forAnotherBot(in adapters.Inbound) bool {
+	return in.Group && !in.Mentioned && strings.Contains(strings.TrimSpace(in.Text), "@")
 }
 
 // turn runs on a session's lane: it resolves the session there, so resets
