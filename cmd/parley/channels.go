@@ -10,6 +10,7 @@ import (
 	// The channels parley ships.
 	_ "github.com/parleyd/parley/adapters/discord"
 	_ "github.com/parleyd/parley/adapters/telegram"
+	_ "github.com/parleyd/parley/adapters/whatsapp"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 )

@@ -25,6 +25,8 @@ Usage:
   parley memory reindex [--config FILE]      rebuild the memory search index from the database
   parley hooks ls [--config FILE]            list the incoming webhooks and their URLs
   parley hooks deliveries ID [--limit N]     a webhook's latest deliveries
+  parley whatsapp link [--adapter ID] [--phone N]
+                                             link a WhatsApp account (QR code, or a pairing code)
   parley pairing ls [--config FILE]          list direct-chat pairing requests waiting
   parley pairing approve CODE [--config FILE]
                                              let a pairing code's sender talk to the bot
@@ -80,6 +82,8 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		err = cmdPairing(ctx, rest, stdout)
 	case "hooks":
 		err = cmdHooks(ctx, rest, stdout)
+	case "whatsapp":
+		err = cmdWhatsApp(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", version())
 	case "help", "--help", "-h":

@@ -16,6 +16,10 @@ import (
 	"github.com/parleyd/parley/webhooks"
 )
 
+// trimAfter is when, after start, the pages only start-up used are handed
+// back (trimResident).
+const trimAfter = 300 * time.Millisecond
+
 // shutdownGrace is how long in-flight HTTP requests get after a signal.
 const shutdownGrace = 10 * time.Second
 
@@ -61,6 +65,14 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.run(ctx) }()
+	// Once start-up is over, hand back the pages only it used.
+	go func() {
+		select {
+		case <-time.After(trimAfter):
+			trimResident()
+		case <-ctx.Done():
+		}
+	}()
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("http server: %w", err)
