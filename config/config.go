@@ -64,6 +64,11 @@ type Config struct {
 	Adapters []Adapter `yaml:"adapters"`
 	// Hooks are the incoming webhooks.
 	Hooks []Hook `yaml:"hooks"`
+	Cron  Cron   `yaml:"cron"`
+
+	// Where each key is in the file, for problems found after Parse.
+	file  string
+	lines map[string]int
 }
 
 // Memory configures long-term memory's search index.

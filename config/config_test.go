@@ -253,6 +253,8 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("example hooks = %+v", c.Hooks)
 		}
 		want.Hooks = c.Hooks
+		want.Cron = c.Cron
+		want.file, want.lines = c.file, c.lines
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)
 		}

@@ -96,6 +96,8 @@ func Parse(data []byte, filename string, getenv func(string) (string, bool)) (*C
 	c.applyDefaults(ck.set)
 	c.adapterDefaults(filename)
 	c.hookDefaults()
+	c.cronDefaults()
+	c.file, c.lines = filename, ck.lines
 	c.validate(ck)
 	if len(ck.problems) > 0 {
 		ck.problems.sortByLine()

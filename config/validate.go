@@ -31,6 +31,7 @@ func (c *Config) validate(ck *checker) {
 	c.Memory.validate(ck)
 	c.validateAdapters(ck)
 	c.validateHooks(ck)
+	c.validateCron(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {

@@ -24,6 +24,8 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	if err == nil {
 		// Each channel checks its own keys as it is built (nothing connects).
 		_, err = buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
+		_, cronErr := cronJobs(cfg)
+		err = errors.Join(err, cronErr)
 		problems = nil
 		for _, e := range unjoin(err) {
 			var ps config.Problems

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
@@ -36,6 +37,7 @@ type daemon struct {
 	gw       *gateway.Gateway
 	sender   *gateway.Sender
 	memory   *memory.Store
+	cron     *cron.Scheduler
 	offline  *echo.Model // answers for agents without a provider key
 	indexer  *memory.Indexer
 	store    *gateway.Store
@@ -77,7 +79,15 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	if err := d.openMemory(ctx); err != nil {
 		return fail(err)
 	}
+	if err := d.openCron(ctx); err != nil {
+		return fail(err)
+	}
 	tools := agent.NewRegistry()
+	for _, t := range d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget}) {
+		if err := tools.Register(t); err != nil {
+			return fail(err)
+		}
+	}
 	for _, t := range memory.Tools(d.memory) {
 		if err := tools.Register(t); err != nil {
 			return fail(err)
@@ -298,6 +308,13 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 		}
 	}
 	res, err := d.runner.Run(ctx, req)
+	if first := in.Messages[0]; first.Adapter == "cron" && d.cron != nil {
+		// The receipt gets the session and the outcome, an empty reply or
+		// a failure included, which never reach the scheduler otherwise.
+		if ferr := d.cron.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, res.Reply, err); ferr != nil {
+			d.log.WarnContext(ctx, "record a cron run's outcome", "chat_id", first.ChatID, "error", ferr)
+		}
+	}
 	notices = append(notices, res.Notices...)
 	reply := res.Reply
 	if len(notices) > 0 && reply != "" {

@@ -23,6 +23,7 @@ Usage:
   parley sessions show ID [--archived]       show a session and its messages
   parley sessions compact ID                 summarize a session's older messages now
   parley memory reindex [--config FILE]      rebuild the memory search index from the database
+  parley cron add|ls|rm ID|run ID|runs ID     manage scheduled jobs and read their receipts
   parley hooks ls [--config FILE]            list the incoming webhooks and their URLs
   parley hooks deliveries ID [--limit N]     a webhook's latest deliveries
   parley whatsapp link [--adapter ID] [--phone N]
@@ -82,6 +83,8 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		err = cmdPairing(ctx, rest, stdout)
 	case "hooks":
 		err = cmdHooks(ctx, rest, stdout)
+	case "cron":
+		err = cmdCron(ctx, rest, stdout)
 	case "whatsapp":
 		err = cmdWhatsApp(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":

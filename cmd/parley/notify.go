@@ -16,6 +16,12 @@ import (
 // "<adapter id>:<chat id>": through the outbox, and into the chat's
 // conversation as something the bot said, so people there can ask about it.
 func (d *daemon) notify(ctx context.Context, target, text, source string) error {
+	return d.notifyKeyed(ctx, target, text, "notify:"+source+":"+uuid.NewString())
+}
+
+// notifyKeyed is notify under an idempotency key: a note sent again under
+// the same key (a retry after a crash) goes out once.
+func (d *daemon) notifyKeyed(ctx context.Context, target, text, key string) error {
 	adapter, chat, ok := strings.Cut(target, ":")
 	if !ok || adapter == "" || chat == "" {
 		return fmt.Errorf("notify target %q is not <adapter id>:<chat id>", target)
@@ -29,11 +35,12 @@ func (d *daemon) notify(ctx context.Context, target, text, source string) error 
 	if _, ok := d.adapters[adapters.ID(adapter)]; !ok {
 		return fmt.Errorf("notify target %q: no running channel is called %s", target, adapter)
 	}
-	for _, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
-		reply := gateway.Reply{Key: "notify:" + source + ":" + uuid.NewString(), Adapter: adapters.ID(adapter), ChatID: chat, Text: r}
-		if err := d.store.QueueReplies(ctx, []gateway.Reply{reply}); err != nil {
-			return fmt.Errorf("queue a note for %s: %w", target, err)
-		}
+	var replies []gateway.Reply
+	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
+		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
+	}
+	if err := d.store.QueueReplies(ctx, replies); err != nil {
+		return fmt.Errorf("queue a note for %s: %w", target, err)
 	}
 	d.sender.Wake()
 	live, err := d.sessions.ActiveInChat(ctx, surface, chat)

@@ -44,6 +44,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	channels[adapters.ID("cron")] = d.cron
 	if len(cfg.Hooks) > 0 {
 		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log})
 	}

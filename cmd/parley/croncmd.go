@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parleyd/parley/cron"
+)
+
+// cmdCron manages stored jobs and shows their receipts. It works beside a
+// running daemon, which picks up changes (and runs asked for) within 15 s.
+func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
+	const use = "parley cron add --id ID --schedule SPEC --prompt TEXT [--agent A] [--timezone TZ] [--notify adapter:chat,...] | ls | rm ID | run ID | runs ID [--limit N]"
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("cron "+sub, flag.ContinueOnError)
+	path := configFlag(fs)
+	var want int
+	var id, schedule, prompt, agentID, tz, notify *string
+	var timeout, catchUp *time.Duration
+	var limit *int
+	switch sub {
+	case "add":
+		id = fs.String("id", "", "the job's id (default: generated)")
+		schedule = fs.String("schedule", "", `5 or 6 cron fields or a descriptor, e.g. "0 9 * * 1-5" or "@every 2h"`)
+		prompt = fs.String("prompt", "", "what the agent is asked each time")
+		agentID = fs.String("agent", "", "the agent that runs it (default: the first)")
+		tz = fs.String("timezone", "", "an IANA zone for the schedule (default: local time)")
+		notify = fs.String("notify", "", "comma-separated targets, adapter:chat")
+		timeout = fs.Duration("timeout", 0, "stop a run after this long (default 5m)")
+		catchUp = fs.Duration("catch-up", 0, "run a fire missed while parley was down if it is no older than this")
+	case "ls":
+	case "rm", "run":
+		want = 1
+	case "runs":
+		want = 1
+		limit = fs.Int("limit", 20, "how many receipts, newest first (1-1000)")
+	default:
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	rest, err := parseFlags(fs, args[1:], want)
+	if err != nil {
+		return err
+	}
+	cfg, _, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	db, err := openExisting(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	store := cron.NewStore(db, nil)
+	switch sub {
+	case "add":
+		agent := *agentID
+		if agent == "" {
+			agent = cfg.Agents[0].ID
+		}
+		if _, ok := cfg.Agent(agent); !ok {
+			return fmt.Errorf("%w: --agent %q is not an agent in the config", errUsage, agent)
+		}
+		var targets []string
+		for _, t := range strings.Split(*notify, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				targets = append(targets, t)
+			}
+		}
+		parsed, err := cron.ParseTargets(targets)
+		if err != nil {
+			return fmt.Errorf("%w: --notify: %v", errUsage, err)
+		}
+		j, err := store.Add(ctx, cron.Job{ID: *id, Schedule: *schedule, Timezone: *tz, AgentID: agent, Prompt: *prompt,
+			Notify: parsed, Timeout: *timeout, CatchUp: *catchUp, Source: cron.SourceCLI})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added job %s (%s); a running parley picks it up within 15 s\n", j.ID, j.Schedule)
+	case "ls":
+		jobs, err := store.List(ctx)
+		if err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			fmt.Fprintln(stdout, "no cron jobs; add them under cron.jobs in the config or with parley cron add")
+			return nil
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tSCHEDULE\tAGENT\tENABLED\tSOURCE\tNEXT\tNOTIFY")
+		for _, j := range jobs {
+			next := "-"
+			if s, err := j.ParsedSchedule(); err == nil && j.Enabled() {
+				next = s.Next(time.Now()).Local().Format(time.DateTime)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%v\n", j.ID, j.Schedule, j.AgentID, j.Enabled(), j.Source, next, j.Notify)
+		}
+		return w.Flush()
+	case "rm":
+		if err := store.Remove(ctx, rest[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed job %s\n", rest[0])
+	case "run":
+		r, err := store.RequestRun(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "run %s queued; a running parley starts it within 15 s (see parley cron runs %s)\n", r.ID, rest[0])
+	case "runs":
+		if *limit < 1 || *limit > 1000 {
+			return fmt.Errorf("%w: --limit %d is out of range; use 1 to 1000", errUsage, *limit)
+		}
+		runs, err := store.Runs(ctx, rest[0], *limit)
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			fmt.Fprintf(stdout, "no runs of job %s yet\n", rest[0])
+			return nil
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "SCHEDULED\tSTATUS\tTOOK\tSESSION\tRESULT")
+		for _, r := range runs {
+			took := "-"
+			if !r.EndedAt.IsZero() && !r.StartedAt.IsZero() {
+				took = r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+			}
+			result := r.Result
+			if r.Error != "" {
+				result = r.Error
+			}
+			if len(result) > 60 {
+				result = result[:60] + "…"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ScheduledAt.Local().Format(time.DateTime), r.Status, took, r.SessionID, strings.ReplaceAll(result, "\n", " "))
+		}
+		return w.Flush()
+	}
+	return nil
+}

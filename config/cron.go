@@ -1,0 +1,79 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Cron holds the scheduled jobs written in the config. Jobs can also be
+// added with `parley cron add` or by agents with the schedule tools; those
+// live in the database.
+type Cron struct {
+	Jobs []CronJob `yaml:"jobs"`
+}
+
+// CronJob is one scheduled job: at each time of its schedule, its prompt
+// runs as a turn of its agent, in a fresh session, and the reply goes to
+// its notify targets.
+type CronJob struct {
+	ID       string `yaml:"id"`
+	Schedule string `yaml:"schedule"`
+	Timezone string `yaml:"timezone"`
+	// Agent answers; empty means the first agent.
+	Agent  string   `yaml:"agent"`
+	Prompt string   `yaml:"prompt"`
+	Notify []string `yaml:"notify"`
+	// Enabled is true unless set to false.
+	Enabled *bool `yaml:"enabled"`
+	// CatchUp is how late a fire missed while parley was down may still
+	// run, once; 0 turns catching up off.
+	CatchUp Duration `yaml:"catch_up"`
+	Timeout Duration `yaml:"timeout"`
+}
+
+// IsEnabled reports whether the job fires.
+func (j CronJob) IsEnabled() bool { return j.Enabled == nil || *j.Enabled }
+
+func (c *Config) cronDefaults() {
+	for i := range c.Cron.Jobs {
+		j := &c.Cron.Jobs[i]
+		j.ID = strings.TrimSpace(j.ID)
+		j.Schedule = strings.TrimSpace(j.Schedule)
+		j.Timezone = strings.TrimSpace(j.Timezone)
+		j.Agent = strings.TrimSpace(j.Agent)
+		if j.Agent == "" && len(c.Agents) > 0 {
+			j.Agent = c.Agents[0].ID
+		}
+	}
+}
+
+// validateCron checks what needs the rest of the config; the schedule
+// itself is checked by the cron package (cmd/parley runs it on load).
+func (c *Config) validateCron(ck *checker) {
+	first := map[string]int{}
+	for i, j := range c.Cron.Jobs {
+		p := fmt.Sprintf("cron.jobs[%d].", i)
+		if j.ID != "" {
+			if k, dup := first[j.ID]; dup {
+				ck.add(p+"id", fmt.Sprintf("%q is used by cron.jobs[%d] too; job ids must be unique", j.ID, k))
+			}
+			first[j.ID] = i
+		}
+		if _, ok := c.Agent(j.Agent); !ok {
+			ck.add(p+"agent", fmt.Sprintf("%q is not an agent in agents", j.Agent))
+		}
+		if j.CatchUp < 0 {
+			ck.add(p+"catch_up", fmt.Sprintf("%s is negative; use a duration such as \"1h\", or 0 to turn catching up off", j.CatchUp))
+		}
+		if j.Timeout < 0 {
+			ck.add(p+"timeout", fmt.Sprintf("%s is negative; use a duration such as \"5m\"", j.Timeout))
+		}
+	}
+}
+
+// Problem reports a problem found outside this package (the cron package's
+// schedule check) at key's line, like every other config problem.
+func (c *Config) Problem(key, msg string) Problem {
+	ck := &checker{file: c.file, lines: c.lines}
+	return Problem{File: c.file, Line: ck.lineOf(key), Key: key, Message: msg}
+}
