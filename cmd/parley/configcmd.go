@@ -54,13 +54,17 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// unjoin lists the errors inside an errors.Join, or err itself.
+// unjoin lists the errors inside (nested) errors.Join, or err itself.
 func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
 	if err == nil {
 		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
 	}
 	return []error{err}
 }
