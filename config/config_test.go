@@ -235,7 +235,7 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("example bindings = %+v, want %+v", c.Bindings, wantBindings)
 		}
 		// The example's adapter shows the gateway's defaults for its keys.
-		if len(c.Adapters) != 2 || c.Adapters[1].Type != "discord" || c.Adapters[0].ID != "tg-main" || c.Adapters[0].Type != "telegram" ||
+		if len(c.Adapters) != 3 || c.Adapters[1].Type != "discord" || c.Adapters[2].Type != "whatsapp" || c.Adapters[0].ID != "tg-main" || c.Adapters[0].Type != "telegram" ||
 			c.Adapters[0].DMPolicy != DefaultDMPolicy || c.Adapters[0].GroupPolicy != DefaultGroupPolicy || len(c.Adapters[0].Allow) != 0 {
 			t.Errorf("example adapters = %+v", c.Adapters)
 		}
