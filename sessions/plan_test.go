@@ -48,3 +48,28 @@ func TestActiveSessionQueryUsesIndex(t *testing.T) {
 		t.Fatalf("live context plan scans messages: %q", got)
 	}
 }
+
+// The last turns are read by walking the (session_id, seq) index back from
+// the newest message, never by scanning the session's whole log.
+func TestRecentMessagesQueryUsesIndex(t *testing.T) {
+	db := dbtest.SQLite(t)
+	rows, err := db.Reader().QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+recentMessagesQuery, "x", 29)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	got := strings.Join(plan, "; ")
+	t.Logf("plan: %s", got)
+	if strings.Contains(got, "SCAN messages") || strings.Contains(got, "TEMP B-TREE") {
+		t.Fatalf("recent-messages plan is %q, want index searches only", got)
+	}
+}
