@@ -13,4 +13,8 @@ var (
 	ErrBadLimit = errors.New("page size out of range")
 	// ErrInvalidMessage means a message can't be stored as given.
 	ErrInvalidMessage = errors.New("invalid message")
+	// ErrConflict means the change would give a key a second active session.
+	ErrConflict = errors.New("another active session has that key")
+	// ErrInvalidMetadata means session metadata is not a JSON object.
+	ErrInvalidMetadata = errors.New("metadata must be a JSON object")
 )

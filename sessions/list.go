@@ -36,6 +36,8 @@ type ListOptions struct {
 	Status  Status
 	Surface string
 	AgentID string
+	// UserID keeps only sessions of this user.
+	UserID string
 }
 
 // Page is one page of sessions. Next is empty on the last page.
@@ -84,6 +86,7 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 	var args []any
 	for _, f := range []struct{ cond, v string }{
 		{"id < ", after}, {"status = ", string(opts.Status)}, {"surface = ", opts.Surface}, {"agent_id = ", opts.AgentID},
+		{"user_id = ", opts.UserID},
 	} {
 		if f.v != "" {
 			args = append(args, f.v)

@@ -1,0 +1,188 @@
+// Package api is parley's HTTP API: the /v1 REST routes over sessions and
+// runs, and the per-session Server-Sent Events stream of a run's events.
+// Every /v1 route needs an admin bearer token; every error body is
+// {"error": {"code": "...", "message": "..."}}.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyd/parley/sessions"
+)
+
+// DefaultMaxBody caps a JSON request body (1 MiB); a larger one gets 413.
+const DefaultMaxBody = 1 << 20
+
+// Store is what the API needs of the session store (*sessions.SQLStore).
+type Store interface {
+	Session(ctx context.Context, id sessions.ID) (sessions.Session, error)
+	List(ctx context.Context, opts sessions.ListOptions) (sessions.Page, error)
+	Create(ctx context.Context, key sessions.Key, opts sessions.CreateOptions) (sessions.Session, error)
+	Update(ctx context.Context, id sessions.ID, u sessions.Update) (sessions.Session, error)
+	Delete(ctx context.Context, id sessions.ID) error
+	Messages(ctx context.Context, id sessions.ID, opts sessions.MessagesOptions) ([]sessions.Message, error)
+}
+
+var _ Store = (*sessions.SQLStore)(nil)
+
+// Options configures the API handler.
+type Options struct {
+	// Store keeps the sessions. Required.
+	Store Store
+	// Runner drives runs; without it the run routes answer 503.
+	Runner Runner
+	// Events is the run event log the SSE stream reads (fed by Feed);
+	// without it the events route answers 503.
+	Events *EventLog
+	// Tokens are the admin bearer tokens; any one of them is accepted.
+	// With none, every /v1 request gets 401.
+	Tokens []string
+	// DefaultAgent is the agent of a session created without one.
+	DefaultAgent string
+	// KnownAgent, if set, says whether an agent id exists; unknown agents
+	// get 400. Nil accepts any.
+	KnownAgent func(id string) bool
+	// MaxBody caps JSON request bodies; 0 means DefaultMaxBody.
+	MaxBody int64
+	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
+	Heartbeat time.Duration
+	Log       *slog.Logger
+}
+
+type server struct {
+	opts   Options
+	tokens [][sha256.Size]byte
+	log    *slog.Logger
+}
+
+// New returns the handler of the /v1 routes. Mount it at the root (it
+// matches /v1/ only).
+func New(opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
+	s := &server{opts: opts, log: opts.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range opts.Tokens {
+		if t = strings.TrimSpace(t); t != "" {
+			s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
+		}
+	}
+	mux := http.NewServeMux()
+	routes := []struct {
+		pattern string
+		h       func(http.ResponseWriter, *http.Request) error
+	}{
+		{"GET /v1/sessions", s.listSessions},
+		{"POST /v1/sessions", s.createSession},
+		{"GET /v1/sessions/{id}", s.getSession},
+		{"PATCH /v1/sessions/{id}", s.patchSession},
+		{"DELETE /v1/sessions/{id}", s.deleteSession},
+		{"GET /v1/sessions/{id}/messages", s.listMessages},
+		{"POST /v1/sessions/{id}/messages", s.sendMessage},
+		{"GET /v1/sessions/{id}/status", s.status},
+		{"POST /v1/sessions/{id}/abort", s.abort},
+		{"POST /v1/sessions/{id}/compact", s.compact},
+		{"GET /v1/sessions/{id}/events", s.events},
+		{"POST /v1/agent/reset", s.reset},
+	}
+	for _, r := range routes {
+		mux.Handle(r.pattern, s.handle(r.h))
+	}
+	mux.Handle("/v1/", s.handle(func(http.ResponseWriter, *http.Request) error {
+		return errorf(http.StatusNotFound, CodeNotFound, "no such route")
+	}))
+	return s.auth(mux)
+}
+
+// auth admits a request carrying one of the admin tokens. Every token is
+// compared, in constant time, so the timing tells nothing.
+func (s *server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) authorized(header string) bool {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(token))
+	match := 0
+	for i := range s.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], s.tokens[i][:])
+	}
+	return match == 1
+}
+
+// handle turns a handler's error into the JSON error response.
+func (s *server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		status, code, msg := s.classify(r, err)
+		writeError(w, status, code, msg)
+	})
+}
+
+func (s *server) classify(r *http.Request, err error) (int, string, string) {
+	var ae *apiError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.code, ae.msg
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, CodeTooLarge, "request body is larger than " + byteSize(tooBig.Limit)
+	case errors.Is(err, sessions.ErrNotFound):
+		return http.StatusNotFound, CodeNotFound, err.Error()
+	case errors.Is(err, ErrBusy):
+		return http.StatusConflict, CodeBusy, err.Error()
+	case errors.Is(err, sessions.ErrConflict):
+		return http.StatusConflict, CodeConflict, err.Error()
+	case errors.Is(err, ErrQueueFull):
+		return http.StatusTooManyRequests, CodeQueueFull, err.Error()
+	case errors.Is(err, ErrRejected):
+		return http.StatusUnprocessableEntity, CodeUnprocessable, err.Error()
+	case errors.Is(err, ErrInvalid), errors.Is(err, sessions.ErrBadCursor), errors.Is(err, sessions.ErrBadLimit),
+		errors.Is(err, sessions.ErrInvalidKey), errors.Is(err, sessions.ErrInvalidMessage),
+		errors.Is(err, sessions.ErrInvalidMetadata):
+		return http.StatusBadRequest, CodeBadRequest, err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, CodeUnavailable, "request cancelled or timed out"
+	}
+	// Unexpected errors may name internals; log them, answer plainly.
+	s.log.ErrorContext(r.Context(), "api request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	return http.StatusInternalServerError, CodeInternal, "internal error"
+}
+
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/memory"
+	"github.com/parleyd/parley/sessions"
+)
+
+// Feed subscribes to the bus at once and returns the loop that copies run
+// events into the log, until ctx ends. Subscribing before the loop runs
+// means no run started meanwhile is missed. Bus events become:
+//
+//	agent turn.started      → turn.started, then status {state: busy}
+//	agent message.delta     → message.delta {text}
+//	agent tool.started      → tool.started {call_id, name, state: input-available}
+//	agent tool.completed    → tool.completed {call_id, name, state: output-available|output-error, result}
+//	assistant message usage → usage {message_id, model, input, output, ...}
+//	memory compaction       → context_compacted {summary_id, trigger, archived, ...}
+//	agent turn.finished     → status {state: idle|error}, then turn.finished {steps, usage, aborted, error}
+func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
+	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
+		agent.EventToolCompleted, agent.EventTurnFinished, memory.EventContextCompacted, sessions.EventMessageAppended)
+	return func(ctx context.Context) error {
+		defer sub.Close()
+		for {
+			e, err := sub.Next(ctx)
+			if err != nil {
+				if errors.Is(err, events.ErrClosed) || ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			l.ingest(e)
+		}
+	}
+}
+
+// Run event data, as the SSE stream shows it.
+type (
+	TurnStartedData struct {
+		AgentID string `json:"agent_id"`
+		Model   string `json:"model"`
+	}
+	DeltaData struct {
+		Text string `json:"text"`
+	}
+	ToolData struct {
+		CallID string `json:"call_id"`
+		Name   string `json:"name"`
+		// State is input-available, output-available or output-error.
+		State  string `json:"state"`
+		Result string `json:"result,omitempty"`
+	}
+	UsageData struct {
+		MessageID  string  `json:"message_id,omitempty"`
+		Model      string  `json:"model,omitempty"`
+		Input      int64   `json:"input"`
+		Output     int64   `json:"output"`
+		Reasoning  int64   `json:"reasoning"`
+		CacheRead  int64   `json:"cache_read"`
+		CacheWrite int64   `json:"cache_write"`
+		CostUSD    float64 `json:"cost_usd,omitempty"`
+	}
+	CompactedData struct {
+		SummaryID    string `json:"summary_id"`
+		Trigger      string `json:"trigger"`
+		Summarized   int    `json:"summarized"`
+		Archived     int    `json:"archived"`
+		Memories     int    `json:"memories"`
+		TokensBefore int64  `json:"tokens_before"`
+		TokensAfter  int64  `json:"tokens_after"`
+		DurationMS   int64  `json:"duration_ms"`
+		Model        string `json:"model,omitempty"`
+	}
+	TurnFinishedData struct {
+		Steps   int       `json:"steps"`
+		Usage   UsageData `json:"usage"`
+		Aborted bool      `json:"aborted"`
+		Error   string    `json:"error,omitempty"`
+	}
+)
+
+func (l *EventLog) ingest(e events.Event) {
+	sid := e.SessionID
+	switch d := e.Data.(type) {
+	case agent.TurnStarted:
+		run := l.Start(sid)
+		l.Append(run, envelope(sid, TypeTurnStarted, e.At, TurnStartedData{AgentID: d.AgentID, Model: d.Model}))
+		l.Append(run, envelope(sid, TypeStatus, e.At, Status{State: StateBusy, StartedAt: e.At}))
+	case string:
+		if e.Type == agent.EventMessageDelta {
+			l.appendToRun(envelope(sid, TypeMessageDelta, e.At, DeltaData{Text: d}))
+		}
+	case agent.ToolEvent:
+		if e.Type == agent.EventToolStarted {
+			l.appendToRun(envelope(sid, TypeToolStarted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: "input-available"}))
+			return
+		}
+		state := "output-available"
+		if d.IsError {
+			state = "output-error"
+		}
+		l.appendToRun(envelope(sid, TypeToolCompleted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: state, Result: d.Result}))
+	case sessions.MessageAppended:
+		m := d.Message
+		if m.Role != sessions.RoleAssistant || m.Usage == nil {
+			return
+		}
+		u := *m.Usage
+		l.appendToRun(envelope(sid, TypeUsage, e.At, UsageData{MessageID: string(m.ID), Model: m.Model, Input: u.Input,
+			Output: u.Output, Reasoning: u.Reasoning, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}))
+	case memory.ContextCompacted:
+		l.appendToRun(envelope(sid, TypeContextCompacted, e.At, CompactedData{SummaryID: string(d.SummaryID),
+			Trigger: string(d.Trigger), Summarized: d.Summarized, Archived: d.Archived, Memories: d.Memories,
+			TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter, DurationMS: d.Duration.Milliseconds(), Model: d.Model}))
+	case agent.TurnFinished:
+		st := Status{State: StateIdle}
+		if d.Error != "" && !d.Aborted {
+			st = Status{State: StateError, Message: d.Error}
+		}
+		run := l.activeRun(sid)
+		l.Append(run, envelope(sid, TypeStatus, e.At, st))
+		l.Append(run, envelope(sid, TypeTurnFinished, e.At, TurnFinishedData{Steps: d.Steps, Aborted: d.Aborted, Error: d.Error,
+			Usage: UsageData{Input: d.Usage.Input, Output: d.Usage.Output, Reasoning: d.Usage.Reasoning,
+				CacheRead: d.Usage.CacheRead, CacheWrite: d.Usage.CacheWrite}}))
+	}
+}
+
+// PublishStatus adds a status event (e.g. retrying, with its attempt) to
+// the session's run in progress; with none, it is dropped.
+func (l *EventLog) PublishStatus(sessionID string, st Status) {
+	l.mu.Lock()
+	sl := l.sessions[sessionID]
+	active := sl != nil && sl.run != nil && !sl.run.finished
+	var run string
+	if active {
+		run = sl.run.id
+	}
+	l.mu.Unlock()
+	if active {
+		l.Append(run, envelope(sessionID, TypeStatus, time.Time{}, st))
+	}
+}
+
+// activeRun is the session's run in progress or, with none, a new one: a
+// run that failed before it started still gets its status and finish.
+func (l *EventLog) activeRun(sessionID string) string {
+	if id, active := l.Current(sessionID); active {
+		return id
+	}
+	return l.Start(sessionID)
+}
+
+// appendToRun adds e to the session's latest run, in progress or not: an
+// event outside a run (a compaction before a turn, or a manual one) joins
+// the run before it. With no run yet, it gets a finished run of its own.
+func (l *EventLog) appendToRun(e Event) {
+	l.mu.Lock()
+	sl := l.session(e.SessionID)
+	if sl.run == nil {
+		sl.begin(newRunID())
+		sl.run.finished, sl.run.finishedAt = true, l.now()
+	}
+	run := sl.run.id
+	l.mu.Unlock()
+	l.Append(run, e)
+}
+
+func envelope(sessionID, typ string, at time.Time, data any) Event {
+	b, err := json.Marshal(data)
+	if err != nil {
+		b = []byte("{}")
+	}
+	if !at.IsZero() {
+		at = at.UTC()
+	}
+	return Event{Type: typ, TS: at, SessionID: sessionID, Data: b}
+}

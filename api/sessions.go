@@ -1,0 +1,246 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/sessions"
+)
+
+// DefaultPageSize is the page size when a request names none.
+const DefaultPageSize = 50
+
+func (s *server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", DefaultPageSize, 1, sessions.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	opts := sessions.ListOptions{
+		Limit:   limit,
+		Cursor:  q.Get("cursor"),
+		Status:  sessions.Status(q.Get("status")),
+		Surface: q.Get("surface"),
+		AgentID: firstNonEmpty(q.Get("agent"), q.Get("agent_id")),
+		UserID:  firstNonEmpty(q.Get("user"), q.Get("user_id")),
+	}
+	switch opts.Status {
+	case "", sessions.StatusActive, sessions.StatusArchived:
+	default:
+		return badRequest("status must be active or archived")
+	}
+	page, err := s.opts.Store.List(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	if page.Sessions == nil {
+		page.Sessions = []sessions.Session{}
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// CreateSessionRequest is the body of POST /v1/sessions.
+type CreateSessionRequest struct {
+	Agent    string          `json:"agent"`
+	Title    string          `json:"title"`
+	Model    string          `json:"model"`
+	User     string          `json:"user"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var req CreateSessionRequest
+	if err := s.decode(w, r, &req, true); err != nil {
+		return err
+	}
+	agent := strings.TrimSpace(firstNonEmpty(req.Agent, s.opts.DefaultAgent))
+	if agent == "" {
+		return badRequest("agent is required")
+	}
+	if err := s.checkAgent(agent); err != nil {
+		return err
+	}
+	meta, err := withModel(req.Metadata, req.Model)
+	if err != nil {
+		return err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	key := sessions.Key{UserID: strings.TrimSpace(req.User), Surface: sessions.SurfaceAPI, SurfaceID: id.String(), AgentID: agent}
+	sess, err := s.opts.Store.Create(r.Context(), key, sessions.CreateOptions{Title: req.Title, Metadata: meta})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
+	writeJSON(w, http.StatusCreated, sess)
+	return nil
+}
+
+// withModel sets the "model" key of a metadata object (the session's model
+// override) when model is given.
+func withModel(meta json.RawMessage, model string) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if len(meta) > 0 && string(meta) != "null" {
+		if err := json.Unmarshal(meta, &obj); err != nil || obj == nil {
+			return nil, badRequest("metadata must be a JSON object")
+		}
+	}
+	if model = strings.TrimSpace(model); model != "" {
+		b, _ := json.Marshal(model)
+		obj["model"] = b
+	}
+	return json.Marshal(obj)
+}
+
+func (s *server) checkAgent(agent string) error {
+	if s.opts.KnownAgent != nil && !s.opts.KnownAgent(agent) {
+		return badRequest("unknown agent " + quote(agent))
+	}
+	return nil
+}
+
+func (s *server) session(r *http.Request) (sessions.Session, error) {
+	return s.opts.Store.Session(r.Context(), sessions.ID(r.PathValue("id")))
+}
+
+func (s *server) getSession(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sess)
+	return nil
+}
+
+// PatchSessionRequest is the body of PATCH /v1/sessions/{id}; absent fields
+// stay as they are. An empty model removes the session's model override.
+type PatchSessionRequest struct {
+	Title    *string         `json:"title"`
+	Agent    *string         `json:"agent"`
+	Model    *string         `json:"model"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
+	var req PatchSessionRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		return err
+	}
+	if req.Agent != nil {
+		a := strings.TrimSpace(*req.Agent)
+		if a == "" {
+			return badRequest("agent must not be empty")
+		}
+		if err := s.checkAgent(a); err != nil {
+			return err
+		}
+		req.Agent = &a
+	}
+	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(req.Metadata, &obj) != nil || obj == nil {
+			return badRequest("metadata must be a JSON object")
+		}
+	} else {
+		req.Metadata = nil
+	}
+	id := sessions.ID(r.PathValue("id"))
+	if req.Agent != nil && s.busy(id) {
+		return ErrBusy
+	}
+	sess, err := s.opts.Store.Update(r.Context(), id, sessions.Update{
+		Title: req.Title, AgentID: req.Agent, Model: req.Model, Metadata: req.Metadata,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sess)
+	return nil
+}
+
+func (s *server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	id := sessions.ID(r.PathValue("id"))
+	if s.busy(id) {
+		return ErrBusy
+	}
+	if err := s.opts.Store.Delete(r.Context(), id); err != nil {
+		return err
+	}
+	if s.opts.Events != nil {
+		s.opts.Events.Forget(string(id))
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// busy reports whether the runner has a run in progress for id.
+func (s *server) busy(id sessions.ID) bool {
+	if s.opts.Runner == nil {
+		return false
+	}
+	st := s.opts.Runner.Status(id).State
+	return st != "" && st != StateIdle && st != StateError
+}
+
+// MessagesPage is one page of a session's messages, oldest first.
+type MessagesPage struct {
+	Messages []sessions.Message `json:"messages"`
+	Next     string             `json:"next_cursor,omitempty"`
+}
+
+func (s *server) listMessages(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", DefaultPageSize, 1, sessions.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	archived, err := queryBool(r, "include_archived")
+	if err != nil {
+		return err
+	}
+	hidden, err := queryBool(r, "include_hidden")
+	if err != nil {
+		return err
+	}
+	after, err := decodeMessageCursor(r.URL.Query().Get("cursor"))
+	if err != nil {
+		return err
+	}
+	id := sessions.ID(r.PathValue("id"))
+	msgs, err := s.opts.Store.Messages(r.Context(), id, sessions.MessagesOptions{Archived: archived, Hidden: hidden})
+	if err != nil {
+		return err
+	}
+	page := MessagesPage{Messages: []sessions.Message{}}
+	for _, m := range msgs {
+		if !after.before(m) {
+			continue
+		}
+		if len(page.Messages) == limit {
+			page.Next = encodeMessageCursor(page.Messages[limit-1])
+			break
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
