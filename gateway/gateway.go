@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -166,13 +167,20 @@ func (g *Gateway) Duplicates() int64 { return g.duplicates.Load() }
 // stored durably (or was already): the adapter's licence to acknowledge it.
 // The turn runs later, on the session's lane.
 func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) error {
+	return g.DeliverWith(ctx, in, nil)
+}
+
+// DeliverWith is Deliver that also runs also in the transaction that
+// stores the message, when it is new (see Store.AcceptWith): a producer's
+// record of the message commits with it, in one durable write.
+func (g *Gateway) DeliverWith(ctx context.Context, in adapters.Inbound, also func(q dbutil.Querier) error) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
 	if in.Time.IsZero() {
 		in.Time = time.Now()
 	}
-	id, dup, err := g.opts.Store.Accept(ctx, in)
+	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
 		return err
 	}

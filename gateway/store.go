@@ -134,6 +134,13 @@ type AcceptedInbound struct {
 // Accept stores in durably. dup reports that the same platform message was
 // accepted before, in which case nothing changes.
 func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup bool, err error) {
+	return s.AcceptWith(ctx, in, nil)
+}
+
+// AcceptWith is Accept that also runs also in the same transaction when the
+// message is new: a producer's own record of it (a webhook delivery) then
+// commits, or not, with it. An error from also undoes both.
+func (s *Store) AcceptWith(ctx context.Context, in adapters.Inbound, also func(q dbutil.Querier) error) (id string, dup bool, err error) {
 	u, err := uuid.NewV7()
 	if err != nil {
 		return "", false, fmt.Errorf("generate id: %w", err)
@@ -143,14 +150,29 @@ func (s *Store) Accept(ctx context.Context, in adapters.Inbound) (id string, dup
 		return "", false, fmt.Errorf("encode inbound %s: %w", in.MessageID, err)
 	}
 	now := s.now()
-	res, err := s.db.Write().ExecContext(ctx, acceptInboundQuery, u.String(), in.Adapter, in.ChatID, in.MessageID,
-		string(payload), dbutil.Millis(now), s.owner, dbutil.Millis(now.Add(s.lease)), s.instance)
-	if err != nil {
-		return "", false, fmt.Errorf("store inbound %s/%s/%s: %w", in.Adapter, in.ChatID, in.MessageID, err)
+	args := []any{u.String(), in.Adapter, in.ChatID, in.MessageID,
+		string(payload), dbutil.Millis(now), s.owner, dbutil.Millis(now.Add(s.lease)), s.instance}
+	var n int64
+	store := func(q dbutil.Querier) error {
+		res, err := q.ExecContext(ctx, acceptInboundQuery, args...)
+		if err != nil {
+			return fmt.Errorf("store inbound %s/%s/%s: %w", in.Adapter, in.ChatID, in.MessageID, err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("store inbound: %w", err)
+		}
+		if n == 1 && also != nil {
+			return also(q)
+		}
+		return nil
 	}
-	n, err := res.RowsAffected()
+	if also == nil {
+		err = store(s.db.Write())
+	} else {
+		err = s.db.Tx(ctx, store)
+	}
 	if err != nil {
-		return "", false, fmt.Errorf("store inbound: %w", err)
+		return "", false, err
 	}
 	return u.String(), n == 0, nil
 }

@@ -57,12 +57,24 @@ const (
 	answeredQuery = `UPDATE webhook_deliveries SET status = $2, reply = $3, error = $4, completed_at = $5,
 	duration_ms = $5 - received_at WHERE session_key = $1 AND status = 'accepted'`
 
-	failedQuery = `UPDATE webhook_deliveries SET status = 'failed', delivery_key = '', error = $2, completed_at = $3,
-	duration_ms = $3 - received_at WHERE id = $1`
+	// A failed delivery is kept, with its key freed for the sender's retry
+	// (its record may have gone with the failed transaction: write it).
+	failedQuery = `INSERT INTO webhook_deliveries (id, hook_id, delivery_key, session_key, status, error, received_at, completed_at)
+	VALUES ($1, $2, '', $3, 'failed', $4, $5, $5)
+	ON CONFLICT (id) DO UPDATE SET status = 'failed', delivery_key = '', error = excluded.error, completed_at = excluded.completed_at`
 
 	listDeliveriesQuery = `SELECT id, hook_id, delivery_key, status, http_status, session_key, reply, error, received_at, COALESCE(completed_at, 0), duration_ms
 	FROM webhook_deliveries WHERE hook_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2`
 )
+
+// txSink is the gateway's DeliverWith: the message and the delivery's
+// record in one transaction.
+type txSink interface {
+	DeliverWith(ctx context.Context, in adapters.Inbound, also func(q dbutil.Querier) error) error
+}
+
+// errRepeat means the delivery key was seen before.
+var errRepeat = errors.New("a repeated delivery")
 
 // Notifier sends a reply to a notify target, "<adapter id>:<chat id>".
 type Notifier func(ctx context.Context, target, text, hookID string) error
@@ -254,13 +266,18 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 	_, _ = rand.Read(suffix)
 	chat := fmt.Sprintf("%s:%d-%s", h.ID, now.UnixMilli(), hex.EncodeToString(suffix))
 	sessionKey := "webhook:" + chat
-	res, err := s.opts.DB.Write().ExecContext(ctx, insertDeliveryQuery, id, h.ID, key, sessionKey, dbutil.Millis(now))
-	if err != nil {
-		s.opts.Log.ErrorContext(ctx, "record a webhook delivery", "hook", h.ID, "error", err)
-		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "could not record the delivery; try again"))
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return s.repeat(ctx, h, key)
+	// The delivery's record is written with the gateway's own record of the
+	// message, in one transaction when the gateway can (one durable write
+	// before the answer); a repeated delivery key undoes both.
+	record := func(q dbutil.Querier) error {
+		res, err := q.ExecContext(ctx, insertDeliveryQuery, id, h.ID, key, sessionKey, dbutil.Millis(now))
+		if err != nil {
+			return fmt.Errorf("record the delivery: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errRepeat
+		}
+		return nil
 	}
 	var wait chan string
 	if h.Mode == "sync" {
@@ -274,15 +291,23 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 			s.mu.Unlock()
 		}()
 	}
+	in := adapters.Inbound{Adapter: AdapterID, Surface: "webhook", ChatID: chat, UserID: "webhook:" + h.ID,
+		Group: true, AgentID: h.Agent, MessageID: id, Text: prompt, Time: now}
 	sink, err := s.sinkFor(ctx)
 	if err == nil {
-		err = sink.Deliver(ctx, adapters.Inbound{Adapter: AdapterID, Surface: "webhook", ChatID: chat, UserID: "webhook:" + h.ID,
-			Group: true, AgentID: h.Agent, MessageID: id, Text: prompt, Time: now})
+		if ts, ok := sink.(txSink); ok {
+			err = ts.DeliverWith(ctx, in, record)
+		} else if err = s.opts.DB.Tx(ctx, record); err == nil {
+			err = sink.Deliver(ctx, in)
+		}
+	}
+	if errors.Is(err, errRepeat) {
+		return s.repeat(ctx, h, key)
 	}
 	if err != nil {
 		s.opts.Log.ErrorContext(ctx, "deliver a webhook", "hook", h.ID, "delivery_id", id, "error", err)
 		// Recorded as failed, its key freed: the sender's retry is a new try.
-		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, err.Error(), dbutil.Millis(s.opts.Now()))
+		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, h.ID, sessionKey, err.Error(), dbutil.Millis(s.opts.Now()))
 		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "parley could not take the delivery; try again"))
 	}
 	body := map[string]any{"delivery_id": id, "session_key": sessionKey}

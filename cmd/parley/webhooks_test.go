@@ -145,3 +145,42 @@ func BenchmarkWebhooksAsync(b *testing.B) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// Through the real gateway, a delivery's record and its message commit
+// together: a repeated delivery id gets the first answer and starts
+// nothing more.
+func TestWebhookRepeatThroughTheDaemon(t *testing.T) {
+	hooks := "hooks:\n  - id: ci\n    auth: hmac\n    secret: " + hookSecret + "\n    prompt: \"CI failed on {{.repo}}\"\n"
+	d, _, url, stop := runWithHooks(t, hooks)
+	defer stop()
+	body := []byte(`{"repo":"parley"}`)
+	send := func() (int, map[string]any) {
+		ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
+		req, _ := http.NewRequest("POST", url+"/hooks/ci", bytes.NewReader(body))
+		req.Header.Set("X-Parley-Timestamp", ts)
+		req.Header.Set("X-Parley-Signature", sig)
+		req.Header.Set("X-Parley-Delivery", "build-77")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	s1, first := send()
+	s2, second := send()
+	if s1 != 202 || s2 != 202 || first["delivery_id"] == nil || first["delivery_id"] != second["delivery_id"] {
+		t.Fatalf("first %d %v, repeat %d %v", s1, first, s2, second)
+	}
+	n, err := d.store.Unanswered(context.Background())
+	ds, derr := webhooks.Deliveries(context.Background(), d.db, "ci", 10)
+	if err != nil || derr != nil || len(ds) != 1 {
+		t.Fatalf("deliveries %d (%v), unanswered %d (%v)", len(ds), derr, n, err)
+	}
+	page, err := d.sessions.List(context.Background(), sessions.ListOptions{Limit: 10, Surface: "webhook"})
+	if err != nil || len(page.Sessions) > 1 {
+		t.Fatalf("webhook sessions: %d %v", len(page.Sessions), err)
+	}
+}
