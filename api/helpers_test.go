@@ -253,3 +253,11 @@ func (c *sseClient) next(t *testing.T) api.Event {
 	}
 	return api.Event{}
 }
+
+func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
