@@ -10,11 +10,12 @@ import (
 
 // messagePos is a place in a session's history, which is ordered by seq,
 // an archived message before the live one sharing its seq (the summary
-// that replaced it).
+// that replaced it), a message before a summary sharing its seq.
 type messagePos struct {
-	set  bool
-	seq  int64
-	live int
+	set     bool
+	seq     int64
+	live    int
+	summary int
 }
 
 func posOf(m sessions.Message) messagePos {
@@ -22,7 +23,11 @@ func posOf(m sessions.Message) messagePos {
 	if m.Archived() {
 		live = 0
 	}
-	return messagePos{set: true, seq: m.Seq, live: live}
+	summary := 0
+	if m.Summary {
+		summary = 1
+	}
+	return messagePos{set: true, seq: m.Seq, live: live, summary: summary}
 }
 
 // before reports whether p comes before m (always, when p is unset).
@@ -31,14 +36,20 @@ func (p messagePos) before(m sessions.Message) bool {
 		return true
 	}
 	q := posOf(m)
-	return p.seq < q.seq || (p.seq == q.seq && p.live < q.live)
+	if p.seq != q.seq {
+		return p.seq < q.seq
+	}
+	if p.live != q.live {
+		return p.live < q.live
+	}
+	return p.summary < q.summary
 }
 
 const messageCursorPrefix = "m1:"
 
 func encodeMessageCursor(m sessions.Message) string {
 	p := posOf(m)
-	return base64.RawURLEncoding.EncodeToString([]byte(messageCursorPrefix + strconv.FormatInt(p.seq, 10) + ":" + strconv.Itoa(p.live)))
+	return base64.RawURLEncoding.EncodeToString([]byte(messageCursorPrefix + strconv.FormatInt(p.seq, 10) + ":" + strconv.Itoa(p.live) + ":" + strconv.Itoa(p.summary)))
 }
 
 func decodeMessageCursor(c string) (messagePos, error) {
@@ -50,11 +61,15 @@ func decodeMessageCursor(c string) (messagePos, error) {
 	if err != nil || !strings.HasPrefix(string(b), messageCursorPrefix) {
 		return messagePos{}, bad
 	}
-	seqS, liveS, ok := strings.Cut(strings.TrimPrefix(string(b), messageCursorPrefix), ":")
-	seq, err1 := strconv.ParseInt(seqS, 10, 64)
-	live, err2 := strconv.Atoi(liveS)
-	if !ok || err1 != nil || err2 != nil || (live != 0 && live != 1) {
+	f := strings.Split(strings.TrimPrefix(string(b), messageCursorPrefix), ":")
+	if len(f) != 3 {
 		return messagePos{}, bad
 	}
-	return messagePos{set: true, seq: seq, live: live}, nil
+	seq, err1 := strconv.ParseInt(f[0], 10, 64)
+	live, err2 := strconv.Atoi(f[1])
+	summary, err3 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil || err3 != nil || live < 0 || live > 1 || summary < 0 || summary > 1 {
+		return messagePos{}, bad
+	}
+	return messagePos{set: true, seq: seq, live: live, summary: summary}, nil
 }

@@ -83,7 +83,9 @@ func NewEventLog(now func() time.Time) *EventLog {
 func (l *EventLog) session(id string) *sessionLog {
 	sl := l.sessions[id]
 	if sl == nil {
-		sl = &sessionLog{subs: map[*Stream]struct{}{}}
+		// An empty, finished run stands first, so a stream opened before any
+		// run follows the chain from the very first one.
+		sl = &sessionLog{subs: map[*Stream]struct{}{}, run: &runLog{finished: true}}
 		l.sessions[id] = sl
 	}
 	return sl
@@ -95,7 +97,7 @@ func (l *EventLog) Expect(sessionID, runID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sl := l.session(sessionID)
-	if sl.run != nil && sl.run.id == runID {
+	if sl.run.id == runID {
 		return // the message joined the run in progress
 	}
 	for _, id := range sl.expected {
@@ -129,9 +131,7 @@ func (l *EventLog) Start(sessionID string) string {
 
 func (sl *sessionLog) begin(id string) {
 	run := &runLog{id: id}
-	if sl.run != nil {
-		sl.run.following = run
-	}
+	sl.run.following = run
 	sl.run = run
 }
 
@@ -140,7 +140,7 @@ func (sl *sessionLog) begin(id string) {
 func (l *EventLog) Current(sessionID string) (runID string, active bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if sl := l.sessions[sessionID]; sl != nil && sl.run != nil {
+	if sl := l.sessions[sessionID]; sl != nil && sl.run.id != "" {
 		return sl.run.id, !sl.run.finished
 	}
 	return "", false
@@ -154,7 +154,7 @@ func (l *EventLog) Append(runID string, e Event) Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sl := l.session(e.SessionID)
-	if sl.run == nil || sl.run.id != runID {
+	if sl.run.id != runID {
 		sl.begin(runID)
 	}
 	run := sl.run
@@ -198,7 +198,7 @@ func (l *EventLog) Forget(sessionID string) {
 func (l *EventLog) sweepLocked() {
 	cutoff := l.now().Add(-l.retention)
 	for id, sl := range l.sessions {
-		if len(sl.subs) == 0 && len(sl.expected) == 0 && (sl.run == nil || (sl.run.finished && sl.run.finishedAt.Before(cutoff))) {
+		if len(sl.subs) == 0 && len(sl.expected) == 0 && sl.run.finished && sl.run.finishedAt.Before(cutoff) {
 			delete(l.sessions, id)
 		}
 	}
@@ -224,7 +224,7 @@ func (l *EventLog) Subscribe(sessionID string, opts SubscribeOptions) *Stream {
 	sl := l.session(sessionID)
 	s := &Stream{log: l, sessionID: sessionID, sl: sl, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.run = sl.run
-	if run := sl.run; run != nil {
+	if run := sl.run; run.id != "" {
 		switch {
 		case opts.LastEventID != "" && strings.HasPrefix(opts.LastEventID, run.id+":"):
 			n, err := strconv.Atoi(strings.TrimPrefix(opts.LastEventID, run.id+":"))
@@ -263,18 +263,13 @@ func (s *Stream) Next(ctx context.Context) ([]Event, error) {
 			s.log.mu.Unlock()
 			return nil, ErrStreamClosed
 		}
-		if s.run != nil && s.next < len(s.run.events) {
+		if s.next < len(s.run.events) {
 			batch := s.run.events[s.next:len(s.run.events):len(s.run.events)]
 			s.next = len(s.run.events)
 			s.log.mu.Unlock()
 			return batch, nil
 		}
-		if s.run == nil && s.sl.run != nil {
-			s.run, s.next = s.sl.run, 0
-			s.log.mu.Unlock()
-			continue
-		}
-		if s.run != nil && s.run.following != nil {
+		if s.run.following != nil {
 			// The next run began: read it from its start.
 			s.run, s.next = s.run.following, 0
 			s.log.mu.Unlock()

@@ -137,7 +137,7 @@ func (l *EventLog) ingest(e events.Event) {
 func (l *EventLog) PublishStatus(sessionID string, st Status) {
 	l.mu.Lock()
 	sl := l.sessions[sessionID]
-	active := sl != nil && sl.run != nil && !sl.run.finished
+	active := sl != nil && sl.run.id != "" && !sl.run.finished
 	var run string
 	if active {
 		run = sl.run.id
@@ -163,7 +163,7 @@ func (l *EventLog) activeRun(sessionID string) string {
 func (l *EventLog) appendToRun(e Event) {
 	l.mu.Lock()
 	sl := l.session(e.SessionID)
-	if sl.run == nil {
+	if sl.run.id == "" {
 		sl.begin(newRunID())
 		sl.run.finished, sl.run.finishedAt = true, l.now()
 	}

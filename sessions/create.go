@@ -20,7 +20,8 @@ const (
 	VALUES ($1, $2, $3, $4, $5, $6, 'active', $7, $8, $9, $10, $11, $11, $11)
 	ON CONFLICT DO NOTHING`
 
-	updateSessionQuery = `UPDATE sessions SET title = $2, agent_id = $3, metadata = $4, updated_at = $5 WHERE id = $1`
+	updateSessionQuery = `UPDATE sessions SET title = $2, agent_id = $3, metadata = $4, updated_at = $5, ephemeral = $6
+	WHERE id = $1`
 )
 
 // CreateOptions is what a session made on request (through the API) starts
@@ -48,6 +49,9 @@ func (s *SQLStore) Create(ctx context.Context, key Key, opts CreateOptions) (Ses
 	err = s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		var err error
 		created, err = insertSessionWith(ctx, tx, key, opts.Title, meta, opts.ParentID, opts.ParentMessageID, s.now())
+		if err == nil && ephemeral([]byte(meta)) {
+			_, err = tx.ExecContext(ctx, setEphemeralQuery, created.ID, true)
+		}
 		return err
 	})
 	if err != nil {
@@ -177,7 +181,7 @@ func (s *SQLStore) Update(ctx context.Context, id ID, u Update) (Session, error)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, updateSessionQuery, id, title, agentID, string(metaJSON),
-			dbutil.Millis(s.now())); err != nil {
+			dbutil.Millis(s.now()), ephemeral(metaJSON)); err != nil {
 			return fmt.Errorf("update session %s: %w", id, err)
 		}
 		out, err = scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))

@@ -38,6 +38,9 @@ type ListOptions struct {
 	AgentID string
 	// UserID keeps only sessions of this user.
 	UserID string
+	// Ephemeral adds sidecar sessions (metadata.ephemeral = true), which
+	// are left out by default.
+	Ephemeral bool
 }
 
 // Page is one page of sessions. Next is empty on the last page.
@@ -92,6 +95,10 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 			args = append(args, f.v)
 			where = append(where, fmt.Sprintf("%s$%d", f.cond, len(args)))
 		}
+	}
+	if !opts.Ephemeral {
+		args = append(args, false)
+		where = append(where, fmt.Sprintf("ephemeral = $%d", len(args)))
 	}
 	q := listSessionsQuery
 	if len(where) > 0 {

@@ -46,13 +46,14 @@ const (
 	ORDER BY seq`
 
 	// An archived message sorts before a live one with the same seq (the
-	// summary that replaced it).
+	// summary that replaced it), and, in the archive, before a summary
+	// that took its seq.
 	fullHistoryMessagesQuery = `SELECT ` + messageColumns + `, NULL, '', 1 AS live FROM messages
 	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL)
 	UNION ALL
 	SELECT ` + messageColumns + `, archived_at, compaction_id, 0 AS live FROM message_archive
 	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL)
-	ORDER BY seq, live`
+	ORDER BY seq, live, summary`
 
 	sessionExistsQuery = `SELECT 1 FROM sessions WHERE id = $1`
 

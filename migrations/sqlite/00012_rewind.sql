@@ -1,0 +1,18 @@
+-- +goose Up
+-- A branch made as a sidecar (metadata.ephemeral = true) is left out of
+-- session listings unless asked for.
+ALTER TABLE sessions ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
+
+-- Each rewind, so unrewind can undo it: the hidden_at stamp it put on the
+-- messages it hid, and the compactions it undid to reach its message.
+CREATE TABLE session_rewinds (
+    id          TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    message_id  TEXT NOT NULL,
+    hidden_at   INTEGER NOT NULL,
+    last_seq    INTEGER NOT NULL,
+    restored    TEXT NOT NULL DEFAULT '[]',
+    created_at  INTEGER NOT NULL,
+    undone_at   INTEGER
+);
+CREATE INDEX session_rewinds_session ON session_rewinds (session_id, id);

@@ -1,0 +1,331 @@
+package sessions
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyd/parley/dbutil"
+)
+
+// ErrNothingToUnrewind means the session has no rewind left to undo.
+var ErrNothingToUnrewind = errors.New("nothing to unrewind")
+
+// stampedColumns lists messageColumns with hidden_at replaced by $3, for
+// moving a row while stamping it.
+const stampedColumns = `id, session_id, seq, role, content, parts, tool_calls, tool_call_id, model, usage,
+	synthetic, summary, $3, token_estimate, created_at`
+
+const (
+	sessionMessageQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages WHERE id = $1 AND session_id = $2`
+
+	archivedMessageQuery = `SELECT ` + messageColumns + `, archived_at, compaction_id FROM message_archive
+	WHERE id = $1 AND session_id = $2`
+
+	// A summary undone by a rewind goes to the archive, hidden, filed under
+	// its own id.
+	archiveSummaryQuery = `INSERT INTO message_archive (` + messageColumns + `, archived_at, compaction_id)
+	SELECT ` + stampedColumns + `, $3, id FROM messages WHERE session_id = $1 AND id = $2`
+
+	deleteLiveQuery = `DELETE FROM messages WHERE session_id = $1 AND id = $2`
+
+	compactionRowsQuery = `SELECT id, archived_at FROM message_archive
+	WHERE session_id = $1 AND compaction_id = $2 AND id <> $2 ORDER BY seq`
+
+	unarchiveQuery = `INSERT INTO messages (` + messageColumns + `)
+	SELECT ` + messageColumns + ` FROM message_archive WHERE session_id = $1 AND id = $2`
+
+	deleteArchivedQuery = `DELETE FROM message_archive WHERE session_id = $1 AND id = $2`
+
+	rearchiveQuery = `INSERT INTO message_archive (` + messageColumns + `, archived_at, compaction_id)
+	SELECT ` + messageColumns + `, $3, $4 FROM messages WHERE session_id = $1 AND id = $2`
+
+	unhideSummaryQuery = `INSERT INTO messages (` + messageColumns + `)
+	SELECT id, session_id, seq, role, content, parts, tool_calls, tool_call_id, model, usage,
+	synthetic, summary, NULL, token_estimate, created_at FROM message_archive WHERE session_id = $1 AND id = $2`
+
+	hideAfterQuery = `UPDATE messages SET hidden_at = $3 WHERE session_id = $1 AND seq > $2 AND hidden_at IS NULL`
+
+	unhideQuery = `UPDATE messages SET hidden_at = NULL WHERE session_id = $1 AND hidden_at = $2`
+
+	latestSummaryQuery = `SELECT content FROM messages WHERE session_id = $1 AND summary = $2 AND hidden_at IS NULL
+	ORDER BY seq DESC LIMIT 1`
+
+	recomputeLiveQuery = `UPDATE sessions SET
+	token_count = (SELECT CAST(COALESCE(SUM(token_estimate), 0) AS BIGINT) FROM messages WHERE session_id = $1 AND hidden_at IS NULL),
+	compaction_summary = $2, updated_at = $3
+	WHERE id = $1`
+
+	lastRewindStampQuery = `SELECT COALESCE(MAX(hidden_at), 0) FROM session_rewinds WHERE session_id = $1`
+
+	insertRewindQuery = `INSERT INTO session_rewinds (id, session_id, message_id, hidden_at, last_seq, restored, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+	latestRewindQuery = `SELECT id, hidden_at, last_seq, restored FROM session_rewinds
+	WHERE session_id = $1 AND undone_at IS NULL ORDER BY id DESC LIMIT 1`
+
+	undoRewindQuery = `UPDATE session_rewinds SET undone_at = $2 WHERE id = $1`
+)
+
+// restoredCompaction is a compaction a rewind undid: its summary's id, when
+// it archived, and the messages it had archived.
+type restoredCompaction struct {
+	CompactionID MessageID   `json:"compaction_id"`
+	ArchivedAt   int64       `json:"archived_at"`
+	IDs          []MessageID `json:"ids"`
+}
+
+// RewindResult is what a rewind or unrewind changed.
+type RewindResult struct {
+	// Hidden counts the messages hidden (rewind) or shown again (unrewind).
+	Hidden int `json:"hidden"`
+	// Restored counts the compactions undone (rewind) or redone (unrewind).
+	Restored int     `json:"restored"`
+	Session  Session `json:"session"`
+}
+
+// Rewind takes session id back to user message to: every message after it
+// is hidden (hidden_at), so the next turn sees the conversation as if they
+// had never happened. Nothing is deleted. If compaction archived the
+// message, the compactions in the way are undone first: their messages come
+// back into the live context and their summaries are hidden in the archive.
+// Unrewind undoes the latest rewind.
+func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResult, error) {
+	var res RewindResult
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
+		sess, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var last int64
+		if err := tx.QueryRowContext(ctx, lastRewindStampQuery, id).Scan(&last); err != nil {
+			return err
+		}
+		// Each rewind's stamp is unique in its session, so unrewind finds
+		// exactly the messages it hid.
+		stamp := max(dbutil.Millis(s.now()), last+1)
+
+		target, chain, err := locate(ctx, tx, id, to)
+		if err != nil {
+			return err
+		}
+		if target.Role != RoleUser {
+			return fmt.Errorf("%w: rewind to message %s: it is a %s message; rewind to a user message", ErrInvalidMessage, to, target.Role)
+		}
+		if !target.HiddenAt.IsZero() {
+			return fmt.Errorf("%w: message %s is hidden by an earlier rewind; unrewind first", ErrInvalidMessage, to)
+		}
+		var restored []restoredCompaction
+		for _, cid := range chain {
+			rc, err := undoCompaction(ctx, tx, id, cid, stamp)
+			if err != nil {
+				return err
+			}
+			restored = append(restored, rc)
+		}
+		r, err := tx.ExecContext(ctx, hideAfterQuery, id, target.Seq, stamp)
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 && len(restored) == 0 {
+			return fmt.Errorf("%w: nothing follows message %s", ErrInvalidMessage, to)
+		}
+		rid, err := newID()
+		if err != nil {
+			return err
+		}
+		restoredJSON, err := json.Marshal(restored)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertRewindQuery, rid, id, to, stamp, sess.LastSeq, string(restoredJSON),
+			dbutil.Millis(s.now())); err != nil {
+			return err
+		}
+		res.Hidden, res.Restored = int(n), len(restored)
+		res.Session, err = recomputeLive(ctx, tx, id, s.now())
+		return err
+	})
+	if err != nil {
+		return RewindResult{}, fmt.Errorf("rewind session %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// locate finds message to in session id: live, or archived, with the
+// compactions to undo to bring it back, outermost first.
+func locate(ctx context.Context, tx dbutil.Querier, id ID, to MessageID) (Message, []MessageID, error) {
+	m, err := scanMessage(tx.QueryRowContext(ctx, sessionMessageQuery, to, id))
+	if err == nil {
+		return m, nil, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Message{}, nil, err
+	}
+	m, err = scanMessage(tx.QueryRowContext(ctx, archivedMessageQuery, to, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Message{}, nil, fmt.Errorf("message %s in session %s: %w", to, id, ErrNotFound)
+	}
+	if err != nil {
+		return Message{}, nil, err
+	}
+	if m.CompactionID == string(m.ID) {
+		return Message{}, nil, fmt.Errorf("%w: message %s is a summary an earlier rewind hid", ErrInvalidMessage, to)
+	}
+	// Walk out through summaries that later compactions archived in turn.
+	var chain []MessageID
+	cid := MessageID(m.CompactionID)
+	for range 1000 {
+		chain = append([]MessageID{cid}, chain...)
+		_, err := scanMessage(tx.QueryRowContext(ctx, sessionMessageQuery, cid, id))
+		if err == nil {
+			return m, chain, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return Message{}, nil, err
+		}
+		sum, err := scanMessage(tx.QueryRowContext(ctx, archivedMessageQuery, cid, id))
+		if err != nil {
+			return Message{}, nil, fmt.Errorf("summary %s of message %s: %w", cid, to, err)
+		}
+		if sum.CompactionID == string(sum.ID) {
+			return Message{}, nil, fmt.Errorf("%w: message %s belongs to a compaction an earlier rewind undid; unrewind first", ErrInvalidMessage, to)
+		}
+		cid = MessageID(sum.CompactionID)
+	}
+	return Message{}, nil, fmt.Errorf("%w: compaction chain of message %s too long", ErrInvalidMessage, to)
+}
+
+// undoCompaction moves compaction cid's messages back into the live log and
+// its summary, hidden with stamp, into the archive.
+func undoCompaction(ctx context.Context, tx dbutil.Querier, id ID, cid MessageID, stamp int64) (restoredCompaction, error) {
+	rc := restoredCompaction{CompactionID: cid}
+	rows, err := tx.QueryContext(ctx, compactionRowsQuery, id, cid)
+	if err != nil {
+		return rc, err
+	}
+	for rows.Next() {
+		var mid MessageID
+		if err := rows.Scan(&mid, &rc.ArchivedAt); err != nil {
+			rows.Close()
+			return rc, err
+		}
+		rc.IDs = append(rc.IDs, mid)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return rc, err
+	}
+	// The summary shares a seq with the last message it replaced: it
+	// leaves the live log first.
+	if _, err := tx.ExecContext(ctx, archiveSummaryQuery, id, cid, stamp); err != nil {
+		return rc, fmt.Errorf("hide summary %s: %w", cid, err)
+	}
+	if _, err := tx.ExecContext(ctx, deleteLiveQuery, id, cid); err != nil {
+		return rc, err
+	}
+	for _, mid := range rc.IDs {
+		if _, err := tx.ExecContext(ctx, unarchiveQuery, id, mid); err != nil {
+			return rc, fmt.Errorf("restore message %s: %w", mid, err)
+		}
+		if _, err := tx.ExecContext(ctx, deleteArchivedQuery, id, mid); err != nil {
+			return rc, err
+		}
+	}
+	return rc, nil
+}
+
+// Unrewind undoes session id's latest rewind: the messages it hid are shown
+// again and the compactions it undid are redone. It fails with ErrConflict
+// once the conversation went on after the rewind, and with
+// ErrNothingToUnrewind when no rewind is left.
+func (s *SQLStore) Unrewind(ctx context.Context, id ID) (RewindResult, error) {
+	var res RewindResult
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
+		sess, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var (
+			rid           string
+			stamp, last   int64
+			restoredJSON  string
+			restoredComps []restoredCompaction
+		)
+		err = tx.QueryRowContext(ctx, latestRewindQuery, id).Scan(&rid, &stamp, &last, &restoredJSON)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNothingToUnrewind
+		}
+		if err != nil {
+			return err
+		}
+		if sess.LastSeq != last {
+			return fmt.Errorf("%w: the conversation went on after the rewind, so it can't be undone", ErrConflict)
+		}
+		if err := json.Unmarshal([]byte(restoredJSON), &restoredComps); err != nil {
+			return fmt.Errorf("rewind %s: %w", rid, err)
+		}
+		r, err := tx.ExecContext(ctx, unhideQuery, id, stamp)
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		for i := len(restoredComps) - 1; i >= 0; i-- {
+			rc := restoredComps[i]
+			for _, mid := range rc.IDs {
+				if _, err := tx.ExecContext(ctx, rearchiveQuery, id, mid, rc.ArchivedAt, rc.CompactionID); err != nil {
+					return fmt.Errorf("archive message %s again: %w", mid, err)
+				}
+				if _, err := tx.ExecContext(ctx, deleteLiveQuery, id, mid); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, unhideSummaryQuery, id, rc.CompactionID); err != nil {
+				return fmt.Errorf("restore summary %s: %w", rc.CompactionID, err)
+			}
+			if _, err := tx.ExecContext(ctx, deleteArchivedQuery, id, rc.CompactionID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, undoRewindQuery, rid, dbutil.Millis(s.now())); err != nil {
+			return err
+		}
+		res.Hidden, res.Restored = int(n), len(restoredComps)
+		res.Session, err = recomputeLive(ctx, tx, id, s.now())
+		return err
+	})
+	if err != nil {
+		return RewindResult{}, fmt.Errorf("unrewind session %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// recomputeLive sets the token count and compaction summary from what is
+// live now, and returns the session.
+func recomputeLive(ctx context.Context, tx dbutil.Querier, id ID, now time.Time) (Session, error) {
+	var summary string
+	err := tx.QueryRowContext(ctx, latestSummaryQuery, id, true).Scan(&summary)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Session{}, err
+	}
+	if _, err := tx.ExecContext(ctx, recomputeLiveQuery, id, summary, dbutil.Millis(now)); err != nil {
+		return Session{}, err
+	}
+	return scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
+}
