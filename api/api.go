@@ -29,6 +29,9 @@ type Store interface {
 	Update(ctx context.Context, id sessions.ID, u sessions.Update) (sessions.Session, error)
 	Delete(ctx context.Context, id sessions.ID) error
 	Messages(ctx context.Context, id sessions.ID, opts sessions.MessagesOptions) ([]sessions.Message, error)
+	Rewind(ctx context.Context, id sessions.ID, to sessions.MessageID) (sessions.RewindResult, error)
+	Unrewind(ctx context.Context, id sessions.ID) (sessions.RewindResult, error)
+	Branch(ctx context.Context, id sessions.ID, from sessions.MessageID, opts sessions.BranchOptions) (sessions.Session, error)
 }
 
 var _ Store = (*sessions.SQLStore)(nil)
@@ -97,6 +100,9 @@ func New(opts Options) http.Handler {
 		{"POST /v1/sessions/{id}/abort", s.abort},
 		{"POST /v1/sessions/{id}/compact", s.compact},
 		{"GET /v1/sessions/{id}/events", s.events},
+		{"POST /v1/sessions/{id}/rewind", s.rewind},
+		{"POST /v1/sessions/{id}/unrewind", s.unrewind},
+		{"POST /v1/sessions/{id}/branch", s.branch},
 		{"POST /v1/agent/reset", s.reset},
 	}
 	for _, r := range routes {

@@ -27,6 +27,9 @@ func (s *server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		AgentID: firstNonEmpty(q.Get("agent"), q.Get("agent_id")),
 		UserID:  firstNonEmpty(q.Get("user"), q.Get("user_id")),
 	}
+	if opts.Ephemeral, err = queryBool(r, "include_ephemeral"); err != nil {
+		return err
+	}
 	switch opts.Status {
 	case "", sessions.StatusActive, sessions.StatusArchived:
 	default:

@@ -1,0 +1,125 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/sessions"
+)
+
+func TestRewindBranchRoutes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		e := newEnv(t, open)
+		ctx := context.Background()
+		s := e.createSession(t, `{}`)
+		base := "/v1/sessions/" + string(s.ID)
+		missing := "/v1/sessions/01900000-0000-7000-8000-000000000000"
+		var ids []sessions.MessageID
+		for i, c := range []string{"u1", "a1", "u2", "a2"} {
+			role := sessions.RoleUser
+			if i%2 == 1 {
+				role = sessions.RoleAssistant
+			}
+			m, err := e.store.Append(ctx, s.ID, sessions.Message{Role: role, Content: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, m.ID)
+		}
+		live := func(id sessions.ID) string {
+			msgs, err := e.store.Messages(ctx, id, sessions.MessagesOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, m := range msgs {
+				out = append(out, m.Content)
+			}
+			return strings.Join(out, " ")
+		}
+
+		r := e.do(t, "POST", base+"/rewind", `{"message_id":"`+string(ids[2])+`"}`)
+		if r.status != 200 {
+			t.Fatalf("rewind: %d %s", r.status, r.body)
+		}
+		var res sessions.RewindResult
+		r.decode(t, &res)
+		if res.Hidden != 1 || live(s.ID) != "u1 a1 u2" {
+			t.Fatalf("rewind: %+v, live %s", res, live(s.ID))
+		}
+		if r := e.do(t, "POST", base+"/unrewind", ""); r.status != 200 || live(s.ID) != "u1 a1 u2 a2" {
+			t.Fatalf("unrewind: %d %s, live %s", r.status, r.body, live(s.ID))
+		}
+
+		r = e.do(t, "POST", base+"/branch", `{"from_message_id":"`+string(ids[1])+`","metadata":{"ephemeral":true}}`)
+		if r.status != 201 {
+			t.Fatalf("branch: %d %s", r.status, r.body)
+		}
+		var b sessions.Session
+		r.decode(t, &b)
+		if b.ParentID != s.ID || b.ParentMessageID != ids[1] || live(b.ID) != "u1 a1" || b.MessageCount != 2 {
+			t.Fatalf("branch %+v, live %s", b, live(b.ID))
+		}
+		var page sessions.Page
+		e.do(t, "GET", "/v1/sessions", "").decode(t, &page)
+		if len(page.Sessions) != 1 {
+			t.Fatalf("an ephemeral branch is listed: %d sessions", len(page.Sessions))
+		}
+		e.do(t, "GET", "/v1/sessions?include_ephemeral=true", "").decode(t, &page)
+		if len(page.Sessions) != 2 || page.Sessions[0].ID != b.ID {
+			t.Fatalf("include_ephemeral: %d sessions", len(page.Sessions))
+		}
+
+		for _, tc := range []struct {
+			name, path, body string
+			status           int
+			code             string
+		}{
+			{"rewind to assistant", base + "/rewind", `{"message_id":"` + string(ids[1]) + `"}`, 400, api.CodeBadRequest},
+			{"rewind unknown message", base + "/rewind", `{"message_id":"01900000-0000-7000-8000-000000000000"}`, 404, api.CodeNotFound},
+			{"rewind missing session", missing + "/rewind", `{"message_id":"` + string(ids[0]) + `"}`, 404, api.CodeNotFound},
+			{"rewind no id", base + "/rewind", `{}`, 400, api.CodeBadRequest},
+			{"rewind bad json", base + "/rewind", `{"message_id":`, 400, api.CodeBadRequest},
+			{"rewind unknown field", base + "/rewind", `{"id":"x"}`, 400, api.CodeBadRequest},
+			{"rewind too large", base + "/rewind", `{"message_id":"` + strings.Repeat("x", 1<<20) + `"}`, 413, api.CodeTooLarge},
+			{"unrewind nothing", base + "/unrewind", ``, 409, api.CodeConflict},
+			{"unrewind missing session", missing + "/unrewind", ``, 404, api.CodeNotFound},
+			{"unrewind bad body", base + "/unrewind", `{"x":1}`, 400, api.CodeBadRequest},
+			{"branch unknown message", base + "/branch", `{"from_message_id":"01900000-0000-7000-8000-000000000000"}`, 404, api.CodeNotFound},
+			{"branch missing session", missing + "/branch", `{"from_message_id":"` + string(ids[0]) + `"}`, 404, api.CodeNotFound},
+			{"branch no id", base + "/branch", `{"metadata":{}}`, 400, api.CodeBadRequest},
+			{"branch bad metadata", base + "/branch", `{"from_message_id":"` + string(ids[0]) + `","metadata":"x"}`, 400, api.CodeBadRequest},
+			{"branch bad json", base + "/branch", `nope`, 400, api.CodeBadRequest},
+			{"branch too large", base + "/branch", `{"from_message_id":"` + strings.Repeat("x", 1<<20) + `"}`, 413, api.CodeTooLarge},
+			{"list bad include_ephemeral", "/v1/sessions?include_ephemeral=2", ``, 400, api.CodeBadRequest},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := e.do(t, "POST", tc.path, tc.body)
+				if strings.HasPrefix(tc.path, "/v1/sessions?") {
+					r = e.do(t, "GET", tc.path, "")
+				}
+				if r.status != tc.status || r.errorCode(t) != tc.code {
+					t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+				}
+			})
+		}
+
+		e.runner.setBusy(s.ID, true)
+		for _, p := range []struct{ path, body string }{
+			{base + "/rewind", `{"message_id":"` + string(ids[0]) + `"}`},
+			{base + "/unrewind", ``},
+			{base + "/branch", `{"from_message_id":"` + string(ids[0]) + `"}`},
+		} {
+			if r := e.do(t, "POST", p.path, p.body); r.status != 409 || r.errorCode(t) != api.CodeBusy {
+				t.Errorf("%s while busy: %d %s", p.path, r.status, r.body)
+			}
+		}
+		e.runner.setBusy(s.ID, false)
+		if got := live(s.ID); got != "u1 a1 u2 a2" {
+			t.Fatalf("a refused request changed the session: %s", got)
+		}
+	})
+}
