@@ -21,17 +21,17 @@ var (
 
 // Error codes in error bodies.
 const (
-	CodeUnauthorized   = "unauthorized"
-	CodeNotFound       = "not_found"
-	CodeBadRequest     = "bad_request"
-	CodeTooLarge       = "body_too_large"
-	CodeConflict       = "conflict"
-	CodeBusy           = "busy"
-	CodeQueueFull      = "queue_full"
-	CodeUnprocessable  = "unprocessable"
-	CodeInternal       = "internal"
-	CodeUnavailable    = "unavailable"
-	CodeUnsupportedMed = "unsupported_media_type"
+	CodeUnauthorized     = "unauthorized"
+	CodeNotFound         = "not_found"
+	CodeBadRequest       = "bad_request"
+	CodeTooLarge         = "body_too_large"
+	CodeConflict         = "conflict"
+	CodeBusy             = "busy"
+	CodeQueueFull        = "queue_full"
+	CodeUnprocessable    = "unprocessable"
+	CodeInternal         = "internal"
+	CodeUnavailable      = "unavailable"
+	CodeUnsupportedMedia = "unsupported_media_type"
 )
 
 // ErrorBody is the body of every error response:

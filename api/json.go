@@ -18,7 +18,7 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK b
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMed, "send the body as application/json")
+			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "send the body as application/json")
 		}
 	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
