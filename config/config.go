@@ -247,6 +247,9 @@ type Postgres struct {
 // HTTP configures the API and webhook listener.
 type HTTP struct {
 	Listen string `yaml:"listen"`
+	// Tokens are the admin bearer tokens of the /v1 API; with none, the API
+	// answers every request with 401.
+	Tokens []Secret `yaml:"tokens"`
 }
 
 // Log configures the daemon's logger.
@@ -400,6 +403,9 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	for _, p := range []*Provider{&c.Providers.OpenAI, &c.Providers.Anthropic} {
 		p.APIKey = Secret(strings.TrimSpace(string(p.APIKey)))
 		p.BaseURL = strings.TrimSpace(p.BaseURL)
+	}
+	if len(c.HTTP.Tokens) == 0 {
+		c.HTTP.Tokens = nil // "tokens: []" is the same as leaving it out
 	}
 	c.Gateway.Recovery = normalize(c.Gateway.Recovery, DefaultRecovery)
 	intDefault(&c.Gateway.QueueCap, "gateway.queue_cap", DefaultQueueCap)

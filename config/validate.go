@@ -155,6 +155,11 @@ func describeURLError(err error) string {
 }
 
 func (h HTTP) validate(ck *checker) {
+	for i, t := range h.Tokens {
+		if len(t.Reveal()) < 16 {
+			ck.add(fmt.Sprintf("http.tokens[%d]", i), "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_API_TOKEN}\"")
+		}
+	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
 	_, port, err := net.SplitHostPort(h.Listen)
 	if err != nil {

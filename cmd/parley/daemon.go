@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
@@ -38,7 +39,9 @@ type daemon struct {
 	sender   *gateway.Sender
 	memory   *memory.Store
 	cron     *cron.Scheduler
-	offline  *echo.Model // answers for agents without a provider key
+	events   *api.EventLog
+	feed     func(context.Context) error // fills events from the bus
+	offline  *echo.Model                 // answers for agents without a provider key
 	indexer  *memory.Indexer
 	store    *gateway.Store
 	adapters map[adapters.ID]adapters.Adapter
@@ -66,6 +69,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 
 	bus := events.New()
 	d.sessions = sessions.NewStore(db, sessions.WithBus(bus), sessions.WithLogger(log))
+	d.events = api.NewEventLog(nil)
+	d.feed = d.events.Feed(bus) // subscribes now, before any run
 	for _, id := range cfg.MissingKeys() {
 		a, _ := cfg.Agent(id)
 		log.Warn("no API key for the agent's model; it answers with the offline echo model until providers has a key",
@@ -444,6 +449,10 @@ func (d *daemon) run(ctx context.Context) error {
 	senderCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
 	senderDone := make(chan struct{})
 	go func() { defer close(senderDone); _ = d.sender.Run(senderCtx) }()
+	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+	feedDone := make(chan struct{})
+	go func() { defer close(feedDone); _ = d.feed(feedCtx) }()
+	defer func() { stopFeed(); <-feedDone }()
 	indexerCtx, stopIndexer := context.WithCancel(context.WithoutCancel(ctx))
 	indexerDone := make(chan struct{})
 	go func() { defer close(indexerDone); _ = d.indexer.Run(indexerCtx) }()

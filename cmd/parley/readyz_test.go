@@ -37,7 +37,7 @@ func TestReadyzShowsChannels(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rr := httptest.NewRecorder()
 			req := httptest.NewRequestWithContext(context.Background(), "GET", "/readyz", nil)
-			newHTTPHandler(db, tc.channels).ServeHTTP(rr, req)
+			newHTTPHandler(db, tc.channels, nil).ServeHTTP(rr, req)
 			if rr.Code != http.StatusOK {
 				t.Fatalf("status %d", rr.Code)
 			}

@@ -45,6 +45,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	channels[adapters.ID("cron")] = d.cron
+	channels[adapters.ID("api")] = apiChannel{}
 	if len(cfg.Hooks) > 0 {
 		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log})
 	}
@@ -55,7 +56,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           newHTTPHandler(d.db, d.adapters),
+		Handler:           newHTTPHandler(d.db, d.adapters, d.apiHandler()),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
@@ -95,7 +96,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) http.Handler {
+func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -127,6 +128,9 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) ht
 		writeJSON(w, http.StatusOK, body)
 	})
 	mountWebhooks(mux, channels)
+	if v1 != nil {
+		mux.Handle("/v1/", v1)
+	}
 	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
 		mux.Handle("POST /hooks/{id}", h)
 	}

@@ -42,7 +42,7 @@ func runWithHooks(tb testing.TB, hooks string) (*daemon, *adapterstest.Recorder,
 		"tg":               rec,
 		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log}),
 	}
-	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters))
+	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters, d.apiHandler()))
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.run(runCtx) }()

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/config"
+)
+
+const apiToken = "test-token-0123456789"
+
+// The HTTP API drives a session through the whole daemon: create it, send a
+// message, watch the run stream over SSE, read the reply back.
+func TestAPIThroughTheDaemon(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.adapters = map[adapters.ID]adapters.Adapter{"api": apiChannel{}}
+	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters, d.apiHandler()))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.run(runCtx) }()
+	defer func() {
+		hs.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		d.close()
+	}()
+	call := func(method, path string, body any, token string) (int, map[string]any) {
+		t.Helper()
+		var rd *bytes.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		} else {
+			rd = bytes.NewReader(nil)
+		}
+		req, _ := http.NewRequest(method, hs.URL+path, rd)
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if status, out := call("GET", "/v1/sessions", nil, "wrong"); status != 401 || out["error"] == nil {
+		t.Fatalf("a bad token: %d %v", status, out)
+	}
+	status, sess := call("POST", "/v1/sessions", map[string]any{"title": "api test"}, apiToken)
+	if status != 201 && status != 200 {
+		t.Fatalf("create: %d %v", status, sess)
+	}
+	id, _ := sess["id"].(string)
+	if id == "" {
+		t.Fatalf("no session id in %v", sess)
+	}
+	status, run := call("POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": "hello over http"}, apiToken)
+	if status != 202 || run["run_id"] == nil {
+		t.Fatalf("send: %d %v", status, run)
+	}
+	// The run's events: opened with run_id, the stream replays it from the
+	// start even if it finished already.
+	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+	defer scancel()
+	req, _ := http.NewRequestWithContext(sctx, "GET", hs.URL+"/v1/sessions/"+id+"/events?run_id="+run["run_id"].(string), nil)
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var types []string
+	var text strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == "message.delta" {
+			var d struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			text.WriteString(d.Text)
+		}
+		if ev.Type == "turn.finished" {
+			break
+		}
+	}
+	if len(types) == 0 || types[0] != "turn.started" || types[len(types)-1] != "turn.finished" || !strings.Contains(text.String(), "hello over http") {
+		t.Fatalf("events %v, text %q", types, text.String())
+	}
+	status, msgs := call("GET", "/v1/sessions/"+id+"/messages", nil, apiToken)
+	if status != 200 || !strings.Contains(toJSON(msgs), "hello over http") {
+		t.Fatalf("messages: %d %v", status, msgs)
+	}
+	if status, st := call("GET", "/v1/sessions/"+id+"/status", nil, apiToken); status != 200 || st["state"] == nil {
+		t.Fatalf("status: %d %v", status, st)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/sessions"
+)
+
+// apiChannel is the "api" channel: messages sent through the HTTP API enter
+// the gateway like any channel's, and their replies need no sending (the
+// client reads them from the session and its event stream).
+type apiChannel struct{}
+
+func (apiChannel) Start(ctx context.Context, _ adapters.Sink) error { <-ctx.Done(); return nil }
+
+func (apiChannel) Send(_ context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
+}
+
+// apiRunner drives runs for the API through the gateway and the agent.
+type apiRunner struct{ d *daemon }
+
+var _ api.Runner = apiRunner{}
+
+func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error) {
+	s, err := r.d.sessions.Session(ctx, req.SessionID)
+	if err != nil {
+		return "", err
+	}
+	if req.IfIdle && r.d.gw.Busy(s.Key) {
+		return "", fmt.Errorf("session %s: %w", s.ID, api.ErrBusy)
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	// A session without a user is keyed like a group's; its sender is "api".
+	user := s.Key.UserID
+	if user == "" {
+		user = "api"
+	}
+	in := adapters.Inbound{Adapter: "api", Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
+		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Time: time.Now()}
+	if err := r.d.gw.Deliver(ctx, in); err != nil {
+		if errors.Is(err, adapters.ErrInvalidInbound) {
+			return "", fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+func (r apiRunner) Status(id sessions.ID) api.Status { return r.d.runner.Status(id) }
+
+func (r apiRunner) Abort(id sessions.ID) bool {
+	s, err := r.d.sessions.Session(context.Background(), id)
+	if err != nil {
+		return false
+	}
+	return r.d.gw.Abort(s.Key)
+}
+
+func (r apiRunner) Reset(ctx context.Context, key sessions.Key) (sessions.Session, error) {
+	r.d.gw.Abort(key)
+	return r.d.sessions.Reset(ctx, key)
+}
+
+func (r apiRunner) Compact(ctx context.Context, id sessions.ID) (api.CompactResult, error) {
+	s, err := r.d.sessions.Session(ctx, id)
+	if err != nil {
+		return api.CompactResult{}, err
+	}
+	a, ok := r.d.cfg.Agent(s.Key.AgentID)
+	if !ok {
+		return api.CompactResult{}, fmt.Errorf("%w: the session's agent %q is not configured", api.ErrRejected, s.Key.AgentID)
+	}
+	res, err := r.d.runner.Compact(ctx, s, agentConfig(a, s.Key))
+	switch {
+	case errors.Is(err, agent.ErrBusy):
+		return api.CompactResult{}, fmt.Errorf("%w: %v", api.ErrBusy, err)
+	case err != nil && res.Skipped != "":
+		return api.CompactResult{}, fmt.Errorf("%w: nothing to compact: %s", api.ErrRejected, res.Skipped)
+	case err != nil:
+		return api.CompactResult{}, err
+	}
+	return api.CompactResult{Compacted: res.Compacted, Skipped: res.Skipped, SummaryID: string(res.SummaryID),
+		Summarized: res.Summarized, Archived: res.Archived, TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter}, nil
+}
+
+// apiHandler is the /v1 API over this daemon.
+func (d *daemon) apiHandler() http.Handler {
+	tokens := make([]string, len(d.cfg.HTTP.Tokens))
+	for i, t := range d.cfg.HTTP.Tokens {
+		tokens[i] = t.Reveal()
+	}
+	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
+		DefaultAgent: d.cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg.Agent(id); return ok }, Log: d.log})
+}
