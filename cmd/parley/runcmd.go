@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/webchat"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -130,6 +131,7 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1
 	mountWebhooks(mux, channels)
 	if v1 != nil {
 		mux.Handle("/v1/", v1)
+		mux.Handle("GET /{$}", webchat.Handler())
 	}
 	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
 		mux.Handle("POST /hooks/{id}", h)
