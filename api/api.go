@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	KnownAgent func(id string) bool
 	// MaxBody caps JSON request bodies; 0 means DefaultMaxBody.
 	MaxBody int64
+	// Memory is the agents' long-term memory; without it the /v1/memory
+	// routes answer 503.
+	Memory *memory.Store
 	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
 	Heartbeat time.Duration
 	Log       *slog.Logger
@@ -104,6 +108,8 @@ func New(opts Options) http.Handler {
 		{"POST /v1/sessions/{id}/unrewind", s.unrewind},
 		{"POST /v1/sessions/{id}/branch", s.branch},
 		{"POST /v1/agent/reset", s.reset},
+		{"GET /v1/memory/search", s.searchMemory},
+		{"POST /v1/memory", s.writeMemory},
 	}
 	for _, r := range routes {
 		mux.Handle(r.pattern, s.handle(r.h))
