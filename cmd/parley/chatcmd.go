@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"os"
 	"os/user"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/cli"
+	"github.com/parleyd/parley/dbutil"
 )
 
 // cmdChat talks to the local agent in process, through the same path as
@@ -15,8 +19,13 @@ import (
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	path := configFlag(fs)
+	server := fs.String("server", "", "talk to a running parley at this address (host:port or URL) through its HTTP API")
+	token := fs.String("token", os.Getenv("PARLEY_API_TOKEN"), "an API token of that server (default: $PARLEY_API_TOKEN)")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	if *server != "" {
+		return remoteChat(ctx, *server, *token, stdin, stdout)
 	}
 	cfg, _, err := loadConfig(*path)
 	if err != nil {
@@ -33,6 +42,18 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	term := cli.New("cli", stdin, stdout, name)
 	d, err := startDaemon(ctx, cfg, log, map[adapters.ID]adapters.Adapter{"cli": term})
+	if errors.Is(err, dbutil.ErrLocked) {
+		// A daemon holds the database: talk to it instead, through its API.
+		tok := *token
+		if tok == "" && len(cfg.HTTP.Tokens) > 0 {
+			tok = cfg.HTTP.Tokens[0].Reveal()
+		}
+		if tok == "" {
+			return fmt.Errorf("%w\nto talk to that daemon instead, give it an API token (http.tokens in its config) and run parley chat --token", err)
+		}
+		fmt.Fprintf(stderr, "a running parley holds the database; talking to it at %s\n", cfg.HTTP.Listen)
+		return remoteChat(ctx, cfg.HTTP.Listen, tok, stdin, stdout)
+	}
 	if err != nil {
 		return err
 	}

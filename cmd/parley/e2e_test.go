@@ -49,7 +49,7 @@ func TestEndToEndChatAcrossRestarts(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	addr := freeAddr(t)
-	config, _ := writeConfig(t, "http:\n  listen: "+addr+"\ngateway:\n  debounce: 0s\n")
+	config, _ := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\ngateway:\n  debounce: 0s\n")
 
 	if out := chatOnce(t, bin, config, "remember the milk\n"); !strings.Contains(out, "remember the milk") {
 		t.Fatalf("first chat printed %q", out)
@@ -95,11 +95,36 @@ func TestEndToEndChatAcrossRestarts(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cmd := exec.Command(bin, "chat", "--config", config)
+	// Without an API token, chat refuses the database the daemon holds...
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noToken := filepath.Join(t.TempDir(), "parley.yaml")
+	if err := os.WriteFile(noToken, []byte(strings.Replace(string(raw), "  tokens: [\""+apiToken+"\"]\n", "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "chat", "--config", noToken)
+	cmd.Env = append(os.Environ(), "PARLEY_API_TOKEN=")
 	cmd.Stdin = strings.NewReader("hi\n")
 	combined, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(combined), "in use by another parley process") || !strings.Contains(string(combined), "pid") {
+	if err == nil || !strings.Contains(string(combined), "in use by another parley process") || !strings.Contains(string(combined), "pid") ||
+		!strings.Contains(string(combined), "http.tokens") {
 		t.Fatalf("chat beside a running daemon: %v %q", err, combined)
+	}
+	// ...and with one, it talks to the daemon through its API.
+	cmd = exec.Command(bin, "chat", "--config", config)
+	cmd.Stdin = strings.NewReader("hi over the api\n")
+	attached, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(attached), "talking to it") || !strings.Contains(string(attached), "hi over the api") {
+		t.Fatalf("chat attaching to the daemon: %v %q", err, attached)
+	}
+	// With an API token, chat talks to the running daemon through its API.
+	cmd = exec.Command(bin, "chat", "--config", config, "--server", addr, "--token", apiToken)
+	cmd.Stdin = strings.NewReader("through the api\n")
+	remote, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(remote), "> ") || !strings.Contains(string(remote), "through the api") {
+		t.Fatalf("chat --server: %v %q", err, remote)
 	}
 	if err := daemon.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// remoteChat talks to an agent on a running daemon through its HTTP API:
+// a session of its own, each reply printed as it is written.
+func remoteChat(ctx context.Context, server, token string, stdin io.Reader, stdout io.Writer) error {
+	server = strings.TrimRight(server, "/")
+	if !strings.HasPrefix(server, "http://") && !strings.HasPrefix(server, "https://") {
+		server = "http://" + server
+	}
+	c := &apiClient{base: server, token: token}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley chat"}, &sess); err != nil {
+		return fmt.Errorf("open a session on %s: %w", server, err)
+	}
+	fmt.Fprintf(stdout, "connected to %s (session %s); type a message, /status, /reset or /stop\n", server, sess.ID)
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var run struct {
+			RunID string `json:"run_id"`
+		}
+		if err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": text}, &run); err != nil {
+			fmt.Fprintf(stdout, "! %v\n", err)
+			continue
+		}
+		fmt.Fprint(stdout, "> ")
+		if err := c.stream(ctx, sess.ID, run.RunID, stdout); err != nil {
+			fmt.Fprintf(stdout, "\n! %v\n", err)
+			continue
+		}
+		fmt.Fprintln(stdout)
+	}
+	return sc.Err()
+}
+
+type apiClient struct {
+	base, token string
+}
+
+func (c *apiClient) request(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		if resp.StatusCode == http.StatusUnauthorized {
+			return nil, errors.New("the server refused the token; pass one of its http.tokens with --token or PARLEY_API_TOKEN")
+		}
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, e.Error.Message)
+	}
+	return resp, nil
+}
+
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// stream prints a run's text as it arrives, until the run finishes.
+func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.Writer) error {
+	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			RunID string `json:"run_id"`
+			Data  struct {
+				Text string `json:"text"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(data), &ev) != nil || ev.RunID != runID {
+			continue
+		}
+		switch ev.Type {
+		case "message.delta":
+			fmt.Fprint(out, ev.Data.Text)
+		case "turn.finished":
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return errors.New("the stream ended before the reply finished")
+}
