@@ -17,6 +17,7 @@ const usage = `parley: a chat gateway between people and LLM agents.
 Usage:
   parley run [--config FILE]                 start the daemon
   parley chat [--config FILE]                talk to the local agent in this terminal
+  parley chat --server URL [--token T]       talk to a running parley through its HTTP API
   parley config check [--config FILE]        check a config file
   parley migrate [--config FILE]             apply pending database migrations
   parley sessions ls [flags]                 list sessions
