@@ -1,0 +1,147 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/memory"
+	"github.com/parleyd/parley/sessions"
+)
+
+// fedTypes are the bus events Feed reads.
+var fedTypes = []events.Type{
+	agent.EventTurnStarted,
+	agent.EventTurnFinished,
+	memory.EventContextCompacted,
+	sessions.EventMessageAppended,
+}
+
+// ObserveDB returns the observer to give dbutil.DB.Observe: it records
+// every wait on the database in parley_store_wait_duration_seconds.
+func (m *Metrics) ObserveDB() dbutil.Observer {
+	write := m.storeWait.WithLabelValues(string(dbutil.OpWrite))
+	read := m.storeWait.WithLabelValues(string(dbutil.OpRead))
+	return func(op dbutil.Op, _ time.Time, took time.Duration) {
+		switch op {
+		case dbutil.OpWrite:
+			write.Observe(took.Seconds())
+		case dbutil.OpRead:
+			read.Observe(took.Seconds())
+		default:
+			m.storeWait.WithLabelValues(label(string(op))).Observe(took.Seconds())
+		}
+	}
+}
+
+// Feed subscribes to bus now, so no event published after Feed returns is
+// missed, and returns the loop that turns those events into metrics: turns
+// and their durations, tokens, compactions. Run the loop (it returns nil when
+// ctx ends); until it runs, the subscription queues events in memory.
+func (m *Metrics) Feed(bus *events.Bus) func(ctx context.Context) error {
+	sub := bus.Subscribe(fedTypes...)
+	return func(ctx context.Context) error {
+		defer sub.Close()
+		f := feeder{m: m, started: map[string]turnStart{}}
+		for {
+			e, err := sub.Next(ctx)
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, events.ErrClosed) {
+					return nil
+				}
+				return err
+			}
+			f.handle(e)
+			if m.afterEvent != nil {
+				m.afterEvent()
+			}
+		}
+	}
+}
+
+// turnStart is what turn.started told of a session's running turn.
+type turnStart struct {
+	agent string
+	at    time.Time
+}
+
+// feeder is one Feed loop's state; only that loop touches it.
+type feeder struct {
+	m *Metrics
+	// started holds the running turn of each session (one at a time).
+	started map[string]turnStart
+}
+
+func (f *feeder) handle(e events.Event) {
+	switch d := e.Data.(type) {
+	case agent.TurnStarted:
+		f.started[e.SessionID] = turnStart{agent: label(d.AgentID), at: e.At}
+	case *agent.TurnStarted:
+		f.started[e.SessionID] = turnStart{agent: label(d.AgentID), at: e.At}
+	case agent.TurnFinished:
+		f.turnFinished(e, d)
+	case *agent.TurnFinished:
+		f.turnFinished(e, *d)
+	case memory.ContextCompacted:
+		f.compacted(d)
+	case *memory.ContextCompacted:
+		f.compacted(*d)
+	case sessions.MessageAppended:
+		f.tokens(d.Message)
+	case *sessions.MessageAppended:
+		f.tokens(d.Message)
+	}
+}
+
+func (f *feeder) turnFinished(e events.Event, d agent.TurnFinished) {
+	outcome := OutcomeOK
+	switch {
+	case d.Aborted:
+		outcome = OutcomeAborted
+	case d.Error != "":
+		outcome = OutcomeError
+	}
+	// A turn that failed before it started (e.g. its inputs could not be
+	// stored) has no turn.started: it counts, with no agent and no duration.
+	s, ok := f.started[e.SessionID]
+	delete(f.started, e.SessionID)
+	if !ok {
+		f.m.turns.WithLabelValues(unknownLabel, outcome).Inc()
+		return
+	}
+	f.m.turns.WithLabelValues(s.agent, outcome).Inc()
+	if !s.at.IsZero() && !e.At.IsZero() && !e.At.Before(s.at) {
+		f.m.turnDuration.WithLabelValues(s.agent, outcome).Observe(e.At.Sub(s.at).Seconds())
+	}
+}
+
+func (f *feeder) compacted(d memory.ContextCompacted) {
+	f.m.compactions.WithLabelValues(label(string(d.Trigger))).Inc()
+	f.m.compactionTime.Observe(d.Duration.Seconds())
+}
+
+// tokens counts the usage an assistant message carries (one per model call).
+func (f *feeder) tokens(msg sessions.Message) {
+	if msg.Role != sessions.RoleAssistant || msg.Usage == nil {
+		return
+	}
+	provider, model := splitSpec(msg.Model)
+	u := msg.Usage
+	for _, c := range []struct {
+		kind string
+		n    int64
+	}{
+		{TokensPrompt, u.Input},
+		{TokensCompletion, u.Output},
+		{TokensReasoning, u.Reasoning},
+		{TokensCacheRead, u.CacheRead},
+		{TokensCacheWrite, u.CacheWrite},
+	} {
+		if c.n > 0 {
+			f.m.tokens.WithLabelValues(c.kind, provider, model).Add(float64(c.n))
+		}
+	}
+}

@@ -1,0 +1,210 @@
+// Package metrics exposes parley's Prometheus metrics. The rest of the code
+// never imports Prometheus: the daemon hands this package the event bus
+// (Feed), a database observer (ObserveDB), a model factory (Models) and a few
+// plain calls for what only it sees (sends, reconnects, retries...).
+//
+// Every label value is an id or an enum (agent id, adapter id, model spec,
+// status); anything that doesn't look like one is exported as "other", so no
+// message text or secret can end up in a series.
+package metrics
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Turn outcomes, the outcome label of parley_turns_total.
+const (
+	OutcomeOK      = "ok"
+	OutcomeError   = "error"
+	OutcomeAborted = "aborted"
+)
+
+// Token kinds, the kind label of parley_tokens_total.
+const (
+	TokensPrompt     = "prompt"
+	TokensCompletion = "completion"
+	TokensReasoning  = "reasoning"
+	TokensCacheRead  = "cache_read"
+	TokensCacheWrite = "cache_write"
+)
+
+// Bucket sets, in seconds.
+var (
+	turnBuckets       = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}
+	modelBuckets      = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+	firstTokenBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
+	storeBuckets      = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+	sendBuckets       = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	compactionBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+)
+
+// Metrics holds parley's collectors in a registry of its own.
+type Metrics struct {
+	reg *prometheus.Registry
+	now func() time.Time
+
+	turns          *prometheus.CounterVec   // agent, outcome
+	turnDuration   *prometheus.HistogramVec // agent, outcome
+	modelCall      *prometheus.HistogramVec // provider, model, outcome
+	modelFirstTok  *prometheus.HistogramVec // provider, model
+	storeWait      *prometheus.HistogramVec // op
+	adapterSend    *prometheus.HistogramVec // adapter, outcome
+	compactions    *prometheus.CounterVec   // trigger
+	compactionTime prometheus.Histogram
+	tokens         *prometheus.CounterVec // kind, provider, model
+	adapterErrors  *prometheus.CounterVec // adapter
+	reconnects     *prometheus.CounterVec // adapter
+	duplicates     prometheus.Counter
+	outboxRetries  prometheus.Counter
+	webhooks       *prometheus.CounterVec // status
+	cronRuns       *prometheus.CounterVec // status
+
+	queue, lanes atomic.Pointer[func() int]
+
+	// afterEvent, when set (by tests, before Feed), runs after each event Feed
+	// has handled.
+	afterEvent func()
+}
+
+// New returns a Metrics with every parley_ collector plus the Go runtime and
+// process collectors registered in a fresh registry.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), now: time.Now}
+	f := factory{m.reg}
+
+	m.turns = f.counterVec("parley_turns_total",
+		"Agent turns finished, by agent and outcome (ok, error, aborted).", "agent", "outcome")
+	m.turnDuration = f.histogramVec("parley_turn_duration_seconds",
+		"Wall time of an agent turn, from its start to its end (tools and model calls included).", turnBuckets, "agent", "outcome")
+	m.modelCall = f.histogramVec("parley_model_call_duration_seconds",
+		"Wall time of one model call (one attempt; retries are separate calls), by provider, model and outcome.", modelBuckets, "provider", "model", "outcome")
+	m.modelFirstTok = f.histogramVec("parley_model_first_token_seconds",
+		"Time from the start of a model call to its first streamed text, by provider and model.", firstTokenBuckets, "provider", "model")
+	m.storeWait = f.histogramVec("parley_store_wait_duration_seconds",
+		"Time a caller waited on the database, by op: write (a transaction, from queueing to durable commit) or read.", storeBuckets, "op")
+	m.adapterSend = f.histogramVec("parley_adapter_send_duration_seconds",
+		"Wall time of one outbound send through an adapter, by adapter id and outcome (ok, error).", sendBuckets, "adapter", "outcome")
+	m.compactions = f.counterVec("parley_compactions_total",
+		"Context compactions done, by trigger (before_turn, after_turn, manual).", "trigger")
+	m.compactionTime = f.histogram("parley_compaction_duration_seconds",
+		"Wall time of one context compaction (memory flush and summary included).", compactionBuckets)
+	m.tokens = f.counterVec("parley_tokens_total",
+		"Model tokens used, by kind (prompt, completion, reasoning, cache_read, cache_write), provider and model.", "kind", "provider", "model")
+	m.adapterErrors = f.counterVec("parley_adapter_errors_total",
+		"Errors an adapter reported outside a send, by adapter id.", "adapter")
+	m.reconnects = f.counterVec("parley_adapter_reconnects_total",
+		"Adapter reconnections, by adapter id.", "adapter")
+	m.duplicates = f.counter("parley_inbound_duplicates_dropped_total",
+		"Inbound messages dropped because they had been received before.")
+	m.outboxRetries = f.counter("parley_outbox_retries_total",
+		"Outbound replies scheduled for another attempt after a failed send.")
+	m.webhooks = f.counterVec("parley_webhook_deliveries_total",
+		"Webhook deliveries, by status.", "status")
+	m.cronRuns = f.counterVec("parley_cron_runs_total",
+		"Cron job runs, by status.", "status")
+
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_queue_depth",
+			Help: "Inbound messages waiting in the gateway's lanes, all sessions together."},
+			func() float64 { return call(&m.queue) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_active_lanes",
+			Help: "Session lanes (one event loop per session) currently running."},
+			func() float64 { return call(&m.lanes) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+}
+
+// SendObserved records one outbound send through adapter: how long it took
+// and whether it failed. A failed send is not also an AdapterError.
+func (m *Metrics) SendObserved(adapter string, took time.Duration, err error) {
+	outcome := OutcomeOK
+	if err != nil {
+		outcome = OutcomeError
+	}
+	m.adapterSend.WithLabelValues(label(adapter), outcome).Observe(took.Seconds())
+}
+
+// AdapterError counts an error an adapter hit outside a send (a receive loop,
+// a lost connection, a failed download...).
+func (m *Metrics) AdapterError(adapter string) { m.adapterErrors.WithLabelValues(label(adapter)).Inc() }
+
+// Reconnect counts an adapter reconnecting.
+func (m *Metrics) Reconnect(adapter string) { m.reconnects.WithLabelValues(label(adapter)).Inc() }
+
+// DuplicateDropped counts an inbound message dropped as already received.
+func (m *Metrics) DuplicateDropped() { m.duplicates.Inc() }
+
+// OutboxRetry counts an outbound reply rescheduled after a failed send.
+func (m *Metrics) OutboxRetry() { m.outboxRetries.Inc() }
+
+// WebhookDelivery counts a webhook delivery with its status (an enum such
+// as accepted, answered, failed, or an HTTP status code).
+func (m *Metrics) WebhookDelivery(status string) { m.webhooks.WithLabelValues(label(status)).Inc() }
+
+// CronRun counts a finished cron run with its status (cron.Status: ok,
+// error, skipped, timeout).
+func (m *Metrics) CronRun(status string) { m.cronRuns.WithLabelValues(label(status)).Inc() }
+
+// SetQueue sets the function parley_queue_depth reads at each scrape. It
+// runs on the scraping goroutine, so it must be safe to call concurrently
+// and cheap. nil reads as 0.
+func (m *Metrics) SetQueue(f func() int) { set(&m.queue, f) }
+
+// SetActiveLanes sets the function parley_active_lanes reads at each
+// scrape, under the same rules as SetQueue.
+func (m *Metrics) SetActiveLanes(f func() int) { set(&m.lanes, f) }
+
+func set(p *atomic.Pointer[func() int], f func() int) {
+	if f == nil {
+		p.Store(nil)
+		return
+	}
+	p.Store(&f)
+}
+
+func call(p *atomic.Pointer[func() int]) float64 {
+	if f := p.Load(); f != nil {
+		return float64((*f)())
+	}
+	return 0
+}
+
+// factory builds collectors and registers them.
+type factory struct{ reg *prometheus.Registry }
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
