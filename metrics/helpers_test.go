@@ -84,3 +84,13 @@ func wantLines(t *testing.T, body string, lines ...string) {
 		}
 	}
 }
+
+// wantAbsent fails for each substring found in the exposition text.
+func wantAbsent(t *testing.T, body string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if strings.Contains(body, s) {
+			t.Errorf("exposition contains %q", s)
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -108,6 +110,15 @@ func New() *Metrics {
 		"Webhook deliveries, by status.", "status")
 	m.cronRuns = f.counterVec("parley_cron_runs_total",
 		"Cron job runs, by status.", "status")
+
+	// Series of known enums exist from the start, so rate() sees their
+	// first increment.
+	for _, op := range []dbutil.Op{dbutil.OpRead, dbutil.OpWrite} {
+		m.storeWait.WithLabelValues(string(op))
+	}
+	for _, trigger := range []agent.CompactWhen{agent.CompactBeforeTurn, agent.CompactAfterTurn, agent.CompactManual} {
+		m.compactions.WithLabelValues(string(trigger))
+	}
 
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_queue_depth",
