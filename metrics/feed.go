@@ -68,6 +68,10 @@ type turnStart struct {
 	at    time.Time
 }
 
+// maxStarted bounds feeder.started: past it, turns whose turn.finished never
+// came (a crash mid-turn) and that started over an hour ago are forgotten.
+const maxStarted = 4096
+
 // feeder is one Feed loop's state; only that loop touches it.
 type feeder struct {
 	m *Metrics
@@ -78,9 +82,9 @@ type feeder struct {
 func (f *feeder) handle(e events.Event) {
 	switch d := e.Data.(type) {
 	case agent.TurnStarted:
-		f.started[e.SessionID] = turnStart{agent: label(d.AgentID), at: e.At}
+		f.turnStarted(e, d)
 	case *agent.TurnStarted:
-		f.started[e.SessionID] = turnStart{agent: label(d.AgentID), at: e.At}
+		f.turnStarted(e, *d)
 	case agent.TurnFinished:
 		f.turnFinished(e, d)
 	case *agent.TurnFinished:
@@ -94,6 +98,17 @@ func (f *feeder) handle(e events.Event) {
 	case *sessions.MessageAppended:
 		f.tokens(d.Message)
 	}
+}
+
+func (f *feeder) turnStarted(e events.Event, d agent.TurnStarted) {
+	if len(f.started) >= maxStarted {
+		for id, s := range f.started {
+			if e.At.Sub(s.at) > time.Hour {
+				delete(f.started, id)
+			}
+		}
+	}
+	f.started[e.SessionID] = turnStart{agent: label(d.AgentID), at: e.At}
 }
 
 func (f *feeder) turnFinished(e events.Event, d agent.TurnFinished) {

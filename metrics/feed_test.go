@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +172,20 @@ func TestObserveDBOps(t *testing.T) {
 		`parley_store_wait_duration_seconds_bucket{op="write",le="0.005"} 1`,
 		`parley_store_wait_duration_seconds_count{op="other"} 1`,
 	)
+}
+
+func TestFeedForgetsStaleTurns(t *testing.T) {
+	f := feeder{m: New(), started: map[string]turnStart{}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range maxStarted {
+		f.handle(events.Event{Type: agent.EventTurnStarted, SessionID: fmt.Sprint("stale", i), At: t0, Data: agent.TurnStarted{AgentID: "main"}})
+	}
+	f.handle(events.Event{Type: agent.EventTurnStarted, SessionID: "fresh", At: t0.Add(2 * time.Hour), Data: agent.TurnStarted{AgentID: "main"}})
+	if len(f.started) != 1 {
+		t.Fatalf("%d turns remembered, want only the fresh one", len(f.started))
+	}
+	f.handle(events.Event{Type: agent.EventTurnFinished, SessionID: "fresh", At: t0.Add(2*time.Hour + time.Second), Data: agent.TurnFinished{}})
+	if got := testutil.ToFloat64(f.m.turns.WithLabelValues("main", "ok")); got != 1 || len(f.started) != 0 {
+		t.Errorf("turns = %v with %d remembered, want 1 and 0", got, len(f.started))
+	}
 }
