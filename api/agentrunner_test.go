@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
@@ -66,7 +67,7 @@ type agentEnv struct {
 	runner *agentRunner
 }
 
-func newAgentEnv(t *testing.T, open dbtest.Opener, model llm.Model, opts ...func(*api.Options)) *agentEnv {
+func newAgentEnv(t *testing.T, open dbtest.Opener, model llm.Model, opts ...func(db *dbutil.DB, bus *events.Bus, o *api.Options)) *agentEnv {
 	t.Helper()
 	db := open(t)
 	st := sessions.NewStore(db)
@@ -83,7 +84,7 @@ func newAgentEnv(t *testing.T, open dbtest.Opener, model llm.Model, opts ...func
 	go func() { fed <- feed(ctx) }()
 	o := api.Options{Store: st, Runner: ar, Events: log, Tokens: []string{token}, DefaultAgent: "main", Heartbeat: time.Hour}
 	for _, fn := range opts {
-		fn(&o)
+		fn(db, bus, &o)
 	}
 	srv := httptest.NewServer(api.New(o))
 	t.Cleanup(func() {

@@ -59,6 +59,10 @@ type Options struct {
 	// Memory is the agents' long-term memory; without it the /v1/memory
 	// routes answer 503.
 	Memory *memory.Store
+	// Callbacks delivers reply callbacks (run its Run beside the handler).
+	// Without it, a session can't be created with a webhook_url (400) and
+	// the callbacks route answers 503.
+	Callbacks *Callbacks
 	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
 	Heartbeat time.Duration
 	Log       *slog.Logger
@@ -108,6 +112,7 @@ func New(opts Options) http.Handler {
 		{"POST /v1/sessions/{id}/unrewind", s.unrewind},
 		{"POST /v1/sessions/{id}/branch", s.branch},
 		{"POST /v1/agent/reset", s.reset},
+		{"GET /v1/sessions/{id}/callbacks", s.listCallbacks},
 		{"GET /v1/memory/search", s.searchMemory},
 		{"POST /v1/memory", s.writeMemory},
 	}

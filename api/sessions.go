@@ -53,6 +53,9 @@ type CreateSessionRequest struct {
 	Model    string          `json:"model"`
 	User     string          `json:"user"`
 	Metadata json.RawMessage `json:"metadata"`
+	// WebhookURL, if set, receives every finished assistant reply (stored
+	// as metadata.webhook_url).
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
@@ -69,6 +72,9 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	meta, err := withModel(req.Metadata, req.Model)
 	if err != nil {
+		return err
+	}
+	if meta, err = s.withWebhookURL(meta, req.WebhookURL); err != nil {
 		return err
 	}
 	id, err := uuid.NewV7()
@@ -97,6 +103,33 @@ func withModel(meta json.RawMessage, model string) (json.RawMessage, error) {
 	if model = strings.TrimSpace(model); model != "" {
 		b, _ := json.Marshal(model)
 		obj["model"] = b
+	}
+	return json.Marshal(obj)
+}
+
+// withWebhookURL sets metadata.webhook_url when given, and checks the one
+// the metadata already holds.
+func (s *server) withWebhookURL(meta json.RawMessage, raw string) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if err := json.Unmarshal(meta, &obj); err != nil {
+		return nil, badRequest("metadata must be a JSON object")
+	}
+	if raw = strings.TrimSpace(raw); raw != "" {
+		b, _ := json.Marshal(raw)
+		obj[MetadataWebhookURL] = b
+	}
+	v, ok := obj[MetadataWebhookURL]
+	if !ok {
+		return meta, nil
+	}
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, badRequest("metadata.webhook_url must be a string")
+	}
+	if s.opts.Callbacks == nil {
+		return nil, badRequest("reply callbacks are not enabled on this server; create the session without webhook_url")
+	}
+	if err := checkWebhookURL(raw); err != nil {
+		return nil, err
 	}
 	return json.Marshal(obj)
 }
