@@ -160,6 +160,9 @@ func (h HTTP) validate(ck *checker) {
 			ck.add(fmt.Sprintf("http.tokens[%d]", i), "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_API_TOKEN}\"")
 		}
 	}
+	if cs := h.CallbackSecret.Reveal(); cs != "" && len(cs) < 16 {
+		ck.add("http.callback_secret", "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_CALLBACK_SECRET}\"")
+	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
 	_, port, err := net.SplitHostPort(h.Listen)
 	if err != nil {

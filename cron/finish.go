@@ -94,6 +94,9 @@ func (s *Scheduler) end(ctx context.Context, r Run, status Status, errText, resu
 		s.mu.Unlock()
 	}
 	if ended {
+		if s.opts.OnEnd != nil {
+			s.opts.OnEnd(stored.Status)
+		}
 		s.log.InfoContext(ctx, "cron run ended", "job_id", stored.JobID, "run_id", stored.ID, "status", stored.Status,
 			"session_id", stored.SessionID, "took", now.Sub(stored.StartedAt).Round(time.Millisecond))
 		if stored.Status == StatusTimeout && s.opts.Abort != nil {

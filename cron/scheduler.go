@@ -88,6 +88,8 @@ type Options struct {
 	// (startup, a slow machine). Later than Grace and the job's catch_up, it
 	// is recorded as skipped. Default 1m.
 	Grace time.Duration
+	// OnEnd, if set, hears of each run's end: its status (metrics).
+	OnEnd func(status Status)
 	// Poll is how often the job list is read again (for jobs the CLI
 	// changed in another process) and queued manual runs are started.
 	// Default 15s.

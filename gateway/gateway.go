@@ -68,6 +68,8 @@ type Options struct {
 	// Access is each adapter's access policy; adapters without one (the
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
+	// OnDuplicate, if set, hears of each redelivered message dropped.
+	OnDuplicate func()
 	// AfterTurn, if set, runs on the lane after each turn's reply is
 	// queued, before the session's next turn (compaction, for one).
 	AfterTurn func(ctx context.Context, in TurnInput)
@@ -186,6 +188,9 @@ func (g *Gateway) DeliverWith(ctx context.Context, in adapters.Inbound, also fun
 	}
 	if dup {
 		g.duplicates.Add(1)
+		if g.opts.OnDuplicate != nil {
+			g.opts.OnDuplicate()
+		}
 		g.opts.Log.DebugContext(ctx, "duplicate message dropped", "adapter", in.Adapter, "chat_id", in.ChatID, "message_id", in.MessageID)
 		return nil
 	}
@@ -602,3 +607,6 @@ func (g *Gateway) Abort(k sessions.Key) bool { return g.lanes.Abort(laneKey(k)) 
 
 // ActiveLanes is the number of sessions with work.
 func (g *Gateway) ActiveLanes() int { return g.lanes.Active() }
+
+// QueueDepth is how many messages wait in all sessions' lanes.
+func (g *Gateway) QueueDepth() int { return g.lanes.Waiting() }

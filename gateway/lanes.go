@@ -184,6 +184,18 @@ func (ls *Lanes[K, T]) Busy(key K) bool {
 	return ok
 }
 
+// Waiting is how many messages wait in all lanes, running turns' not
+// counted: at a scrape, it walks the lanes (a few thousand at most).
+func (ls *Lanes[K, T]) Waiting() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	n := 0
+	for _, l := range ls.lanes {
+		n += len(l.pending) + len(l.steer)
+	}
+	return n
+}
+
 // Active is the number of lanes with work.
 func (ls *Lanes[K, T]) Active() int {
 	ls.mu.Lock()

@@ -29,6 +29,11 @@ type SenderOptions struct {
 	Poll time.Duration
 	// Parallel is how many chats are sent to at once. Default 16.
 	Parallel int
+	// OnSend, if set, hears of each platform call: the adapter, how long it
+	// took and its error. OnRetry hears of each failed send put off for a
+	// retry.
+	OnSend  func(adapter adapters.ID, took time.Duration, err error)
+	OnRetry func(adapter adapters.ID)
 }
 
 // Sender sends the outbox: each reply once, a chat's replies in order, and
@@ -168,8 +173,12 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		// A send in flight finishes even when the sender is stopping: cutting
 		// it off could leave a reply delivered but not recorded, sent twice.
 		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		start := time.Now()
 		sent, err = deliverReply(sendCtx, a, r)
 		cancel()
+		if s.opts.OnSend != nil {
+			s.opts.OnSend(r.Adapter, time.Since(start), err)
+		}
 	}
 	called()
 	// Record the outcome even when ctx is ending: a sent reply must be marked.
@@ -187,6 +196,9 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		s.opts.Log.ErrorContext(ctx, "reply given up", "adapter", r.Adapter, "chat_id", r.ChatID, "reply", r.Key, "attempts", attempt, "error", err)
 	} else {
 		s.opts.Log.WarnContext(ctx, "reply send failed; will retry", "adapter", r.Adapter, "chat_id", r.ChatID, "reply", r.Key, "attempt", attempt, "retry_in", wait, "error", err)
+	}
+	if !giveUp && s.opts.OnRetry != nil {
+		s.opts.OnRetry(r.Adapter)
 	}
 	return false, s.store.MarkRetry(rec, r.ID, err, s.store.now().Add(wait), giveUp)
 }

@@ -81,11 +81,14 @@ type Notifier func(ctx context.Context, target, text, hookID string) error
 
 // Options configure a Server.
 type Options struct {
-	Hooks  []config.Hook
-	DB     *dbutil.DB
-	Notify Notifier
-	Log    *slog.Logger
-	Now    func() time.Time
+	// OnDelivery, if set, hears of each delivery's status as it is set:
+	// accepted, answered or failed (metrics).
+	OnDelivery func(status string)
+	Hooks      []config.Hook
+	DB         *dbutil.DB
+	Notify     Notifier
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // Server is the webhook endpoint and the "webhook" adapter.
@@ -304,6 +307,13 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 	if errors.Is(err, errRepeat) {
 		return s.repeat(ctx, h, key)
 	}
+	if s.opts.OnDelivery != nil {
+		if err != nil {
+			s.opts.OnDelivery("failed")
+		} else {
+			s.opts.OnDelivery("accepted")
+		}
+	}
 	if err != nil {
 		s.opts.Log.ErrorContext(ctx, "deliver a webhook", "hook", h.ID, "delivery_id", id, "error", err)
 		// Recorded as failed, its key freed: the sender's retry is a new try.
@@ -378,6 +388,9 @@ func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent
 	hookID, _, _ := strings.Cut(out.ChatID, ":")
 	if _, err := s.opts.DB.Write().ExecContext(ctx, answeredQuery, "webhook:"+out.ChatID, "answered", out.Text, "", dbutil.Millis(s.opts.Now())); err != nil {
 		return adapters.Sent{}, fmt.Errorf("record the reply of webhook %s: %w", hookID, err)
+	}
+	if s.opts.OnDelivery != nil {
+		s.opts.OnDelivery("answered")
 	}
 	if h, ok := s.hooks[hookID]; ok && s.opts.Notify != nil {
 		for _, target := range h.Notify {

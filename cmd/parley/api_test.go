@@ -137,3 +137,49 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// /metrics is open, and counts what the daemon did.
+func TestMetricsEndpoint(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.adapters = map[adapters.ID]adapters.Adapter{"api": apiChannel{}}
+	hs := httptest.NewServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.run(runCtx) }()
+	defer func() { hs.Close(); cancel(); <-done; d.close() }()
+	in := adapters.Inbound{Adapter: "api", Surface: "api", ChatID: "m1", UserID: "u", MessageID: "1", Text: "count me", Time: time.Now()}
+	if err := d.gw.Deliver(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.gw.Deliver(ctx, in); err != nil { // a redelivery
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(hs.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		text := b.String()
+		if resp.StatusCode == 200 && strings.Contains(text, `parley_turns_total{agent="default",outcome="ok"} 1`) &&
+			strings.Contains(text, "parley_inbound_duplicates_dropped_total 1") && strings.Contains(text, "parley_store_wait_duration_seconds") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics after a turn and a redelivery:\n%s", text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -100,5 +100,17 @@ func (d *daemon) apiHandler() http.Handler {
 		tokens[i] = t.Reveal()
 	}
 	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
+		Memory: d.memory, Callbacks: d.callbacks,
 		DefaultAgent: d.cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg.Agent(id); return ok }, Log: d.log})
+}
+
+// metricsHandler adds /metrics (Prometheus, open like /healthz) and the
+// daemon's gauges to h.
+func (d *daemon) metricsHandler(h http.Handler) http.Handler {
+	d.metrics.SetQueue(d.gw.QueueDepth)
+	d.metrics.SetActiveLanes(d.gw.ActiveLanes)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	mux.Handle("/", h)
+	return mux
 }

@@ -58,6 +58,7 @@ func (d *daemon) openCron(ctx context.Context) error {
 		Store:    store,
 		Notifier: cron.NotifierFunc(d.notifyRun),
 		Abort:    func(k sessions.Key) bool { return d.gw.Abort(k) },
+		OnEnd:    func(st cron.Status) { d.metrics.CronRun(string(st)) },
 		Log:      d.log,
 	})
 	return err

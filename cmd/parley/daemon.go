@@ -23,6 +23,7 @@ import (
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/llm/openai"
 	"github.com/parleyd/parley/memory"
+	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -39,14 +40,20 @@ type daemon struct {
 	sender   *gateway.Sender
 	memory   *memory.Store
 	cron     *cron.Scheduler
+	metrics  *metrics.Metrics
 	events   *api.EventLog
-	feed     func(context.Context) error // fills events from the bus
-	offline  *echo.Model                 // answers for agents without a provider key
-	indexer  *memory.Indexer
-	store    *gateway.Store
-	adapters map[adapters.ID]adapters.Adapter
-	release  func()
-	applied  int
+	// callbacks POSTs replies to API sessions' webhook_url; nil without a
+	// callback secret.
+	callbacks *api.Callbacks
+	feed      func(context.Context) error // fills events from the bus
+	// metricsFeed counts turns, tokens and compactions from the bus.
+	metricsFeed func(context.Context) error
+	offline     *echo.Model // answers for agents without a provider key
+	indexer     *memory.Indexer
+	store       *gateway.Store
+	adapters    map[adapters.ID]adapters.Adapter
+	release     func()
+	applied     int
 }
 
 // startDaemon opens the database (locking a SQLite file against a second
@@ -67,8 +74,14 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	}
 	d.db, d.applied = db, applied
 
+	d.metrics = metrics.New()
+	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
+	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
 	d.sessions = sessions.NewStore(db, sessions.WithBus(bus), sessions.WithLogger(log))
+	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
+		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log})
+	}
 	d.events = api.NewEventLog(nil)
 	d.feed = d.events.Feed(bus) // subscribes now, before any run
 	for _, id := range cfg.MissingKeys() {
@@ -99,7 +112,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		}
 	}
 	d.offline = echo.New()
-	models := modelFactoryWith(cfg, d.offline)
+	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
 		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
@@ -125,7 +138,9 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 
 	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
 	d.store = store
-	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log})
+	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log,
+		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
+		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }})
 
 	streams := map[adapters.ID]bool{}
 	for _, a := range cfg.Adapters {
@@ -151,9 +166,10 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 			return err
 		},
-		Access:    accessPolicies(cfg),
-		Compact:   d.compact,
-		AfterTurn: d.afterTurn,
+		Access:      accessPolicies(cfg),
+		OnDuplicate: d.metrics.DuplicateDropped,
+		Compact:     d.compact,
+		AfterTurn:   d.afterTurn,
 		Stream: func(id adapters.ID) (adapters.Adapter, bool) {
 			a, ok := d.adapters[id]
 			return a, ok && streams[id]
@@ -449,6 +465,16 @@ func (d *daemon) run(ctx context.Context) error {
 	senderCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
 	senderDone := make(chan struct{})
 	go func() { defer close(senderDone); _ = d.sender.Run(senderCtx) }()
+	if d.callbacks != nil {
+		cbCtx, stopCallbacks := context.WithCancel(context.WithoutCancel(ctx))
+		cbDone := make(chan struct{})
+		go func() { defer close(cbDone); _ = d.callbacks.Run(cbCtx) }()
+		defer func() { stopCallbacks(); <-cbDone }()
+	}
+	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
+	metricsDone := make(chan struct{})
+	go func() { defer close(metricsDone); _ = d.metricsFeed(metricsCtx) }()
+	defer func() { stopMetrics(); <-metricsDone }()
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); _ = d.feed(feedCtx) }()

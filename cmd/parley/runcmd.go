@@ -48,7 +48,8 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	channels[adapters.ID("cron")] = d.cron
 	channels[adapters.ID("api")] = apiChannel{}
 	if len(cfg.Hooks) > 0 {
-		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log})
+		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log,
+			OnDelivery: d.metrics.WebhookDelivery})
 	}
 	d.adapters = channels
 
@@ -57,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           newHTTPHandler(d.db, d.adapters, d.apiHandler()),
+		Handler:           d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
