@@ -250,6 +250,9 @@ type HTTP struct {
 	// Tokens are the admin bearer tokens of the /v1 API; with none, the API
 	// answers every request with 401.
 	Tokens []Secret `yaml:"tokens"`
+	// OpsListen, when set, serves /healthz, /readyz and /metrics on this
+	// address instead of Listen (which keeps the API and webhooks).
+	OpsListen string `yaml:"ops_listen"`
 	// CallbackSecret signs the replies POSTed to an API session's
 	// webhook_url; with none, sessions can't have one.
 	CallbackSecret Secret `yaml:"callback_secret"`

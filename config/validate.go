@@ -164,6 +164,11 @@ func (h HTTP) validate(ck *checker) {
 		ck.add("http.callback_secret", "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_CALLBACK_SECRET}\"")
 	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
+	if h.OpsListen != "" {
+		if _, _, err := net.SplitHostPort(h.OpsListen); err != nil {
+			ck.add("http.ops_listen", fmt.Sprintf("%q is not host:port%s, or leave it empty to serve health and metrics on http.listen", h.OpsListen, use))
+		}
+	}
 	_, port, err := net.SplitHostPort(h.Listen)
 	if err != nil {
 		ck.add("http.listen", fmt.Sprintf("%q is not host:port%s", h.Listen, use))

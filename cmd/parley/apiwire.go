@@ -114,3 +114,35 @@ func (d *daemon) metricsHandler(h http.Handler) http.Handler {
 	mux.Handle("/", h)
 	return mux
 }
+
+// watchChannels samples each channel's health every few seconds and counts
+// its turns for the metrics: healthy to unhealthy is an error, back again a
+// reconnect. Channels that can't say how they are are not counted here;
+// their failed sends are, by the sender.
+func (d *daemon) watchChannels(ctx context.Context, every time.Duration) {
+	healthy := map[adapters.ID]bool{}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for id, a := range d.adapters {
+			h, ok := a.(interface{ Health() (bool, string) })
+			if !ok {
+				continue
+			}
+			now, _ := h.Health()
+			was, seen := healthy[id]
+			switch {
+			case seen && was && !now:
+				d.metrics.AdapterError(string(id))
+			case seen && !was && now:
+				d.metrics.Reconnect(string(id))
+			}
+			healthy[id] = now
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

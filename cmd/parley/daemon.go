@@ -227,6 +227,9 @@ func (d *daemon) openMemory(ctx context.Context) error {
 	return nil
 }
 
+// channelWatchEvery is how often channels' health is sampled for metrics.
+const channelWatchEvery = 5 * time.Second
+
 // keepLeases renews this replica's lease on the messages it is answering
 // and takes over those of replicas that stopped renewing theirs, until ctx
 // ends. Only replicas sharing PostgreSQL need it.
@@ -472,9 +475,10 @@ func (d *daemon) run(ctx context.Context) error {
 		defer func() { stopCallbacks(); <-cbDone }()
 	}
 	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
-	metricsDone := make(chan struct{})
-	go func() { defer close(metricsDone); _ = d.metricsFeed(metricsCtx) }()
-	defer func() { stopMetrics(); <-metricsDone }()
+	metricsDone := make(chan struct{}, 2)
+	go func() { defer func() { metricsDone <- struct{}{} }(); _ = d.metricsFeed(metricsCtx) }()
+	go func() { defer func() { metricsDone <- struct{}{} }(); d.watchChannels(metricsCtx, channelWatchEvery) }()
+	defer func() { stopMetrics(); <-metricsDone; <-metricsDone }()
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); _ = d.feed(feedCtx) }()
@@ -503,6 +507,7 @@ func (d *daemon) run(ctx context.Context) error {
 			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
 			default:
 				d.log.Error("adapter stopped", "adapter", id, "error", err)
+				d.metrics.AdapterError(string(id))
 				failMu.Lock()
 				failed = errors.Join(failed, fmt.Errorf("adapter %s: %w", id, err))
 				failMu.Unlock()

@@ -334,3 +334,38 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 		t.Fatalf("ls migrated the database to %d", v)
 	}
 }
+
+// With http.ops_listen, health and metrics move to their own address.
+func TestOpsListen(t *testing.T) {
+	addr, ops := freeAddr(t), freeAddr(t)
+	path, _ := writeConfig(t, "http:\n  listen: "+addr+"\n  ops_listen: "+ops+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}}) }()
+	defer func() { cancel(); <-done }()
+	client := &http.Client{Timeout: 2 * time.Second}
+	get := func(url string) int {
+		resp, err := client.Get(url)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for get("http://"+ops+"/readyz") != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz never answered on ops_listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := get("http://" + ops + "/metrics"); got != 200 {
+		t.Fatalf("/metrics on ops_listen: %d", got)
+	}
+	if got := get("http://" + addr + "/healthz"); got != 404 {
+		t.Fatalf("/healthz on listen: %d, want 404", got)
+	}
+	if got := get("http://" + addr + "/v1/sessions"); got != 401 {
+		t.Fatalf("the API on listen: %d, want 401 without a token", got)
+	}
+}

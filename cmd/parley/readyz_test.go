@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/metrics"
 )
 
 type healthyRecorder struct {
@@ -58,4 +62,53 @@ func TestReadyzShowsChannels(t *testing.T) {
 			}
 		})
 	}
+}
+
+type flippingHealth struct {
+	*adapterstest.Recorder
+	mu sync.Mutex
+	ok bool
+}
+
+func (f *flippingHealth) Health() (bool, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ok, ""
+}
+
+func (f *flippingHealth) set(ok bool) {
+	f.mu.Lock()
+	f.ok = ok
+	f.mu.Unlock()
+}
+
+// A channel that goes down and comes back counts an error and a reconnect.
+func TestChannelHealthMetrics(t *testing.T) {
+	ch := &flippingHealth{Recorder: adapterstest.New(), ok: true}
+	d := &daemon{metrics: metrics.New(), adapters: map[adapters.ID]adapters.Adapter{"wa": ch}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.watchChannels(ctx, time.Millisecond); close(done) }()
+	scrape := func() string {
+		rr := httptest.NewRecorder()
+		d.metrics.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+		return rr.Body.String()
+	}
+	wait := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(scrape(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in\n%s", want, scrape())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	ch.set(false)
+	wait(`parley_adapter_errors_total{adapter="wa"} 1`)
+	ch.set(true)
+	wait(`parley_adapter_reconnects_total{adapter="wa"} 1`)
+	cancel()
+	<-done
 }

@@ -61,6 +61,21 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		Handler:           d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	if cfg.HTTP.OpsListen != "" {
+		// Health and metrics on their own address, the rest on http.listen.
+		app := http.NewServeMux()
+		appRoutes(app, d.adapters, d.apiHandler())
+		srv.Handler = app
+		opsLn, err := net.Listen("tcp", cfg.HTTP.OpsListen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", cfg.HTTP.OpsListen, err)
+		}
+		health := http.NewServeMux()
+		healthRoutes(health, d.db, d.adapters)
+		ops := &http.Server{Handler: d.metricsHandler(health), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = ops.Serve(opsLn) }()
+		defer ops.Close()
+	}
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
 		"database", cfg.Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
 		"listen", ln.Addr().String(), "agents", len(cfg.Agents))
@@ -100,6 +115,13 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 
 func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	healthRoutes(mux, db, channels)
+	appRoutes(mux, channels, v1)
+	return mux
+}
+
+// healthRoutes serves /healthz and /readyz.
+func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -129,6 +151,10 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+}
+
+// appRoutes serves the API, the web chat and the webhooks.
+func appRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) {
 	mountWebhooks(mux, channels)
 	if v1 != nil {
 		mux.Handle("/v1/", v1)
@@ -137,7 +163,6 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1
 	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
 		mux.Handle("POST /hooks/{id}", h)
 	}
-	return mux
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
