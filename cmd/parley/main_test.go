@@ -341,7 +341,9 @@ func TestOpsListen(t *testing.T) {
 	path, _ := writeConfig(t, "http:\n  listen: "+addr+"\n  ops_listen: "+ops+"\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}}) }()
+	go func() {
+		done <- run(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
 	defer func() { cancel(); <-done }()
 	client := &http.Client{Timeout: 2 * time.Second}
 	get := func(url string) int {
