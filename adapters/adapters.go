@@ -38,6 +38,9 @@ type Inbound struct {
 	// names the agent to answer, ahead of the bindings. Channels leave it
 	// empty.
 	AgentID string `json:"agent_id,omitempty"`
+	// Model, set by the API for one message, overrides the model for the
+	// run that answers it.
+	Model string `json:"model,omitempty"`
 }
 
 // FileRef points at a file on the platform; it is fetched only when needed.

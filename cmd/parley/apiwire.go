@@ -46,7 +46,8 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 		user = "api"
 	}
 	in := adapters.Inbound{Adapter: "api", Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
-		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Time: time.Now()}
+		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model,
+		Time: time.Now()}
 	if err := r.d.gw.Deliver(ctx, in); err != nil {
 		if errors.Is(err, adapters.ErrInvalidInbound) {
 			return "", fmt.Errorf("%w: %v", api.ErrInvalid, err)

@@ -353,7 +353,7 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 	a, _ := d.cfg.Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
-		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName}
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model}
 		if i < len(in.IDs) {
 			// The inbound id (a UUID) doubles as the user message's id, so
 			// a re-run after a crash does not store the message twice.
