@@ -5,15 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
 )
 
 const apiToken = "test-token-0123456789"
@@ -22,28 +19,8 @@ const apiToken = "test-token-0123456789"
 // message, watch the run stream over SSE, read the reply back.
 func TestAPIThroughTheDaemon(t *testing.T) {
 	ctx := context.Background()
-	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.adapters = map[adapters.ID]adapters.Adapter{"api": apiChannel{}}
-	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters, d.apiHandler()))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.run(runCtx) }()
-	defer func() {
-		hs.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		d.close()
-	}()
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
+	defer stop()
 	call := func(method, path string, body any, token string) (int, map[string]any) {
 		t.Helper()
 		var rd *bytes.Reader
@@ -53,7 +30,7 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 		} else {
 			rd = bytes.NewReader(nil)
 		}
-		req, _ := http.NewRequest(method, hs.URL+path, rd)
+		req, _ := http.NewRequest(method, url+path, rd)
 		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -86,7 +63,7 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 	// start even if it finished already.
 	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
 	defer scancel()
-	req, _ := http.NewRequestWithContext(sctx, "GET", hs.URL+"/v1/sessions/"+id+"/events?run_id="+run["run_id"].(string), nil)
+	req, _ := http.NewRequestWithContext(sctx, "GET", url+"/v1/sessions/"+id+"/events?run_id="+run["run_id"].(string), nil)
 	req.Header.Set("Authorization", "Bearer "+apiToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -157,21 +134,8 @@ func toJSON(v any) string {
 // /metrics is open, and counts what the daemon did.
 func TestMetricsEndpoint(t *testing.T) {
 	ctx := context.Background()
-	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\n")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.adapters = map[adapters.ID]adapters.Adapter{"api": apiChannel{}}
-	hs := httptest.NewServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.run(runCtx) }()
-	defer func() { hs.Close(); cancel(); <-done; d.close() }()
+	d, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\n", apiOnly)
+	defer stop()
 	in := adapters.Inbound{Adapter: "api", Surface: "api", ChatID: "m1", UserID: "u", MessageID: "1", Text: "count me", Time: time.Now()}
 	if err := d.gw.Deliver(ctx, in); err != nil {
 		t.Fatal(err)
@@ -181,7 +145,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(hs.URL + "/metrics")
+		resp, err := http.Get(url + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

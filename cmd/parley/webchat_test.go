@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
 )
 
 // A real browser loads the web chat, sends a message through the page's own
@@ -26,26 +22,8 @@ func TestWebChatInABrowser(t *testing.T) {
 		t.Skip("chromium is not installed (apt-get install chromium); the web chat's browser test needs it")
 	}
 	ctx := context.Background()
-	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.adapters = map[adapters.ID]adapters.Adapter{"api": apiChannel{}}
-	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters, d.apiHandler()))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.run(runCtx) }()
-	defer func() {
-		hs.Close()
-		cancel()
-		<-done
-		d.close()
-	}()
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
+	defer stop()
 	bctx, bcancel := context.WithTimeout(ctx, 120*time.Second)
 	defer bcancel()
 	// --dump-dom prints the page once its virtual-time budget is spent; on
@@ -59,7 +37,7 @@ func TestWebChatInABrowser(t *testing.T) {
 	for attempt := range 3 {
 		cmd := exec.CommandContext(bctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 			"--user-data-dir="+t.TempDir(), fmt.Sprintf("--virtual-time-budget=%d", 20000*(attempt+1)), "--dump-dom",
-			hs.URL+"/#token="+apiToken+"&say=hello%20from%20the%20browser")
+			url+"/#token="+apiToken+"&say=hello%20from%20the%20browser")
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("chromium: %v\n%s", err, out)

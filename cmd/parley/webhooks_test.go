@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
-	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -27,33 +24,14 @@ const hookSecret = "0123456789abcdef-hook"
 // hooks, serving its HTTP handler; it returns the server's URL.
 func runWithHooks(tb testing.TB, hooks string) (*daemon, *adapterstest.Recorder, string, func()) {
 	tb.Helper()
-	path, _ := writeConfigTB(tb, "gateway:\n  debounce: 0s\n"+hooks)
-	cfg, err := config.Load(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	rec := adapterstest.New()
-	log := slog.New(slog.DiscardHandler)
-	d, err := startDaemon(context.Background(), cfg, log, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	d.adapters = map[adapters.ID]adapters.Adapter{
-		"tg":               rec,
-		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log}),
-	}
-	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters, d.apiHandler()))
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.run(runCtx) }()
-	return d, rec, hs.URL, func() {
-		hs.Close()
-		cancel()
-		if err := <-done; err != nil {
-			tb.Error(err)
+	d, url, stop := testDaemon(tb, "gateway:\n  debounce: 0s\n"+hooks, func(d *daemon) map[adapters.ID]adapters.Adapter {
+		return map[adapters.ID]adapters.Adapter{
+			"tg":               rec,
+			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg.Hooks, DB: d.db, Notify: d.notify}),
 		}
-		d.close()
-	}
+	})
+	return d, rec, url, stop
 }
 
 func postHook(tb testing.TB, client *http.Client, url string, body []byte) (int, map[string]any) {
