@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"testing"
 	"time"
-
 )
 
 // A real browser loads the web chat, sends a message through the page's own
