@@ -35,14 +35,8 @@ func (d *daemon) notifyKeyed(ctx context.Context, target, text, key string) erro
 	if _, ok := d.adapters[adapters.ID(adapter)]; !ok {
 		return fmt.Errorf("notify target %q: no running channel is called %s", target, adapter)
 	}
-	var replies []gateway.Reply
-	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
-		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
-	}
-	if err := d.store.QueueReplies(ctx, replies); err != nil {
-		return fmt.Errorf("queue a note for %s: %w", target, err)
-	}
-	d.sender.Wake()
+	// The conversation has the note before the chat shows it, so a reply
+	// to it ("tell me more") finds it there.
 	live, err := d.sessions.ActiveInChat(ctx, surface, chat)
 	if err != nil {
 		return err
@@ -52,5 +46,13 @@ func (d *daemon) notifyKeyed(ctx context.Context, target, text, key string) erro
 			return fmt.Errorf("add the note to session %s: %w", s.ID, err)
 		}
 	}
+	var replies []gateway.Reply
+	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
+		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
+	}
+	if err := d.store.QueueReplies(ctx, replies); err != nil {
+		return fmt.Errorf("queue a note for %s: %w", target, err)
+	}
+	d.sender.Wake()
 	return nil
 }
