@@ -195,8 +195,14 @@ func (t *turn) selectTools() ([]registered, error) {
 func (t *turn) loadHistory() error {
 	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), historyTurns(t.req.Session.Key.Kind()))
 	// Only what the prompt can hold is read: the summary and the last
-	// turns, however long the live context has grown.
-	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, sessions.MessagesOptions{Turns: turns})
+	// turns, however long the live context has grown. A short session is
+	// read whole: one plain query is cheaper than finding where its last
+	// turns begin.
+	opts := sessions.MessagesOptions{}
+	if t.req.Session.MessageCount > int64(4*turns) {
+		opts.Turns = turns
+	}
+	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, opts)
 	if err != nil {
 		return fmt.Errorf("load history of session %s: %w", t.id, err)
 	}

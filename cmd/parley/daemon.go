@@ -82,8 +82,12 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
 		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log})
 	}
-	d.events = api.NewEventLog(nil)
-	d.feed = d.events.Feed(bus) // subscribes now, before any run
+	if len(cfg.HTTP.Tokens) > 0 {
+		// The API's run event log, only where the API can be used: it
+		// follows every event of every run.
+		d.events = api.NewEventLog(nil)
+		d.feed = d.events.Feed(bus) // subscribes now, before any run
+	}
 	for _, id := range cfg.MissingKeys() {
 		a, _ := cfg.Agent(id)
 		log.Warn("no API key for the agent's model; it answers with the offline echo model until providers has a key",
@@ -377,7 +381,16 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 // afterTurn compacts the session if the turn filled it, on the lane, once
 // the reply is on its way.
 func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
-	res, err := d.runner.AfterTurn(ctx, d.request(in))
+	req := d.request(in)
+	// The session's token count sums every live message's (generous)
+	// estimate, so it bounds what any prompt can hold: below the
+	// threshold, there is nothing to compact, and the history need not be
+	// read to find that out.
+	if s, err := d.sessions.Session(ctx, in.Session.ID); err == nil && req.Agent.MaxContextTokens > 0 &&
+		s.Rollup.TokenCount < agent.Threshold(req.Agent, req.Agent.MaxContextTokens) {
+		return
+	}
+	res, err := d.runner.AfterTurn(ctx, req)
 	if err != nil {
 		d.log.WarnContext(ctx, "compaction after a turn failed; the next turn tries again", "session_id", in.Session.ID, "error", err)
 		return
@@ -479,10 +492,12 @@ func (d *daemon) run(ctx context.Context) error {
 	go func() { defer func() { metricsDone <- struct{}{} }(); _ = d.metricsFeed(metricsCtx) }()
 	go func() { defer func() { metricsDone <- struct{}{} }(); d.watchChannels(metricsCtx, channelWatchEvery) }()
 	defer func() { stopMetrics(); <-metricsDone; <-metricsDone }()
-	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
-	feedDone := make(chan struct{})
-	go func() { defer close(feedDone); _ = d.feed(feedCtx) }()
-	defer func() { stopFeed(); <-feedDone }()
+	if d.feed != nil {
+		feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+		feedDone := make(chan struct{})
+		go func() { defer close(feedDone); _ = d.feed(feedCtx) }()
+		defer func() { stopFeed(); <-feedDone }()
+	}
 	indexerCtx, stopIndexer := context.WithCancel(context.WithoutCancel(ctx))
 	indexerDone := make(chan struct{})
 	go func() { defer close(indexerDone); _ = d.indexer.Run(indexerCtx) }()
