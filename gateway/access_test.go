@@ -97,8 +97,6 @@ func TestAccessPolicies(t *testing.T) {
 // A group message the bot wasn't addressed in is kept as context: the next
 // turn's history holds it, attributed to its sender.
 func TestGroupChatterIsContext(t *testing.T) {
-	var history []string
-	done := make(chan struct{})
 	r := newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
 		return "ok", nil
 	}, func(o *gateway.Options) {
@@ -108,7 +106,6 @@ func TestGroupChatterIsContext(t *testing.T) {
 	r.deliver(group("8", "g-2", "@bot when is the train?", true))
 	r.sent(1)
 	waitUnfinished(t, r.store, 0)
-	close(done)
 	s, err := r.sess.Active(r.ctx, sessions.GroupKey("telegram", "g1", "default"))
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +114,7 @@ func TestGroupChatterIsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var history []string
 	for _, m := range msgs {
 		history = append(history, string(m.Role)+": "+m.Content)
 	}

@@ -468,10 +468,3 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	l.n -= len(p)
 	return l.w.Write(p)
 }
-
-// signRaw is a GitHub-style signature of body: sha256=hex(HMAC(secret, body)).
-func signRaw(secret string, body []byte) (string, string) {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return "", "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
