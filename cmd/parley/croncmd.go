@@ -49,11 +49,7 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := loadConfig(*path)
-	if err != nil {
-		return err
-	}
-	db, err := openExisting(ctx, cfg)
+	cfg, db, err := openConfigured(ctx, *path)
 	if err != nil {
 		return err
 	}

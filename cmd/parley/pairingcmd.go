@@ -34,11 +34,7 @@ func cmdPairing(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := loadConfig(*path)
-	if err != nil {
-		return err
-	}
-	db, err := openExisting(ctx, cfg)
+	_, db, err := openConfigured(ctx, *path)
 	if err != nil {
 		return err
 	}

@@ -66,11 +66,7 @@ func cmdSessionsCompact(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, func(), error) {
-	cfg, _, err := loadConfig(configPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := openExisting(ctx, cfg)
+	_, db, err := openConfigured(ctx, configPath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -92,6 +92,20 @@ func openExisting(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
 	return db, nil
 }
 
+// openConfigured loads the config at path and opens its existing database,
+// for commands that work beside a running daemon.
+func openConfigured(ctx context.Context, path string) (*config.Config, *dbutil.DB, error) {
+	cfg, _, err := loadConfig(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := openExisting(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, db, nil
+}
+
 func dial(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
 	return dbutil.Open(ctx, dbutil.Options{
 		URL:         cfg.Database.URL.Reveal(),
