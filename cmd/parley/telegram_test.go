@@ -9,41 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
-	"github.com/parleyd/parley/config"
 )
 
 // runWithTelegram starts the daemon as `parley run` would, with one
 // Telegram bot on the fake Bot API; it returns when the daemon stopped.
 func runWithTelegram(tb testing.TB, tg *telegramtest.Server, extra string) (*daemon, func()) {
 	tb.Helper()
-	ctx := context.Background()
-	path, _ := writeConfigTB(tb, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+
-		indentYAML(tg.ConfigYAML(), "    ")+extra)
-	cfg, err := config.Load(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	d, err := startDaemon(ctx, cfg, log, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	channels, err := buildAdapters(cfg, log, d.db)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	d.adapters = channels
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.run(runCtx) }()
-	return d, func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Error(err)
+	d, _, stop := testDaemon(tb, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+
+		indentYAML(tg.ConfigYAML(), "    ")+extra, func(d *daemon) map[adapters.ID]adapters.Adapter {
+		channels, err := buildAdapters(d.cfg, slog.New(slog.DiscardHandler), d.db)
+		if err != nil {
+			tb.Fatal(err)
 		}
-		d.close()
-	}
+		return channels
+	})
+	return d, stop
 }
 
 func indentYAML(s, by string) string {
