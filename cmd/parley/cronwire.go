@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
@@ -26,15 +25,13 @@ func cronJobs(cfg *config.Config) ([]cron.Job, error) {
 		}
 		j := cron.Job{ID: cj.ID, Schedule: cj.Schedule, Timezone: cj.Timezone, AgentID: cj.Agent, Prompt: cj.Prompt,
 			Notify: targets, Disabled: !cj.IsEnabled(), CatchUp: cj.CatchUp.Std(), Timeout: cj.Timeout.Std(), Source: cron.SourceConfig}
+		// The schedule is the likeliest mistake: point at its line.
+		if _, err := cron.ParseSchedule(cj.Schedule, cj.Timezone); err != nil {
+			errs = append(errs, cfg.Problem(p+".schedule", err.Error()))
+			continue
+		}
 		if err := j.Validate(); err != nil {
-			key := p
-			for _, f := range []string{"schedule", "timezone", "prompt", "id", "timeout", "catch_up"} {
-				if strings.Contains(err.Error(), f+":") {
-					key = p + "." + f
-					break
-				}
-			}
-			errs = append(errs, cfg.Problem(key, err.Error()))
+			errs = append(errs, cfg.Problem(p, err.Error()))
 			continue
 		}
 		jobs = append(jobs, j)
