@@ -18,7 +18,7 @@ const (
 
 	branchRollupQuery = `UPDATE sessions SET last_seq = $2, message_count = $2, token_count = $3,
 	prompt_tokens = $4, completion_tokens = $5, reasoning_tokens = $6, cache_read = $7, cache_write = $8,
-	cost_usd = $9, compaction_summary = $10
+	cost_usd = $9, compaction_summary = $10, revision = revision + 1
 	WHERE id = $1`
 )
 

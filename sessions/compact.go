@@ -36,7 +36,7 @@ const (
 	token_count = (SELECT CAST(COALESCE(SUM(token_estimate), 0) AS BIGINT) FROM messages WHERE session_id = $1 AND hidden_at IS NULL),
 	prompt_tokens = prompt_tokens + $3, completion_tokens = completion_tokens + $4,
 	reasoning_tokens = reasoning_tokens + $5, cache_read = cache_read + $6, cache_write = cache_write + $7,
-	cost_usd = cost_usd + $8, updated_at = $9
+	cost_usd = cost_usd + $8, updated_at = $9, revision = revision + 1
 	WHERE id = $1
 	RETURNING token_count`
 )
@@ -167,6 +167,7 @@ func (s *SQLStore) Compact(ctx context.Context, id ID, in CompactInput) (Compact
 		}
 		return nil
 	})
+	s.history.drop(id)
 	if err != nil {
 		return CompactResult{}, fmt.Errorf("compact session %s: %w", id, err)
 	}

@@ -25,9 +25,9 @@ const (
 	last_seq = last_seq + 1, message_count = message_count + 1, token_count = token_count + $2,
 	prompt_tokens = prompt_tokens + $3, completion_tokens = completion_tokens + $4,
 	reasoning_tokens = reasoning_tokens + $5, cache_read = cache_read + $6, cache_write = cache_write + $7,
-	cost_usd = cost_usd + $8, last_active_at = $9, updated_at = $9
+	cost_usd = cost_usd + $8, last_active_at = $9, updated_at = $9, revision = revision + 1
 	WHERE id = $1
-	RETURNING last_seq`
+	RETURNING ` + stampColumns
 
 	insertMessageQuery = `INSERT INTO messages (` + messageColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
@@ -128,7 +128,10 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 	m.SessionID, m.CreatedAt = id, dbutil.Time(dbutil.Millis(now))
 	m.ArchivedAt, m.CompactionID = time.Time{}, ""
 
-	var stored *Message
+	var (
+		stored *Message
+		at     stamp
+	)
 	err = s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		if supplied {
 			prev, err := scanMessage(tx.QueryRowContext(ctx, messageByIDQuery, m.ID))
@@ -143,8 +146,10 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 				return fmt.Errorf("append message to session %s: %w", id, err)
 			}
 		}
-		err := tx.QueryRowContext(ctx, bumpSessionQuery, id, m.TokenEstimate, u.Input, u.Output, u.Reasoning,
-			u.CacheRead, u.CacheWrite, u.CostUSD, dbutil.Millis(now)).Scan(&m.Seq)
+		var err error
+		at, err = scanStamp(tx.QueryRowContext(ctx, bumpSessionQuery, id, m.TokenEstimate, u.Input, u.Output, u.Reasoning,
+			u.CacheRead, u.CacheWrite, u.CostUSD, dbutil.Millis(now)))
+		m.Seq = at.lastSeq
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("append message to session %s: %w", id, ErrNotFound)
 		}
@@ -165,6 +170,7 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 	if stored != nil {
 		return *stored, nil
 	}
+	s.history.appended(id, m, at)
 	s.bus.Publish(events.Event{Type: EventMessageAppended, SessionID: string(id), At: now, Data: MessageAppended{m}})
 	return m, nil
 }
@@ -194,7 +200,11 @@ func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([
 	var out []Message
 	err := s.db.View(ctx, func(r dbutil.Querier) error {
 		var err error
-		out, err = readMessages(ctx, r, id, opts)
+		if s.history != nil && !opts.Archived && !opts.Hidden {
+			out, err = s.readLive(ctx, r, id, opts.Turns)
+		} else {
+			out, err = readMessages(ctx, r, id, opts)
+		}
 		return err
 	})
 	return out, err

@@ -56,7 +56,7 @@ const (
 
 	recomputeLiveQuery = `UPDATE sessions SET
 	token_count = (SELECT CAST(COALESCE(SUM(token_estimate), 0) AS BIGINT) FROM messages WHERE session_id = $1 AND hidden_at IS NULL),
-	compaction_summary = $2, updated_at = $3
+	compaction_summary = $2, updated_at = $3, revision = revision + 1
 	WHERE id = $1`
 
 	lastRewindStampQuery = `SELECT COALESCE(MAX(hidden_at), 0) FROM session_rewinds WHERE session_id = $1`
@@ -156,6 +156,7 @@ func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResul
 		res.Session, err = recomputeLive(ctx, tx, id, s.now())
 		return err
 	})
+	s.history.drop(id)
 	if err != nil {
 		return RewindResult{}, fmt.Errorf("rewind session %s: %w", id, err)
 	}
@@ -310,6 +311,7 @@ func (s *SQLStore) Unrewind(ctx context.Context, id ID) (RewindResult, error) {
 		res.Session, err = recomputeLive(ctx, tx, id, s.now())
 		return err
 	})
+	s.history.drop(id)
 	if err != nil {
 		return RewindResult{}, fmt.Errorf("unrewind session %s: %w", id, err)
 	}

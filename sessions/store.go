@@ -45,6 +45,8 @@ type SQLStore struct {
 	bus *events.Bus
 	log *slog.Logger
 	now func() time.Time
+	// history caches recent live context reads; nil when turned off.
+	history *historyCache
 }
 
 var _ Store = (*SQLStore)(nil)
@@ -63,7 +65,7 @@ func WithLogger(log *slog.Logger) Option { return func(s *SQLStore) { s.log = lo
 
 // NewStore returns a Store on a migrated database.
 func NewStore(db *dbutil.DB, opts ...Option) *SQLStore {
-	s := &SQLStore{db: db, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	s := &SQLStore{db: db, now: time.Now, log: slog.New(slog.DiscardHandler), history: newHistoryCache(DefaultHistoryCache)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -1,0 +1,253 @@
+package sessions
+
+import (
+	"container/list"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/parleyd/parley/dbutil"
+)
+
+// DefaultHistoryCache is how many bytes of recent history a store keeps in
+// memory by default (see WithHistoryCache).
+const DefaultHistoryCache = 2 << 20
+
+// stampColumns are the session columns that together say whether its live
+// context changed: revision counts every change the store makes, and the
+// others also move with a change made by anything else.
+const stampColumns = `revision, last_seq, message_count, token_count, updated_at`
+
+const sessionStampQuery = `SELECT ` + stampColumns + ` FROM sessions WHERE id = $1`
+
+// stamp is one state of a session's live context.
+type stamp struct {
+	revision, lastSeq, count, tokens, updated int64
+}
+
+func scanStamp(r rowScanner) (stamp, error) {
+	var st stamp
+	err := r.Scan(&st.revision, &st.lastSeq, &st.count, &st.tokens, &st.updated)
+	return st, err
+}
+
+// follows reports whether next is st with exactly one message appended.
+func (st stamp) follows(next stamp) bool {
+	return next.revision == st.revision+1 && next.lastSeq == st.lastSeq+1 && next.count == st.count+1
+}
+
+// WithHistoryCache sets how many bytes of recent history the store keeps in
+// memory (0 turns the cache off). A turn reads the same recent messages its
+// session's last turn read, plus the two or three that turn appended; with
+// the cache, it reads one row of the session instead, which says whether the
+// copy is still the database's. Anything that changes the live context
+// changes that row, whichever process or replica made the change.
+func WithHistoryCache(bytes int) Option {
+	return func(s *SQLStore) {
+		s.history = nil
+		if bytes > 0 {
+			s.history = newHistoryCache(bytes)
+		}
+	}
+}
+
+// historyCache keeps, per session, the last result of one kind of live
+// context read (the whole live context, or its last N turns), with the
+// stamp it was read at, least recently used first out.
+type historyCache struct {
+	mu      sync.Mutex
+	budget  int
+	size    int
+	entries map[ID]*list.Element
+	lru     list.List // of *historyEntry, most recent at the front
+
+	hits, misses atomic.Int64
+}
+
+type historyEntry struct {
+	id    ID
+	turns int // 0: the whole live context; otherwise readRecent's window
+	at    stamp
+	msgs  []Message
+	size  int
+}
+
+func newHistoryCache(budget int) *historyCache {
+	return &historyCache{budget: budget, entries: make(map[ID]*list.Element)}
+}
+
+// get returns a copy of id's cached read of kind turns, if it was read at at.
+func (c *historyCache) get(id ID, turns int, at stamp) ([]Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[id]
+	if !ok {
+		return nil, false
+	}
+	e := el.Value.(*historyEntry)
+	if e.turns != turns || e.at != at {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return slices.Clone(e.msgs), true
+}
+
+// put records what a read of kind turns returned at stamp at. A read that
+// holds a message newer than the stamp raced an append, and is not kept:
+// that append would otherwise be added to it twice.
+func (c *historyCache) put(id ID, turns int, at stamp, msgs []Message) {
+	for _, m := range msgs {
+		if m.Seq > at.lastSeq {
+			c.drop(id)
+			return
+		}
+	}
+	e := &historyEntry{id: id, turns: turns, at: at, msgs: slices.Clone(msgs)}
+	e.size = entrySize(e.msgs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remove(id)
+	if e.size > c.budget {
+		return
+	}
+	c.entries[id] = c.lru.PushFront(e)
+	c.size += e.size
+	c.evict()
+}
+
+// appended adds m, which this store just appended and which took the
+// session to stamp at, to id's cached read, if that read was of the state
+// just before. Otherwise something else changed the session in between,
+// and the entry is dropped.
+func (c *historyCache) appended(id ID, m Message, at stamp) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[id]
+	if !ok {
+		return
+	}
+	e := el.Value.(*historyEntry)
+	if !e.at.follows(at) || m.Seq != at.lastSeq {
+		c.remove(id)
+		return
+	}
+	e.at = at
+	if m.HiddenAt.IsZero() {
+		// The caller keeps its own message; the cache holds a copy.
+		m.Parts, m.ToolCalls = slices.Clone(m.Parts), slices.Clone(m.ToolCalls)
+		if m.Usage != nil {
+			u := *m.Usage
+			m.Usage = &u
+		}
+		e.msgs = append(e.msgs, m)
+		if e.turns > 0 {
+			e.msgs = recentWindow(e.msgs, e.turns)
+		}
+		c.size -= e.size
+		e.size = entrySize(e.msgs)
+		c.size += e.size
+	}
+	c.lru.MoveToFront(el)
+	c.evict()
+}
+
+// drop forgets id's cached history.
+func (c *historyCache) drop(id ID) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.remove(id)
+	c.mu.Unlock()
+}
+
+func (c *historyCache) remove(id ID) {
+	if el, ok := c.entries[id]; ok {
+		c.size -= el.Value.(*historyEntry).size
+		c.lru.Remove(el)
+		delete(c.entries, id)
+	}
+}
+
+func (c *historyCache) evict() {
+	for c.size > c.budget {
+		el := c.lru.Back()
+		if el == nil {
+			return
+		}
+		c.remove(el.Value.(*historyEntry).id)
+	}
+}
+
+// entrySize estimates the memory msgs hold.
+func entrySize(msgs []Message) int {
+	const perMessage = 320 // the struct, its strings' headers, a time, a slice header
+	n := cap(msgs) * perMessage
+	for _, m := range msgs {
+		n += len(m.ID) + len(m.SessionID) + len(m.Content) + len(m.ToolCallID) + len(m.Model) + len(m.CompactionID)
+		for _, p := range m.Parts {
+			n += 96 + len(p.Type) + len(p.Text) + len(p.MediaType) + len(p.URL) + len(p.Name) + len(p.Data)
+		}
+		for _, tc := range m.ToolCalls {
+			n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		if m.Usage != nil {
+			n += 64
+		}
+	}
+	return n
+}
+
+// recentWindow is what readRecent returns for a live context that msgs
+// ends, as long as msgs holds at least that much of it: the messages from
+// the turns-th last user message on, after the summary, if the live
+// context starts with one.
+func recentWindow(msgs []Message, turns int) []Message {
+	start, seen := 0, 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleUser {
+			if seen++; seen == turns {
+				start = i
+				break
+			}
+		}
+	}
+	if start == 0 {
+		return msgs
+	}
+	if msgs[0].Summary {
+		return append(msgs[:1:1], msgs[start:]...)
+	}
+	return slices.Clone(msgs[start:])
+}
+
+// readLive reads the live context (opts.Turns as readMessages takes it)
+// through the cache: one read of the session's stamp, and the messages
+// themselves only when the cached copy is not of that stamp.
+func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns int) ([]Message, error) {
+	at, err := scanStamp(r.QueryRowContext(ctx, sessionStampQuery, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	if msgs, ok := s.history.get(id, turns, at); ok {
+		s.history.hits.Add(1)
+		return msgs, nil
+	}
+	s.history.misses.Add(1)
+	msgs, err := readMessages(ctx, r, id, MessagesOptions{Turns: turns})
+	if err != nil {
+		return nil, err
+	}
+	s.history.put(id, turns, at, msgs)
+	return msgs, nil
+}

@@ -1,0 +1,68 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/parleyd/parley/dbutil/dbtest"
+)
+
+// A conversation reads its history from the database once: after that,
+// each turn's read is the copy its appends kept up to date.
+func TestHistoryCacheServesTheNextTurn(t *testing.T) {
+	ctx := context.Background()
+	st := NewStore(dbtest.SQLite(t))
+	s, _, err := st.Resolve(ctx, ChatKey("telegram", "1", "1", "a"), Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		for _, m := range []Message{{Role: RoleUser, Content: fmt.Sprint("u", i)}, {Role: RoleAssistant, Content: fmt.Sprint("a", i)}} {
+			if _, err := st.Append(ctx, s.ID, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		msgs, err := st.Messages(ctx, s.ID, MessagesOptions{Turns: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(2*(i+1), 6); len(msgs) != want || msgs[len(msgs)-1].Content != fmt.Sprint("a", i) {
+			t.Fatalf("turn %d read %d messages ending %q", i, len(msgs), msgs[len(msgs)-1].Content)
+		}
+	}
+	if hits, misses := st.history.hits.Load(), st.history.misses.Load(); misses != 1 || hits != 19 {
+		t.Fatalf("%d reads from the cache and %d from the database; want 19 and 1", hits, misses)
+	}
+	// A budget smaller than one session's history keeps nothing.
+	small := NewStore(st.db, WithHistoryCache(100))
+	for range 2 {
+		if _, err := small.Messages(ctx, s.ID, MessagesOptions{Turns: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if small.history.hits.Load() != 0 || small.history.size != 0 {
+		t.Fatalf("a 100-byte cache kept %d bytes", small.history.size)
+	}
+}
+
+// Past its budget the cache lets the least recently read session go.
+func TestHistoryCacheEvictsTheLeastRecent(t *testing.T) {
+	one := []Message{{ID: "m", Seq: 1}}
+	c := newHistoryCache(3 * entrySize(one))
+	for _, id := range []ID{"a", "b", "c"} {
+		c.put(id, 0, stamp{lastSeq: 1}, one)
+	}
+	if _, ok := c.get("a", 0, stamp{lastSeq: 1}); !ok {
+		t.Fatal("a is not cached")
+	}
+	c.put("d", 0, stamp{lastSeq: 1}, one)
+	for id, want := range map[ID]bool{"a": true, "b": false, "c": true, "d": true} {
+		if _, ok := c.get(id, 0, stamp{lastSeq: 1}); ok != want {
+			t.Errorf("%s cached: %v, want %v", id, ok, want)
+		}
+	}
+	if c.size > c.budget {
+		t.Fatalf("%d bytes cached over a budget of %d", c.size, c.budget)
+	}
+}
