@@ -459,12 +459,19 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 }
 
-// typingEvery is how often the indicator is renewed; platforms drop it
-// after about five seconds.
-const typingEvery = 4 * time.Second
+// typingAfter is how long a turn runs before the typing indicator shows: a
+// reply ready sooner is itself the sign of life, and a turn doesn't wait on
+// a platform call before it starts. typingEvery is how often the indicator
+// is renewed; platforms drop it after about five seconds.
+const (
+	typingAfter = 300 * time.Millisecond
+	typingEvery = 4 * time.Second
+)
 
-// keepTyping shows the typing indicator until the returned stop is called.
-// Renewals run from a timer, so a waiting turn holds no goroutine for it.
+// keepTyping shows the typing indicator from typingAfter on, until the
+// returned stop is called. It runs from a timer, so a waiting turn holds no
+// goroutine for it, and stop waits for a request under way, so no
+// indicator is sent after the turn's reply.
 func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop func()) {
 	var typing func(context.Context, string)
 	if g.opts.Typing != nil {
@@ -473,12 +480,11 @@ func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop fun
 	if typing == nil {
 		return func() {}
 	}
-	typing(ctx, in.ChatID) // before the turn starts
 	ctx, cancel := context.WithCancel(ctx)
-	var mu sync.Mutex // held while renewing, so stop waits for a renewal under way
+	var mu sync.Mutex // held while sending, so stop waits for a request under way
 	stopped := false
 	var t *time.Timer
-	t = time.AfterFunc(typingEvery, func() {
+	t = time.AfterFunc(typingAfter, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
@@ -488,7 +494,7 @@ func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop fun
 		t.Reset(typingEvery)
 	})
 	return func() {
-		cancel() // ends a renewal's request under way
+		cancel() // ends a request under way
 		mu.Lock()
 		stopped = true
 		t.Stop()

@@ -283,17 +283,40 @@ func TestRecoveryAfterACrash(t *testing.T) {
 	}
 }
 
+// A turn that takes a while shows the typing indicator while it runs; one
+// whose reply is ready at once sends none.
 func TestTypingWhileATurnRuns(t *testing.T) {
 	var r *rig
+	slow := true
 	r = newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
-		if got := r.rec.Typings(); len(got) == 0 || got[0] != "42" {
-			return "", fmt.Errorf("no typing indicator while the turn ran: %v", got)
+		if !slow {
+			return "quick", nil
 		}
-		return "done", nil
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := r.rec.Typings()
+			if len(got) > 0 && got[0] == "42" {
+				return "done", nil
+			}
+			if len(got) > 0 || time.Now().After(deadline) {
+				return "", fmt.Errorf("no typing indicator while the turn ran: %v", got)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}, nil)
 	r.deliver(msg("1", "hi"))
 	if got := r.sent(1)[0]; got != "done" {
 		t.Fatalf("reply %q", got)
+	}
+	typed := len(r.rec.Typings())
+	slow = false
+	r.deliver(msg("2", "again"))
+	if got := r.sent(2)[1]; got != "quick" {
+		t.Fatalf("reply %q", got)
+	}
+	time.Sleep(500 * time.Millisecond) // past the typing delay: nothing may follow the reply
+	if n := len(r.rec.Typings()); n != typed {
+		t.Fatalf("a reply ready at once was preceded or followed by %d typing indicators", n-typed)
 	}
 }
 
