@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
+// every Linux architecture Go runs on (sysconf(_SC_CLK_TCK)).
+const clockTicks = 100
+
+// procCPU is the CPU time (user and system, all threads) process pid has
+// used so far; "self" is this process.
+func procCPU(pid string) (time.Duration, error) {
+	raw, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields after it.
+	end := bytes.LastIndexByte(raw, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("/proc/%s/stat: no command name in %q", pid, raw)
+	}
+	fields := strings.Fields(string(raw[end+1:]))
+	// Fields 14 and 15 of stat (utime, stime) are 12 and 13 after the name.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat: %d fields after the command name", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// tailBuffer keeps what a process writes, for the error message when it fails.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.Write(p)
+}
+
+// String is the last 8 KiB written.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf.Bytes()
+	if len(b) > 8<<10 {
+		return "…" + string(b[len(b)-8<<10:])
+	}
+	return string(b)
+}
+
+// parleyProcess is `parley run --config FILE` in a process of its own.
+type parleyProcess struct {
+	tb     testing.TB
+	cmd    *exec.Cmd
+	pid    string
+	output *tailBuffer
+	// ctx ends when the process does.
+	ctx     context.Context
+	exited  chan struct{}
+	waitErr error // once exited is closed
+}
+
+// startParley runs parley on config, as its own process, and returns it
+// once its Telegram bot polls tg for updates. It kills the process at the
+// end of the test if it still runs.
+func startParley(tb testing.TB, tg *telegramtest.Server, config string) *parleyProcess {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "parley.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	p := &parleyProcess{tb: tb, cmd: parleyCommand("run", "--config", path), output: &tailBuffer{}, exited: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p.pid = strconv.Itoa(p.cmd.Process.Pid)
+	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	p.ctx = ctx
+	go func() { <-p.exited; cancel() }()
+	tb.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default: // a failure on the way: don't leave it running
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	readyCtx, cancelReady := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancelReady()
+	if _, err := tg.WaitPolls(readyCtx, 1); err != nil {
+		p.fatalf("parley never polled for updates: %v", err)
+	}
+	return p
+}
+
+// fatalf ends the test with what parley wrote last.
+func (p *parleyProcess) fatalf(format string, args ...any) {
+	p.tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	select {
+	case <-p.exited:
+		msg += fmt.Sprintf(" (parley exited: %v)", p.waitErr)
+	default:
+	}
+	p.tb.Fatalf("%s\nparley's output:\n%s", msg, p.output.String())
+}
+
+// cpu is the CPU time parley has used so far.
+func (p *parleyProcess) cpu() time.Duration {
+	p.tb.Helper()
+	d, err := procCPU(p.pid)
+	if err != nil {
+		p.fatalf("%v", err)
+	}
+	return d
+}
+
+// stop sends SIGTERM, as systemd or Docker do, and requires parley to
+// exit 0 within timeout.
+func (p *parleyProcess) stop(timeout time.Duration) {
+	p.tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			p.fatalf("parley exited after SIGTERM with %v", p.waitErr)
+		}
+	case <-time.After(timeout):
+		p.fatalf("parley did not stop within %s of SIGTERM", timeout)
+	}
+}
+
+// BenchmarkTelegramDaemonProcess is BenchmarkTelegramThroughTheGateway with
+// parley in a process of its own, started as `parley run --config FILE`,
+// so its CPU per message is parley's alone; the fake Bot API's (this
+// process) is reported beside it as fake-cpu-ms/msg.
+func BenchmarkTelegramDaemonProcess(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("reads the daemon's CPU time from /proc/<pid>/stat, which only Linux has")
+	}
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	dir := b.TempDir()
+	p := startParley(b, tg, "database:\n  url: "+filepath.Join(dir, "data", "parley.db")+"\n"+
+		"http:\n  listen: 127.0.0.1:0\n"+ // any free port: nothing here calls it
+		"gateway:\n  debounce: 0s\n"+
+		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
+
+	const chats = 20
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Minute)
+	defer cancel()
+	parleyBefore := p.cpu()
+	selfBefore, err := procCPU("self")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		chat := int64(1000 + i%chats)
+		tg.InjectText(chat, chat, fmt.Sprint("message ", i))
+	}
+	if _, err := tg.WaitSent(ctx, b.N); err != nil {
+		p.fatalf("%v", err)
+	}
+	elapsed := time.Since(start)
+	parleyAfter := p.cpu()
+	selfAfter, err := procCPU("self")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	perMsg := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(perMsg(parleyAfter-parleyBefore), "cpu-ms/msg")
+	b.ReportMetric(perMsg(selfAfter-selfBefore), "fake-cpu-ms/msg")
+	p.stop(20 * time.Second)
+}

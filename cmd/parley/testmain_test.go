@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// envRunMain makes the test binary act as the parley binary, so a test can
+// run parley as its own process: os.Args[0] with this set and a parley
+// command line.
+const envRunMain = "PARLEY_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		// What main does; main itself can't be called, the test binary owns it.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// parleyCommand is parley run as a process of its own with args.
+func parleyCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envRunMain+"=1")
+	return cmd
+}
+
+func TestParleyProcessPrintsVersion(t *testing.T) {
+	cmd := parleyCommand("version")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("parley version: %v; stderr %q", err, errOut.String())
+	}
+	if want := "parley " + version() + "\n"; out.String() != want {
+		t.Fatalf("parley version printed %q, want %q (stderr %q)", out.String(), want, errOut.String())
+	}
+}
