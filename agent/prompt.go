@@ -133,7 +133,9 @@ func capTurns(msgs []sessions.Message, n int) []sessions.Message {
 // once: a result with no call before it is dropped, and a call whose result
 // was never recorded gets one, so providers accept the history.
 func toLLM(msgs []sessions.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(msgs))
+	// Room for what a turn adds (its input, the reply, a tool round)
+	// without copying the history again.
+	out := make([]llm.Message, 0, len(msgs)+8)
 	var pending []string // calls of the last assistant message still unanswered
 	flush := func() {
 		for _, id := range pending {

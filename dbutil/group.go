@@ -99,27 +99,47 @@ func (d *DB) runBatch(batch []*txRequest) {
 		return
 	}
 	var missed []string
+	// detach: a caller's cancel must not interrupt the shared transaction.
+	// Savepoints go through the statement cache like any statement.
+	q := querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true}
+	bg := context.Background()
 	results := make([]error, len(batch))
+	if len(batch) == 1 {
+		// Alone in its batch, a transaction needs no savepoint: on failure
+		// the whole transaction is rolled back.
+		r := batch[0]
+		err := r.ctx.Err()
+		if err == nil {
+			err = callTx(r.fn, q)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			r.done <- err
+			return
+		}
+	}
 	for i, r := range batch {
+		if len(batch) == 1 {
+			break
+		}
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		if _, err := tx.Exec("SAVEPOINT parley_tx"); err != nil {
+		if _, err := q.ExecContext(bg, "SAVEPOINT parley_tx"); err != nil {
 			results[i] = fmt.Errorf("begin transaction: %w", err)
 			continue
 		}
-		// detach: a caller's cancel must not interrupt the shared transaction.
-		err := callTx(r.fn, querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true})
+		err := callTx(r.fn, q)
 		if err != nil {
-			if _, rbErr := tx.Exec("ROLLBACK TO SAVEPOINT parley_tx"); rbErr != nil {
+			if _, rbErr := q.ExecContext(bg, "ROLLBACK TO SAVEPOINT parley_tx"); rbErr != nil {
 				// The batch can't be trusted any more: undo all of it.
 				_ = tx.Rollback()
 				fail(fmt.Errorf("roll back a failed transaction: %w (after: %v)", rbErr, err))
 				return
 			}
 		}
-		if _, relErr := tx.Exec("RELEASE SAVEPOINT parley_tx"); relErr != nil {
+		if _, relErr := q.ExecContext(bg, "RELEASE SAVEPOINT parley_tx"); relErr != nil {
 			_ = tx.Rollback()
 			fail(fmt.Errorf("release savepoint: %w", relErr))
 			return

@@ -89,9 +89,13 @@ func (s *Sender) Wake() {
 func (s *Sender) Run(ctx context.Context) error {
 	ticker := time.NewTicker(s.opts.Poll)
 	defer ticker.Stop()
+	woken := false
 	for {
 		for {
-			n, err := s.SendDue(ctx)
+			// Woken, the sender knows a reply was just queued: it claims
+			// without looking first.
+			n, err := s.sendDue(ctx, !woken)
+			woken = false
 			if err != nil && ctx.Err() == nil {
 				s.opts.Log.WarnContext(ctx, "outbox pass failed", "error", err)
 			}
@@ -103,6 +107,7 @@ func (s *Sender) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.wake:
+			woken = true
 		case <-ticker.C:
 		}
 	}
@@ -112,7 +117,11 @@ func (s *Sender) Run(ctx context.Context) error {
 // Parallel bounds the platform calls under way; recording an outcome
 // doesn't hold a slot, so the records of a pass share commits.
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
-	due, err := s.store.ClaimDue(ctx, 256, s.opts.Lease)
+	return s.sendDue(ctx, true)
+}
+
+func (s *Sender) sendDue(ctx context.Context, look bool) (int, error) {
+	due, err := s.store.claimDue(ctx, 256, s.opts.Lease, look)
 	if err != nil {
 		return 0, err
 	}

@@ -93,7 +93,10 @@ func (c *historyCache) get(id ID, turns int, at stamp) ([]Message, bool) {
 		return nil, false
 	}
 	c.lru.MoveToFront(el)
-	return slices.Clone(e.msgs), true
+	// Shared, not copied: the cache never changes a message it holds, and
+	// the length cap keeps a caller's append from writing into the array
+	// the cache appends to.
+	return e.msgs[:len(e.msgs):len(e.msgs)], true
 }
 
 // put records what a read of kind turns returned at stamp at. A read that
@@ -250,4 +253,36 @@ func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns 
 	}
 	s.history.put(id, turns, at, msgs)
 	return msgs, nil
+}
+
+const tokenCountQuery = `SELECT token_count FROM sessions WHERE id = $1`
+
+// TokenCount returns the session's token_count rollup. A session whose
+// history the store caches answers from the cache, which this store's own
+// appends keep current, without a read; a change another process made since
+// shows at the next read of the history.
+func (s *SQLStore) TokenCount(ctx context.Context, id ID) (int64, error) {
+	if s.history != nil {
+		s.history.mu.Lock()
+		el, ok := s.history.entries[id]
+		var n int64
+		if ok {
+			n = el.Value.(*historyEntry).at.tokens
+		}
+		s.history.mu.Unlock()
+		if ok {
+			return n, nil
+		}
+	}
+	var n int64
+	err := s.db.View(ctx, func(r dbutil.Querier) error {
+		return r.QueryRowContext(ctx, tokenCountQuery, id).Scan(&n)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return n, nil
 }

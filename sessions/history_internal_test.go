@@ -66,3 +66,43 @@ func TestHistoryCacheEvictsTheLeastRecent(t *testing.T) {
 		t.Fatalf("%d bytes cached over a budget of %d", c.size, c.budget)
 	}
 }
+
+// TokenCount answers from the cache once the history is cached, and from
+// the database otherwise; both say what the session's row says.
+func TestTokenCount(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	st, plain := NewStore(db), NewStore(db, WithHistoryCache(0))
+	s, _, err := st.Resolve(ctx, ChatKey("telegram", "1", "1", "a"), Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		row, err := st.Session(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, store := range []*SQLStore{st, plain} {
+			if n, err := store.TokenCount(ctx, s.ID); err != nil || n != row.Rollup.TokenCount {
+				t.Fatalf("%s: token count %d %v, the row says %d", when, n, err, row.Rollup.TokenCount)
+			}
+		}
+	}
+	check("new session")
+	if _, err := st.Messages(ctx, s.ID, MessagesOptions{Turns: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := st.Append(ctx, s.ID, Message{Role: RoleUser, Content: fmt.Sprint("a longer message, number ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := st.history.entries[s.ID]; !ok {
+		t.Fatal("the history is not cached")
+	}
+	check("after appends")
+	if _, err := st.TokenCount(ctx, "01a20000-0000-7000-8000-000000000000"); err == nil {
+		t.Fatal("the token count of an unknown session")
+	}
+}

@@ -36,6 +36,8 @@ type Store interface {
 	// session's rollups in the same transaction.
 	Append(ctx context.Context, id ID, m Message) (Message, error)
 	// Messages returns the live context, or with opts the full history.
+	// The messages may be shared with other readers (the store's cache):
+	// copy one before changing it.
 	Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error)
 }
 

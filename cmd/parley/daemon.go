@@ -386,8 +386,8 @@ func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
 	// estimate, so it bounds what any prompt can hold: below the
 	// threshold, there is nothing to compact, and the history need not be
 	// read to find that out.
-	if s, err := d.sessions.Session(ctx, in.Session.ID); err == nil && req.Agent.MaxContextTokens > 0 &&
-		s.Rollup.TokenCount < agent.Threshold(req.Agent, req.Agent.MaxContextTokens) {
+	if n, err := d.sessions.TokenCount(ctx, in.Session.ID); err == nil && req.Agent.MaxContextTokens > 0 &&
+		n < agent.Threshold(req.Agent, req.Agent.MaxContextTokens) {
 		return
 	}
 	res, err := d.runner.AfterTurn(ctx, req)
