@@ -64,6 +64,12 @@ type historyCache struct {
 	size    int
 	entries map[ID]*list.Element
 	lru     list.List // of *historyEntry, most recent at the front
+	// seen holds the sessions read lately that have no entry, oldest
+	// first in order: a session's history is kept from its second read
+	// on, so a conversation of one turn, or a crowd of sessions each read
+	// once in a long while, costs the cache nothing.
+	seen  map[ID]struct{}
+	order []ID
 
 	hits, misses atomic.Int64
 }
@@ -76,8 +82,31 @@ type historyEntry struct {
 	size  int
 }
 
+// seenLimit is how many sessions read once the cache remembers.
+const seenLimit = 256
+
 func newHistoryCache(budget int) *historyCache {
-	return &historyCache{budget: budget, entries: make(map[ID]*list.Element)}
+	return &historyCache{budget: budget, entries: make(map[ID]*list.Element), seen: make(map[ID]struct{})}
+}
+
+// admit reports whether id's next read is worth keeping: it has an entry,
+// or it was read lately. Otherwise it notes the read.
+func (c *historyCache) admit(id ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[id]; ok {
+		return true
+	}
+	if _, ok := c.seen[id]; ok {
+		return true
+	}
+	if len(c.order) >= seenLimit {
+		delete(c.seen, c.order[0])
+		c.order = append(c.order[:0], c.order[1:]...)
+	}
+	c.seen[id] = struct{}{}
+	c.order = append(c.order, id)
+	return false
 }
 
 // get returns a copy of id's cached read of kind turns, if it was read at at.
@@ -235,6 +264,9 @@ func recentWindow(msgs []Message, turns int) []Message {
 // through the cache: one read of the session's stamp, and the messages
 // themselves only when the cached copy is not of that stamp.
 func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns int) ([]Message, error) {
+	if !s.history.admit(id) {
+		return readMessages(ctx, r, id, MessagesOptions{Turns: turns})
+	}
 	at, err := scanStamp(r.QueryRowContext(ctx, sessionStampQuery, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)

@@ -31,12 +31,13 @@ func TestHistoryCacheServesTheNextTurn(t *testing.T) {
 			t.Fatalf("turn %d read %d messages ending %q", i, len(msgs), msgs[len(msgs)-1].Content)
 		}
 	}
-	if hits, misses := st.history.hits.Load(), st.history.misses.Load(); misses != 1 || hits != 19 {
-		t.Fatalf("%d reads from the cache and %d from the database; want 19 and 1", hits, misses)
+	// The first read is only noted; the second is kept; the rest are hits.
+	if hits, misses := st.history.hits.Load(), st.history.misses.Load(); misses != 1 || hits != 18 {
+		t.Fatalf("%d reads from the cache and %d kept from the database; want 18 and 1", hits, misses)
 	}
 	// A budget smaller than one session's history keeps nothing.
 	small := NewStore(st.db, WithHistoryCache(100))
-	for range 2 {
+	for range 3 {
 		if _, err := small.Messages(ctx, s.ID, MessagesOptions{Turns: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -90,8 +91,10 @@ func TestTokenCount(t *testing.T) {
 		}
 	}
 	check("new session")
-	if _, err := st.Messages(ctx, s.ID, MessagesOptions{Turns: 2}); err != nil {
-		t.Fatal(err)
+	for range 2 { // read twice, the history is cached
+		if _, err := st.Messages(ctx, s.ID, MessagesOptions{Turns: 2}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := range 3 {
 		if _, err := st.Append(ctx, s.ID, Message{Role: RoleUser, Content: fmt.Sprint("a longer message, number ", i)}); err != nil {
@@ -104,5 +107,26 @@ func TestTokenCount(t *testing.T) {
 	check("after appends")
 	if _, err := st.TokenCount(ctx, "01a20000-0000-7000-8000-000000000000"); err == nil {
 		t.Fatal("the token count of an unknown session")
+	}
+}
+
+// Sessions read once each, more of them than the cache remembers, are
+// never kept: a crowd of one-off reads can't push out the conversations
+// that are going on.
+func TestHistoryCacheKeepsOnlySessionsReadAgain(t *testing.T) {
+	c := newHistoryCache(1 << 20)
+	for i := range seenLimit + 10 {
+		if c.admit(ID(fmt.Sprint("once", i))) {
+			t.Fatalf("session %d admitted at its first read", i)
+		}
+	}
+	if c.admit("once0") {
+		t.Fatal("a session read before the last 256 was still remembered")
+	}
+	if !c.admit(ID(fmt.Sprint("once", seenLimit+9))) {
+		t.Fatal("a session read just now is not admitted at its second read")
+	}
+	if len(c.seen) != seenLimit || len(c.order) != seenLimit {
+		t.Fatalf("remembers %d sessions (%d in order), limit %d", len(c.seen), len(c.order), seenLimit)
 	}
 }
