@@ -26,12 +26,45 @@ type Event struct {
 
 // Bus fans events out to subscribers. The zero value is not usable; call New.
 type Bus struct {
-	mu   sync.Mutex
-	subs map[*Subscription]struct{}
+	mu        sync.Mutex
+	subs      map[*Subscription]struct{}
+	observers map[*observer]struct{}
+}
+
+// observer is a function Observe registered.
+type observer struct {
+	types map[Type]bool
+	fn    func(Event)
 }
 
 // New returns an empty bus.
-func New() *Bus { return &Bus{subs: make(map[*Subscription]struct{})} }
+func New() *Bus {
+	return &Bus{subs: make(map[*Subscription]struct{}), observers: make(map[*observer]struct{})}
+}
+
+// Observe calls fn with each event of types (every event, when it names
+// none) as it is published: on the publisher's goroutine, inside Publish,
+// one call at a time across the bus, so fn needs no lock of its own and
+// nothing queues. fn must be quick, must not block, and must not publish.
+// It suits bookkeeping such as counters; a consumer that does real work
+// should Subscribe. stop ends the calls; once it returns, none is under way.
+func (b *Bus) Observe(fn func(Event), types ...Type) (stop func()) {
+	o := &observer{fn: fn}
+	if len(types) > 0 {
+		o.types = make(map[Type]bool, len(types))
+		for _, t := range types {
+			o.types[t] = true
+		}
+	}
+	b.mu.Lock()
+	b.observers[o] = struct{}{}
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.observers, o)
+		b.mu.Unlock()
+	}
+}
 
 // Subscription receives the events of the types it asked for (all, when it
 // named none), in publish order.
@@ -64,14 +97,20 @@ func (b *Bus) Subscribe(types ...Type) *Subscription {
 	return s
 }
 
-// Publish queues e for every matching subscriber. It never blocks. A nil
-// bus drops the event, so producers need no nil checks.
+// Publish hands e to every matching observer and queues it for every
+// matching subscriber. It never blocks on a subscriber. A nil bus drops the
+// event, so producers need no nil checks.
 func (b *Bus) Publish(e Event) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for o := range b.observers {
+		if o.types == nil || o.types[e.Type] {
+			o.fn(e)
+		}
+	}
 	for s := range b.subs {
 		if s.types == nil || s.types[e.Type] {
 			s.push(e)

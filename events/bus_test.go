@@ -87,3 +87,43 @@ func TestNextEndsOnCloseAndContext(t *testing.T) {
 	var nilBus *Bus
 	nilBus.Publish(Event{Type: "x"})
 }
+
+// An observer sees its types as they are published, from many publishers
+// one call at a time, and nothing once stopped.
+func TestObserverSeesEventsAsPublished(t *testing.T) {
+	b := New()
+	var got []any
+	inCall := false
+	stop := b.Observe(func(e Event) {
+		if inCall {
+			t.Error("two observer calls at once")
+		}
+		inCall = true
+		got = append(got, e.Data)
+		inCall = false
+	}, "a")
+	b.Publish(Event{Type: "a", Data: 1})
+	b.Publish(Event{Type: "b", Data: 2})
+	if len(got) != 1 || got[0] != 1 {
+		t.Fatalf("observed %v right after publishing; want [1]", got)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				b.Publish(Event{Type: "a", Data: 0})
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != 801 {
+		t.Fatalf("observed %d events, want 801", len(got))
+	}
+	stop()
+	b.Publish(Event{Type: "a", Data: 3})
+	if len(got) != 801 {
+		t.Fatal("an event reached a stopped observer")
+	}
+}

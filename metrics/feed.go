@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/parleyd/parley/agent"
@@ -37,28 +36,24 @@ func (m *Metrics) ObserveDB() dbutil.Observer {
 	}
 }
 
-// Feed subscribes to bus now, so no event published after Feed returns is
-// missed, and returns the loop that turns those events into metrics: turns
-// and their durations, tokens, compactions. Run the loop (it returns nil when
-// ctx ends); until it runs, the subscription queues events in memory.
+// Feed starts turning bus's events into metrics now (turns and their
+// durations, tokens, compactions), so no event published after Feed
+// returns is missed, and returns a loop that keeps it up until ctx ends
+// (then it returns nil). The events are counted as they are published
+// (events.Bus.Observe): a burst of them queues nothing, so counting costs
+// no memory however far behind a goroutine would have fallen.
 func (m *Metrics) Feed(bus *events.Bus) func(ctx context.Context) error {
-	sub := bus.Subscribe(fedTypes...)
-	return func(ctx context.Context) error {
-		defer sub.Close()
-		f := feeder{m: m, started: map[string]turnStart{}}
-		for {
-			e, err := sub.Next(ctx)
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, events.ErrClosed) {
-					return nil
-				}
-				return err
-			}
-			f.handle(e)
-			if m.afterEvent != nil {
-				m.afterEvent()
-			}
+	f := feeder{m: m, started: map[string]turnStart{}}
+	stop := bus.Observe(func(e events.Event) {
+		f.handle(e)
+		if m.afterEvent != nil {
+			m.afterEvent()
 		}
+	}, fedTypes...)
+	return func(ctx context.Context) error {
+		defer stop()
+		<-ctx.Done()
+		return nil
 	}
 }
 
@@ -72,7 +67,7 @@ type turnStart struct {
 // came (a crash mid-turn) and that started over an hour ago are forgotten.
 const maxStarted = 4096
 
-// feeder is one Feed loop's state; only that loop touches it.
+// feeder is one Feed's state; the bus calls it one event at a time.
 type feeder struct {
 	m *Metrics
 	// started holds the running turn of each session (one at a time).

@@ -52,14 +52,14 @@ func TestFeed(t *testing.T) {
 		// Not fed: filtered by the subscription.
 		{Type: agent.EventMessageDelta, SessionID: "s1", At: at(0), Data: secretText},
 	}
-	// Feed subscribes when called: everything published before the loop
-	// runs is still counted.
+	// Feed counts from when it is called: everything published before its
+	// loop runs is counted too.
+	handled := make(chan struct{}, len(evs))
+	m.afterEvent = func() { handled <- struct{}{} }
 	run := m.Feed(bus)
 	for _, e := range evs {
 		bus.Publish(e)
 	}
-	handled := make(chan struct{}, len(evs))
-	m.afterEvent = func() { handled <- struct{}{} }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx) }()
