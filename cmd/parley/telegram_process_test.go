@@ -185,11 +185,7 @@ func BenchmarkTelegramDaemonProcess(b *testing.B) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	for i := range b.N {
-		chat := int64(1000 + i%chats)
-		tg.InjectText(chat, chat, fmt.Sprint("message ", i))
-	}
-	if _, err := tg.WaitSent(ctx, b.N); err != nil {
+	if err := driveChats(ctx, tg, b.N, chats, 10); err != nil {
 		p.fatalf("%v", err)
 	}
 	elapsed := time.Since(start)

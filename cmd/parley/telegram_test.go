@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -59,8 +58,8 @@ func TestTelegramThroughTheDaemon(t *testing.T) {
 }
 
 // BenchmarkTelegramThroughTheGateway: 20 chats send at once through the
-// fake Bot API; every message is answered by the echo model through the
-// whole daemon. It reports messages answered per second and the daemon's
+// fake Bot API, each with up to 10 messages unanswered; every message is
+// answered by the echo model through the whole daemon. It reports messages answered per second and the daemon's
 // CPU per message (the fake's own work included).
 func BenchmarkTelegramThroughTheGateway(b *testing.B) {
 	tg := telegramtest.NewServer()
@@ -74,11 +73,7 @@ func BenchmarkTelegramThroughTheGateway(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	b.ResetTimer()
 	start := time.Now()
-	for i := range b.N {
-		chat := int64(1000 + i%chats)
-		tg.InjectText(chat, chat, fmt.Sprint("message ", i))
-	}
-	if _, err := tg.WaitSent(ctx, b.N); err != nil {
+	if err := driveChats(ctx, tg, b.N, chats, 10); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)

@@ -265,6 +265,16 @@ func (s *Server) Sent() []SentMessage {
 	return append([]SentMessage(nil), s.sent...)
 }
 
+// SentSince returns the messages sent after the first n.
+func (s *Server) SentSince(n int) []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n >= len(s.sent) {
+		return nil
+	}
+	return append([]SentMessage(nil), s.sent[max(n, 0):]...)
+}
+
 // SentCount is how many messages were sent; it takes no lock.
 func (s *Server) SentCount() int { return int(s.sentCount.Load()) }
 
