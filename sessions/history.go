@@ -122,10 +122,26 @@ func (c *historyCache) get(id ID, turns int, at stamp) ([]Message, bool) {
 		return nil, false
 	}
 	c.lru.MoveToFront(el)
-	// Shared, not copied: the cache never changes a message it holds, and
-	// the length cap keeps a caller's append from writing into the array
-	// the cache appends to.
-	return e.msgs[:len(e.msgs):len(e.msgs)], true
+	return e.read(), true
+}
+
+// read is what the entry's kind of read returns. It is shared, not copied,
+// unless a summary must be put before the window: the cache never changes a
+// message it holds, and the length cap keeps a caller's append from
+// writing into the array the cache appends to.
+func (e *historyEntry) read() []Message {
+	msgs := e.msgs[:len(e.msgs):len(e.msgs)]
+	if e.turns <= 0 {
+		return msgs
+	}
+	start := windowStart(msgs, e.turns)
+	if start == 0 {
+		return msgs
+	}
+	if msgs[0].Summary {
+		return append(msgs[:1:1], msgs[start:]...)
+	}
+	return msgs[start:]
 }
 
 // put records what a read of kind turns returned at stamp at. A read that
@@ -179,7 +195,9 @@ func (c *historyCache) appended(id ID, m Message, at stamp) {
 			m.Usage = &u
 		}
 		e.msgs = append(e.msgs, m)
-		if e.turns > 0 {
+		// The messages before the window stay until they are half the
+		// entry, then go in one copy: not a copy per append.
+		if e.turns > 0 && 2*windowStart(e.msgs, e.turns) > len(e.msgs) {
 			e.msgs = recentWindow(e.msgs, e.turns)
 		}
 		c.size -= e.size
@@ -242,15 +260,7 @@ func entrySize(msgs []Message) int {
 // the turns-th last user message on, after the summary, if the live
 // context starts with one.
 func recentWindow(msgs []Message, turns int) []Message {
-	start, seen := 0, 0
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleUser {
-			if seen++; seen == turns {
-				start = i
-				break
-			}
-		}
-	}
+	start := windowStart(msgs, turns)
 	if start == 0 {
 		return msgs
 	}
@@ -258,6 +268,20 @@ func recentWindow(msgs []Message, turns int) []Message {
 		return append(msgs[:1:1], msgs[start:]...)
 	}
 	return slices.Clone(msgs[start:])
+}
+
+// windowStart is the index of the turns-th last user message of msgs, or
+// 0 when there are fewer.
+func windowStart(msgs []Message, turns int) int {
+	seen := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleUser {
+			if seen++; seen == turns {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 // readLive reads the live context (opts.Turns as readMessages takes it)

@@ -29,7 +29,7 @@ func driveChats(ctx context.Context, tg *telegramtest.Server, total, chats, wind
 				next++
 			}
 		}
-		if _, err := tg.WaitSent(ctx, sentSeen+1); err != nil {
+		if err := tg.WaitFor(ctx, func() bool { return tg.SentCount() > sentSeen }); err != nil {
 			return fmt.Errorf("%d of %d answered: %w", sent, total, err)
 		}
 		for _, m := range tg.SentSince(sentSeen) {
