@@ -125,6 +125,9 @@ func capTurns(msgs []sessions.Message, n int) []sessions.Message {
 			out = append(out, m)
 		}
 	}
+	if out == nil {
+		return msgs[cut:]
+	}
 	return append(out, msgs[cut:]...)
 }
 

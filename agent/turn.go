@@ -342,7 +342,9 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 	call := t.call
 	msgs, pruned := t.prune(call)
 	if pruned.Trimmed+pruned.Cleared == 0 {
-		msgs = append([]llm.Message(nil), msgs...) // pruning copies what it changes
+		// The model's view ends at its length: the turn's appends to its
+		// own messages can't reach it. (Pruning copies what it changes.)
+		msgs = msgs[:len(msgs):len(msgs)]
 	} else {
 		t.r.log.DebugContext(ctx, "tool outputs pruned for the prompt", "session_id", t.id, "trimmed", pruned.Trimmed,
 			"cleared", pruned.Cleared, "tokens_before", pruned.Before, "tokens_after", pruned.After)

@@ -32,6 +32,9 @@ const (
 	insertMessageQuery = `INSERT INTO messages (` + messageColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 
+	// An append whose id is taken adds nothing, and says so.
+	appendMessageQuery = insertMessageQuery + ` ON CONFLICT (id) DO NOTHING`
+
 	// The live context is what is visible in messages: compaction moves what
 	// it summarized to message_archive, and gives the summary the seq of the
 	// last message it archived, so the summary sorts first.
@@ -128,24 +131,8 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 	m.SessionID, m.CreatedAt = id, dbutil.Time(dbutil.Millis(now))
 	m.ArchivedAt, m.CompactionID = time.Time{}, ""
 
-	var (
-		stored *Message
-		at     stamp
-	)
+	var at stamp
 	err = s.db.Tx(ctx, func(tx dbutil.Querier) error {
-		if supplied {
-			prev, err := scanMessage(tx.QueryRowContext(ctx, messageByIDQuery, m.ID))
-			if err == nil {
-				if prev.SessionID != id {
-					return fmt.Errorf("%w: id %s belongs to another session", ErrInvalidMessage, m.ID)
-				}
-				stored = &prev
-				return nil
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("append message to session %s: %w", id, err)
-			}
-		}
 		var err error
 		at, err = scanStamp(tx.QueryRowContext(ctx, bumpSessionQuery, id, m.TokenEstimate, u.Input, u.Output, u.Reasoning,
 			u.CacheRead, u.CacheWrite, u.CostUSD, dbutil.Millis(now)))
@@ -156,23 +143,52 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 		if err != nil {
 			return fmt.Errorf("append message to session %s: %w", id, err)
 		}
-		_, err = tx.ExecContext(ctx, insertMessageQuery, m.ID, id, m.Seq, m.Role, m.Content, parts, calls,
+		res, err := tx.ExecContext(ctx, appendMessageQuery, m.ID, id, m.Seq, m.Role, m.Content, parts, calls,
 			m.ToolCallID, m.Model, usageJSON, m.Synthetic, m.Summary, dbutil.NullMillis(m.HiddenAt),
 			m.TokenEstimate, dbutil.Millis(now))
 		if err != nil {
 			return fmt.Errorf("append message to session %s: %w", id, err)
 		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("append message to session %s: %w", id, err)
+		} else if n == 0 {
+			// The id is taken: undo the seq this claimed.
+			return errAppended
+		}
 		return nil
 	})
+	if errors.Is(err, errAppended) {
+		// Appended before (a retry whose commit had in fact succeeded):
+		// the stored message, if it is this session's.
+		prev, err := s.messageByID(ctx, m.ID)
+		if err != nil {
+			return Message{}, fmt.Errorf("append message to session %s: %w", id, err)
+		}
+		if prev.SessionID != id {
+			return Message{}, fmt.Errorf("%w: id %s belongs to another session", ErrInvalidMessage, m.ID)
+		}
+		return prev, nil
+	}
 	if err != nil {
 		return Message{}, err
-	}
-	if stored != nil {
-		return *stored, nil
 	}
 	s.history.appended(id, m, at)
 	s.bus.Publish(events.Event{Type: EventMessageAppended, SessionID: string(id), At: now, Data: MessageAppended{m}})
 	return m, nil
+}
+
+// errAppended rolls back an append whose message id is already stored.
+var errAppended = errors.New("message id already appended")
+
+// messageByID reads a live message by id.
+func (s *SQLStore) messageByID(ctx context.Context, mid MessageID) (Message, error) {
+	var m Message
+	err := s.db.View(ctx, func(r dbutil.Querier) error {
+		var err error
+		m, err = scanMessage(r.QueryRowContext(ctx, messageByIDQuery, mid))
+		return err
+	})
+	return m, err
 }
 
 // cleanText makes s storable on both engines: PostgreSQL refuses NUL bytes
