@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,6 +68,14 @@ const (
 	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
+
+	// The due replies, claimed in one statement (SQLite). RETURNING gives
+	// the counts after the claim; the reply carries those before it.
+	claimDueQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $3
+	WHERE id IN (SELECT id FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
+		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
+		ORDER BY next_attempt_at, id LIMIT $2)
+	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id`
 
 	// A claim succeeds for exactly one caller, on one replica or several:
 	// it re-checks that the reply is still due.
@@ -378,6 +388,23 @@ func (s *Store) claimDue(ctx context.Context, limit int, lease time.Duration, lo
 		if due, err := s.DueReplies(ctx, 1); err != nil || len(due) == 0 {
 			return nil, err
 		}
+	}
+	if s.db.Dialect == dbutil.SQLite {
+		// One writer: one statement picks and claims the pass.
+		var claimed []Reply
+		err := s.db.Tx(ctx, func(q dbutil.Querier) error {
+			var err error
+			claimed, err = scanReplies(q.QueryContext(ctx, claimDueQuery, dbutil.Millis(now), limit, dbutil.Millis(now.Add(lease))))
+			if err != nil {
+				return fmt.Errorf("claim due replies: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(claimed, func(a, b Reply) int { return strings.Compare(a.ID, b.ID) })
+		return claimed, nil
 	}
 	var claimed []Reply
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
