@@ -92,17 +92,20 @@ func (s *Sender) Run(ctx context.Context) error {
 	woken := false
 	for {
 		for {
-			// Woken, the sender knows a reply was just queued: it claims
-			// without looking first.
+			// Woken for a reply just queued, or right after a pass that
+			// sent (a chat's next reply may be due), the sender claims
+			// without looking first; on a poll it looks, so an idle
+			// outbox costs a read, not a write.
 			n, err := s.sendDue(ctx, !woken)
-			woken = false
 			if err != nil && ctx.Err() == nil {
 				s.opts.Log.WarnContext(ctx, "outbox pass failed", "error", err)
 			}
 			if n == 0 || ctx.Err() != nil {
-				break // nothing sent: wait; something sent: a chat's next reply may be due
+				break // nothing sent: wait
 			}
+			woken = true
 		}
+		woken = false
 		select {
 		case <-ctx.Done():
 			return nil
