@@ -27,13 +27,13 @@ func TestWebChatInABrowser(t *testing.T) {
 	defer bcancel()
 	// --dump-dom prints the page once its virtual-time budget is spent; on
 	// a loaded machine the streamed reply can miss that moment, so the page
-	// is loaded again (a fresh session each time) up to three times.
+	// is loaded again (a fresh session each time) up to six times.
 	// The assistant's bubble fills from the run's event stream; its text
 	// holding the echo shows the reply streamed into the page (the stream's
 	// end may come after the dump).
 	finished := regexp.MustCompile(`<div class="msg assistant"[^>]*>([^<]*hello from the browser[^<]*)</div>`)
 	var dom string
-	for attempt := range 3 {
+	for attempt := range 6 {
 		cmd := exec.CommandContext(bctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 			"--user-data-dir="+t.TempDir(), fmt.Sprintf("--virtual-time-budget=%d", 20000*(attempt+1)), "--dump-dom",
 			url+"/#token="+apiToken+"&say=hello%20from%20the%20browser")
