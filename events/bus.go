@@ -37,6 +37,18 @@ type observer struct {
 	fn    func(Event)
 }
 
+// typeSet is types as a set; nil (every type) when there are none.
+func typeSet(types []Type) map[Type]bool {
+	if len(types) == 0 {
+		return nil
+	}
+	set := make(map[Type]bool, len(types))
+	for _, t := range types {
+		set[t] = true
+	}
+	return set
+}
+
 // New returns an empty bus.
 func New() *Bus {
 	return &Bus{subs: make(map[*Subscription]struct{}), observers: make(map[*observer]struct{})}
@@ -49,13 +61,7 @@ func New() *Bus {
 // It suits bookkeeping such as counters; a consumer that does real work
 // should Subscribe. stop ends the calls; once it returns, none is under way.
 func (b *Bus) Observe(fn func(Event), types ...Type) (stop func()) {
-	o := &observer{fn: fn}
-	if len(types) > 0 {
-		o.types = make(map[Type]bool, len(types))
-		for _, t := range types {
-			o.types[t] = true
-		}
-	}
+	o := &observer{fn: fn, types: typeSet(types)}
 	b.mu.Lock()
 	b.observers[o] = struct{}{}
 	b.mu.Unlock()
@@ -82,14 +88,9 @@ type Subscription struct {
 func (b *Bus) Subscribe(types ...Type) *Subscription {
 	s := &Subscription{
 		bus:    b,
+		types:  typeSet(types),
 		ready:  make(chan struct{}, 1),
 		closed: make(chan struct{}),
-	}
-	if len(types) > 0 {
-		s.types = make(map[Type]bool, len(types))
-		for _, t := range types {
-			s.types[t] = true
-		}
 	}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}

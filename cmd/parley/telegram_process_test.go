@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,16 +49,17 @@ func procCPU(pid string) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
-// tailBuffer keeps what a process writes, for the error message when it fails.
+// tailBuffer keeps what a process writes, for the error message when it
+// fails: a syncWriter over a buffer.
 type tailBuffer struct {
-	mu  sync.Mutex
+	syncWriter
 	buf bytes.Buffer
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.Write(p)
+func newTailBuffer() *tailBuffer {
+	t := &tailBuffer{}
+	t.w = &t.buf
+	return t
 }
 
 // String is the last 8 KiB written.
@@ -94,7 +94,7 @@ func startParley(tb testing.TB, tg *telegramtest.Server, config string) *parleyP
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	p := &parleyProcess{tb: tb, cmd: parleyCommand("run", "--config", path), output: &tailBuffer{}, exited: make(chan struct{})}
+	p := &parleyProcess{tb: tb, cmd: parleyCommand("run", "--config", path), output: newTailBuffer(), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatal(err)
