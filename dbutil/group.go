@@ -104,9 +104,12 @@ func (d *DB) runBatch(batch []*txRequest) {
 	q := querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true}
 	bg := context.Background()
 	results := make([]error, len(batch))
+	// Each transaction of a batch runs in its own savepoint, so a failure
+	// rolls back alone. Alone in its batch, a transaction needs none: on
+	// failure the whole transaction is rolled back.
+	shared := batch
 	if len(batch) == 1 {
-		// Alone in its batch, a transaction needs no savepoint: on failure
-		// the whole transaction is rolled back.
+		shared = nil
 		r := batch[0]
 		err := r.ctx.Err()
 		if err == nil {
@@ -118,10 +121,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 			return
 		}
 	}
-	for i, r := range batch {
-		if len(batch) == 1 {
-			break
-		}
+	for i, r := range shared {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
