@@ -223,8 +223,8 @@ func TestAPIKeysRedacted(t *testing.T) {
 			if strings.Contains(out, password) {
 				t.Fatalf("leaks an API key:\n%s", out)
 			}
-			if !strings.Contains(out, redacted) {
-				t.Errorf("does not show %s:\n%s", redacted, out)
+			if !strings.Contains(out, Redacted) {
+				t.Errorf("does not show %s:\n%s", Redacted, out)
 			}
 		})
 	}

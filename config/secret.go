@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-const redacted = "[redacted]"
+// Redacted is what a secret prints as.
+const Redacted = "[redacted]"
 
 // Secret is a token or API key. Every way of printing, logging or encoding it
 // shows "[redacted]" (or "" when it is empty); only Reveal returns the value.
@@ -26,7 +27,7 @@ func (s Secret) String() string {
 	if s == "" {
 		return ""
 	}
-	return redacted
+	return Redacted
 }
 
 // GoString keeps %#v from printing the value.
@@ -35,13 +36,13 @@ func (s Secret) GoString() string { return s.String() }
 // LogValue keeps slog from printing the value.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-// MarshalJSON encodes the redacted form.
+// MarshalJSON encodes the Redacted form.
 func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
-// MarshalYAML encodes the redacted form.
+// MarshalYAML encodes the Redacted form.
 func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 
-// Format prints the redacted form for every verb.
+// Format prints the Redacted form for every verb.
 func (s Secret) Format(f fmt.State, verb rune) { formatText(f, verb, s.String()) }
 
 // DSN is a database URL or connection string. Printing, logging and encoding
@@ -63,16 +64,16 @@ func (d DSN) GoString() string { return d.String() }
 // LogValue keeps slog from printing the password.
 func (d DSN) LogValue() slog.Value { return slog.StringValue(d.String()) }
 
-// MarshalJSON encodes the redacted form.
+// MarshalJSON encodes the Redacted form.
 func (d DSN) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// MarshalYAML encodes the redacted form.
+// MarshalYAML encodes the Redacted form.
 func (d DSN) MarshalYAML() (any, error) { return d.String(), nil }
 
-// Format prints the redacted form for every verb.
+// Format prints the Redacted form for every verb.
 func (d DSN) Format(f fmt.State, verb rune) { formatText(f, verb, d.String()) }
 
-// formatText prints already-redacted text, honouring width, flags and %q.
+// formatText prints already-Redacted text, honouring width, flags and %q.
 func formatText(f fmt.State, verb rune, text string) {
 	switch {
 	case verb == 'v' && f.Flag('#'):
@@ -122,7 +123,7 @@ func redactDSN(s string) string {
 	}
 	if at >= 0 {
 		if user, _, hasPassword := strings.Cut(rest[:at], ":"); hasPassword {
-			scheme += "://" + user + ":" + redacted
+			scheme += "://" + user + ":" + Redacted
 		} else {
 			scheme += "://" + rest[:at]
 		}
@@ -160,7 +161,7 @@ func redactQuery(q string) string {
 		}
 		value = strings.ToLower(strings.TrimSpace(value))
 		if sensitiveKeys[strings.ToLower(key)] || strings.EqualFold(key, "_pragma") && isKeyPragma(value) {
-			params[i] = k + "=" + redacted
+			params[i] = k + "=" + Redacted
 		}
 	}
 	return strings.Join(params, "&")
@@ -214,7 +215,7 @@ func redactKeyValues(s string) string {
 		}
 		j = min(j, len(s))
 		if sensitiveKeys[strings.ToLower(key)] {
-			b.WriteString(s[start:valueStart] + redacted)
+			b.WriteString(s[start:valueStart] + Redacted)
 		} else {
 			b.WriteString(s[start:j])
 		}

@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/config"
 )
 
 // Config is an adapter's own section of the config file.
@@ -21,7 +21,7 @@ import (
 //	    token: ${TELEGRAM_BOT_TOKEN}
 type Config struct {
 	// Token is the bot token from @BotFather.
-	Token Secret `yaml:"token"`
+	Token config.Secret `yaml:"token"`
 	// APIEndpoint is the Bot API address: a format with two %s, the token
 	// and the method, or a base URL such as http://localhost:8081 for a
 	// local Bot API server, to which "/bot%s/%s" is added.
@@ -46,9 +46,9 @@ type Config struct {
 type WebhookConfig struct {
 	// URL is the public https address Telegram posts updates to.
 	URL string `yaml:"url"`
-	// SecretToken is sent by Telegram in X-Telegram-Bot-Api-Secret-Token
+	// SecretToken is sent by Telegram in X-Telegram-Bot-Api-config.Secret-Token
 	// with every update: 1 to 256 of A-Z, a-z, 0-9, _ and -.
-	SecretToken Secret `yaml:"secret_token"`
+	SecretToken config.Secret `yaml:"secret_token"`
 	// Path is where the handler is mounted on parley's HTTP server; it
 	// defaults to the URL's path, or /telegram/<adapter id>.
 	Path string `yaml:"path"`
@@ -82,12 +82,12 @@ var (
 
 // settings is a validated Config with its defaults filled in.
 type settings struct {
-	token       Secret
+	token       config.Secret
 	endpoint    string // format with %s for token and method
 	custom      bool   // endpoint is not Telegram's own
 	mode        string
 	webhookURL  string
-	secretToken Secret
+	secretToken config.Secret
 	path        string // e.g. /telegram/tg-main
 	pollTimeout int
 	parseMode   string
@@ -102,7 +102,7 @@ func parseConfig(id adapters.ID, decode adapters.Decoder, log *slog.Logger) (set
 			return settings{}, fmt.Errorf("telegram settings: %w", err)
 		}
 	}
-	s := settings{token: Secret(strings.TrimSpace(c.Token.Reveal()))}
+	s := settings{token: config.Secret(strings.TrimSpace(c.Token.Reveal()))}
 	if s.token == "" {
 		return settings{}, fmt.Errorf("%w: token is empty; set token to the bot token from @BotFather, e.g. token: ${TELEGRAM_BOT_TOKEN}", adapters.ErrNoCredentials)
 	}
@@ -153,7 +153,7 @@ func parseConfig(id adapters.ID, decode adapters.Decoder, log *slog.Logger) (set
 	w := c.Webhook
 	w.URL = strings.TrimSpace(w.URL)
 	w.Path = strings.TrimSpace(w.Path)
-	s.secretToken = Secret(strings.TrimSpace(w.SecretToken.Reveal()))
+	s.secretToken = config.Secret(strings.TrimSpace(w.SecretToken.Reveal()))
 	if s.mode == ModeWebhook {
 		s.webhookURL, s.path = w.URL, w.Path
 		checkWebhook(&s, id, bad)
@@ -218,48 +218,4 @@ func parseEndpoint(raw string) (format string, custom bool, err error) {
 		return "", true, fmt.Errorf("%q is not an http or https URL; use e.g. %s or http://localhost:8081", raw, DefaultAPIEndpoint)
 	}
 	return format, true, nil
-}
-
-const redacted = "[redacted]"
-
-// Secret is a token. Every way of printing, logging or encoding it shows
-// "[redacted]" ("" when empty); only Reveal returns the value. (The config
-// package has the same type; this one keeps the adapter free of the
-// daemon's dependencies.)
-type Secret string
-
-// Reveal returns the secret itself, for the request that needs it.
-func (s Secret) Reveal() string { return string(s) }
-
-// String returns "[redacted]", or "" when the secret is empty.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// GoString keeps %#v from printing the value.
-func (s Secret) GoString() string { return s.String() }
-
-// LogValue keeps slog from printing the value.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// MarshalText encodes the redacted form (JSON and YAML use it too).
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// MarshalJSON encodes the redacted form.
-func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
-
-// MarshalYAML encodes the redacted form.
-func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
-
-// Format prints the redacted form for every verb.
-func (s Secret) Format(f fmt.State, verb rune) {
-	switch verb {
-	case 'v', 's', 'q':
-		_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
-	default:
-		_, _ = fmt.Fprintf(f, "%%!%c(%s)", verb, s.String())
-	}
 }
