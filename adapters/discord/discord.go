@@ -56,6 +56,9 @@ type Adapter struct {
 	// failures; connectBackoff the same for gateway connections.
 	deliverBackoff func(n int) time.Duration
 	connectBackoff func(n int) time.Duration
+	// settle is how long the session must stay quiet after a lost
+	// connection before it is opened again (see run).
+	settle time.Duration
 
 	mu    sync.Mutex
 	lanes map[string][]adapters.Inbound // undelivered messages per chat, in order
@@ -88,6 +91,7 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (adapters.
 		tr:             newTransport(set),
 		lost:           make(chan struct{}, 1),
 		deliverBackoff: backoff(250*time.Millisecond, 30*time.Second),
+		settle:         500 * time.Millisecond,
 		connectBackoff: backoff(time.Second, 2*time.Minute),
 		lanes:          map[string][]adapters.Inbound{},
 	}
@@ -270,6 +274,7 @@ func (a *Adapter) run(ctx context.Context, sink adapters.Sink, d *dialer) error 
 					a.log.WarnContext(ctx, "discord gateway connection lost; reconnecting")
 				}
 			}
+			a.awaitQuiet(ctx)
 			continue
 		case ctx.Err() != nil:
 			return nil
@@ -298,6 +303,27 @@ func (a *Adapter) run(ctx context.Context, sink adapters.Sink, d *dialer) error 
 			t.Stop()
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// awaitQuiet waits until the lost connection's goroutines are done with
+// the session: no disconnect for a.settle. discordgo's heartbeat goroutine
+// can fail on the closed socket after the read loop closed it, and then
+// closes whatever socket the session has by then; opened at once, the new
+// connection was closed by the old one's goroutine, whose own heartbeat
+// then closed the next, once a second, for good.
+func (a *Adapter) awaitQuiet(ctx context.Context) {
+	t := time.NewTimer(a.settle)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.lost:
+			t.Reset(a.settle)
+		case <-t.C:
+			return
 		}
 	}
 }

@@ -308,6 +308,12 @@ func TestResumeRefusedIdentifiesAgain(t *testing.T) {
 	if in := s.next(t); in.MessageID != m.ID {
 		t.Errorf("delivered %s, want %s", in.MessageID, m.ID)
 	}
+	// The new connection stays up: the lost one's goroutines once closed
+	// each new connection a second after it opened, for good.
+	time.Sleep(2500 * time.Millisecond)
+	if ids, res := len(srv.Identifies()), len(srv.Resumes()); ids != 2 || res != 1 {
+		t.Errorf("after the new session: %d identifies and %d resumes, want 2 and 1", ids, res)
+	}
 }
 
 // TestExpiredSessionIdentifiesAgain: a session Discord closes resumes of
@@ -336,6 +342,12 @@ func TestExpiredSessionIdentifiesAgain(t *testing.T) {
 	m := srv.DispatchMessage(discordtest.Message{ChannelID: dmChan, Author: alice, Content: "new session"})
 	if in := s.next(t); in.MessageID != m.ID {
 		t.Errorf("delivered %s, want %s", in.MessageID, m.ID)
+	}
+	// The new connection stays up: the lost one's goroutines once closed
+	// each new connection a second after it opened, for good.
+	time.Sleep(2500 * time.Millisecond)
+	if ids, res := len(srv.Identifies()), len(srv.Resumes()); ids != 2 || res != 1 {
+		t.Errorf("after the new session: %d identifies and %d resumes, want 2 and 1", ids, res)
 	}
 }
 
