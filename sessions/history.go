@@ -208,6 +208,20 @@ func (c *historyCache) appended(id ID, m Message, at stamp) {
 	c.evict()
 }
 
+// tokens is the token count of the stamp id's history was cached at.
+func (c *historyCache) tokens(id ID) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[id]
+	if !ok {
+		return 0, false
+	}
+	return el.Value.(*historyEntry).at.tokens, true
+}
+
 // drop forgets id's cached history.
 func (c *historyCache) drop(id ID) {
 	if c == nil {
@@ -318,17 +332,8 @@ const tokenCountQuery = `SELECT token_count FROM sessions WHERE id = $1`
 // appends keep current, without a read; a change another process made since
 // shows at the next read of the history.
 func (s *SQLStore) TokenCount(ctx context.Context, id ID) (int64, error) {
-	if s.history != nil {
-		s.history.mu.Lock()
-		el, ok := s.history.entries[id]
-		var n int64
-		if ok {
-			n = el.Value.(*historyEntry).at.tokens
-		}
-		s.history.mu.Unlock()
-		if ok {
-			return n, nil
-		}
+	if n, ok := s.history.tokens(id); ok {
+		return n, nil
 	}
 	var n int64
 	err := s.db.View(ctx, func(r dbutil.Querier) error {
