@@ -124,7 +124,7 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 }
 
 func (s *Sender) sendDue(ctx context.Context, look bool) (int, error) {
-	due, err := s.store.claimDue(ctx, 256, s.opts.Lease, look)
+	due, err := s.store.claimDue(ctx, claimDueLimit, s.opts.Lease, look)
 	if err != nil {
 		return 0, err
 	}
