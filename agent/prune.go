@@ -41,7 +41,8 @@ var (
 // PruneStats says what pruning did.
 type PruneStats struct {
 	Trimmed, Cleared int
-	// Before and After are the prompt's estimated tokens.
+	// Before and After are the prompt's estimated tokens, counted only
+	// when the prompt has a tool result long enough to prune (else 0).
 	Before, After int64
 }
 
@@ -51,6 +52,23 @@ type PruneStats struct {
 // modified; a changed message is a copy.
 func PruneToolOutputs(req llm.Request, window int, lim PruneLimits) ([]llm.Message, PruneStats) {
 	msgs := req.Messages
+	if window <= 0 {
+		return msgs, PruneStats{}
+	}
+	// Only long tool results can be pruned: most prompts have none, and
+	// then the prompt's size doesn't matter (nor is it counted).
+	protectFrom := protectedFrom(msgs, lim.KeepAssistants)
+	var eligible []int
+	for i, m := range msgs[:protectFrom] {
+		// A string has at least as many bytes as runes: count runes only
+		// when the bytes reach the bar.
+		if m.Role == llm.RoleTool && len(m.Content) >= lim.MinChars && utf8.RuneCountInString(m.Content) >= lim.MinChars {
+			eligible = append(eligible, i)
+		}
+	}
+	if len(eligible) == 0 {
+		return msgs, PruneStats{}
+	}
 	total := requestOverhead(req)
 	sizes := make([]int64, len(msgs))
 	for i, m := range msgs {
@@ -58,17 +76,7 @@ func PruneToolOutputs(req llm.Request, window int, lim PruneLimits) ([]llm.Messa
 		total += sizes[i]
 	}
 	stats := PruneStats{Before: total, After: total}
-	if window <= 0 || !atLeast(total, window, lim.SoftRatio) {
-		return msgs, stats
-	}
-	protectFrom := protectedFrom(msgs, lim.KeepAssistants)
-	var eligible []int
-	for i, m := range msgs[:protectFrom] {
-		if m.Role == llm.RoleTool && utf8.RuneCountInString(m.Content) >= lim.MinChars {
-			eligible = append(eligible, i)
-		}
-	}
-	if len(eligible) == 0 {
+	if !atLeast(total, window, lim.SoftRatio) {
 		return msgs, stats
 	}
 	out := append([]llm.Message(nil), msgs...)
