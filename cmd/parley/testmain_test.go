@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 )
@@ -18,9 +19,18 @@ const envRunMain = "PARLEY_TEST_RUN_MAIN"
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
 		// What main does; main itself can't be called, the test binary owns it.
+		// PARLEY_TEST_CPUPROFILE=FILE writes parley's own CPU profile, for
+		// the benchmarks that run it as a process of its own.
+		if path := os.Getenv("PARLEY_TEST_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil && pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
+		pprof.StopCPUProfile()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
