@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	setEphemeralQuery = `UPDATE sessions SET ephemeral = $2 WHERE id = $1`
+	setEphemeralQuery = `UPDATE sessions SET ephemeral = $2, revision = revision + 1 WHERE id = $1`
 
 	branchRollupQuery = `UPDATE sessions SET last_seq = $2, message_count = $2, token_count = $3,
 	prompt_tokens = $4, completion_tokens = $5, reasoning_tokens = $6, cache_read = $7, cache_write = $8,

@@ -20,7 +20,8 @@ const (
 	VALUES ($1, $2, $3, $4, $5, $6, 'active', $7, $8, $9, $10, $11, $11, $11)
 	ON CONFLICT DO NOTHING`
 
-	updateSessionQuery = `UPDATE sessions SET title = $2, agent_id = $3, metadata = $4, updated_at = $5, ephemeral = $6
+	updateSessionQuery = `UPDATE sessions SET title = $2, agent_id = $3, metadata = $4, updated_at = $5, ephemeral = $6,
+	revision = revision + 1
 	WHERE id = $1`
 )
 

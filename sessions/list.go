@@ -22,7 +22,7 @@ const (
 	// are added only when set, so the planner can use sessions_status_id.
 	listSessionsQuery = `SELECT ` + sessionColumns + ` FROM sessions`
 
-	renameSessionQuery = `UPDATE sessions SET title = $2, updated_at = $3 WHERE id = $1`
+	renameSessionQuery = `UPDATE sessions SET title = $2, updated_at = $3, revision = revision + 1 WHERE id = $1`
 
 	deleteSessionQuery = `DELETE FROM sessions WHERE id = $1 RETURNING ` + sessionColumns
 )

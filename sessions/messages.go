@@ -173,6 +173,7 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 		return Message{}, err
 	}
 	s.history.appended(id, m, at)
+	s.actives.appended(id, at, m.TokenEstimate, u)
 	s.bus.Publish(events.Event{Type: EventMessageAppended, SessionID: string(id), At: now, Data: MessageAppended{m}})
 	return m, nil
 }

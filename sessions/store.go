@@ -49,6 +49,8 @@ type SQLStore struct {
 	now func() time.Time
 	// history caches recent live context reads; nil when turned off.
 	history *historyCache
+	// actives remembers conversations' active sessions; nil when off.
+	actives *activeCache
 }
 
 var _ Store = (*SQLStore)(nil)
@@ -67,7 +69,8 @@ func WithLogger(log *slog.Logger) Option { return func(s *SQLStore) { s.log = lo
 
 // NewStore returns a Store on a migrated database.
 func NewStore(db *dbutil.DB, opts ...Option) *SQLStore {
-	s := &SQLStore{db: db, now: time.Now, log: slog.New(slog.DiscardHandler), history: newHistoryCache(DefaultHistoryCache)}
+	s := &SQLStore{db: db, now: time.Now, log: slog.New(slog.DiscardHandler), history: newHistoryCache(DefaultHistoryCache),
+		actives: newActiveCache(DefaultActiveCache)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -92,10 +95,12 @@ const (
 	ON CONFLICT DO NOTHING`
 
 	// Archives only if nobody touched the session since it was judged stale.
-	archiveStaleSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $3, updated_at = $3, reset_reason = $4
+	archiveStaleSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $3, updated_at = $3, reset_reason = $4,
+	revision = revision + 1
 	WHERE id = $1 AND status = 'active' AND last_active_at = $2`
 
-	archiveActiveSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $6, updated_at = $6, reset_reason = $7
+	archiveActiveSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $6, updated_at = $6, reset_reason = $7,
+	revision = revision + 1
 	WHERE surface = $1 AND surface_id = $2 AND agent_id = $3 AND user_id = $4 AND workspace_id = $5
 	AND status = 'active'
 	RETURNING ` + sessionColumns
@@ -164,15 +169,27 @@ func (s *SQLStore) active(ctx context.Context, key Key, fromWriter bool) (Sessio
 	if fromWriter {
 		return active(ctx, s.db.Write(), key)
 	}
+	if sess, ok := s.cachedActive(ctx, key); ok {
+		return sess, nil
+	}
 	var sess Session
+	var rev int64
 	var err error
 	if verr := s.db.View(ctx, func(q dbutil.Querier) error {
-		sess, err = active(ctx, q, key)
+		sess, rev, err = activeAt(ctx, q, key)
 		return nil
 	}); verr != nil {
 		return Session{}, verr
 	}
-	return sess, err
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("active session %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("read active session %s: %w", key, err)
+	}
+	s.actives.put(sess, rev)
+	sess.Metadata = append([]byte(nil), sess.Metadata...)
+	return sess, nil
 }
 
 // Resolve implements Store.
@@ -231,6 +248,7 @@ func (s *SQLStore) create(ctx context.Context, key Key, now time.Time) (Session,
 	if err != nil || !ok {
 		return Session{}, false, err
 	}
+	s.rememberNew(created)
 	s.bus.Publish(events.Event{Type: EventSessionCreated, SessionID: string(created.ID), At: now, Data: SessionCreated{created}})
 	return created, true, nil
 }
@@ -255,6 +273,14 @@ func insertSession(ctx context.Context, tx dbutil.Querier, key Key, now time.Tim
 	return created, true, nil
 }
 
+// rememberNew caches a session insertSession just committed: a new row
+// is at revision 0.
+func (s *SQLStore) rememberNew(created Session) {
+	c := created
+	c.Metadata = append([]byte(nil), created.Metadata...)
+	s.actives.put(c, 0)
+}
+
 // replace archives a stale session and creates its successor in one
 // transaction; ok is false when the session changed under us.
 func (s *SQLStore) replace(ctx context.Context, old Session, reason string, now time.Time) (Session, bool, error) {
@@ -275,6 +301,8 @@ func (s *SQLStore) replace(ctx context.Context, old Session, reason string, now 
 	if err != nil || !ok {
 		return Session{}, false, err
 	}
+	s.actives.forget(old.ID)
+	s.rememberNew(created)
 	at := dbutil.Time(dbutil.Millis(now))
 	old.Status, old.ArchivedAt, old.UpdatedAt, old.ResetReason = StatusArchived, at, at, reason
 	s.bus.Publish(events.Event{Type: EventSessionReset, SessionID: string(created.ID), At: now,
