@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -204,7 +205,10 @@ func resolveModel(inputs []Input, sess sessions.Session, agentModel, def string)
 }
 
 func sessionModel(meta json.RawMessage) string {
-	if len(meta) == 0 {
+	// Most sessions have no override: spare them the decoding. Without
+	// the bytes "model" (or an escape that could spell them), there is no
+	// such key.
+	if len(meta) == 0 || !bytes.Contains(meta, []byte("model")) && !bytes.Contains(meta, []byte(`\`)) {
 		return ""
 	}
 	var v struct {

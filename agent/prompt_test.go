@@ -249,3 +249,19 @@ func TestRunUsesResolvedModel(t *testing.T) {
 		t.Error("Run with no model configured succeeded")
 	}
 }
+
+func TestSessionModel(t *testing.T) {
+	for _, tc := range []struct{ meta, want string }{
+		{``, ""},
+		{`{}`, ""},
+		{`{"title":"x"}`, ""},
+		{`{"model":"openai/gpt-4o"}`, "openai/gpt-4o"},
+		{`{"other":1,"model":" anthropic/claude "}`, "anthropic/claude"},
+		{`{"\u006dodel":"escaped/key"}`, "escaped/key"},
+		{`{"model":`, ""}, // not JSON: no override
+	} {
+		if got := sessionModel(json.RawMessage(tc.meta)); got != tc.want {
+			t.Errorf("sessionModel(%s) = %q, want %q", tc.meta, got, tc.want)
+		}
+	}
+}
