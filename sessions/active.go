@@ -147,7 +147,9 @@ func (s *SQLStore) cachedActive(ctx context.Context, key Key) (Session, bool) {
 	var dbRev int64
 	var status Status
 	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		return q.QueryRowContext(ctx, sessionRevisionQuery, sess.ID).Scan(&dbRev, &status)
+		// Over in microseconds: without the caller's cancellation, the
+		// drivers don't start a goroutine to watch for it.
+		return q.QueryRowContext(context.WithoutCancel(ctx), sessionRevisionQuery, sess.ID).Scan(&dbRev, &status)
 	})
 	if err != nil || dbRev != rev || status != StatusActive {
 		// Gone, changed or archived elsewhere (or the read failed, which

@@ -305,7 +305,9 @@ func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns 
 	if !s.history.admit(id) {
 		return readMessages(ctx, r, id, MessagesOptions{Turns: turns})
 	}
-	at, err := scanStamp(r.QueryRowContext(ctx, sessionStampQuery, id))
+	// A lookup by key is over in microseconds: without the caller's
+	// cancellation, the drivers don't start a goroutine to watch for it.
+	at, err := scanStamp(r.QueryRowContext(context.WithoutCancel(ctx), sessionStampQuery, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
