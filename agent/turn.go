@@ -28,6 +28,9 @@ type turn struct {
 	call  llm.Request
 	tools map[string]registered
 
+	// historyRead: the turn has read its history once already.
+	historyRead bool
+
 	lastSig string // doom loop: the last tool call and how often it repeated
 	streak  int
 	warned  bool
@@ -202,6 +205,12 @@ func (t *turn) loadHistory() error {
 	if t.req.Session.MessageCount > int64(4*turns) {
 		opts.Turns = turns
 	}
+	if n := len(t.res.Messages); n > 0 && t.side == nil && !t.historyRead {
+		// Right after storing the turn's input: as that append left the
+		// session, which the store may already hold.
+		opts.AfterAppend = t.res.Messages[n-1].ID
+	}
+	t.historyRead = true
 	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, opts)
 	if err != nil {
 		return fmt.Errorf("load history of session %s: %w", t.id, err)

@@ -80,6 +80,10 @@ type historyEntry struct {
 	at    stamp
 	msgs  []Message
 	size  int
+	// byAppend is the message whose append through this store last
+	// brought the entry up to date (its commit showed the entry was the
+	// session's state just before), until a read is served from it.
+	byAppend MessageID
 }
 
 // seenLimit is how many sessions read once the cache remembers.
@@ -121,6 +125,26 @@ func (c *historyCache) get(id ID, turns int, at stamp) ([]Message, bool) {
 	if e.turns != turns || e.at != at {
 		return nil, false
 	}
+	e.byAppend = ""
+	c.lru.MoveToFront(el)
+	return e.read(), true
+}
+
+// afterAppend returns id's cached read of kind turns if this store's
+// append of message mid was the last to bring it up to date, and no read
+// has been served from it since.
+func (c *historyCache) afterAppend(id ID, turns int, mid MessageID) ([]Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[id]
+	if !ok {
+		return nil, false
+	}
+	e := el.Value.(*historyEntry)
+	if e.turns != turns || e.byAppend != mid {
+		return nil, false
+	}
+	e.byAppend = ""
 	c.lru.MoveToFront(el)
 	return e.read(), true
 }
@@ -186,7 +210,7 @@ func (c *historyCache) appended(id ID, m Message, at stamp) {
 		c.remove(id)
 		return
 	}
-	e.at = at
+	e.at, e.byAppend = at, m.ID
 	if m.HiddenAt.IsZero() {
 		// The caller keeps its own message; the cache holds a copy.
 		m.Parts, m.ToolCalls = slices.Clone(m.Parts), slices.Clone(m.ToolCalls)

@@ -82,8 +82,24 @@ func randomHistory(t *testing.T, db *dbutil.DB, budget int, seed uint64) {
 			case 4:
 				m.Role, m.Content, m.ToolCallID = sessions.RoleTool, "result", fmt.Sprint("call", call)
 			}
-			if _, err := st.Append(ctx, id, m); err != nil {
+			stored, err := st.Append(ctx, id, m)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if rng.IntN(2) == 0 {
+				// A turn's read of its prompt, right after its append.
+				turns := []int{0, 2, 3}[rng.IntN(3)]
+				want, err := plain.Messages(ctx, id, sessions.MessagesOptions{Turns: turns})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := st.Messages(ctx, id, sessions.MessagesOptions{Turns: turns, AfterAppend: stored.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := historyJSON(t, got), historyJSON(t, want); g != w {
+					t.Fatalf("op %d: last %d turns of %s right after an append:\n got %s\nwant %s", op, turns, id, g, w)
+				}
 			}
 		case n < 85:
 			what = "compact"
@@ -202,6 +218,70 @@ func TestHistoryCacheUnderConcurrentAppends(t *testing.T) {
 			if g, w := historyJSON(t, got), historyJSON(t, want); g != w {
 				t.Fatalf("last %d turns:\n got %s\nwant %s", turns, g, w)
 			}
+		}
+	})
+}
+
+// A read right after the store's own append is served as that append left
+// the session, without reading the database, once; a read as usual sees
+// what another store did since.
+func TestHistoryReadAfterOwnAppend(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		st := sessions.NewStore(db)
+		other := sessions.NewStore(db, sessions.WithHistoryCache(0))
+		s, _, err := st.Resolve(ctx, sessions.ChatKey("telegram", "after", "u", "a"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last sessions.Message
+		for i := range 3 { // the second read admits the session to the cache
+			if last, err = st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: fmt.Sprint("u", i)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if last, err = st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+		// Another process appends after ours, before our read.
+		if _, err := other.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "theirs"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{AfterAppend: last.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(got); n != 4 || got[n-1].Content != "mine" {
+			t.Fatalf("read after own append: %d messages ending %q; want 4 ending with the append, as it left the session", n, got[n-1].Content)
+		}
+		// Once only: the next read checks the database and sees theirs.
+		for _, opts := range []sessions.MessagesOptions{{AfterAppend: last.ID}, {}} {
+			got, err = st.Messages(ctx, s.ID, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(got); n != 5 || got[n-1].Content != "theirs" {
+				t.Fatalf("read %+v: %d messages ending %q; want 5 ending with the other store's append", opts, n, got[n-1].Content)
+			}
+		}
+		// An append of a message already stored changes nothing, and
+		// the read after it is as usual.
+		if _, err := st.Append(ctx, s.ID, sessions.Message{ID: last.ID, Role: sessions.RoleUser, Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "theirs again"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err = st.Messages(ctx, s.ID, sessions.MessagesOptions{AfterAppend: last.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(got); n != 6 || got[n-1].Content != "theirs again" {
+			t.Fatalf("read after a repeated append: %d messages ending %q; want 6 ending with the other store's", n, got[n-1].Content)
 		}
 	})
 }

@@ -85,6 +85,15 @@ type MessagesOptions struct {
 	// what a prompt with that history limit sends, read without touching
 	// the rest. It applies to the live context only.
 	Turns int
+	// AfterAppend is the message the caller has just appended to the
+	// session through this store, when it reads the live context as that
+	// append left it: a turn reads its prompt so, right after storing the
+	// user's message. When that append brought the store's cached copy up
+	// to date (its commit showed nothing else had changed the session),
+	// the copy is returned without reading the database again; otherwise
+	// the read is as usual. Only the first such read after the append is
+	// served from it.
+	AfterAppend MessageID
 }
 
 // Append implements Store. A message that carries its own ID is appended
@@ -214,10 +223,17 @@ func nullJSON(v any, present bool) (sql.NullString, error) {
 
 // Messages implements Store.
 func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error) {
+	live := s.history != nil && !opts.Archived && !opts.Hidden
+	if live && opts.AfterAppend != "" {
+		if msgs, ok := s.history.afterAppend(id, opts.Turns, opts.AfterAppend); ok {
+			s.history.hits.Add(1)
+			return msgs, nil
+		}
+	}
 	var out []Message
 	err := s.db.View(ctx, func(r dbutil.Querier) error {
 		var err error
-		if s.history != nil && !opts.Archived && !opts.Hidden {
+		if live {
 			out, err = s.readLive(ctx, r, id, opts.Turns)
 		} else {
 			out, err = readMessages(ctx, r, id, opts)
