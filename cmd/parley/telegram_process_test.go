@@ -162,7 +162,8 @@ func (p *parleyProcess) stop(timeout time.Duration) {
 // BenchmarkTelegramDaemonProcess is BenchmarkTelegramThroughTheGateway with
 // parley in a process of its own, started as `parley run --config FILE`,
 // so its CPU per message is parley's alone; the fake Bot API's (this
-// process) is reported beside it as fake-cpu-ms/msg.
+// process) is reported beside it as fake-cpu-ms/msg, and their ratio as
+// cpu/fake-cpu.
 func BenchmarkTelegramDaemonProcess(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads the daemon's CPU time from /proc/<pid>/stat, which only Linux has")
@@ -199,5 +200,10 @@ func BenchmarkTelegramDaemonProcess(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(perMsg(parleyAfter-parleyBefore), "cpu-ms/msg")
 	b.ReportMetric(perMsg(selfAfter-selfBefore), "fake-cpu-ms/msg")
+	// The fake runs the same code every time, so its CPU shows how fast the
+	// machine is running: the ratio compares runs made at different speeds.
+	if fake := selfAfter - selfBefore; fake > 0 {
+		b.ReportMetric(float64(parleyAfter-parleyBefore)/float64(fake), "cpu/fake-cpu")
+	}
 	p.stop(20 * time.Second)
 }
