@@ -149,6 +149,18 @@ func (c *historyCache) afterAppend(id ID, turns int, mid MessageID) ([]Message, 
 	return e.read(), true
 }
 
+// unmark forgets which append last brought id's entry up to date.
+func (c *historyCache) unmark(id ID) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[id]; ok {
+		el.Value.(*historyEntry).byAppend = ""
+	}
+}
+
 // read is what the entry's kind of read returns. It is shared, not copied,
 // unless a summary must be put before the window: the cache never changes a
 // message it holds, and the length cap keeps a caller's append from
@@ -329,9 +341,7 @@ func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns 
 	if !s.history.admit(id) {
 		return readMessages(ctx, r, id, MessagesOptions{Turns: turns})
 	}
-	// A lookup by key is over in microseconds: without the caller's
-	// cancellation, the drivers don't start a goroutine to watch for it.
-	at, err := scanStamp(r.QueryRowContext(context.WithoutCancel(ctx), sessionStampQuery, id))
+	at, err := scanStamp(r.QueryRowContext(s.db.Brief(ctx), sessionStampQuery, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}

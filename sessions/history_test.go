@@ -285,3 +285,77 @@ func TestHistoryReadAfterOwnAppend(t *testing.T) {
 		}
 	})
 }
+
+// A read after an append is served from the cache only for the append
+// that brought the copy up to date, and only as the first read after it:
+// otherwise another process's append since would be missed.
+func TestHistoryReadAfterAppendOnlyForThatAppend(t *testing.T) {
+	plainRead := func(st *sessions.SQLStore, id sessions.ID, _ sessions.Message) error {
+		_, err := st.Messages(context.Background(), id, sessions.MessagesOptions{})
+		return err
+	}
+	repeat := func(st *sessions.SQLStore, id sessions.ID, mine sessions.Message) error {
+		// A retry of an append that had in fact committed.
+		_, err := st.Append(context.Background(), id, sessions.Message{ID: mine.ID, Role: mine.Role, Content: mine.Content})
+		return err
+	}
+	cases := []struct {
+		name string
+		// before runs after our append of mine and before another store
+		// appends; after runs once it has.
+		before, after func(st *sessions.SQLStore, id sessions.ID, mine sessions.Message) error
+		named         func(mine sessions.Message) sessions.MessageID
+	}{
+		{"a plain read came first", plainRead, nil, func(m sessions.Message) sessions.MessageID { return m.ID }},
+		{"another message is named", nil, nil, func(sessions.Message) sessions.MessageID { return "not-the-last-append" }},
+		{"the append was repeated", nil, repeat, func(m sessions.Message) sessions.MessageID { return m.ID }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+				ctx := context.Background()
+				db := open(t)
+				st := sessions.NewStore(db)
+				other := sessions.NewStore(db, sessions.WithHistoryCache(0))
+				s, _, err := st.Resolve(ctx, sessions.ChatKey("telegram", "only", "u", "a"), sessions.Policy{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 2 { // the second read admits the session to the cache
+					if _, err := st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: fmt.Sprint("u", i)}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mine, err := st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "mine"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, step := range []func(st *sessions.SQLStore, id sessions.ID, mine sessions.Message) error{
+					tc.before,
+					func(*sessions.SQLStore, sessions.ID, sessions.Message) error {
+						_, err := other.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "theirs"})
+						return err
+					},
+					tc.after,
+				} {
+					if step == nil {
+						continue
+					}
+					if err := step(st, s.ID, mine); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{AfterAppend: tc.named(mine)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(got); n != 4 || got[n-1].Content != "theirs" {
+					t.Fatalf("%d messages ending %q; want 4 ending with the other store's append", n, got[n-1].Content)
+				}
+			})
+		})
+	}
+}

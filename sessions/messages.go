@@ -168,7 +168,10 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 	})
 	if errors.Is(err, errAppended) {
 		// Appended before (a retry whose commit had in fact succeeded):
-		// the stored message, if it is this session's.
+		// the stored message, if it is this session's. The session may
+		// have changed since that append, so a read after it is not one
+		// the cache can answer.
+		s.history.unmark(id)
 		prev, err := s.messageByID(ctx, m.ID)
 		if err != nil {
 			return Message{}, fmt.Errorf("append message to session %s: %w", id, err)
