@@ -62,6 +62,19 @@ func callView(fn func(Querier) error, q Querier) (err error) {
 	return fn(q)
 }
 
+// Brief is the context for a statement that is over in microseconds, such
+// as a lookup by key. On SQLite it is ctx without its cancellation, so the
+// driver starts no goroutine to watch for it: View's hand-off to a reader
+// already honours ctx, and busy_timeout bounds any wait on the file. On
+// PostgreSQL the statement crosses the network and can wait on a lock, so
+// it is ctx itself.
+func (d *DB) Brief(ctx context.Context) context.Context {
+	if d.Dialect == SQLite {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 // View runs fn with the read querier (read-only on SQLite). Scan every row
 // inside fn: the rows belong to the reader that ran it. On SQLite fn runs
 // on one of the reader goroutines; on PostgreSQL it runs on the caller's.

@@ -127,9 +127,11 @@ func TestEnginesHaveTheSameSchemaShape(t *testing.T) {
 	lite, pg := dbtest.SQLite(t), dbtest.Postgres(t)
 	liteShape := shape(lite, `SELECT m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p
 		WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'
-		UNION ALL SELECT 'index ' || name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`)
+		UNION ALL SELECT 'index ' || name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL
+		UNION ALL SELECT 'trigger ' || name FROM sqlite_master WHERE type = 'trigger'`)
 	pgShape := shape(pg, `SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = current_schema()
-		UNION ALL SELECT 'index ' || indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE connamespace = current_schema()::regnamespace)`)
+		UNION ALL SELECT 'index ' || indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE connamespace = current_schema()::regnamespace)
+		UNION SELECT 'trigger ' || trigger_name FROM information_schema.triggers WHERE trigger_schema = current_schema()`)
 	if strings.Join(liteShape, "\n") != strings.Join(pgShape, "\n") {
 		t.Fatalf("schemas differ\nsqlite:\n%s\npostgres:\n%s", strings.Join(liteShape, "\n"), strings.Join(pgShape, "\n"))
 	}

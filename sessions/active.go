@@ -147,9 +147,7 @@ func (s *SQLStore) cachedActive(ctx context.Context, key Key) (Session, bool) {
 	var dbRev int64
 	var status Status
 	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		// Over in microseconds: without the caller's cancellation, the
-		// drivers don't start a goroutine to watch for it.
-		return q.QueryRowContext(context.WithoutCancel(ctx), sessionRevisionQuery, sess.ID).Scan(&dbRev, &status)
+		return q.QueryRowContext(s.db.Brief(ctx), sessionRevisionQuery, sess.ID).Scan(&dbRev, &status)
 	})
 	if err != nil || dbRev != rev || status != StatusActive {
 		// Gone, changed or archived elsewhere (or the read failed, which

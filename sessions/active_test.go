@@ -187,3 +187,159 @@ func TestActiveCacheFollowsOwnAppends(t *testing.T) {
 		}
 	})
 }
+
+// Whatever changes a session's row, parley or not, a store that remembers
+// the session sees it: the database bumps the revision of any change that
+// doesn't bump it itself.
+func TestActiveCacheSeesEveryChangeToTheRow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		st := sessions.NewStore(db)
+		plain := sessions.NewStore(db, sessions.WithActiveCache(0))
+		parentKey := sessions.ChatKey("telegram", "parent", "u", "a")
+		childKey := sessions.ChatKey("telegram", "child", "u", "a")
+		parent, err := st.Create(ctx, parentKey, sessions.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Create(ctx, childKey, sessions.CreateOptions{ParentID: parent.ID}); err != nil {
+			t.Fatal(err)
+		}
+		same := func(step string) {
+			t.Helper()
+			got, err := st.Active(ctx, childKey)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			want, err := plain.Active(ctx, childKey)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if g, w := sessionJSON(t, got), sessionJSON(t, want); g != w {
+				t.Fatalf("%s: the remembered session\n got %s\nwant %s", step, g, w)
+			}
+		}
+		same("created")
+		// Deleting the parent sets the child's parent_id to NULL (the
+		// foreign key's ON DELETE SET NULL), a change no UPDATE of
+		// parley's makes.
+		if err := st.Delete(ctx, parent.ID); err != nil {
+			t.Fatal(err)
+		}
+		same("parent deleted")
+		// An update by hand, or by a replica of an older release that
+		// knows nothing of revisions.
+		if _, err := db.Write().ExecContext(ctx, `UPDATE sessions SET title = 'set by hand' WHERE surface_id = 'child'`); err != nil {
+			t.Fatal(err)
+		}
+		same("updated by hand")
+		if got, _ := st.Active(ctx, childKey); got.Title != "set by hand" {
+			t.Fatalf("title %q after the update by hand", got.Title)
+		}
+	})
+}
+
+// An append through the store carries its copy forward only from the
+// revision just before: a rename elsewhere, then our append with no read
+// in between, is still seen.
+func TestActiveCacheAppendAfterAChangeElsewhere(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		st, other := sessions.NewStore(db), sessions.NewStore(db)
+		key := sessions.ChatKey("telegram", "rename", "u", "a")
+		s, _, err := st.Resolve(ctx, key, sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Rename(ctx, s.ID, "renamed elsewhere"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := st.Resolve(ctx, key, sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Title != "renamed elsewhere" || got.MessageCount != 1 {
+			t.Fatalf("resolved title %q and %d messages; want the rename and 1", got.Title, got.MessageCount)
+		}
+	})
+}
+
+// A session moved to another agent leaves its old key: that key resolves
+// a new session, the new key the moved one. What a caller does to a
+// resolved session's metadata is its own.
+func TestActiveCacheKeysAndCopies(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		st := sessions.NewStore(db)
+		key := sessions.ChatKey("telegram", "move", "u", "a")
+		s, _, err := st.Resolve(ctx, key, sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, err := st.Resolve(ctx, key, sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hits, _ := st.ActiveCacheStats(); hits != 1 || again.ID != s.ID {
+			t.Fatalf("resolving again: %d hits, session %s; want 1 hit and %s", hits, again.ID, s.ID)
+		}
+		again.Metadata[0] = 'X'
+		if got, err := st.Active(ctx, key); err != nil || string(got.Metadata) != "{}" {
+			t.Fatalf("after a caller changed its copy, metadata %q (%v)", got.Metadata, err)
+		}
+		agent := "b"
+		if _, err := st.Update(ctx, s.ID, sessions.Update{AgentID: &agent}); err != nil {
+			t.Fatal(err)
+		}
+		fresh, created, err := st.Resolve(ctx, key, sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !created || fresh.ID == s.ID {
+			t.Fatalf("the old key resolved %s (created %v); want a new session, not the moved %s", fresh.ID, created, s.ID)
+		}
+		moved, err := st.Active(ctx, sessions.ChatKey("telegram", "move", "u", "b"))
+		if err != nil || moved.ID != s.ID {
+			t.Fatalf("the new key's active session: %s (%v); want %s", moved.ID, err, s.ID)
+		}
+	})
+}
+
+// On PostgreSQL a resolve waits on the network and on locks, and gives up
+// at its caller's deadline.
+func TestResolveHonoursItsDeadlineOnPostgres(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	db := dbtest.Postgres(t)
+	st := sessions.NewStore(db)
+	key := sessions.ChatKey("telegram", "locked", "u", "a")
+	if _, _, err := st.Resolve(ctx, key, sessions.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Writer().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, _, err := st.Resolve(tctx, key, sessions.Policy{}); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("resolve with the table locked: %v; want its deadline exceeded", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("resolve waited on the lock past its deadline")
+	}
+}

@@ -167,6 +167,7 @@ func (s *SQLStore) Rename(ctx context.Context, id ID, title string) error {
 func (s *SQLStore) Delete(ctx context.Context, id ID) error {
 	sess, err := scanSession(s.db.Write().QueryRowContext(ctx, deleteSessionQuery, id))
 	s.history.drop(id)
+	s.actives.forget(id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}

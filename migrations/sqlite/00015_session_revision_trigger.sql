@@ -1,0 +1,13 @@
+-- +goose Up
+-- Every change to a session's row bumps its revision: parley's own updates
+-- do so themselves, and this trigger does it for any other, such as a
+-- parent's deletion setting its children's parent_id to NULL, an update by
+-- a replica still running an older release, or one made by hand. A copy of
+-- a session held in memory is checked against its revision.
+-- +goose StatementBegin
+CREATE TRIGGER sessions_revision AFTER UPDATE ON sessions
+WHEN NEW.revision = OLD.revision
+BEGIN
+    UPDATE sessions SET revision = OLD.revision + 1 WHERE id = NEW.id;
+END;
+-- +goose StatementEnd
