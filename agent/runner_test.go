@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -361,5 +363,99 @@ func TestSteeringJoinsAtStepBoundary(t *testing.T) {
 	}
 	if len(reqs[0].Messages) != 1 || asked != 1 {
 		t.Errorf("first request has %d messages, steer asked %d times; want 1 and 1", len(reqs[0].Messages), asked)
+	}
+}
+
+// readsStore notes the options of every history read.
+type readsStore struct {
+	sessions.Store
+	mu    sync.Mutex
+	reads []sessions.MessagesOptions
+}
+
+func (s *readsStore) Messages(ctx context.Context, id sessions.ID, opts sessions.MessagesOptions) ([]sessions.Message, error) {
+	s.mu.Lock()
+	s.reads = append(s.reads, opts)
+	s.mu.Unlock()
+	return s.Store.Messages(ctx, id, opts)
+}
+
+// A turn reads its prompt as the append of its last input left the
+// session (which the store may hold already), and that only once: every
+// other read of the turn checks the database.
+func TestTurnReadsItsPromptAfterItsOwnAppend(t *testing.T) {
+	model := echo.New().
+		Then(llm.Response{Text: "checking", ToolCalls: []llm.ToolCall{call("c1", "look", `{}`)}}).
+		Then(llm.Response{Text: "first"}).
+		Then(llm.Response{Text: "second"})
+	var rs *readsStore
+	e := newEnv(t, model, func(o *Options) {
+		rs = &readsStore{Store: o.Store}
+		o.Store = rs
+	})
+	e.register(textTool("look", "seen"))
+	sess := e.cliSession()
+	for turn, inputs := range [][]Input{{{Text: "one"}, {Text: "two"}}, {{Text: "three"}}} {
+		rs.mu.Lock()
+		rs.reads = nil
+		rs.mu.Unlock()
+		res, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"look"}}, Inputs: inputs})
+		if err != nil {
+			t.Fatalf("turn %d: %v", turn, err)
+		}
+		rs.mu.Lock()
+		reads := slices.Clone(rs.reads)
+		rs.mu.Unlock()
+		if len(reads) == 0 {
+			t.Fatalf("turn %d read no history", turn)
+		}
+		if want := res.Messages[len(inputs)-1].ID; reads[0].AfterAppend != want {
+			t.Errorf("turn %d's first read named %q; want its last input %q", turn, reads[0].AfterAppend, want)
+		}
+		for i, r := range reads[1:] {
+			if r.AfterAppend != "" {
+				t.Errorf("turn %d's read %d named %q; only the first may", turn, i+1, r.AfterAppend)
+			}
+		}
+		if got := llmRoles(model.Requests()[len(model.Requests())-1].Messages); !slices.Contains(got, "user:"+inputs[len(inputs)-1].Text) {
+			t.Errorf("turn %d's last request %q lacks its input", turn, got)
+		}
+	}
+}
+
+// After a compaction before the turn, the prompt is read again from the
+// database: that read is not the one right after the turn's append.
+func TestTurnRereadsAfterCompactionFromTheDatabase(t *testing.T) {
+	cfg := AgentConfig{MaxContextTokens: 1000, MaxOutputTokens: 100} // threshold 700
+	fake := &fakeCompactor{fn: func(context.Context, CompactionRequest) (CompactionResult, error) {
+		return CompactionResult{Compacted: true}, nil
+	}}
+	var rs *readsStore
+	e := newEnv(t, echo.New().Then(llm.Response{Text: "ok", Usage: llm.Usage{Input: 1, Output: 1}}), withCompactor(fake),
+		func(o *Options) {
+			rs = &readsStore{Store: o.Store}
+			o.Store = rs
+		})
+	sess := e.cliSession()
+	seedUsage(t, e, sess, 699)
+	rs.mu.Lock()
+	rs.reads = nil
+	rs.mu.Unlock()
+	res, err := e.run(Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: "abcd"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fake.requests()) != 1 {
+		t.Fatalf("%d compactions; want the one before the turn", len(fake.requests()))
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.reads) < 2 || rs.reads[0].AfterAppend != res.Messages[0].ID {
+		t.Fatalf("reads %+v; want the first after the input %s, then one after the compaction", rs.reads, res.Messages[0].ID)
+	}
+	for i, r := range rs.reads[1:] {
+		if r.AfterAppend != "" {
+			t.Errorf("read %d after the compaction named %q", i+1, r.AfterAppend)
+		}
 	}
 }
