@@ -69,21 +69,21 @@ const (
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
 
-	// The due replies, claimed in one statement (SQLite). RETURNING gives
-	// the counts after the claim; the reply carries those before it. The
-	// limit is written into the text (claimDueSQL): SQLite compiles a
-	// statement again at every run when a subquery's LIMIT is a parameter,
-	// which tripled the claim's cost.
+	// The due replies, claimed in one statement. RETURNING gives the
+	// counts after the claim; the reply carries those before it. The limit
+	// is written into the text (claimDueSQL): SQLite compiles a statement
+	// again at every run when a subquery's LIMIT is a parameter, which
+	// tripled the claim's cost. On PostgreSQL the pick locks its rows and
+	// skips those another replica's claim holds (claimDueLock): a row
+	// changed meanwhile is checked again as it now stands, and a chat's
+	// newer reply waits as long as an older one is pending in the pick's
+	// snapshot, so each reply is claimed once and a chat's go in order.
 	claimDueQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2
 	WHERE id IN (SELECT id FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
-		ORDER BY next_attempt_at, id LIMIT %d)
+		ORDER BY next_attempt_at, id LIMIT %d%s)
 	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id`
-
-	// A claim succeeds for exactly one caller, on one replica or several:
-	// it re-checks that the reply is still due.
-	claimReplyQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $3
-	WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2`
+	claimDueLock = ` FOR UPDATE SKIP LOCKED`
 
 	markSentQuery = `UPDATE outbox SET status = 'sent', platform_message_id = $2, sent_at = $3, last_error = ''
 	WHERE id = $1`
@@ -380,73 +380,49 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 // spares an idle outbox a write but costs a read when something is.
 func (s *Store) claimDue(ctx context.Context, limit int, lease time.Duration, look bool) ([]Reply, error) {
 	now := s.now()
-	query := dueRepliesQuery
-	if s.db.Dialect == dbutil.Postgres {
-		// Replicas claiming at once skip each other's rows instead of
-		// queueing on them; the claim's re-check keeps it exact either way.
-		query += " FOR UPDATE SKIP LOCKED"
-	}
 	// Look first: an idle outbox then costs a read, not a write.
 	if look {
 		if due, err := s.DueReplies(ctx, 1); err != nil || len(due) == 0 {
 			return nil, err
 		}
 	}
-	if s.db.Dialect == dbutil.SQLite {
-		// One writer: one statement picks and claims the pass.
-		var claimed []Reply
-		err := s.db.Tx(ctx, func(q dbutil.Querier) error {
-			var err error
-			claimed, err = scanReplies(q.QueryContext(ctx, claimDueSQL(limit), dbutil.Millis(now), dbutil.Millis(now.Add(lease))))
-			if err != nil {
-				return fmt.Errorf("claim due replies: %w", err)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		slices.SortFunc(claimed, func(a, b Reply) int { return strings.Compare(a.ID, b.ID) })
-		return claimed, nil
-	}
 	var claimed []Reply
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
-		claimed = claimed[:0]
-		due, err := scanReplies(q.QueryContext(ctx, query, dbutil.Millis(now), limit))
+		var err error
+		claimed, err = scanReplies(q.QueryContext(ctx, claimDueSQL(s.db.Dialect, limit), dbutil.Millis(now), dbutil.Millis(now.Add(lease))))
 		if err != nil {
-			return fmt.Errorf("list due replies: %w", err)
-		}
-		for _, r := range due {
-			res, err := q.ExecContext(ctx, claimReplyQuery, r.ID, dbutil.Millis(now), dbutil.Millis(now.Add(lease)))
-			if err != nil {
-				return fmt.Errorf("claim reply %s: %w", r.ID, err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				continue // taken meanwhile
-			}
-			claimed = append(claimed, r)
+			return fmt.Errorf("claim due replies: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	slices.SortFunc(claimed, func(a, b Reply) int { return strings.Compare(a.ID, b.ID) })
 	return claimed, nil
 }
 
-// claimDueSQL is claimDueQuery for limit: one statement text, and one
-// prepared statement, per limit in use (the sender uses one).
-func claimDueSQL(limit int) string {
-	if limit == claimDueLimit {
-		return claimDueDefault
+// claimDueSQL is claimDueQuery for a dialect and limit: one statement
+// text, and one prepared statement, per limit in use (the sender uses one).
+func claimDueSQL(d dbutil.Dialect, limit int) string {
+	lock := ""
+	if d == dbutil.Postgres {
+		lock = claimDueLock
 	}
-	return fmt.Sprintf(claimDueQuery, limit)
+	if limit == claimDueLimit {
+		return claimDueDefault[lock != ""]
+	}
+	return fmt.Sprintf(claimDueQuery, limit, lock)
 }
 
 // claimDueLimit is the sender's pass size, whose text is built once.
 const claimDueLimit = 256
 
-var claimDueDefault = fmt.Sprintf(claimDueQuery, claimDueLimit)
+// claimDueDefault is the claim at claimDueLimit, without and with the lock.
+var claimDueDefault = map[bool]string{
+	false: fmt.Sprintf(claimDueQuery, claimDueLimit, ""),
+	true:  fmt.Sprintf(claimDueQuery, claimDueLimit, claimDueLock),
+}
 
 // MarkSent records that the platform took the reply.
 func (s *Store) MarkSent(ctx context.Context, id, platformMessageID string) error {

@@ -318,3 +318,65 @@ func TestUnfinishedPages(t *testing.T) {
 		t.Fatalf("took %d of 7", len(seen))
 	}
 }
+
+// Senders on several replicas claim at once: every reply goes out exactly
+// once, and a chat's replies in the order they were queued.
+func TestConcurrentClaimsSendEachReplyOnceInOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		const chats, perChat = 12, 8
+		var replies []gateway.Reply
+		for i := range perChat {
+			for c := range chats {
+				replies = append(replies, gateway.Reply{Key: fmt.Sprintf("c%d:%d", c, i), Adapter: "tg",
+					ChatID: fmt.Sprint(c), Text: fmt.Sprintf("reply %d", i)})
+			}
+		}
+		if err := gateway.NewStore(db, nil).QueueReplies(ctx, replies); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		sent := map[string][]string{} // chat: keys in the order sent
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := gateway.NewStore(db, nil, gateway.Owner(fmt.Sprint("replica-", w)))
+				for idle := 0; idle < 20; {
+					rs, err := s.ClaimDue(ctx, 5, time.Minute)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(rs) == 0 {
+						idle++
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					idle = 0
+					for _, r := range rs {
+						mu.Lock()
+						sent[r.ChatID] = append(sent[r.ChatID], r.Key)
+						mu.Unlock()
+						if err := s.MarkSent(ctx, r.ID, "p-"+r.Key); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for c := range chats {
+			var want []string
+			for i := range perChat {
+				want = append(want, fmt.Sprintf("c%d:%d", c, i))
+			}
+			if got := sent[fmt.Sprint(c)]; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("chat %d was sent %v; want %v", c, got, want)
+			}
+		}
+	})
+}
