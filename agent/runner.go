@@ -26,6 +26,9 @@ const (
 	EventToolStarted   events.Type = "tool.started"   // Data: ToolEvent
 	EventToolCompleted events.Type = "tool.completed" // Data: ToolEvent
 	EventTurnFinished  events.Type = "turn.finished"  // Data: TurnFinished
+	// EventTurnJoined says that inputs with run ids joined the turn in
+	// progress (steering).
+	EventTurnJoined events.Type = "turn.joined" // Data: TurnJoined
 )
 
 const (
@@ -39,6 +42,13 @@ const (
 type TurnStarted struct {
 	AgentID string
 	Model   string
+	// RunIDs are the run ids of the turn's inputs (Input.RunID), in order.
+	RunIDs []string
+}
+
+// TurnJoined is the data of a turn.joined event.
+type TurnJoined struct {
+	RunIDs []string
 }
 
 // ToolEvent is the data of tool.started and tool.completed events.
@@ -52,6 +62,9 @@ type ToolEvent struct {
 
 // TurnFinished is the data of a turn.finished event.
 type TurnFinished struct {
+	// RunIDs are the run ids of the turn's inputs, as on turn.started
+	// (which a turn that fails before it starts never publishes).
+	RunIDs  []string
 	Steps   int
 	Usage   llm.Usage
 	Aborted bool
@@ -118,6 +131,22 @@ type Input struct {
 	// Images go to the model with this message, in this run only: the
 	// stored message keeps the text, so later prompts don't resend them.
 	Images []llm.Image
+	// RunID, when set, is the id a caller was given for the run that
+	// answers this input (the API's run id). The turn's events carry it:
+	// inputs answered together (debounce, collect, steer) are one run
+	// under several ids.
+	RunID string
+}
+
+// runIDs are the inputs' run ids, in order.
+func runIDs(inputs []Input) []string {
+	var ids []string
+	for _, in := range inputs {
+		if in.RunID != "" {
+			ids = append(ids, in.RunID)
+		}
+	}
+	return ids
 }
 
 // Request is one run of an agent in a session.
@@ -219,7 +248,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	fin := TurnFinished{Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
+	fin := TurnFinished{RunIDs: runIDs(req.Inputs), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
 	switch {
 	case err == nil || res.Aborted:
 		r.statuses.set(id, Status{State: StateIdle})

@@ -341,17 +341,39 @@ func TestSteeringJoinsAtStepBoundary(t *testing.T) {
 	model := echo.New().Then(llm.Response{ToolCalls: []llm.ToolCall{call("c1", "ping", `{}`)}}).Then(llm.Response{Text: "ok"})
 	e := newEnv(t, model)
 	e.register(textTool("ping", "pong"))
+	sub := e.bus.Subscribe(EventTurnStarted, EventTurnJoined, EventTurnFinished)
+	defer sub.Close()
 	sess := e.cliSession()
 	var asked int
 	steer := func() []Input {
 		asked++
 		if asked == 1 {
-			return []Input{{Text: "also this"}}
+			return []Input{{Text: "also this", RunID: "run-b"}}
 		}
 		return nil
 	}
-	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"ping"}}, Inputs: []Input{{Text: "go"}}, Steer: steer}); err != nil {
+	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"ping"}}, Inputs: []Input{{Text: "go", RunID: "run-a"}}, Steer: steer}); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	// The events name the run ids of the inputs: those it began with, and
+	// those that joined it.
+	var seen []string
+	for sub.Pending() > 0 {
+		ev, err := sub.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := ev.Data.(type) {
+		case TurnStarted:
+			seen = append(seen, fmt.Sprint("started ", d.RunIDs))
+		case TurnJoined:
+			seen = append(seen, fmt.Sprint("joined ", d.RunIDs))
+		case TurnFinished:
+			seen = append(seen, fmt.Sprint("finished ", d.RunIDs))
+		}
+	}
+	if got := strings.Join(seen, ", "); got != "started [run-a], joined [run-b], finished [run-a]" {
+		t.Errorf("events: %s", got)
 	}
 	want := []string{"user:go", "assistant: call(c1 ping)", "tool[c1]:pong", "user:also this", "assistant:ok"}
 	if got := roles(e.messages(sess.ID)); strings.Join(got, "|") != strings.Join(want, "|") {

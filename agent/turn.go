@@ -58,7 +58,7 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 		}
 		return t.res, err
 	}
-	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec})
+	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec, RunIDs: runIDs(t.req.Inputs)})
 
 	limit := maxSteps(cfg)
 	if t.side != nil && t.side.MaxSteps > 0 {
@@ -415,11 +415,15 @@ func (t *turn) steer() error {
 	if t.req.Steer == nil {
 		return nil
 	}
-	for _, in := range t.req.Steer() {
+	joined := t.req.Steer()
+	for _, in := range joined {
 		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
 			return err
 		}
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: in.Text})
+	}
+	if ids := runIDs(joined); len(ids) > 0 {
+		t.publish(EventTurnJoined, TurnJoined{RunIDs: ids})
 	}
 	return nil
 }

@@ -39,13 +39,12 @@ func (a *agentRunner) Send(ctx context.Context, req api.SendRequest) (string, er
 		return "", api.ErrBusy
 	}
 	runID := uuid.Must(uuid.NewV7()).String()
-	// Expected before the run can start, so its events carry this id.
-	a.events.Expect(string(s.ID), runID)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
+		// The input carries the run id, so the run's events do.
 		_, _ = a.runner.Run(a.ctx, agent.Request{Session: s, Agent: agent.AgentConfig{ID: s.Key.AgentID, Model: "echo"},
-			Inputs: []agent.Input{{Text: req.Content}}})
+			Inputs: []agent.Input{{Text: req.Content, RunID: runID}}})
 	}()
 	return runID, nil
 }

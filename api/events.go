@@ -22,6 +22,7 @@ const (
 	TypeContextCompacted = "context_compacted"
 	TypeStatus           = "status"
 	TypeTurnFinished     = "turn.finished"
+	TypeTurnJoined       = "turn.joined"
 )
 
 // Event is the SSE envelope: {id, type, ts, session_id, run_id, data}. ID is
@@ -57,9 +58,36 @@ type EventLog struct {
 type sessionLog struct {
 	run  *runLog
 	subs map[*Stream]struct{}
-	// expected are run ids a Runner returned, in order, for runs not yet
-	// started; the next run that starts takes the first.
-	expected []string
+	// aliases maps the other run ids a run answers (messages answered
+	// together) to the run's own id, the latest maxAliases of them.
+	aliases map[string]string
+	order   []string
+}
+
+// maxAliases bounds a session's aliases: only a recent run is replayed.
+const maxAliases = 64
+
+// alias records that id is answered by run.
+func (sl *sessionLog) alias(id, run string) {
+	if sl.aliases == nil {
+		sl.aliases = map[string]string{}
+	}
+	if _, ok := sl.aliases[id]; !ok {
+		sl.order = append(sl.order, id)
+	}
+	sl.aliases[id] = run
+	if len(sl.order) > maxAliases {
+		delete(sl.aliases, sl.order[0])
+		sl.order = sl.order[1:]
+	}
+}
+
+// runOf is the id of the run that answers run id id.
+func (sl *sessionLog) runOf(id string) string {
+	if run, ok := sl.aliases[id]; ok {
+		return run
+	}
+	return id
 }
 
 type runLog struct {
@@ -91,42 +119,41 @@ func (l *EventLog) session(id string) *sessionLog {
 	return sl
 }
 
-// Expect records that runID, returned by a Runner for sessionID, will be
-// the next run to start there, so the events carry that id.
-func (l *EventLog) Expect(sessionID, runID string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sl := l.session(sessionID)
-	if sl.run.id == runID {
-		return // the message joined the run in progress
-	}
-	for _, id := range sl.expected {
-		if id == runID {
-			return
-		}
-	}
-	sl.expected = append(sl.expected, runID)
-	if len(sl.expected) > 64 { // runs that merged away never start
-		sl.expected = sl.expected[len(sl.expected)-64:]
-	}
-}
-
-// Start begins a new run in sessionID and returns its id: the first
-// expected id, or a new one. The previous run's log is dropped once its
+// Start begins a new run in sessionID and returns its id: the first of
+// runIDs, the ids its callers were given (the API's), or a new one. The
+// others become aliases of it. The previous run's log is dropped once its
 // readers have read it.
-func (l *EventLog) Start(sessionID string) string {
+func (l *EventLog) Start(sessionID string, runIDs ...string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sl := l.session(sessionID)
-	var id string
-	if len(sl.expected) > 0 {
-		id, sl.expected = sl.expected[0], sl.expected[1:]
-	} else {
-		id = newRunID()
+	id := newRunID()
+	if len(runIDs) > 0 {
+		id = runIDs[0]
+		for _, other := range runIDs[1:] {
+			sl.alias(other, id)
+		}
 	}
 	sl.begin(id)
 	l.sweepLocked()
 	return id
+}
+
+// Join records that runIDs joined sessionID's run in progress, and returns
+// that run's id ("" with none in progress).
+func (l *EventLog) Join(sessionID string, runIDs ...string) string {
+	l.mu.Lock()
+	sl := l.session(sessionID)
+	if sl.run.id == "" || sl.run.finished {
+		l.mu.Unlock()
+		return ""
+	}
+	run := sl.run.id
+	for _, id := range runIDs {
+		sl.alias(id, run)
+	}
+	l.mu.Unlock()
+	return run
 }
 
 func (sl *sessionLog) begin(id string) {
@@ -198,7 +225,7 @@ func (l *EventLog) Forget(sessionID string) {
 func (l *EventLog) sweepLocked() {
 	cutoff := l.now().Add(-l.retention)
 	for id, sl := range l.sessions {
-		if len(sl.subs) == 0 && len(sl.expected) == 0 && sl.run.finished && sl.run.finishedAt.Before(cutoff) {
+		if len(sl.subs) == 0 && sl.run.finished && sl.run.finishedAt.Before(cutoff) {
 			delete(l.sessions, id)
 		}
 	}
@@ -208,7 +235,9 @@ func (l *EventLog) sweepLocked() {
 type SubscribeOptions struct {
 	// RunID replays that run from its first event if it is the session's
 	// latest run, even when finished (a client that sent a message and
-	// then opened the stream misses nothing).
+	// then opened the stream misses nothing). A message answered in a run
+	// together with others names that run, whose events carry the id of
+	// its first message.
 	RunID string
 	// LastEventID resumes after that event when it belongs to the latest
 	// run (the SSE Last-Event-ID header).
@@ -231,7 +260,7 @@ func (l *EventLog) Subscribe(sessionID string, opts SubscribeOptions) *Stream {
 			if err == nil && n >= 0 && n < len(run.events) {
 				s.next = n + 1
 			}
-		case opts.RunID == run.id, !run.finished:
+		case opts.RunID != "" && sl.runOf(opts.RunID) == run.id, !run.finished:
 			s.next = 0
 		default:
 			s.next = len(run.events)

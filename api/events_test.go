@@ -45,8 +45,7 @@ func ids(es []api.Event) string {
 
 func TestEventLogReplay(t *testing.T) {
 	l := api.NewEventLog(nil)
-	l.Expect("s1", "r1")
-	run := l.Start("s1")
+	run := l.Start("s1", "r1")
 	if run != "r1" {
 		t.Fatalf("run %q", run)
 	}
@@ -167,7 +166,7 @@ func TestEventsReconnectMidRun(t *testing.T) {
 			logged += len(nextBatch(t, watcher))
 		}
 	}
-	p.pub(agent.EventTurnStarted, agent.TurnStarted{AgentID: "main", Model: "echo"})
+	p.pub(agent.EventTurnStarted, agent.TurnStarted{AgentID: "main", Model: "echo", RunIDs: []string{sent.RunID}})
 	for i := range 3 {
 		p.pub(agent.EventMessageDelta, fmt.Sprintf("d%d ", i))
 	}
@@ -299,5 +298,65 @@ func TestEventsRoute(t *testing.T) {
 	h := api.New(api.Options{Store: e.store, Tokens: []string{token}})
 	if rec := serve(h, "GET", "/v1/sessions/"+string(s.ID)+"/events", ""); rec.Code != 503 {
 		t.Fatalf("no event log: %d", rec.Code)
+	}
+}
+
+// Messages answered together are one run under several ids: the run has
+// the first one's id, and a stream asked for any of them replays it. A
+// message that joins a run in progress (steer) names it too. A run with
+// no message of the API's gets an id of its own.
+func TestRunsAnsweringSeveralMessages(t *testing.T) {
+	e := newEnv(t, dbtest.SQLite)
+	bus := startFeed(t, e)
+	s := e.createSession(t, `{}`)
+	p := publisher{bus: bus, sid: string(s.ID)}
+	watcher := e.events.Subscribe(string(s.ID), api.SubscribeOptions{})
+	defer watcher.Close()
+	var pending []api.Event
+	next := func() api.Event {
+		t.Helper()
+		if len(pending) == 0 {
+			pending = nextBatch(t, watcher)
+		}
+		ev := pending[0]
+		pending = pending[1:]
+		return ev
+	}
+
+	p.pub(agent.EventTurnStarted, agent.TurnStarted{AgentID: "main", Model: "echo"})
+	if ev := next(); ev.RunID == "" || ev.RunID == "a" {
+		t.Fatalf("a run for no API message has run id %q", ev.RunID)
+	}
+	next() // status
+	p.pub(agent.EventTurnFinished, agent.TurnFinished{})
+	next()
+	next()
+
+	p.pub(agent.EventTurnStarted, agent.TurnStarted{AgentID: "main", Model: "echo", RunIDs: []string{"a", "b"}})
+	started := next()
+	var data api.TurnStartedData
+	if err := json.Unmarshal(started.Data, &data); err != nil || started.RunID != "a" || fmt.Sprint(data.RunIDs) != "[a b]" {
+		t.Fatalf("turn.started %+v (%s)", started, started.Data)
+	}
+	next() // status
+	p.pub(agent.EventTurnJoined, agent.TurnJoined{RunIDs: []string{"c"}})
+	if joined := next(); joined.Type != api.TypeTurnJoined || joined.RunID != "a" || string(joined.Data) != `{"run_ids":["c"]}` {
+		t.Fatalf("turn.joined %+v (%s)", joined, joined.Data)
+	}
+	p.pub(agent.EventTurnFinished, agent.TurnFinished{RunIDs: []string{"a", "b"}})
+	next()
+	next()
+	for _, id := range []string{"a", "b", "c"} {
+		st := e.events.Subscribe(string(s.ID), api.SubscribeOptions{RunID: id})
+		if got := ids(nextBatch(t, st)); got != "a:0,a:1,a:2,a:3,a:4" {
+			t.Errorf("stream for %s: %s", id, got)
+		}
+		st.Close()
+	}
+
+	// A run that fails before it starts still carries its messages' ids.
+	p.pub(agent.EventTurnFinished, agent.TurnFinished{RunIDs: []string{"d"}, Error: "no model"})
+	if ev := next(); ev.RunID != "d" {
+		t.Fatalf("a run that failed before it started has run id %q", ev.RunID)
 	}
 }

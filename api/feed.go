@@ -16,7 +16,8 @@ import (
 // events into the log, until ctx ends. Subscribing before the loop runs
 // means no run started meanwhile is missed. Bus events become:
 //
-//	agent turn.started      → turn.started, then status {state: busy}
+//	agent turn.started      → turn.started {agent_id, model, run_ids}, then status {state: busy}
+//	agent turn.joined       → turn.joined {run_ids}
 //	agent message.delta     → message.delta {text}
 //	agent tool.started      → tool.started {call_id, name, state: input-available}
 //	agent tool.completed    → tool.completed {call_id, name, state: output-available|output-error, result}
@@ -25,7 +26,7 @@ import (
 //	agent turn.finished     → status {state: idle|error}, then turn.finished {steps, usage, aborted, error}
 func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
-		agent.EventToolCompleted, agent.EventTurnFinished, memory.EventContextCompacted, sessions.EventMessageAppended)
+		agent.EventToolCompleted, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended)
 	return func(ctx context.Context) error {
 		defer sub.Close()
 		for {
@@ -46,6 +47,15 @@ type (
 	TurnStartedData struct {
 		AgentID string `json:"agent_id"`
 		Model   string `json:"model"`
+		// RunIDs are the ids Send returned for the messages this run
+		// answers; the run's own id is the first. Messages answered
+		// together (debounce, collect) make one run under several ids.
+		RunIDs []string `json:"run_ids,omitempty"`
+	}
+	// JoinedData says that the messages Send returned these ids for
+	// joined the run in progress (steer).
+	JoinedData struct {
+		RunIDs []string `json:"run_ids"`
 	}
 	DeltaData struct {
 		Text string `json:"text"`
@@ -90,9 +100,13 @@ func (l *EventLog) ingest(e events.Event) {
 	sid := e.SessionID
 	switch d := e.Data.(type) {
 	case agent.TurnStarted:
-		run := l.Start(sid)
-		l.Append(run, envelope(sid, TypeTurnStarted, e.At, TurnStartedData{AgentID: d.AgentID, Model: d.Model}))
+		run := l.Start(sid, d.RunIDs...)
+		l.Append(run, envelope(sid, TypeTurnStarted, e.At, TurnStartedData{AgentID: d.AgentID, Model: d.Model, RunIDs: d.RunIDs}))
 		l.Append(run, envelope(sid, TypeStatus, e.At, Status{State: StateBusy, StartedAt: e.At}))
+	case agent.TurnJoined:
+		if run := l.Join(sid, d.RunIDs...); run != "" {
+			l.Append(run, envelope(sid, TypeTurnJoined, e.At, JoinedData{RunIDs: d.RunIDs}))
+		}
 	case string:
 		if e.Type == agent.EventMessageDelta {
 			l.appendToRun(envelope(sid, TypeMessageDelta, e.At, DeltaData{Text: d}))
@@ -124,7 +138,7 @@ func (l *EventLog) ingest(e events.Event) {
 		if d.Error != "" && !d.Aborted {
 			st = Status{State: StateError, Message: d.Error}
 		}
-		run := l.activeRun(sid)
+		run := l.activeRun(sid, d.RunIDs)
 		l.Append(run, envelope(sid, TypeStatus, e.At, st))
 		l.Append(run, envelope(sid, TypeTurnFinished, e.At, TurnFinishedData{Steps: d.Steps, Aborted: d.Aborted, Error: d.Error,
 			Usage: UsageData{Input: d.Usage.Input, Output: d.Usage.Output, Reasoning: d.Usage.Reasoning,
@@ -148,13 +162,14 @@ func (l *EventLog) PublishStatus(sessionID string, st Status) {
 	}
 }
 
-// activeRun is the session's run in progress or, with none, a new one: a
-// run that failed before it started still gets its status and finish.
-func (l *EventLog) activeRun(sessionID string) string {
+// activeRun is the session's run in progress or, with none, a new one
+// under runIDs: a run that failed before it started still gets its status
+// and finish.
+func (l *EventLog) activeRun(sessionID string, runIDs []string) string {
 	if id, active := l.Current(sessionID); active {
 		return id
 	}
-	return l.Start(sessionID)
+	return l.Start(sessionID, runIDs...)
 }
 
 // appendToRun adds e to the session's latest run, in progress or not: an

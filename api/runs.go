@@ -53,8 +53,9 @@ type CompactResult struct {
 // 429, ErrRejected 422, ErrInvalid 400 and sessions.ErrNotFound 404.
 type Runner interface {
 	// Send queues a message on the session's lane, under the session's
-	// queue mode, and returns the id of the run that will answer it. The
-	// run's events reach the EventLog through Feed.
+	// queue mode, and returns the id of the run that will answer it: the
+	// agent.Input of the message carries it as its RunID, so the run's
+	// events, which reach the EventLog through Feed, carry it too.
 	Send(ctx context.Context, req SendRequest) (runID string, err error)
 	// Status is the session's run state.
 	Status(id sessions.ID) Status
@@ -123,9 +124,6 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		Files: req.Files, IfIdle: ifIdle || req.IfIdle})
 	if err != nil {
 		return err
-	}
-	if s.opts.Events != nil && runID != "" {
-		s.opts.Events.Expect(string(sess.ID), runID)
 	}
 	writeJSON(w, http.StatusAccepted, SendMessageResponse{RunID: runID, SessionID: sess.ID})
 	return nil

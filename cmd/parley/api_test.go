@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -124,6 +125,74 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Two messages sent within the debounce window are answered by one run:
+// the stream asked for either one's run id shows that run's reply, and
+// the run says which messages it answers.
+func TestAPIMessagesAnsweredTogether(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
+	defer stop()
+	c := &apiClient{base: url, token: apiToken}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "together"}, &sess); err != nil {
+		t.Fatal(err)
+	}
+	var runs [2]struct {
+		RunID string `json:"run_id"`
+	}
+	for i, text := range []string{"first of two", "second of two"} {
+		if err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": text}, &runs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs[0].RunID == runs[1].RunID {
+		t.Fatalf("both sends returned run id %s", runs[0].RunID)
+	}
+	for i := range runs {
+		var out strings.Builder
+		if err := c.stream(ctx, sess.ID, runs[i].RunID, &out); err != nil {
+			t.Fatalf("stream of send %d: %v", i, err)
+		}
+		if !strings.Contains(out.String(), "second of two") {
+			t.Fatalf("stream of send %d shows %q; want the reply to both", i, out.String())
+		}
+	}
+	// The run's turn.started names both messages, under the first's id.
+	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sess.ID+"/events?run_id="+runs[1].RunID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			RunID string `json:"run_id"`
+			Data  struct {
+				RunIDs []string `json:"run_ids"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != "turn.started" {
+			t.Fatalf("the replay begins with %s, want turn.started", ev.Type)
+		}
+		if ev.RunID != runs[0].RunID || fmt.Sprint(ev.Data.RunIDs) != fmt.Sprint([]string{runs[0].RunID, runs[1].RunID}) {
+			t.Fatalf("turn.started of run %s answers %v; want run %s answering both", ev.RunID, ev.Data.RunIDs, runs[0].RunID)
+		}
+		return
+	}
+	t.Fatal("the stream ended without a turn.started")
 }
 
 func toJSON(v any) string {

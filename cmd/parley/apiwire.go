@@ -15,6 +15,9 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
+// apiAdapterID is the channel of messages sent through the HTTP API.
+const apiAdapterID = "api"
+
 // apiChannel is the "api" channel: messages sent through the HTTP API enter
 // the gateway like any channel's, and their replies need no sending (the
 // client reads them from the session and its event stream).
@@ -45,7 +48,7 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	if user == "" {
 		user = "api"
 	}
-	in := adapters.Inbound{Adapter: "api", Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
+	in := adapters.Inbound{Adapter: apiAdapterID, Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
 		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model,
 		Time: time.Now()}
 	if err := r.d.gw.Deliver(ctx, in); err != nil {

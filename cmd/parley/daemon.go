@@ -357,7 +357,7 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 	a, _ := d.cfg.Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
-		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model}
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, RunID: apiRunID(m)}
 		if i < len(in.IDs) {
 			// The inbound id (a UUID) doubles as the user message's id, so
 			// a re-run after a crash does not store the message twice.
@@ -370,12 +370,21 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 		req.Steer = func() []agent.Input {
 			var out []agent.Input
 			for _, m := range in.Steer() {
-				out = append(out, agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName})
+				out = append(out, agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, RunID: apiRunID(m)})
 			}
 			return out
 		}
 	}
 	return req
+}
+
+// apiRunID is the run id the API's Send returned for m (its message id),
+// or "" for a message from elsewhere.
+func apiRunID(m adapters.Inbound) string {
+	if m.Adapter == apiAdapterID {
+		return m.MessageID
+	}
+	return ""
 }
 
 // afterTurn compacts the session if the turn filled it, on the lane, once

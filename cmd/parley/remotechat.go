@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -106,6 +107,7 @@ func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	run := runID
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
@@ -115,10 +117,19 @@ func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.
 			Type  string `json:"type"`
 			RunID string `json:"run_id"`
 			Data  struct {
-				Text string `json:"text"`
+				Text   string   `json:"text"`
+				RunIDs []string `json:"run_ids"`
 			} `json:"data"`
 		}
-		if json.Unmarshal([]byte(data), &ev) != nil || ev.RunID != runID {
+		if json.Unmarshal([]byte(data), &ev) != nil {
+			continue
+		}
+		if slices.Contains(ev.Data.RunIDs, runID) {
+			// The message is answered together with others, in a run
+			// under another's id.
+			run = ev.RunID
+		}
+		if ev.RunID != run {
 			continue
 		}
 		switch ev.Type {

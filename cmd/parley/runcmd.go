@@ -46,7 +46,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	channels[adapters.ID("cron")] = d.cron
-	channels[adapters.ID("api")] = apiChannel{}
+	channels[adapters.ID(apiAdapterID)] = apiChannel{}
 	if len(cfg.Hooks) > 0 {
 		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log,
 			OnDelivery: d.metrics.WebhookDelivery})
