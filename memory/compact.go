@@ -57,8 +57,10 @@ type ContextCompacted struct {
 	// TokensBefore and TokensAfter are the session's token_count rollup.
 	TokensBefore, TokensAfter int64
 	Duration                  time.Duration
-	// Model wrote the summary.
+	// Model wrote the summary, using Usage (the memory flush's usage is on
+	// its own messages).
 	Model string
+	Usage *sessions.Usage
 }
 
 // SessionStore is what compaction needs of the session store
@@ -198,7 +200,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 	c.opts.Bus.Publish(events.Event{Type: EventContextCompacted, SessionID: string(id), At: c.now(), Data: ContextCompacted{
 		SessionID: id, SummaryID: res.SummaryID, Trigger: req.When, Summarized: res.Summarized, Archived: res.Archived,
 		Memories: memories, TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Duration: res.Duration,
-		Model: req.SummaryModel,
+		Model: req.SummaryModel, Usage: usage,
 	}})
 	return res, nil
 }

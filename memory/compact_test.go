@@ -389,6 +389,11 @@ func TestCompactionEndToEnd(t *testing.T) {
 			data.TokensAfter != call.res.TokensAfter || data.Trigger != call.req.When || data.Model != "echo" {
 			t.Fatalf("event %+v, result %+v", data, call.res)
 		}
+		// The summary's usage, for the token metrics, is what the summary
+		// message carries.
+		if data.Usage == nil || after[0].Usage == nil || *data.Usage != *after[0].Usage || data.Usage.Input == 0 {
+			t.Fatalf("event usage %+v, summary message's %+v", data.Usage, after[0].Usage)
+		}
 		if e.summaryItems() != 1 {
 			t.Fatalf("%d summaries indexed", e.summaryItems())
 		}

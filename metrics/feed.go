@@ -131,15 +131,23 @@ func (f *feeder) turnFinished(e events.Event, d agent.TurnFinished) {
 func (f *feeder) compacted(d memory.ContextCompacted) {
 	f.m.compactions.WithLabelValues(label(string(d.Trigger))).Inc()
 	f.m.compactionTime.Observe(d.Duration.Seconds())
+	f.usage(d.Model, d.Usage) // the summary's
 }
 
 // tokens counts the usage an assistant message carries (one per model call).
 func (f *feeder) tokens(msg sessions.Message) {
-	if msg.Role != sessions.RoleAssistant || msg.Usage == nil {
+	if msg.Role != sessions.RoleAssistant {
 		return
 	}
-	provider, model := splitSpec(msg.Model)
-	u := msg.Usage
+	f.usage(msg.Model, msg.Usage)
+}
+
+// usage counts what a call to model spec used.
+func (f *feeder) usage(spec string, u *sessions.Usage) {
+	if u == nil {
+		return
+	}
+	provider, model := splitSpec(spec)
 	for _, c := range []struct {
 		kind string
 		n    int64

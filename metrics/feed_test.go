@@ -46,7 +46,8 @@ func TestFeed(t *testing.T) {
 		{Type: agent.EventTurnStarted, SessionID: "s5", At: at(0), Data: agent.TurnStarted{AgentID: secretText}},
 		{Type: agent.EventTurnFinished, SessionID: "s5", At: at(time.Second), Data: agent.TurnFinished{}},
 		{Type: memory.EventContextCompacted, SessionID: "s1", At: at(4 * time.Second), Data: memory.ContextCompacted{
-			Trigger: agent.CompactAfterTurn, Duration: 2 * time.Second, Model: "openai/gpt-4o-mini"}},
+			Trigger: agent.CompactAfterTurn, Duration: 2 * time.Second, Model: "openai/gpt-4o-mini",
+			Usage: &sessions.Usage{Input: 900, Output: 80}}},
 		{Type: memory.EventContextCompacted, SessionID: "s2", At: at(4 * time.Second), Data: memory.ContextCompacted{
 			Trigger: agent.CompactManual, Duration: 40 * time.Second}},
 		// Not fed: filtered by the subscription.
@@ -82,8 +83,9 @@ func TestFeed(t *testing.T) {
 		`parley_turn_duration_seconds_bucket{agent="main",outcome="ok",le="5"} 1`,
 		`parley_turn_duration_seconds_sum{agent="helper",outcome="aborted"} 0.5`,
 		`parley_turn_duration_seconds_sum{agent="main",outcome="error"} 1.5`,
-		`parley_tokens_total{kind="prompt",model="gpt-4o-mini",provider="openai"} 100`,
-		`parley_tokens_total{kind="completion",model="gpt-4o-mini",provider="openai"} 20`,
+		// The turn's model call and the compaction's summary.
+		`parley_tokens_total{kind="prompt",model="gpt-4o-mini",provider="openai"} 1000`,
+		`parley_tokens_total{kind="completion",model="gpt-4o-mini",provider="openai"} 100`,
 		`parley_tokens_total{kind="reasoning",model="gpt-4o-mini",provider="openai"} 5`,
 		`parley_tokens_total{kind="cache_read",model="gpt-4o-mini",provider="openai"} 50`,
 		`parley_tokens_total{kind="cache_write",model="gpt-4o-mini",provider="openai"} 7`,
