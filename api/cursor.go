@@ -8,68 +8,42 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// messagePos is a place in a session's history, which is ordered by seq,
-// an archived message before the live one sharing its seq (the summary
-// that replaced it), a message before a summary sharing its seq.
-type messagePos struct {
-	set     bool
-	seq     int64
-	live    int
-	summary int
-}
-
-func posOf(m sessions.Message) messagePos {
-	live := 1
-	if m.Archived() {
-		live = 0
-	}
-	summary := 0
-	if m.Summary {
-		summary = 1
-	}
-	return messagePos{set: true, seq: m.Seq, live: live, summary: summary}
-}
-
-// before reports whether p comes before m (always, when p is unset).
-func (p messagePos) before(m sessions.Message) bool {
-	if !p.set {
-		return true
-	}
-	q := posOf(m)
-	if p.seq != q.seq {
-		return p.seq < q.seq
-	}
-	if p.live != q.live {
-		return p.live < q.live
-	}
-	return p.summary < q.summary
-}
-
+// A message cursor is a sessions.Position: "m1:<seq>:<live>:<summary>",
+// base64url, with live 0 for an archived message and summary 0 or 1.
 const messageCursorPrefix = "m1:"
 
 func encodeMessageCursor(m sessions.Message) string {
-	p := posOf(m)
-	return base64.RawURLEncoding.EncodeToString([]byte(messageCursorPrefix + strconv.FormatInt(p.seq, 10) + ":" + strconv.Itoa(p.live) + ":" + strconv.Itoa(p.summary)))
+	p := sessions.PositionOf(m)
+	live, summary := 1, 0
+	if p.Archived {
+		live = 0
+	}
+	if p.Summary {
+		summary = 1
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(messageCursorPrefix + strconv.FormatInt(p.Seq, 10) + ":" +
+		strconv.Itoa(live) + ":" + strconv.Itoa(summary)))
 }
 
-func decodeMessageCursor(c string) (messagePos, error) {
+// decodeMessageCursor is the position c names, nil for none.
+func decodeMessageCursor(c string) (*sessions.Position, error) {
 	if c == "" {
-		return messagePos{}, nil
+		return nil, nil
 	}
 	bad := badRequest(sessions.ErrBadCursor.Error())
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || !strings.HasPrefix(string(b), messageCursorPrefix) {
-		return messagePos{}, bad
+		return nil, bad
 	}
 	f := strings.Split(strings.TrimPrefix(string(b), messageCursorPrefix), ":")
 	if len(f) != 3 {
-		return messagePos{}, bad
+		return nil, bad
 	}
 	seq, err1 := strconv.ParseInt(f[0], 10, 64)
 	live, err2 := strconv.Atoi(f[1])
 	summary, err3 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil || err3 != nil || live < 0 || live > 1 || summary < 0 || summary > 1 {
-		return messagePos{}, bad
+	if err1 != nil || err2 != nil || err3 != nil || seq < 0 || live < 0 || live > 1 || summary < 0 || summary > 1 {
+		return nil, bad
 	}
-	return messagePos{set: true, seq: seq, live: live, summary: summary}, nil
+	return &sessions.Position{Seq: seq, Archived: live == 0, Summary: summary == 1}, nil
 }

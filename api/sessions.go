@@ -248,20 +248,19 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := sessions.ID(r.PathValue("id"))
-	msgs, err := s.opts.Store.Messages(r.Context(), id, sessions.MessagesOptions{Archived: archived, Hidden: hidden})
+	// One more than the page, to know whether another follows.
+	msgs, err := s.opts.Store.Messages(r.Context(), id, sessions.MessagesOptions{Archived: archived, Hidden: hidden,
+		Limit: limit + 1, After: after})
 	if err != nil {
 		return err
 	}
-	page := MessagesPage{Messages: []sessions.Message{}}
-	for _, m := range msgs {
-		if !after.before(m) {
-			continue
-		}
-		if len(page.Messages) == limit {
-			page.Next = encodeMessageCursor(page.Messages[limit-1])
-			break
-		}
-		page.Messages = append(page.Messages, m)
+	page := MessagesPage{Messages: msgs}
+	if len(msgs) > limit {
+		page.Messages = msgs[:limit]
+		page.Next = encodeMessageCursor(msgs[limit-1])
+	}
+	if page.Messages == nil {
+		page.Messages = []sessions.Message{}
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil

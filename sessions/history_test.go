@@ -359,3 +359,99 @@ func TestHistoryReadAfterAppendOnlyForThatAppend(t *testing.T) {
 		})
 	}
 }
+
+// Paging a history reads, page by page, exactly what one read returns:
+// live or with the archive, with or without hidden messages, across
+// compactions (summaries sharing an archived message's seq) and a rewind.
+func TestPagedHistoryMatchesTheWholeRead(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		st := sessions.NewStore(open(t))
+		s, _, err := st.Resolve(ctx, sessions.ChatKey("telegram", "paged", "u", "a"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		say := func(n int) {
+			for i := range n {
+				role := sessions.RoleUser
+				if i%2 == 1 {
+					role = sessions.RoleAssistant
+				}
+				if _, err := st.Append(ctx, s.ID, sessions.Message{Role: role, Content: fmt.Sprint("m", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		compact := func(n int) {
+			live, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Compact(ctx, s.ID, sessions.CompactInput{Through: live[n-1].Seq, Expect: n, Summary: fmt.Sprint("summary of ", n)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		say(12)
+		compact(6)
+		say(8)
+		compact(5) // archives the first summary beside the message whose seq it took
+		say(6)
+		live, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lastUser sessions.Message
+		for _, m := range live[:len(live)-2] {
+			if m.Role == sessions.RoleUser {
+				lastUser = m
+			}
+		}
+		if _, err := st.Rewind(ctx, s.ID, lastUser.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, archived := range []bool{false, true} {
+			for _, hidden := range []bool{false, true} {
+				whole, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{Archived: archived, Hidden: hidden})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if archived && hidden {
+					var archivedSummaries, hiddenOnes int
+					for _, m := range whole {
+						if m.Archived() && m.Summary {
+							archivedSummaries++
+						}
+						if !m.HiddenAt.IsZero() {
+							hiddenOnes++
+						}
+					}
+					if archivedSummaries != 1 || hiddenOnes == 0 {
+						t.Fatalf("the history holds %d archived summaries and %d hidden messages; want 1 and some", archivedSummaries, hiddenOnes)
+					}
+				}
+				for _, size := range []int{1, 2, 3, 7, 100} {
+					var paged []sessions.Message
+					var after *sessions.Position
+					for range len(whole) + 2 {
+						page, err := st.Messages(ctx, s.ID, sessions.MessagesOptions{Archived: archived, Hidden: hidden, Limit: size, After: after})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if len(page) > size {
+							t.Fatalf("a page of %d holds %d", size, len(page))
+						}
+						paged = append(paged, page...)
+						if len(page) < size {
+							break
+						}
+						p := sessions.PositionOf(page[len(page)-1])
+						after = &p
+					}
+					if g, w := historyJSON(t, paged), historyJSON(t, whole); g != w {
+						t.Fatalf("archived %v, hidden %v, pages of %d:\n got %s\nwant %s", archived, hidden, size, g, w)
+					}
+				}
+			}
+		}
+	})
+}

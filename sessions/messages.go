@@ -60,6 +60,22 @@ const (
 
 	sessionExistsQuery = `SELECT 1 FROM sessions WHERE id = $1`
 
+	// A page of the history: at most $6 messages after the position
+	// ($3 seq, $4 live, $5 summary; see Position).
+	pagedHistoryQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
+	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL) AND ` + afterPosition1 + `
+	ORDER BY seq LIMIT $6`
+	pagedFullHistoryQuery = `SELECT ` + messageColumns + `, NULL, '', 1 AS live FROM messages
+	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL) AND ` + afterPosition1 + `
+	UNION ALL
+	SELECT ` + messageColumns + `, archived_at, compaction_id, 0 AS live FROM message_archive
+	WHERE session_id = $1 AND ($2 OR hidden_at IS NULL) AND ` + afterPosition0 + `
+	ORDER BY seq, live, summary LIMIT $6`
+	// afterPosition1 and afterPosition0 hold for a live and an archived
+	// message past the position, a seek on the (session_id, seq) keys.
+	afterPosition1 = `(seq > $3 OR (seq = $3 AND (1 > $4 OR (1 = $4 AND summary > $5))))`
+	afterPosition0 = `(seq > $3 OR (seq = $3 AND (0 > $4 OR (0 = $4 AND summary > $5))))`
+
 	// The unique (session_id, seq) index serves both: the subquery walks
 	// back from the newest message to the $2-th last user message.
 	recentMessagesQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages
@@ -85,6 +101,11 @@ type MessagesOptions struct {
 	// what a prompt with that history limit sends, read without touching
 	// the rest. It applies to the live context only.
 	Turns int
+	// Limit, when above 0, pages the history: at most Limit messages,
+	// those after After (from the start when After is nil). Turns and
+	// AfterAppend don't apply to a page.
+	Limit int
+	After *Position
 	// AfterAppend is the message the caller has just appended to the
 	// session through this store, when it reads the live context as that
 	// append left it: a turn reads its prompt so, right after storing the
@@ -224,9 +245,23 @@ func nullJSON(v any, present bool) (sql.NullString, error) {
 	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
+// Position is a place in a session's history, in its order: by seq, an
+// archived message before the live one sharing its seq (the summary that
+// replaced it), and a message before a summary sharing its seq.
+type Position struct {
+	Seq      int64
+	Archived bool
+	Summary  bool
+}
+
+// PositionOf is m's place in its session's history.
+func PositionOf(m Message) Position {
+	return Position{Seq: m.Seq, Archived: m.Archived(), Summary: m.Summary}
+}
+
 // Messages implements Store.
 func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error) {
-	live := s.history != nil && !opts.Archived && !opts.Hidden
+	live := s.history != nil && !opts.Archived && !opts.Hidden && opts.Limit <= 0
 	if live && opts.AfterAppend != "" {
 		if msgs, ok := s.history.afterAppend(id, opts.Turns, opts.AfterAppend); ok {
 			s.history.hits.Add(1)
@@ -251,6 +286,20 @@ func readMessages(ctx context.Context, r dbutil.Querier, id ID, opts MessagesOpt
 	var err error
 	archived := false
 	switch {
+	case opts.Limit > 0:
+		after := Position{Seq: -1} // before every message
+		if opts.After != nil {
+			after = *opts.After
+		}
+		live := 1
+		if after.Archived {
+			live = 0
+		}
+		query := pagedHistoryQuery
+		if opts.Archived {
+			query, archived = pagedFullHistoryQuery, true
+		}
+		rows, err = r.QueryContext(ctx, query, id, opts.Hidden, after.Seq, live, after.Summary, opts.Limit)
 	case opts.Archived:
 		rows, err = r.QueryContext(ctx, fullHistoryMessagesQuery, id, opts.Hidden)
 		archived = true
