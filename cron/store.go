@@ -49,6 +49,7 @@ const (
 	countOwnedJobsQuery = `SELECT COUNT(*) FROM cron_jobs
 	WHERE owner_surface = $1 AND owner_user_id = $2 AND ($2 <> '' OR owner_surface_id = $3)`
 	deleteJobQuery = `DELETE FROM cron_jobs WHERE id = $1`
+	enableJobQuery = `UPDATE cron_jobs SET enabled = $2, updated_at = $3 WHERE id = $1 AND enabled <> $2`
 
 	runColumns = `id, job_id, agent_id, kind, status, scheduled_at, started_at, deadline_at, ended_at,
 	notified_at, error, session_id, result, created_at`
@@ -282,6 +283,23 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %s; remove it from the config file's cron jobs instead", ErrConfigJob, id)
 	}
 	return s.delete(ctx, id)
+}
+
+// SetEnabled turns a CLI or tool job on or off; a running scheduler picks
+// the change up at its next look. A config job is refused with
+// ErrConfigJob: the config says whether it is enabled.
+func (s *Store) SetEnabled(ctx context.Context, id string, enabled bool) error {
+	j, err := s.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Source == SourceConfig {
+		return fmt.Errorf("%w: %s; set enabled: %v on it in the config file's cron jobs instead", ErrConfigJob, id, enabled)
+	}
+	if _, err := s.db.Write().ExecContext(ctx, enableJobQuery, id, enabled, dbutil.Millis(s.now())); err != nil {
+		return fmt.Errorf("update cron job %s: %w", id, err)
+	}
+	return nil
 }
 
 // RemoveOwned deletes a job only if o owns it (ErrNotOwner otherwise).

@@ -89,6 +89,29 @@ func TestCronThroughTheDaemon(t *testing.T) {
 	if code, _, errOut := parley(t, ctx, "cron", "add", "--id", "bad", "--schedule", "TZ=UTC", "--prompt", "x", "--config", path); code != 1 || errOut == "" {
 		t.Fatalf("a bad schedule: %d %q", code, errOut)
 	}
+	// Off and on again: ls shows it, and a config job is the config's.
+	enabledIn := func(out, id string) string {
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 3 && f[0] == id {
+				return f[3]
+			}
+		}
+		return ""
+	}
+	for _, step := range []struct{ sub, want string }{{"disable", "false"}, {"enable", "true"}} {
+		if code, out, errOut := parley(t, ctx, "cron", step.sub, "weekly", "--config", path); code != 0 || !strings.Contains(out, step.sub+"d job weekly") {
+			t.Fatalf("cron %s: %d %q %q", step.sub, code, out, errOut)
+		}
+		if _, out, _ := parley(t, ctx, "cron", "ls", "--config", path); enabledIn(out, "weekly") != step.want {
+			t.Fatalf("after cron %s, ls shows enabled %q:\n%s", step.sub, enabledIn(out, "weekly"), out)
+		}
+	}
+	if code, _, errOut := parley(t, ctx, "cron", "disable", "morning", "--config", path); code != 1 || !strings.Contains(errOut, "enabled: false") {
+		t.Fatalf("disabling a config job: %d %q", code, errOut)
+	}
+	if code, _, errOut := parley(t, ctx, "cron", "enable", "nosuchjob", "--config", path); code != 1 || !strings.Contains(errOut, "nosuchjob") {
+		t.Fatalf("enabling a missing job: %d %q", code, errOut)
+	}
 	if code, out, _ := parley(t, ctx, "cron", "rm", "weekly", "--config", path); code != 0 || !strings.Contains(out, "removed") {
 		t.Fatalf("cron rm: %d %q", code, out)
 	}

@@ -15,7 +15,7 @@ import (
 // cmdCron manages stored jobs and shows their receipts. It works beside a
 // running daemon, which picks up changes (and runs asked for) within 15 s.
 func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
-	const use = "parley cron add --id ID --schedule SPEC --prompt TEXT [--agent A] [--timezone TZ] [--notify adapter:chat,...] | ls | rm ID | run ID | runs ID [--limit N]"
+	const use = "parley cron add --id ID --schedule SPEC --prompt TEXT [--agent A] [--timezone TZ] [--notify adapter:chat,...] | ls | rm ID | enable ID | disable ID | run ID | runs ID [--limit N]"
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
@@ -37,7 +37,7 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 		timeout = fs.Duration("timeout", 0, "stop a run after this long (default 5m)")
 		catchUp = fs.Duration("catch-up", 0, "run a fire missed while parley was down if it is no older than this")
 	case "ls":
-	case "rm", "run":
+	case "rm", "run", "enable", "disable":
 		want = 1
 	case "runs":
 		want = 1
@@ -104,6 +104,11 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "removed job %s\n", rest[0])
+	case "enable", "disable":
+		if err := store.SetEnabled(ctx, rest[0], sub == "enable"); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%sd job %s; a running parley picks it up within 15 s\n", sub, rest[0])
 	case "run":
 		r, err := store.RequestRun(ctx, rest[0])
 		if err != nil {
