@@ -115,25 +115,20 @@ func (c *historyCache) admit(id ID) bool {
 
 // get returns a copy of id's cached read of kind turns, if it was read at at.
 func (c *historyCache) get(id ID, turns int, at stamp) ([]Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[id]
-	if !ok {
-		return nil, false
-	}
-	e := el.Value.(*historyEntry)
-	if e.turns != turns || e.at != at {
-		return nil, false
-	}
-	e.byAppend = ""
-	c.lru.MoveToFront(el)
-	return e.read(), true
+	return c.serve(id, turns, at, "")
 }
 
 // afterAppend returns id's cached read of kind turns if this store's
 // append of message mid was the last to bring it up to date, and no read
 // has been served from it since.
 func (c *historyCache) afterAppend(id ID, turns int, mid MessageID) ([]Message, bool) {
+	return c.serve(id, turns, stamp{}, mid)
+}
+
+// serve returns id's cached read of kind turns if it was read at at or,
+// with mid set, if the append of mid was the last to bring it up to date.
+// Either way the entry no longer answers a read after that append.
+func (c *historyCache) serve(id ID, turns int, at stamp, mid MessageID) ([]Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[id]
@@ -141,7 +136,7 @@ func (c *historyCache) afterAppend(id ID, turns int, mid MessageID) ([]Message, 
 		return nil, false
 	}
 	e := el.Value.(*historyEntry)
-	if e.turns != turns || e.byAppend != mid {
+	if e.turns != turns || (mid == "" && e.at != at) || (mid != "" && e.byAppend != mid) {
 		return nil, false
 	}
 	e.byAppend = ""
