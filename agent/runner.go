@@ -63,7 +63,8 @@ type ToolEvent struct {
 // TurnFinished is the data of a turn.finished event.
 type TurnFinished struct {
 	// RunIDs are the run ids of the turn's inputs, as on turn.started
-	// (which a turn that fails before it starts never publishes).
+	// (which a turn that fails before it starts never publishes), and of
+	// those that joined it.
 	RunIDs  []string
 	Steps   int
 	Usage   llm.Usage
@@ -248,7 +249,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	fin := TurnFinished{RunIDs: runIDs(req.Inputs), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
+	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), t.joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
 	switch {
 	case err == nil || res.Aborted:
 		r.statuses.set(id, Status{State: StateIdle})

@@ -372,7 +372,7 @@ func TestSteeringJoinsAtStepBoundary(t *testing.T) {
 			seen = append(seen, fmt.Sprint("finished ", d.RunIDs))
 		}
 	}
-	if got := strings.Join(seen, ", "); got != "started [run-a], joined [run-b], finished [run-a]" {
+	if got := strings.Join(seen, ", "); got != "started [run-a], joined [run-b], finished [run-a run-b]" {
 		t.Errorf("events: %s", got)
 	}
 	want := []string{"user:go", "assistant: call(c1 ping)", "tool[c1]:pong", "user:also this", "assistant:ok"}

@@ -28,6 +28,8 @@ type turn struct {
 	call  llm.Request
 	tools map[string]registered
 
+	// joined are the run ids of the inputs steered into the turn.
+	joined []string
 	// historyRead: the turn has read its history once already.
 	historyRead bool
 
@@ -416,6 +418,8 @@ func (t *turn) steer() error {
 		return nil
 	}
 	joined := t.req.Steer()
+	// The turn answers them from here, even if storing one fails.
+	t.joined = append(t.joined, runIDs(joined)...)
 	for _, in := range joined {
 		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
 			return err

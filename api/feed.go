@@ -89,6 +89,9 @@ type (
 		Model        string `json:"model,omitempty"`
 	}
 	TurnFinishedData struct {
+		// RunIDs are as on turn.started, which a run that failed before
+		// it started never had.
+		RunIDs  []string  `json:"run_ids,omitempty"`
 		Steps   int       `json:"steps"`
 		Usage   UsageData `json:"usage"`
 		Aborted bool      `json:"aborted"`
@@ -140,7 +143,7 @@ func (l *EventLog) ingest(e events.Event) {
 		}
 		run := l.activeRun(sid, d.RunIDs)
 		l.Append(run, envelope(sid, TypeStatus, e.At, st))
-		l.Append(run, envelope(sid, TypeTurnFinished, e.At, TurnFinishedData{Steps: d.Steps, Aborted: d.Aborted, Error: d.Error,
+		l.Append(run, envelope(sid, TypeTurnFinished, e.At, TurnFinishedData{RunIDs: d.RunIDs, Steps: d.Steps, Aborted: d.Aborted, Error: d.Error,
 			Usage: UsageData{Input: d.Usage.Input, Output: d.Usage.Output, Reasoning: d.Usage.Reasoning,
 				CacheRead: d.Usage.CacheRead, CacheWrite: d.Usage.CacheWrite}}))
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// command recognises the in-channel commands: /reset (or /new), /stop,
+// Command recognises the in-channel commands: /reset (or /new), /stop,
 // /status and /compact, alone on the message, with an optional @botname
-// suffix.
-func command(text string) (string, bool) {
+// suffix. It returns the command's name without the slash.
+func Command(text string) (string, bool) {
 	t := strings.TrimSpace(text)
 	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n\t") {
 		return "", false

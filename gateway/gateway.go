@@ -218,12 +218,12 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	case d == contextOnly:
 		j.contextOnly = true
 	}
-	if _, ok := command(j.in.Text); ok && j.contextOnly {
+	if _, ok := Command(j.in.Text); ok && j.contextOnly {
 		// A command in a group must address the bot; this one didn't.
 		g.complete(ctx, []job{j}, InboundDone, "", "command not addressed to the bot", j, "")
 		return
 	}
-	if cmd, ok := command(j.in.Text); ok && !forAnotherBot(j.in) {
+	if cmd, ok := Command(j.in.Text); ok && !forAnotherBot(j.in) {
 		if cmd == "reset" || cmd == "compact" {
 			// It runs on the lane, after what was sent before it. A reset
 			// stops the running turn so it comes promptly; a compaction

@@ -195,6 +195,44 @@ func TestAPIMessagesAnsweredTogether(t *testing.T) {
 	t.Fatal("the stream ended without a turn.started")
 }
 
+// A run answering two messages that fails before it starts (the second
+// names a model nobody has) ends both messages' streams; a chat command
+// sent as a message is refused, with the route that does its work.
+func TestAPIMessagesThatGetNoReply(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
+	defer stop()
+	c := &apiClient{base: url, token: apiToken}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "no reply"}, &sess); err != nil {
+		t.Fatal(err)
+	}
+	var runs [2]struct {
+		RunID string `json:"run_id"`
+	}
+	for i, body := range []map[string]any{{"content": "first"}, {"content": "second", "model": "nosuch/model"}} {
+		if err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", body, &runs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range runs {
+		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+		var out strings.Builder
+		err := c.stream(sctx, sess.ID, runs[i].RunID, &out)
+		scancel()
+		if err != nil {
+			t.Fatalf("the stream of send %d didn't end: %v (it showed %q)", i, err, out.String())
+		}
+	}
+	err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": "/status"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "GET /v1/sessions/{id}/status") {
+		t.Fatalf("/status as a message: %v", err)
+	}
+}
+
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)

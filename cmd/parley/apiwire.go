@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -29,6 +30,14 @@ func (apiChannel) Send(_ context.Context, out adapters.Outbound) (adapters.Sent,
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }
 
+// commandRoutes say which route does what each chat command does.
+var commandRoutes = map[string]string{
+	"reset":   "POST /v1/agent/reset with {\"session_id\": ...} starts a new session",
+	"stop":    "POST /v1/sessions/{id}/abort stops the run",
+	"status":  "GET /v1/sessions/{id}/status tells the run's state (and GET /v1/sessions/{id} the session's)",
+	"compact": "POST /v1/sessions/{id}/compact compacts the session",
+}
+
 // apiRunner drives runs for the API through the gateway and the agent.
 type apiRunner struct{ d *daemon }
 
@@ -38,6 +47,10 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	s, err := r.d.sessions.Session(ctx, req.SessionID)
 	if err != nil {
 		return "", err
+	}
+	if cmd, ok := gateway.Command(req.Content); ok {
+		// Its answer would go to the chat, which over the API is nowhere.
+		return "", fmt.Errorf("%w: /%s is a chat command; over the API, %s", api.ErrInvalid, cmd, commandRoutes[cmd])
 	}
 	if req.IfIdle && r.d.gw.Busy(s.Key) {
 		return "", fmt.Errorf("session %s: %w", s.ID, api.ErrBusy)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,11 +121,23 @@ func TestEndToEndChatAcrossRestarts(t *testing.T) {
 		t.Fatalf("chat attaching to the daemon: %v %q", err, attached)
 	}
 	// With an API token, chat talks to the running daemon through its API.
-	cmd = exec.Command(bin, "chat", "--config", config, "--server", addr, "--token", apiToken)
-	cmd.Stdin = strings.NewReader("through the api\n")
+	// Its commands go to the API's routes: a command sent as a message
+	// would be answered to a chat, which over the API is nowhere.
+	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+	defer ccancel()
+	cmd = exec.CommandContext(cctx, bin, "chat", "--config", config, "--server", addr, "--token", apiToken)
+	cmd.Stdin = strings.NewReader("through the api\n/status\n/stop\n/reset\nafter the reset\n/status\n")
 	remote, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(remote), "> ") || !strings.Contains(string(remote), "through the api") {
 		t.Fatalf("chat --server: %v %q", err, remote)
+	}
+	// (/stop may find the lane still finishing the turn's after-work.)
+	for _, want := range []string{": idle; 2 messages", "\n(Stopped|Nothing is running)\\.\n", "New session ", "after the reset", ": idle; 2 messages"} {
+		loc := regexp.MustCompile(want).FindIndex(remote)
+		if loc == nil {
+			t.Fatalf("chat --server's commands: no %q in %q", want, remote)
+		}
+		remote = remote[loc[1]:]
 	}
 	if err := daemon.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)

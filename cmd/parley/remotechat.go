@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/parleyd/parley/gateway"
 )
 
 // remoteChat talks to an agent on a running daemon through its HTTP API:
@@ -35,6 +37,12 @@ func remoteChat(ctx context.Context, server, token string, stdin io.Reader, stdo
 		if text == "" {
 			continue
 		}
+		if cmd, ok := gateway.Command(text); ok {
+			if err := c.command(ctx, &sess.ID, cmd, stdout); err != nil {
+				fmt.Fprintf(stdout, "! %v\n", err)
+			}
+			continue
+		}
 		var run struct {
 			RunID string `json:"run_id"`
 		}
@@ -50,6 +58,75 @@ func remoteChat(ctx context.Context, server, token string, stdin io.Reader, stdo
 		fmt.Fprintln(stdout)
 	}
 	return sc.Err()
+}
+
+// command does what a chat command does, through the API's own route:
+// a command sent as a message would be answered to a chat, which over the
+// API is nowhere. /reset moves *session to the new session.
+func (c *apiClient) command(ctx context.Context, session *string, cmd string, out io.Writer) error {
+	base := "/v1/sessions/" + *session
+	switch cmd {
+	case "status":
+		var st struct {
+			State   string `json:"state"`
+			Message string `json:"message"`
+		}
+		var s struct {
+			MessageCount int64 `json:"message_count"`
+			Rollup       struct {
+				TokenCount int64 `json:"token_count"`
+			} `json:"rollup"`
+		}
+		if err := c.do(ctx, "GET", base+"/status", nil, &st); err != nil {
+			return err
+		}
+		if err := c.do(ctx, "GET", base, nil, &s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "session %s: %s; %d messages, ~%d tokens", *session, st.State, s.MessageCount, s.Rollup.TokenCount)
+		if st.Message != "" {
+			fmt.Fprintf(out, " (%s)", st.Message)
+		}
+		fmt.Fprintln(out)
+	case "stop":
+		var r struct {
+			Aborted bool `json:"aborted"`
+		}
+		if err := c.do(ctx, "POST", base+"/abort", nil, &r); err != nil {
+			return err
+		}
+		if r.Aborted {
+			fmt.Fprintln(out, "Stopped.")
+		} else {
+			fmt.Fprintln(out, "Nothing is running.")
+		}
+	case "reset":
+		var r struct {
+			Session struct {
+				ID string `json:"id"`
+			} `json:"session"`
+		}
+		if err := c.do(ctx, "POST", "/v1/agent/reset", map[string]any{"session_id": *session}, &r); err != nil {
+			return err
+		}
+		*session = r.Session.ID
+		fmt.Fprintf(out, "New session %s.\n", *session)
+	case "compact":
+		var r struct {
+			Compacted  bool   `json:"compacted"`
+			Skipped    string `json:"skipped"`
+			Summarized int    `json:"summarized"`
+		}
+		if err := c.do(ctx, "POST", base+"/compact", nil, &r); err != nil {
+			return err
+		}
+		if r.Compacted {
+			fmt.Fprintf(out, "Summarized %d earlier messages.\n", r.Summarized)
+		} else {
+			fmt.Fprintf(out, "Not compacted: %s\n", r.Skipped)
+		}
+	}
+	return nil
 }
 
 type apiClient struct {
