@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,8 @@ type EventLog struct {
 type sessionLog struct {
 	run  *runLog
 	subs map[*Stream]struct{}
+	// recent are the latest runs, oldest first, the last being run.
+	recent []*runLog
 	// aliases maps the other run ids a run answers (messages answered
 	// together) to the run's own id, the latest maxAliases of them.
 	aliases map[string]string
@@ -160,7 +163,15 @@ func (sl *sessionLog) begin(id string) {
 	run := &runLog{id: id}
 	sl.run.following = run
 	sl.run = run
+	sl.recent = append(sl.recent, run)
+	if len(sl.recent) > recentRuns {
+		sl.recent = slices.Delete(sl.recent, 0, len(sl.recent)-recentRuns)
+	}
 }
+
+// recentRuns is how many of a session's latest runs ?run_id= can replay: a
+// client that opens its stream after its run, and after another began.
+const recentRuns = 4
 
 // Current returns the id of sessionID's latest run and whether it is still
 // going.
@@ -253,6 +264,16 @@ func (l *EventLog) Subscribe(sessionID string, opts SubscribeOptions) *Stream {
 	sl := l.session(sessionID)
 	s := &Stream{log: l, sessionID: sessionID, sl: sl, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.run = sl.run
+	if opts.RunID != "" && sl.runOf(opts.RunID) != sl.run.id {
+		// An earlier run: replay it, then follow the runs after it.
+		for _, run := range sl.recent {
+			if run.id == sl.runOf(opts.RunID) {
+				s.run = run
+				sl.subs[s] = struct{}{}
+				return s
+			}
+		}
+	}
 	if run := sl.run; run.id != "" {
 		switch {
 		case opts.LastEventID != "" && strings.HasPrefix(opts.LastEventID, run.id+":"):

@@ -360,3 +360,33 @@ func TestRunsAnsweringSeveralMessages(t *testing.T) {
 		t.Fatalf("a run that failed before it started has run id %q", ev.RunID)
 	}
 }
+
+// A stream asked for a run that finished before another began replays it
+// and then follows the runs after it, for the last few runs.
+func TestStreamForAnEarlierRun(t *testing.T) {
+	l := api.NewEventLog(nil)
+	for _, run := range []string{"r1", "r2", "r3", "r4", "r5"} {
+		l.Start("s1", run)
+		l.Append(run, ev("s1", api.TypeTurnStarted))
+		l.Append(run, ev("s1", api.TypeTurnFinished))
+	}
+	r6 := l.Start("s1", "r6")
+	l.Append(r6, ev("s1", api.TypeTurnStarted))
+	st := l.Subscribe("s1", api.SubscribeOptions{RunID: "r3"})
+	defer st.Close()
+	var got []string
+	for len(got) < 7 {
+		for _, e := range nextBatch(t, st) {
+			got = append(got, e.ID)
+		}
+	}
+	if want := "r3:0,r3:1,r4:0,r4:1,r5:0,r5:1,r6:0"; strings.Join(got, ",") != want {
+		t.Fatalf("stream for r3: %v, want %s", got, want)
+	}
+	// Past the last four, a run is gone: the stream starts at the latest.
+	old := l.Subscribe("s1", api.SubscribeOptions{RunID: "r2"})
+	defer old.Close()
+	if got := ids(nextBatch(t, old)); got != "r6:0" {
+		t.Fatalf("stream for a run long gone: %s", got)
+	}
+}
