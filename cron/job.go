@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -112,6 +113,10 @@ func (j Job) Validate() error {
 		add("prompt is %d bytes; at most %d", len(j.Prompt), MaxPromptBytes)
 	case !utf8.ValidString(j.Prompt):
 		add("prompt is not valid UTF-8")
+	default:
+		if cmd, ok := gateway.Command(j.Prompt); ok {
+			add("prompt %q is the chat command /%s, which a fire would run instead of asking the agent, in a fresh session where it has nothing to act on; write the task in words", strings.TrimSpace(j.Prompt), cmd)
+		}
 	}
 	if len(j.Notify) > MaxNotify {
 		add("notify has %d targets; at most %d", len(j.Notify), MaxNotify)

@@ -55,6 +55,8 @@ func TestJobValidation(t *testing.T) {
 		{"bad time zone", func(j *cron.Job) { j.Timezone = "Europe/Atlantis" }, "unknown time zone"},
 		{"no agent", func(j *cron.Job) { j.AgentID = "" }, "agent is required"},
 		{"no prompt", func(j *cron.Job) { j.Prompt = " " }, "prompt is required"},
+		{"a chat command for a prompt", func(j *cron.Job) { j.Prompt = " /reset " }, "chat command /reset"},
+		{"a chat command with a bot's name", func(j *cron.Job) { j.Prompt = "/Status@parleybot" }, "chat command /status"},
 		{"bad target", func(j *cron.Job) { j.Notify = []cron.Target{{Adapter: "tg"}} }, "notify[0]"},
 		{"negative catch_up", func(j *cron.Job) { j.CatchUp = -time.Minute }, "catch_up"},
 		{"negative timeout", func(j *cron.Job) { j.Timeout = -time.Minute }, "timeout"},
@@ -72,6 +74,15 @@ func TestJobValidation(t *testing.T) {
 	}
 	if err := valid.Validate(); err != nil {
 		t.Fatalf("valid job: %v", err)
+	}
+	// A prompt that only starts with a slash, or names a command among
+	// other words, is a prompt.
+	for _, prompt := range []string{"/reset the counters and report", "/weather", "Run /status checks"} {
+		j := valid
+		j.Prompt = prompt
+		if err := j.Validate(); err != nil {
+			t.Errorf("prompt %q: %v", prompt, err)
+		}
 	}
 }
 
