@@ -89,8 +89,13 @@ type Options struct {
 	// Repair finalizes a session whose turn a crash interrupted (orphaned
 	// tool calls), before its messages are re-run or marked.
 	Repair func(ctx context.Context, id sessions.ID) error
-	Lanes  LaneOptions[string]
-	Log    *slog.Logger
+	// Seed, if set, adds what a session should start with (the notes sent
+	// to its chat lately, for one) when a message begins the session: a
+	// new conversation, or one replacing a stale session. It runs before
+	// the message is stored; its error is logged, and the message goes on.
+	Seed  func(ctx context.Context, s sessions.Session, in adapters.Inbound) error
+	Lanes LaneOptions[string]
+	Log   *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -357,11 +362,27 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 	g.runTurn(ctx, run, steer)
 }
 
+// resolve is the active session of key for a message in, seeded if the
+// message begins it.
+func (g *Gateway) resolve(ctx context.Context, key sessions.Key, policy sessions.Policy, in adapters.Inbound) (sessions.Session, error) {
+	sess, created, err := g.opts.Sessions.Resolve(ctx, key, policy)
+	if err != nil || !created || g.opts.Seed == nil {
+		return sess, err
+	}
+	if err := g.opts.Seed(ctx, sess, in); err != nil {
+		g.opts.Log.WarnContext(ctx, "seed a new session", "session_key", key.String(), "session_id", sess.ID, "error", err)
+	}
+	if seeded, err := g.opts.Sessions.Active(ctx, key); err == nil && seeded.ID == sess.ID {
+		sess = seeded // with what the seed added
+	}
+	return sess, nil
+}
+
 // remember keeps a group message the bot wasn't addressed in: stored in the
 // session as context for later turns, with no reply.
 func (g *Gateway) remember(ctx context.Context, j job) {
 	agent := g.agents[j.agent]
-	sess, _, err := g.opts.Sessions.Resolve(ctx, j.key, agent.Policy)
+	sess, err := g.resolve(ctx, j.key, agent.Policy, j.in)
 	if err == nil {
 		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
 			Role: sessions.RoleUser, Content: j.in.Attributed()})
@@ -403,7 +424,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		}
 	}()
 	agent := g.agents[first.agent]
-	sess, _, err := g.opts.Sessions.Resolve(ctx, first.key, agent.Policy)
+	sess, err := g.resolve(ctx, first.key, agent.Policy, first.in)
 	if shuttingDown(ctx) {
 		return // left accepted: the next start runs it
 	}

@@ -85,6 +85,13 @@ const (
 	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id`
 	claimDueLock = ` FOR UPDATE SKIP LOCKED`
 
+	// The notes to a chat: rows that answer no inbound message, except the
+	// gateway's own pairing approvals.
+	recentNotesQuery = `SELECT idempotency_key, text FROM outbox
+	WHERE adapter = $1 AND chat_id = $2 AND inbound_id IS NULL AND created_at >= $3
+	AND status <> 'failed' AND idempotency_key NOT LIKE 'pairing:%'
+	ORDER BY created_at, id LIMIT 200`
+
 	markSentQuery = `UPDATE outbox SET status = 'sent', platform_message_id = $2, sent_at = $3, last_error = ''
 	WHERE id = $1`
 
@@ -287,6 +294,45 @@ type Reply struct {
 	// EditMessageID, when set, makes this reply the final edit of a
 	// message already shown (a streamed reply) instead of a new message.
 	EditMessageID string
+}
+
+// RecentNotes returns the notes queued for chatID on adapter since since
+// (replies queued with no inbound message, such as cron reports), oldest
+// first, the newest limit of them, each whole: its chunks joined.
+func (s *Store) RecentNotes(ctx context.Context, adapter adapters.ID, chatID string, since time.Time, limit int) ([]string, error) {
+	var notes []string
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		rows, err := q.QueryContext(ctx, recentNotesQuery, adapter, chatID, dbutil.Millis(since))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		last := ""
+		for rows.Next() {
+			var key, text string
+			if err := rows.Scan(&key, &text); err != nil {
+				return err
+			}
+			// A note's chunks are keyed "<note>:<chunk>".
+			base := key
+			if i := strings.LastIndexByte(key, ':'); i >= 0 {
+				base = key[:i]
+			}
+			if len(notes) > 0 && base == last {
+				notes[len(notes)-1] += "\n" + text // split at whitespace
+				continue
+			}
+			notes, last = append(notes, text), base
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the notes to %s:%s: %w", adapter, chatID, err)
+	}
+	if len(notes) > limit {
+		notes = notes[len(notes)-limit:]
+	}
+	return notes, nil
 }
 
 // QueueReplies writes replies to the outbox in one transaction. Replies

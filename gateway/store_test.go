@@ -380,3 +380,65 @@ func TestConcurrentClaimsSendEachReplyOnceInOrder(t *testing.T) {
 		}
 	})
 }
+
+// The notes to a chat are the replies queued with no inbound message,
+// whole, newest last: not replies to messages, not the gateway's pairing
+// approvals, not those given up on, not those before the window.
+func TestRecentNotes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		s := gateway.NewStore(open(t), clock.Now)
+		queue := func(rs ...gateway.Reply) {
+			t.Helper()
+			if err := s.QueueReplies(ctx, rs); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Minute)
+		}
+		// sendNext sends chat 42's oldest pending reply, or gives up on it.
+		sendNext := func(giveUp bool) {
+			t.Helper()
+			due, err := s.ClaimDue(ctx, 10, time.Minute)
+			if err != nil || len(due) != 1 {
+				t.Fatalf("claimed %d replies (%v), want chat 42's one", len(due), err)
+			}
+			if giveUp {
+				err = s.MarkRetry(ctx, due[0].ID, errors.New("403"), clock.Now(), true)
+			} else {
+				err = s.MarkSent(ctx, due[0].ID, "p1")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		queue(gateway.Reply{Key: "notify:old:0", Adapter: "tg", ChatID: "42", Text: "before the window"})
+		sendNext(false)
+		since := clock.Now()
+		queue(gateway.Reply{Key: "notify:ci:0:0", Adapter: "tg", ChatID: "42", Text: "given up on"})
+		sendNext(true)
+		queue(gateway.Reply{Key: "cron:r1:tg:42:0", Adapter: "tg", ChatID: "42", Text: "part one"},
+			gateway.Reply{Key: "cron:r1:tg:42:1", Adapter: "tg", ChatID: "42", Text: "part two"})
+		queue(gateway.Reply{Key: "notify:ci:1:0", Adapter: "tg", ChatID: "42", Text: "build failed"})
+		queue(gateway.Reply{Key: "notify:ci:2:0", Adapter: "tg", ChatID: "43", Text: "another chat"})
+		queue(gateway.Reply{Key: "notify:ci:3:0", Adapter: "dc", ChatID: "42", Text: "another channel"})
+		queue(gateway.Reply{Key: "pairing:ABCD1234", Adapter: "tg", ChatID: "42", Text: "You're approved"})
+		id, _, err := s.Accept(ctx, inbound("m1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue(gateway.Reply{Key: id + ":0", InboundID: id, Adapter: "tg", ChatID: "42", Text: "a reply"})
+		for _, tc := range []struct {
+			limit int
+			want  string
+		}{{10, "[part one\npart two build failed]"}, {1, "[build failed]"}} {
+			notes, err := s.RecentNotes(ctx, "tg", "42", since, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(notes) != tc.want {
+				t.Errorf("notes, at most %d: %q, want %s", tc.limit, notes, tc.want)
+			}
+		}
+	})
+}

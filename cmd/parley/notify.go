@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -54,5 +55,29 @@ func (d *daemon) notifyKeyed(ctx context.Context, target, text, key string) erro
 		return fmt.Errorf("queue a note for %s: %w", target, err)
 	}
 	d.sender.Wake()
+	return nil
+}
+
+const (
+	// seedWindow and seedNotes bound what a chat's new session starts
+	// with: the notes sent to the chat in the last day, the last five.
+	seedWindow = 24 * time.Hour
+	seedNotes  = 5
+)
+
+// seed starts a chat's new session with the notes sent to the chat lately
+// (cron reports, webhook notifications), as things the bot said: a reply
+// to one finds it even when the chat had no conversation when it was sent,
+// or its conversation has since been reset.
+func (d *daemon) seed(ctx context.Context, s sessions.Session, in adapters.Inbound) error {
+	notes, err := d.store.RecentNotes(ctx, in.Adapter, in.ChatID, time.Now().Add(-seedWindow), seedNotes)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		if _, err := d.sessions.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: n}); err != nil {
+			return fmt.Errorf("add a note to session %s: %w", s.ID, err)
+		}
+	}
 	return nil
 }
