@@ -90,7 +90,7 @@ const (
 	recentNotesQuery = `SELECT idempotency_key, text FROM outbox
 	WHERE adapter = $1 AND chat_id = $2 AND inbound_id IS NULL AND created_at >= $3
 	AND status <> 'failed' AND idempotency_key NOT LIKE 'pairing:%'
-	ORDER BY created_at, id LIMIT 200`
+	ORDER BY created_at DESC, id DESC LIMIT 200`
 
 	markSentQuery = `UPDATE outbox SET status = 'sent', platform_message_id = $2, sent_at = $3, last_error = ''
 	WHERE id = $1`
@@ -296,43 +296,48 @@ type Reply struct {
 	EditMessageID string
 }
 
-// RecentNotes returns the notes queued for chatID on adapter since since
-// (replies queued with no inbound message, such as cron reports), oldest
-// first, the newest limit of them, each whole: its chunks joined.
-func (s *Store) RecentNotes(ctx context.Context, adapter adapters.ID, chatID string, since time.Time, limit int) ([]string, error) {
-	var notes []string
+// Note is one message of a note sent to a chat: a chunk of a cron report,
+// say, as the chat shows it.
+type Note struct {
+	// Key is the chunk's outbox key, "<note>:<chunk>".
+	Key  string
+	Text string
+}
+
+// RecentNotes returns the messages of the newest notes (at most limit)
+// queued for chatID on adapter since since, oldest first: replies queued
+// with no inbound message, such as cron reports, one Note a chunk.
+func (s *Store) RecentNotes(ctx context.Context, adapter adapters.ID, chatID string, since time.Time, limit int) ([]Note, error) {
+	var out []Note
 	err := s.db.View(ctx, func(q dbutil.Querier) error {
 		rows, err := q.QueryContext(ctx, recentNotesQuery, adapter, chatID, dbutil.Millis(since))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		last := ""
+		notes := map[string]bool{}
 		for rows.Next() {
-			var key, text string
-			if err := rows.Scan(&key, &text); err != nil {
+			var n Note
+			if err := rows.Scan(&n.Key, &n.Text); err != nil {
 				return err
 			}
-			// A note's chunks are keyed "<note>:<chunk>".
-			base := key
-			if i := strings.LastIndexByte(key, ':'); i >= 0 {
-				base = key[:i]
+			note := n.Key
+			if i := strings.LastIndexByte(n.Key, ':'); i >= 0 {
+				note = n.Key[:i]
 			}
-			if len(notes) > 0 && base == last {
-				notes[len(notes)-1] += "\n" + text // split at whitespace
-				continue
+			if !notes[note] && len(notes) == limit {
+				continue // an older note's chunk
 			}
-			notes, last = append(notes, text), base
+			notes[note] = true
+			out = append(out, n)
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the notes to %s:%s: %w", adapter, chatID, err)
 	}
-	if len(notes) > limit {
-		notes = notes[len(notes)-limit:]
-	}
-	return notes, nil
+	slices.Reverse(out)
+	return out, nil
 }
 
 // QueueReplies writes replies to the outbox in one transaction. Replies

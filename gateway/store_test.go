@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -428,17 +429,31 @@ func TestRecentNotes(t *testing.T) {
 			t.Fatal(err)
 		}
 		queue(gateway.Reply{Key: id + ":0", InboundID: id, Adapter: "tg", ChatID: "42", Text: "a reply"})
-		for _, tc := range []struct {
-			limit int
-			want  string
-		}{{10, "[part one\npart two build failed]"}, {1, "[build failed]"}} {
-			notes, err := s.RecentNotes(ctx, "tg", "42", since, tc.limit)
+		texts := func(limit int) string {
+			t.Helper()
+			notes, err := s.RecentNotes(ctx, "tg", "42", since, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(notes) != tc.want {
-				t.Errorf("notes, at most %d: %q, want %s", tc.limit, notes, tc.want)
+			var out []string
+			for _, n := range notes {
+				out = append(out, n.Text)
 			}
+			return strings.Join(out, "|")
+		}
+		// A note's chunks are its messages, as the chat shows them.
+		if got := texts(10); got != "part one|part two|build failed" {
+			t.Errorf("notes, at most 10: %s", got)
+		}
+		if got := texts(1); got != "build failed" {
+			t.Errorf("notes, at most 1: %s", got)
+		}
+		// A busy chat: the newest notes, not the first.
+		for i := range 250 {
+			queue(gateway.Reply{Key: fmt.Sprintf("cron:every5m:%d:0", i), Adapter: "tg", ChatID: "42", Text: fmt.Sprint("report ", i)})
+		}
+		if got := texts(3); got != "report 247|report 248|report 249" {
+			t.Errorf("a busy chat's newest notes: %s", got)
 		}
 	})
 }

@@ -36,23 +36,26 @@ func (d *daemon) notifyKeyed(ctx context.Context, target, text, key string) erro
 	if _, ok := d.adapters[adapters.ID(adapter)]; !ok {
 		return fmt.Errorf("notify target %q: no running channel is called %s", target, adapter)
 	}
-	// The conversation has the note before the chat shows it, so a reply
-	// to it ("tell me more") finds it there.
+	var replies []gateway.Reply
+	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
+		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
+	}
+	// Queued first, then added to the chat's conversations: a session
+	// created meanwhile is seeded with it (seed), and a message's id made
+	// of the note's and the session's adds it to each session once.
+	if err := d.store.QueueReplies(ctx, replies); err != nil {
+		return fmt.Errorf("queue a note for %s: %w", target, err)
+	}
 	live, err := d.sessions.ActiveInChat(ctx, surface, chat)
 	if err != nil {
 		return err
 	}
 	for _, s := range live {
-		if _, err := d.sessions.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: text}); err != nil {
-			return fmt.Errorf("add the note to session %s: %w", s.ID, err)
+		for _, r := range replies {
+			if err := d.addNote(ctx, s.ID, gateway.Note{Key: r.Key, Text: r.Text}); err != nil {
+				return err
+			}
 		}
-	}
-	var replies []gateway.Reply
-	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
-		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
-	}
-	if err := d.store.QueueReplies(ctx, replies); err != nil {
-		return fmt.Errorf("queue a note for %s: %w", target, err)
 	}
 	d.sender.Wake()
 	return nil
@@ -75,9 +78,22 @@ func (d *daemon) seed(ctx context.Context, s sessions.Session, in adapters.Inbou
 		return err
 	}
 	for _, n := range notes {
-		if _, err := d.sessions.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: n}); err != nil {
-			return fmt.Errorf("add a note to session %s: %w", s.ID, err)
+		if err := d.addNote(ctx, s.ID, n); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// noteSpace names the ids of notes' messages.
+var noteSpace = uuid.MustParse("5b0c6a43-3d1e-4d2f-9a53-6c1f0e7d2b84")
+
+// addNote adds a note's message to a session, as something the bot said,
+// once: its id is made of the note's and the session's.
+func (d *daemon) addNote(ctx context.Context, id sessions.ID, n gateway.Note) error {
+	mid := uuid.NewSHA1(noteSpace, []byte(string(id)+"\x00"+n.Key)).String()
+	if _, err := d.sessions.Append(ctx, id, sessions.Message{ID: sessions.MessageID(mid), Role: sessions.RoleAssistant, Content: n.Text}); err != nil {
+		return fmt.Errorf("add a note to session %s: %w", id, err)
 	}
 	return nil
 }

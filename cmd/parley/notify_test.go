@@ -84,3 +84,40 @@ func TestNoteStartsTheChatsNextConversation(t *testing.T) {
 		t.Fatalf("after a second message: %d messages (%v), want 5", len(msgs), err)
 	}
 }
+
+// A note and a new session racing: whichever adds it first, the session
+// holds it once.
+func TestNoteRacingANewSessionIsAddedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path, _ := writeConfig(t, "adapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	d.adapters = map[adapters.ID]adapters.Adapter{"tg": adapterstest.New()}
+	// The session is created, the note arrives and joins it, and only then
+	// does the session's seed run.
+	s, created, err := d.sessions.Resolve(ctx, sessions.ChatKey("telegram", "44", "44", cfg.Agents[0].ID), sessions.Policy{})
+	if err != nil || !created {
+		t.Fatalf("resolve: created %v, %v", created, err)
+	}
+	if err := d.notify(ctx, "tg:44", "the deploy finished", "ci"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.seed(ctx, s, adapters.Inbound{Adapter: "tg", ChatID: "44"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := d.sessions.Messages(ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Content != "the deploy finished" {
+		t.Fatalf("the session holds %d messages (%+v); want the note once", len(msgs), msgs)
+	}
+}
