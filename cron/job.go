@@ -114,7 +114,9 @@ func (j Job) Validate() error {
 	case !utf8.ValidString(j.Prompt):
 		add("prompt is not valid UTF-8")
 	default:
-		if cmd, ok := gateway.Command(j.Prompt); ok {
+		// (With a bot's name, /status@name, it is a prompt: the command is
+		// another bot's.)
+		if cmd, ok := gateway.Command(j.Prompt); ok && !strings.Contains(j.Prompt, "@") {
 			add("prompt %q is the chat command /%s, which a fire would run instead of asking the agent, in a fresh session where it has nothing to act on; write the task in words", strings.TrimSpace(j.Prompt), cmd)
 		}
 	}

@@ -56,7 +56,7 @@ func TestJobValidation(t *testing.T) {
 		{"no agent", func(j *cron.Job) { j.AgentID = "" }, "agent is required"},
 		{"no prompt", func(j *cron.Job) { j.Prompt = " " }, "prompt is required"},
 		{"a chat command for a prompt", func(j *cron.Job) { j.Prompt = " /reset " }, "chat command /reset"},
-		{"a chat command with a bot's name", func(j *cron.Job) { j.Prompt = "/Status@parleybot" }, "chat command /status"},
+		{"a chat command in capitals", func(j *cron.Job) { j.Prompt = "/STATUS" }, "chat command /status"},
 		{"bad target", func(j *cron.Job) { j.Notify = []cron.Target{{Adapter: "tg"}} }, "notify[0]"},
 		{"negative catch_up", func(j *cron.Job) { j.CatchUp = -time.Minute }, "catch_up"},
 		{"negative timeout", func(j *cron.Job) { j.Timeout = -time.Minute }, "timeout"},
@@ -77,7 +77,7 @@ func TestJobValidation(t *testing.T) {
 	}
 	// A prompt that only starts with a slash, or names a command among
 	// other words, is a prompt.
-	for _, prompt := range []string{"/reset the counters and report", "/weather", "Run /status checks"} {
+	for _, prompt := range []string{"/reset the counters and report", "/weather", "Run /status checks", "/status@otherbot"} {
 		j := valid
 		j.Prompt = prompt
 		if err := j.Validate(); err != nil {

@@ -73,8 +73,9 @@ const (
 	ORDER BY seq, live, summary LIMIT $6`
 	// afterPosition1 and afterPosition0 hold for a live and an archived
 	// message past the position, a seek on the (session_id, seq) keys.
-	afterPosition1 = `(seq > $3 OR (seq = $3 AND (1 > $4 OR (1 = $4 AND summary > $5))))`
-	afterPosition0 = `(seq > $3 OR (seq = $3 AND (0 > $4 OR (0 = $4 AND summary > $5))))`
+	// (seq >= $3 on its own lets PostgreSQL seek with it too.)
+	afterPosition1 = `seq >= $3 AND (seq > $3 OR (1 > $4 OR (1 = $4 AND summary > $5)))`
+	afterPosition0 = `seq >= $3 AND (seq > $3 OR (0 > $4 OR (0 = $4 AND summary > $5)))`
 
 	// The unique (session_id, seq) index serves both: the subquery walks
 	// back from the newest message to the $2-th last user message.
