@@ -112,3 +112,47 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func atomicAdd(p *int64) int64 { return atomic.AddInt64(p, 1) }
+
+// benchHistory is how many messages the paged session holds.
+const benchHistory = 20_000
+
+// seedMessagesQuery stores $1 messages in session bench-1 (and sets its
+// counters) on either engine.
+const seedMessagesQuery = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+INSERT INTO messages (id, session_id, seq, role, content, token_estimate, created_at)
+SELECT 'm-' || i, 'bench-1', i, CASE WHEN i % 2 = 1 THEN 'user' ELSE 'assistant' END, 'message ' || i, 3, $2 FROM n`
+
+// BenchmarkHistoryPage reads a page of 50 messages from the middle of a
+// session of 20,000, as GET /v1/sessions/{id}/messages does, against the
+// whole history read that a page used to cost.
+func BenchmarkHistoryPage(b *testing.B) {
+	benchEngines(b, func(b *testing.B, db *dbutil.DB) {
+		seed(b, db, 1)
+		ctx := context.Background()
+		if _, err := db.Writer().ExecContext(ctx, seedMessagesQuery, benchHistory, dbutil.Millis(benchNow)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Writer().ExecContext(ctx, `UPDATE sessions SET last_seq = $1, message_count = $1 WHERE id = 'bench-1'`, benchHistory); err != nil {
+			b.Fatal(err)
+		}
+		store := sessions.NewStore(db, sessions.WithHistoryCache(0))
+		after := &sessions.Position{Seq: benchHistory / 2}
+		for _, bc := range []struct {
+			name string
+			opts sessions.MessagesOptions
+			want int
+		}{
+			{"page", sessions.MessagesOptions{Limit: 50, After: after}, 50},
+			{"whole", sessions.MessagesOptions{}, benchHistory},
+		} {
+			b.Run(bc.name, func(b *testing.B) {
+				for b.Loop() {
+					msgs, err := store.Messages(ctx, "bench-1", bc.opts)
+					if err != nil || len(msgs) != bc.want {
+						b.Fatalf("%d messages (%v), want %d", len(msgs), err, bc.want)
+					}
+				}
+			})
+		}
+	})
+}
