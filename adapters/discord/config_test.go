@@ -102,7 +102,7 @@ func TestSessionSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := ad.(*Adapter).s
-	if s.Identify.Intents != discordgo.IntentsGuildMessages|discordgo.IntentsDirectMessages|discordgo.IntentsMessageContent {
+	if s.Identify.Intents != discordgo.IntentsGuilds|discordgo.IntentsGuildMessages|discordgo.IntentsDirectMessages|discordgo.IntentsMessageContent {
 		t.Errorf("intents = %d", s.Identify.Intents)
 	}
 	if s.ShouldRetryOnRateLimit || s.ShouldReconnectOnError || !s.SyncEvents {

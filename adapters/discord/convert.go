@@ -2,6 +2,7 @@ package discord
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -21,7 +22,11 @@ const Surface = "discord"
 // ChatID is the channel id, which is what a conversation is on Discord: a
 // DM channel, a guild text channel, or a thread (threads have channel ids
 // of their own, so each is its own session).
-func toInbound(id adapters.ID, botID string, m *discordgo.Message) (adapters.Inbound, bool) {
+//
+// botRole is the bot's own role in the message's guild (Discord makes one
+// for each bot it adds; "" when unknown): people often address the bot by
+// it, picking the role rather than the user from the mention list.
+func toInbound(id adapters.ID, botID, botRole string, m *discordgo.Message) (adapters.Inbound, bool) {
 	if m == nil || m.Author == nil || m.ID == "" || m.ChannelID == "" {
 		return adapters.Inbound{}, false
 	}
@@ -48,6 +53,12 @@ func toInbound(id adapters.ID, botID string, m *discordgo.Message) (adapters.Inb
 			mentioned = true
 		}
 	}
+	content := m.Content
+	if botRole != "" && botID != "" && slices.Contains(m.MentionRoles, botRole) {
+		mentioned = true
+		// Addressed like a mention of the bot, and cleaned like one.
+		content = strings.ReplaceAll(content, "<@&"+botRole+">", "<@"+botID+">")
+	}
 	if ref := m.MessageReference; m.Type == discordgo.MessageTypeReply && ref != nil &&
 		ref.Type == discordgo.MessageReferenceTypeDefault && ref.MessageID != "" {
 		in.ReplyTo = ref.MessageID
@@ -58,7 +69,7 @@ func toInbound(id adapters.ID, botID string, m *discordgo.Message) (adapters.Inb
 	if in.Group {
 		in.Mentioned = mentioned
 	}
-	in.Text = cleanText(m.Content, botID, m.Mentions)
+	in.Text = cleanText(content, botID, m.Mentions)
 	if in.Text == "" && len(in.Files) == 0 {
 		return adapters.Inbound{}, false
 	}

@@ -9,6 +9,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,11 +32,13 @@ func init() { adapters.Register("discord", New) }
 const MaxMessageLength = 2000
 
 // Intents are what the bot asks the gateway for: messages in guild
-// channels and threads, direct messages, and their content. Message
+// channels and threads, direct messages, and their content, and the
+// guilds themselves (whose roles say which one is the bot's). Message
 // content is a privileged intent: turn it on in the developer portal
 // (your application → Bot → Message Content Intent), or Discord refuses
 // the connection (close code 4014).
-const Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
+	discordgo.IntentsMessageContent
 
 // Adapter is one Discord bot.
 type Adapter struct {
@@ -50,7 +53,10 @@ type Adapter struct {
 	started atomic.Bool
 	state   atomic.Pointer[string] // for Health
 	botID   atomic.Pointer[string]
-	lost    chan struct{} // a gateway connection ended
+	// botRoles maps a guild id to the bot's own role there (the one
+	// Discord made for it), which people mention to address the bot too.
+	botRoles sync.Map
+	lost     chan struct{} // a gateway connection ended
 
 	// deliverBackoff is the wait before delivery attempt n+1 after n
 	// failures; connectBackoff the same for gateway connections.
@@ -229,6 +235,7 @@ func (a *Adapter) newGateway(ctx context.Context, sink adapters.Sink, d *dialer)
 			}
 		}),
 		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { a.onMessage(ctx, sink, m.Message) }),
+		s.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) { a.onGuildEvent(e) }),
 	}
 	return g, nil
 }
@@ -338,6 +345,58 @@ func (a *Adapter) onReady(r *discordgo.Ready) {
 		"shard_id", a.set.shardID, "shard_count", a.set.shardCount)
 }
 
+// roleData is a role as the gateway sends it, with the tags discordgo's
+// Role leaves out.
+type roleData struct {
+	ID   string `json:"id"`
+	Tags struct {
+		BotID string `json:"bot_id"`
+	} `json:"tags"`
+}
+
+// onGuildEvent notes the bot's own role in each guild, from GUILD_CREATE
+// and role changes.
+func (a *Adapter) onGuildEvent(e *discordgo.Event) {
+	var guild string
+	var roles []roleData
+	switch e.Type {
+	case "GUILD_CREATE":
+		var g struct {
+			ID    string     `json:"id"`
+			Roles []roleData `json:"roles"`
+		}
+		if json.Unmarshal(e.RawData, &g) != nil {
+			return
+		}
+		guild, roles = g.ID, g.Roles
+	case "GUILD_ROLE_CREATE", "GUILD_ROLE_UPDATE":
+		var r struct {
+			GuildID string   `json:"guild_id"`
+			Role    roleData `json:"role"`
+		}
+		if json.Unmarshal(e.RawData, &r) != nil {
+			return
+		}
+		guild, roles = r.GuildID, []roleData{r.Role}
+	default:
+		return
+	}
+	me := a.me()
+	for _, r := range roles {
+		if guild != "" && me != "" && r.ID != "" && r.Tags.BotID == me {
+			a.botRoles.Store(guild, r.ID)
+		}
+	}
+}
+
+// botRole is the bot's own role in guild, "" if unknown.
+func (a *Adapter) botRole(guild string) string {
+	if r, ok := a.botRoles.Load(guild); ok {
+		return r.(string)
+	}
+	return ""
+}
+
 func (a *Adapter) me() string {
 	if p := a.botID.Load(); p != nil {
 		return *p
@@ -348,7 +407,7 @@ func (a *Adapter) me() string {
 // onMessage queues a message on its chat's lane; it runs in discordgo's
 // read loop, so it must not wait.
 func (a *Adapter) onMessage(ctx context.Context, sink adapters.Sink, m *discordgo.Message) {
-	in, ok := toInbound(a.id, a.me(), m)
+	in, ok := toInbound(a.id, a.me(), a.botRole(m.GuildID), m)
 	if !ok {
 		return
 	}

@@ -46,8 +46,8 @@ func TestHandshake(t *testing.T) {
 	if id.Token != "Bot "+srv.Token() {
 		t.Errorf("identify token is not the bot token")
 	}
-	if want := 1<<9 | 1<<12 | 1<<15; id.Intents != want {
-		t.Errorf("intents = %d, want %d (guild messages, direct messages, message content)", id.Intents, want)
+	if want := 1<<0 | 1<<9 | 1<<12 | 1<<15; id.Intents != want {
+		t.Errorf("intents = %d, want %d (guilds, guild messages, direct messages, message content)", id.Intents, want)
 	}
 	if id.Shard != nil {
 		t.Errorf("shard = %v with one shard, want none", *id.Shard)
@@ -223,6 +223,50 @@ func TestInbound(t *testing.T) {
 				t.Errorf("then delivered %+v, want the sentinel", next)
 			}
 		})
+	}
+}
+
+// The role Discord made for the bot in a guild addresses the bot like a
+// mention of it; other roles don't.
+func TestBotRoleMention(t *testing.T) {
+	t.Parallel()
+	srv := discordtest.NewServer(t, discordtest.Options{})
+	bot := srv.Bot()
+	a := newAdapter(t, srv, "", nil)
+	s := newSink()
+	start(t, a, s)
+	if err := srv.WaitReady(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	const botRole, staffRole, laterRole = "3000000000000000001", "3000000000000000002", "3000000000000000003"
+	srv.Dispatch("GUILD_CREATE", map[string]any{"id": guildID, "name": "test guild", "roles": []any{
+		map[string]any{"id": guildID, "name": "@everyone"},
+		map[string]any{"id": staffRole, "name": "staff", "managed": false},
+		map[string]any{"id": botRole, "name": bot.Username, "managed": true, "tags": map[string]any{"bot_id": bot.ID}},
+	}})
+	for _, tc := range []struct {
+		msg       discordtest.Message
+		text      string
+		mentioned bool
+	}{
+		{discordtest.Message{ID: "5101", Content: "<@&" + botRole + "> what's the plan?", MentionRoles: []string{botRole}}, "what's the plan?", true},
+		{discordtest.Message{ID: "5102", Content: "<@&" + staffRole + "> meeting at 3", MentionRoles: []string{staffRole}}, "<@&" + staffRole + "> meeting at 3", false},
+	} {
+		tc.msg.ChannelID, tc.msg.GuildID, tc.msg.Author, tc.msg.Timestamp = chanID, guildID, alice, when
+		srv.DispatchMessage(tc.msg)
+		got := s.next(t)
+		if got.MessageID != tc.msg.ID || got.Text != tc.text || got.Mentioned != tc.mentioned {
+			t.Errorf("delivered %s %q mentioned %v; want %s %q mentioned %v", got.MessageID, got.Text, got.Mentioned,
+				tc.msg.ID, tc.text, tc.mentioned)
+		}
+	}
+	// A role given to the bot later (its role recreated) is seen too.
+	srv.Dispatch("GUILD_ROLE_CREATE", map[string]any{"guild_id": guildID, "role": map[string]any{
+		"id": laterRole, "name": bot.Username, "managed": true, "tags": map[string]any{"bot_id": bot.ID}}})
+	srv.DispatchMessage(discordtest.Message{ID: "5103", ChannelID: chanID, GuildID: guildID, Author: alice, Timestamp: when,
+		Content: "<@&" + laterRole + "> again", MentionRoles: []string{laterRole}})
+	if got := s.next(t); got.MessageID != "5103" || !got.Mentioned || got.Text != "again" {
+		t.Errorf("after the role changed: %+v", got)
 	}
 }
 
