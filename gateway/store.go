@@ -95,7 +95,9 @@ const (
 	markSentQuery = `UPDATE outbox SET status = 'sent', platform_message_id = $2, sent_at = $3, last_error = ''
 	WHERE id = $1`
 
-	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4 WHERE id = $1`
+	// Only a pending reply: a sender whose lease lapsed must not bring
+	// back one that another sender has sent meanwhile.
+	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4 WHERE id = $1 AND status = 'pending'`
 )
 
 // Store keeps the gateway's durable records: accepted inbound messages and
@@ -485,7 +487,8 @@ func (s *Store) MarkSent(ctx context.Context, id, platformMessageID string) erro
 }
 
 // MarkRetry records a failed attempt: the reply is tried again at next, or
-// given up (status failed) when giveUp is set.
+// given up (status failed) when giveUp is set. A reply sent meanwhile (by
+// another sender, once this one's lease lapsed) stays sent.
 func (s *Store) MarkRetry(ctx context.Context, id string, cause error, next time.Time, giveUp bool) error {
 	status := "pending"
 	if giveUp {

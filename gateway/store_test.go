@@ -457,3 +457,35 @@ func TestRecentNotes(t *testing.T) {
 		}
 	})
 }
+
+// A sender whose lease lapsed, and whose attempt failed late, leaves a
+// reply that another sender has sent meanwhile as sent.
+func TestLateRetryLeavesASentReplySent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		s := gateway.NewStore(open(t), clock.Now)
+		if err := s.QueueReplies(ctx, []gateway.Reply{{Key: "k:0", Adapter: "tg", ChatID: "42", Text: "hi"}}); err != nil {
+			t.Fatal(err)
+		}
+		first, err := s.ClaimDue(ctx, 10, time.Minute)
+		if err != nil || len(first) != 1 {
+			t.Fatalf("first claim: %d (%v)", len(first), err)
+		}
+		clock.Advance(2 * time.Minute) // the first sender's lease lapses
+		second, err := s.ClaimDue(ctx, 10, time.Minute)
+		if err != nil || len(second) != 1 {
+			t.Fatalf("second claim: %d (%v)", len(second), err)
+		}
+		if err := s.MarkSent(ctx, second[0].ID, "p-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkRetry(ctx, first[0].ID, errors.New("timeout"), clock.Now(), false); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Hour)
+		if due, err := s.DueReplies(ctx, 10); err != nil || len(due) != 0 {
+			t.Fatalf("after a late failed attempt, %d replies are due again (%v); want none", len(due), err)
+		}
+	})
+}
