@@ -127,35 +127,46 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 	}
 }
 
+// sendTwoAtOnce starts a daemon that answers messages sent within 400 ms
+// of each other together, and sends it two to a new session, returning
+// the client, the session's id and the two run ids.
+func sendTwoAtOnce(t *testing.T, ctx context.Context, first, second map[string]any) (*apiClient, string, [2]string) {
+	t.Helper()
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
+	t.Cleanup(stop)
+	c := &apiClient{base: url, token: apiToken}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "two at once"}, &sess); err != nil {
+		t.Fatal(err)
+	}
+	var runs [2]string
+	for i, body := range []map[string]any{first, second} {
+		var run struct {
+			RunID string `json:"run_id"`
+		}
+		if err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", body, &run); err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = run.RunID
+	}
+	return c, sess.ID, runs
+}
+
 // Two messages sent within the debounce window are answered by one run:
 // the stream asked for either one's run id shows that run's reply, and
 // the run says which messages it answers.
 func TestAPIMessagesAnsweredTogether(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
-	defer stop()
-	c := &apiClient{base: url, token: apiToken}
-	var sess struct {
-		ID string `json:"id"`
-	}
-	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "together"}, &sess); err != nil {
-		t.Fatal(err)
-	}
-	var runs [2]struct {
-		RunID string `json:"run_id"`
-	}
-	for i, text := range []string{"first of two", "second of two"} {
-		if err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": text}, &runs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if runs[0].RunID == runs[1].RunID {
-		t.Fatalf("both sends returned run id %s", runs[0].RunID)
+	c, sess, runs := sendTwoAtOnce(t, ctx, map[string]any{"content": "first of two"}, map[string]any{"content": "second of two"})
+	if runs[0] == runs[1] {
+		t.Fatalf("both sends returned run id %s", runs[0])
 	}
 	for i := range runs {
 		var out strings.Builder
-		if err := c.stream(ctx, sess.ID, runs[i].RunID, &out); err != nil {
+		if err := c.stream(ctx, sess, runs[i], &out); err != nil {
 			t.Fatalf("stream of send %d: %v", i, err)
 		}
 		if !strings.Contains(out.String(), "second of two") {
@@ -163,7 +174,7 @@ func TestAPIMessagesAnsweredTogether(t *testing.T) {
 		}
 	}
 	// The run's turn.started names both messages, under the first's id.
-	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sess.ID+"/events?run_id="+runs[1].RunID, nil)
+	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sess+"/events?run_id="+runs[1], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +198,8 @@ func TestAPIMessagesAnsweredTogether(t *testing.T) {
 		if ev.Type != "turn.started" {
 			t.Fatalf("the replay begins with %s, want turn.started", ev.Type)
 		}
-		if ev.RunID != runs[0].RunID || fmt.Sprint(ev.Data.RunIDs) != fmt.Sprint([]string{runs[0].RunID, runs[1].RunID}) {
-			t.Fatalf("turn.started of run %s answers %v; want run %s answering both", ev.RunID, ev.Data.RunIDs, runs[0].RunID)
+		if ev.RunID != runs[0] || fmt.Sprint(ev.Data.RunIDs) != fmt.Sprint([]string{runs[0], runs[1]}) {
+			t.Fatalf("turn.started of run %s answers %v; want run %s answering both", ev.RunID, ev.Data.RunIDs, runs[0])
 		}
 		return
 	}
@@ -201,33 +212,17 @@ func TestAPIMessagesAnsweredTogether(t *testing.T) {
 func TestAPIMessagesThatGetNoReply(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
-	defer stop()
-	c := &apiClient{base: url, token: apiToken}
-	var sess struct {
-		ID string `json:"id"`
-	}
-	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "no reply"}, &sess); err != nil {
-		t.Fatal(err)
-	}
-	var runs [2]struct {
-		RunID string `json:"run_id"`
-	}
-	for i, body := range []map[string]any{{"content": "first"}, {"content": "second", "model": "nosuch/model"}} {
-		if err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", body, &runs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, sess, runs := sendTwoAtOnce(t, ctx, map[string]any{"content": "first"}, map[string]any{"content": "second", "model": "nosuch/model"})
 	for i := range runs {
 		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 		var out strings.Builder
-		err := c.stream(sctx, sess.ID, runs[i].RunID, &out)
+		err := c.stream(sctx, sess, runs[i], &out)
 		scancel()
 		if err != nil {
 			t.Fatalf("the stream of send %d didn't end: %v (it showed %q)", i, err, out.String())
 		}
 	}
-	err := c.do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": "/status"}, nil)
+	err := c.do(ctx, "POST", "/v1/sessions/"+sess+"/messages", map[string]any{"content": "/status"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "GET /v1/sessions/{id}/status") {
 		t.Fatalf("/status as a message: %v", err)
 	}

@@ -13,22 +13,31 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// A note to a chat with no conversation (a nightly report) is where the
-// chat's next conversation starts, so a reply to it finds it.
-func TestNoteStartsTheChatsNextConversation(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// noteDaemon is a daemon, not yet running, with one open Telegram channel
+// "tg" that records what it sends.
+func noteDaemon(t *testing.T, ctx context.Context) (*daemon, *config.Config, *adapterstest.Recorder) {
+	t.Helper()
 	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n    dm_policy: open\n")
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := adapterstest.New()
 	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.close)
+	rec := adapterstest.New()
 	d.adapters = map[adapters.ID]adapters.Adapter{"tg": rec}
+	return d, cfg, rec
+}
+
+// A note to a chat with no conversation (a nightly report) is where the
+// chat's next conversation starts, so a reply to it finds it.
+func TestNoteStartsTheChatsNextConversation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, cfg, rec := noteDaemon(t, ctx)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.run(runCtx) }()
@@ -37,7 +46,6 @@ func TestNoteStartsTheChatsNextConversation(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-		d.close()
 	}()
 
 	note := "The nightly build failed: TestCheckout timed out."
@@ -90,17 +98,7 @@ func TestNoteStartsTheChatsNextConversation(t *testing.T) {
 func TestNoteRacingANewSessionIsAddedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	path, _ := writeConfig(t, "adapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
-	d.adapters = map[adapters.ID]adapters.Adapter{"tg": adapterstest.New()}
+	d, cfg, _ := noteDaemon(t, ctx)
 	// The session is created, the note arrives and joins it, and only then
 	// does the session's seed run.
 	s, created, err := d.sessions.Resolve(ctx, sessions.ChatKey("telegram", "44", "44", cfg.Agents[0].ID), sessions.Policy{})
