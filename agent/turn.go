@@ -418,15 +418,16 @@ func (t *turn) steer() error {
 		return nil
 	}
 	joined := t.req.Steer()
+	ids := runIDs(joined)
 	// The turn answers them from here, even if storing one fails.
-	t.joined = append(t.joined, runIDs(joined)...)
+	t.joined = append(t.joined, ids...)
 	for _, in := range joined {
 		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
 			return err
 		}
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: in.Text})
 	}
-	if ids := runIDs(joined); len(ids) > 0 {
+	if len(ids) > 0 {
 		t.publish(EventTurnJoined, TurnJoined{RunIDs: ids})
 	}
 	return nil

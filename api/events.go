@@ -146,17 +146,15 @@ func (l *EventLog) Start(sessionID string, runIDs ...string) string {
 // that run's id ("" with none in progress).
 func (l *EventLog) Join(sessionID string, runIDs ...string) string {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	sl := l.session(sessionID)
 	if sl.run.id == "" || sl.run.finished {
-		l.mu.Unlock()
 		return ""
 	}
-	run := sl.run.id
 	for _, id := range runIDs {
-		sl.alias(id, run)
+		sl.alias(id, sl.run.id)
 	}
-	l.mu.Unlock()
-	return run
+	return sl.run.id
 }
 
 func (sl *sessionLog) begin(id string) {
@@ -264,10 +262,14 @@ func (l *EventLog) Subscribe(sessionID string, opts SubscribeOptions) *Stream {
 	sl := l.session(sessionID)
 	s := &Stream{log: l, sessionID: sessionID, sl: sl, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.run = sl.run
-	if opts.RunID != "" && sl.runOf(opts.RunID) != sl.run.id {
+	want := ""
+	if opts.RunID != "" {
+		want = sl.runOf(opts.RunID)
+	}
+	if want != "" && want != sl.run.id {
 		// An earlier run: replay it, then follow the runs after it.
 		for _, run := range sl.recent {
-			if run.id == sl.runOf(opts.RunID) {
+			if run.id == want {
 				s.run = run
 				sl.subs[s] = struct{}{}
 				return s
@@ -281,7 +283,7 @@ func (l *EventLog) Subscribe(sessionID string, opts SubscribeOptions) *Stream {
 			if err == nil && n >= 0 && n < len(run.events) {
 				s.next = n + 1
 			}
-		case opts.RunID != "" && sl.runOf(opts.RunID) == run.id, !run.finished:
+		case want == run.id, !run.finished:
 			s.next = 0
 		default:
 			s.next = len(run.events)
