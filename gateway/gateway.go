@@ -92,8 +92,9 @@ type Options struct {
 	// Seed, if set, adds what a session should start with (the notes sent
 	// to its chat lately, for one) when a message begins the session: a
 	// new conversation, or one replacing a stale session. It runs before
-	// the message is stored; its error is logged, and the message goes on.
-	Seed  func(ctx context.Context, s sessions.Session, in adapters.Inbound) error
+	// the message is stored and says whether it added anything; its error
+	// is logged, and the message goes on.
+	Seed  func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
 	Lanes LaneOptions[string]
 	Log   *slog.Logger
 }
@@ -369,8 +370,12 @@ func (g *Gateway) resolve(ctx context.Context, key sessions.Key, policy sessions
 	if err != nil || !created || g.opts.Seed == nil {
 		return sess, err
 	}
-	if err := g.opts.Seed(ctx, sess, in); err != nil {
+	added, err := g.opts.Seed(ctx, sess, in)
+	if err != nil {
 		g.opts.Log.WarnContext(ctx, "seed a new session", "session_key", key.String(), "session_id", sess.ID, "error", err)
+	}
+	if !added {
+		return sess, nil
 	}
 	if seeded, err := g.opts.Sessions.Active(ctx, key); err == nil && seeded.ID == sess.ID {
 		sess = seeded // with what the seed added

@@ -89,8 +89,11 @@ const (
 	// gateway's own pairing approvals.
 	recentNotesQuery = `SELECT idempotency_key, text FROM outbox
 	WHERE adapter = $1 AND chat_id = $2 AND inbound_id IS NULL AND created_at >= $3
-	AND status <> 'failed' AND idempotency_key NOT LIKE 'pairing:%'
+	AND status <> 'failed' AND idempotency_key NOT LIKE '` + pairingKeyPrefix + `%'
 	ORDER BY created_at DESC, id DESC LIMIT 200`
+
+	// pairingKeyPrefix starts the outbox key of a pairing approval's reply.
+	pairingKeyPrefix = "pairing:"
 
 	markSentQuery = `UPDATE outbox SET status = 'sent', platform_message_id = $2, sent_at = $3, last_error = ''
 	WHERE id = $1`

@@ -72,17 +72,17 @@ const (
 // (cron reports, webhook notifications), as things the bot said: a reply
 // to one finds it even when the chat had no conversation when it was sent,
 // or its conversation has since been reset.
-func (d *daemon) seed(ctx context.Context, s sessions.Session, in adapters.Inbound) error {
+func (d *daemon) seed(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error) {
 	notes, err := d.store.RecentNotes(ctx, in.Adapter, in.ChatID, time.Now().Add(-seedWindow), seedNotes)
 	if err != nil {
-		return err
+		return false, err
 	}
-	for _, n := range notes {
+	for i, n := range notes {
 		if err := d.addNote(ctx, s.ID, n); err != nil {
-			return err
+			return i > 0, err
 		}
 	}
-	return nil
+	return len(notes) > 0, nil
 }
 
 // noteSpace names the ids of notes' messages.
