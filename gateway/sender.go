@@ -34,6 +34,10 @@ type SenderOptions struct {
 	// retry.
 	OnSend  func(adapter adapters.ID, took time.Duration, err error)
 	OnRetry func(adapter adapters.ID)
+	// OnReclaim, if set, hears how many replies Run took back at its start
+	// from a crashed earlier run (see Store.Reclaim): each may reach its
+	// chat twice.
+	OnReclaim func(n int)
 }
 
 // Sender sends the outbox: each reply once, a chat's replies in order, and
@@ -85,8 +89,17 @@ func (s *Sender) Wake() {
 	}
 }
 
-// Run sends until ctx ends.
+// Run sends until ctx ends. It first takes back what a crashed earlier
+// run of this process claimed, so those chats resume at once.
 func (s *Sender) Run(ctx context.Context) error {
+	if n, err := s.store.Reclaim(ctx); err != nil {
+		s.opts.Log.WarnContext(ctx, "take back replies a crash left claimed; they are sent once their claim lapses", "error", err)
+	} else if n > 0 {
+		s.opts.Log.WarnContext(ctx, "took back replies whose send a crash interrupted; a chat may see one of them twice", "count", n)
+		if s.opts.OnReclaim != nil {
+			s.opts.OnReclaim(n)
+		}
+	}
 	ticker := time.NewTicker(s.opts.Poll)
 	defer ticker.Stop()
 	woken := false

@@ -65,11 +65,13 @@ const (
 	// Only a chat's oldest pending reply is due, so a chat's replies go out
 	// in order even when one of them has to wait for a retry.
 	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts, edit_message_id
-	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
+	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
 
-	// The due replies, claimed in one statement. RETURNING gives the
+	// The due replies, claimed in one statement. The claim is a lease of
+	// its own (lease_until), apart from next_attempt_at, the platform's
+	// backoff: a claim taken back never cuts a backoff short. RETURNING gives the
 	// counts after the claim; the reply carries those before it. The limit
 	// is written into the text (claimDueSQL): SQLite compiles a statement
 	// again at every run when a subquery's LIMIT is a parameter, which
@@ -78,8 +80,8 @@ const (
 	// changed meanwhile is checked again as it now stands, and a chat's
 	// newer reply waits as long as an older one is pending in the pick's
 	// snapshot, so each reply is claimed once and a chat's go in order.
-	claimDueQuery = `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2
-	WHERE id IN (SELECT id FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1
+	claimDueQuery = `UPDATE outbox SET attempts = attempts + 1, lease_until = $2, claim_owner = $3, claim_instance = $4
+	WHERE id IN (SELECT id FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 		ORDER BY next_attempt_at, id LIMIT %d%s)
 	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id`
@@ -100,7 +102,14 @@ const (
 
 	// Only a pending reply: a sender whose lease lapsed must not bring
 	// back one that another sender has sent meanwhile.
-	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4 WHERE id = $1 AND status = 'pending'`
+	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4, lease_until = 0 WHERE id = $1 AND status = 'pending'`
+
+	// A restarted process takes back at once the replies its previous life
+	// claimed and never recorded: no other process can be sending them.
+	// On SQLite the file lock proves it for every claim ($4); on
+	// PostgreSQL the claim must be this replica's ($3).
+	reclaimQuery = `UPDATE outbox SET lease_until = 0
+	WHERE status = 'pending' AND lease_until > $1 AND claim_instance <> $2 AND ($4 OR claim_owner = $3)`
 )
 
 // Store keeps the gateway's durable records: accepted inbound messages and
@@ -445,7 +454,8 @@ func (s *Store) claimDue(ctx context.Context, limit int, lease time.Duration, lo
 	var claimed []Reply
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
 		var err error
-		claimed, err = scanReplies(q.QueryContext(ctx, claimDueSQL(s.db.Dialect, limit), dbutil.Millis(now), dbutil.Millis(now.Add(lease))))
+		claimed, err = scanReplies(q.QueryContext(ctx, claimDueSQL(s.db.Dialect, limit), dbutil.Millis(now), dbutil.Millis(now.Add(lease)),
+			s.owner, s.instance))
 		if err != nil {
 			return fmt.Errorf("claim due replies: %w", err)
 		}
@@ -478,6 +488,20 @@ const claimDueLimit = 256
 var claimDueDefault = map[bool]string{
 	false: fmt.Sprintf(claimDueQuery, claimDueLimit, ""),
 	true:  fmt.Sprintf(claimDueQuery, claimDueLimit, claimDueLock),
+}
+
+// Reclaim takes back the replies an earlier run of this process claimed
+// and never recorded (it crashed mid-send), so they are due again now
+// rather than when that claim would have lapsed; their backoff is kept.
+// Each may have reached its chat before the crash, so it may be seen
+// twice: n counts them.
+func (s *Store) Reclaim(ctx context.Context) (n int, err error) {
+	res, err := s.db.Write().ExecContext(ctx, reclaimQuery, dbutil.Millis(s.now()), s.instance, s.owner, !s.Shared())
+	if err != nil {
+		return 0, fmt.Errorf("take back the replies a crash left claimed: %w", err)
+	}
+	rows, _ := res.RowsAffected()
+	return int(rows), nil
 }
 
 // MarkSent records that the platform took the reply.

@@ -489,3 +489,64 @@ func TestLateRetryLeavesASentReplySent(t *testing.T) {
 		}
 	})
 }
+
+// A process that restarts takes back at once the replies it claimed in its
+// previous life, so its chats don't wait out the claim's lease; a
+// platform's backoff is kept, and on PostgreSQL another replica's claim is
+// left alone.
+func TestReclaimAfterRestart(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		db := open(t)
+		before := gateway.NewStore(db, clock.Now, gateway.Owner("host-a"))
+		replies := []gateway.Reply{
+			{Key: "a:0", Adapter: "tg", ChatID: "1", Text: "claimed when the crash came"},
+			{Key: "a:1", Adapter: "tg", ChatID: "1", Text: "waits behind it"},
+			{Key: "b:0", Adapter: "tg", ChatID: "2", Text: "in backoff"},
+		}
+		if err := before.QueueReplies(ctx, replies); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := before.ClaimDue(ctx, 10, time.Minute)
+		if err != nil || len(claimed) != 2 {
+			t.Fatalf("claim: %d (%v)", len(claimed), err)
+		}
+		// b:0 failed with a retry-after of 30 s, then the process died with
+		// a:0 out for sending.
+		var b0 gateway.Reply
+		for _, r := range claimed {
+			if r.Key == "b:0" {
+				b0 = r
+			}
+		}
+		if err := before.MarkRetry(ctx, b0.ID, errors.New("429"), clock.Now().Add(30*time.Second), false); err != nil {
+			t.Fatal(err)
+		}
+
+		if before.Shared() {
+			// Another replica restarting takes nothing of this one's.
+			other := gateway.NewStore(db, clock.Now, gateway.Owner("host-b"))
+			if n, err := other.Reclaim(ctx); err != nil || n != 0 {
+				t.Fatalf("another replica took back %d claims (%v); want 0", n, err)
+			}
+		}
+		after := gateway.NewStore(db, clock.Now, gateway.Owner("host-a"))
+		n, err := after.Reclaim(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("reclaimed %d (%v); want 1", n, err)
+		}
+		due, err := after.DueReplies(ctx, 10)
+		if err != nil || len(due) != 1 || due[0].Key != "a:0" {
+			t.Fatalf("due at once after the restart: %v (%v); want a:0 only (b:0 keeps its backoff)", due, err)
+		}
+		if n, err := after.Reclaim(ctx); err != nil || n != 0 {
+			t.Fatalf("a second reclaim took %d (%v); want 0", n, err)
+		}
+		clock.Advance(30 * time.Second)
+		due, err = after.DueReplies(ctx, 10)
+		if err != nil || len(due) != 2 {
+			t.Fatalf("due once the backoff passed: %v (%v); want a:0 and b:0", due, err)
+		}
+	})
+}

@@ -64,8 +64,10 @@ type Metrics struct {
 	reconnects     *prometheus.CounterVec // adapter
 	duplicates     prometheus.Counter
 	outboxRetries  prometheus.Counter
-	webhooks       *prometheus.CounterVec // status
-	cronRuns       *prometheus.CounterVec // status
+	// outboxReclaimed counts replies a crash interrupted mid-send.
+	outboxReclaimed prometheus.Counter
+	webhooks        *prometheus.CounterVec // status
+	cronRuns        *prometheus.CounterVec // status
 
 	queue, lanes atomic.Pointer[func() int]
 
@@ -106,6 +108,8 @@ func New() *Metrics {
 		"Inbound messages dropped because they had been received before.")
 	m.outboxRetries = f.counter("parley_outbox_retries_total",
 		"Outbound replies scheduled for another attempt after a failed send.")
+	m.outboxReclaimed = f.counter("parley_outbox_reclaimed_total",
+		"Replies a crash interrupted mid-send, taken back at the next start; each may reach its chat twice.")
 	m.webhooks = f.counterVec("parley_webhook_deliveries_total",
 		"Webhook deliveries, by status.", "status")
 	m.cronRuns = f.counterVec("parley_cron_runs_total",
@@ -160,6 +164,10 @@ func (m *Metrics) DuplicateDropped() { m.duplicates.Inc() }
 
 // OutboxRetry counts an outbound reply rescheduled after a failed send.
 func (m *Metrics) OutboxRetry() { m.outboxRetries.Inc() }
+
+// OutboxReclaimed counts n replies taken back after a crash interrupted
+// their send (each may have been delivered already).
+func (m *Metrics) OutboxReclaimed(n int) { m.outboxReclaimed.Add(float64(n)) }
 
 // WebhookDelivery counts a webhook delivery with its status (an enum such
 // as accepted, answered, failed, or an HTTP status code).
