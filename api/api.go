@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
@@ -163,6 +164,9 @@ func (s *server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 			return
 		}
 		status, code, msg := s.classify(r, err)
+		if status == http.StatusServiceUnavailable && code == CodeUnavailable {
+			w.Header().Set("Retry-After", retryAfterSeconds)
+		}
 		writeError(w, status, code, msg)
 	})
 }
@@ -191,11 +195,18 @@ func (s *server) classify(r *http.Request, err error) (int, string, string) {
 		return http.StatusBadRequest, CodeBadRequest, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, CodeUnavailable, "request cancelled or timed out"
+	case dbutil.Unavailable(err):
+		// A write met it before it committed: the client sends it again.
+		s.log.WarnContext(r.Context(), "api request met an unavailable database", "method", r.Method, "path", r.URL.Path, "error", err)
+		return http.StatusServiceUnavailable, CodeUnavailable, "the database is unavailable right now; try again in a few seconds"
 	}
 	// Unexpected errors may name internals; log them, answer plainly.
 	s.log.ErrorContext(r.Context(), "api request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	return http.StatusInternalServerError, CodeInternal, "internal error"
 }
+
+// retryAfterSeconds is the Retry-After of a 503: how soon to try again.
+const retryAfterSeconds = "5"
 
 func byteSize(n int64) string {
 	if n >= 1<<20 && n%(1<<20) == 0 {

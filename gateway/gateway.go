@@ -89,6 +89,16 @@ type Options struct {
 	// Repair finalizes a session whose turn a crash interrupted (orphaned
 	// tool calls), before its messages are re-run or marked.
 	Repair func(ctx context.Context, id sessions.ID) error
+	// Answered, if set, says whether a turn already answered the message
+	// stored under id in a session (a crash or a database fault struck
+	// after its reply was stored), and with what text: "" when a later
+	// message of the same turn took the reply. A message it answered is
+	// not run again, so it is never answered twice.
+	Answered func(ctx context.Context, s sessions.ID, id sessions.MessageID) (reply string, ok bool, err error)
+	// StoreRetry is the longest wait between tries of a write that failed
+	// because the database was unavailable (default 2s); the lane holds
+	// its place meanwhile, so its messages keep their order.
+	StoreRetry time.Duration
 	// Seed, if set, adds what a session should start with (the notes sent
 	// to its chat lately, for one) when a message begins the session: a
 	// new conversation, or one replacing a stale session. It runs before
@@ -124,6 +134,9 @@ type job struct {
 	// contextOnly keeps a group message the bot wasn't addressed in as
 	// context, without a turn.
 	contextOnly bool
+	// refused, when set, takes a queue-full refusal instead of an answer
+	// in the chat: the API says it in its response.
+	refused *error
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -136,6 +149,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.Recovery == "" {
 		opts.Recovery = RecoveryRerun
+	}
+	if opts.StoreRetry <= 0 {
+		opts.StoreRetry = 2 * time.Second
 	}
 	g := &Gateway{opts: opts, agents: make(map[string]Agent, len(opts.Agents))}
 	for _, a := range opts.Agents {
@@ -182,6 +198,22 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) error {
 // stores the message, when it is new (see Store.AcceptWith): a producer's
 // record of the message commits with it, in one durable write.
 func (g *Gateway) DeliverWith(ctx context.Context, in adapters.Inbound, also func(q dbutil.Querier) error) error {
+	return g.deliver(ctx, in, also, nil)
+}
+
+// Submit is Deliver for a caller that answers its sender itself (the
+// API): a message the session's queue has no room for is recorded as
+// refused and returned as ErrQueueFull, rather than answered in the chat.
+// A nil error means the message is stored and queued for its turn.
+func (g *Gateway) Submit(ctx context.Context, in adapters.Inbound) error {
+	var refused error
+	if err := g.deliver(ctx, in, nil, &refused); err != nil {
+		return err
+	}
+	return refused
+}
+
+func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q dbutil.Querier) error, refused *error) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
@@ -200,7 +232,7 @@ func (g *Gateway) DeliverWith(ctx context.Context, in adapters.Inbound, also fun
 		g.opts.Log.DebugContext(ctx, "duplicate message dropped", "adapter", in.Adapter, "chat_id", in.ChatID, "message_id", in.MessageID)
 		return nil
 	}
-	g.dispatch(ctx, job{inboundID: id, in: in})
+	g.dispatch(ctx, job{inboundID: id, in: in, refused: refused})
 	return nil
 }
 
@@ -248,6 +280,9 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	}
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
 	switch {
+	case errors.Is(err, ErrQueueFull) && j.refused != nil:
+		*j.refused = fmt.Errorf("%w: %d earlier messages of this session are waiting; send this again once they are answered", ErrQueueFull, depth)
+		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j, "")
 	case errors.Is(err, ErrQueueFull):
 		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j,
 			fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
@@ -340,7 +375,8 @@ func (g *Gateway) compact(ctx context.Context, j job) {
 }
 
 // runMessages runs one agent turn for messages, after finishing what a
-// crash left of their sessions; recovered messages under "mark" get an
+// crash left of their sessions; a recovered message its turn had already
+// answered gets that answer, and recovered messages under "mark" get an
 // apology instead.
 func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []job) {
 	g.repair(ctx, items)
@@ -348,6 +384,9 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 	for _, j := range items {
 		if j.contextOnly {
 			g.remember(ctx, j)
+			continue
+		}
+		if j.repair != "" && g.alreadyAnswered(ctx, j) {
 			continue
 		}
 		if j.mark {
@@ -400,6 +439,71 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	g.complete(ctx, []job{j}, InboundDone, sess.ID, "", j, "")
 }
 
+// alreadyAnswered queues the answer a recovered message's turn stored
+// before the crash, if it did, and reports whether it had one.
+func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
+	if g.opts.Answered == nil {
+		return false
+	}
+	var reply string
+	var ok bool
+	err := g.untilStored(ctx, ctx, "read a recovered message's answer", func() (err error) {
+		reply, ok, err = g.opts.Answered(ctx, j.repair, sessions.MessageID(j.inboundID))
+		return err
+	})
+	if err != nil {
+		// Its session is gone (deleted), say: run it again.
+		g.opts.Log.WarnContext(ctx, "read a recovered message's answer; it runs again", "session_id", j.repair, "error", err)
+		return false
+	}
+	if ok {
+		g.opts.Log.InfoContext(ctx, "a recovered message was answered before the crash; its answer is sent", "session_id", j.repair, "inbound_id", j.inboundID)
+		g.complete(ctx, []job{j}, InboundDone, j.repair, "", j, reply)
+	}
+	return ok
+}
+
+// answeredTurn is whether the turn for jobs stored its reply before it
+// failed (its commit went through, but the answer was lost), and that
+// reply: it is the answer to the last of them.
+func (g *Gateway) answeredTurn(ctx context.Context, sid sessions.ID, jobs []job) (string, bool, error) {
+	if g.opts.Repair != nil {
+		if err := g.opts.Repair(ctx, sid); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return "", false, err
+		}
+	}
+	if g.opts.Answered == nil {
+		return "", false, nil
+	}
+	return g.opts.Answered(ctx, sid, sessions.MessageID(jobs[len(jobs)-1].inboundID))
+}
+
+// untilStored runs fn until it succeeds or fails for a reason other than
+// the database being unavailable, waiting between tries (up to
+// StoreRetry) for as long as wait lasts. It returns fn's last error.
+func (g *Gateway) untilStored(ctx, wait context.Context, what string, fn func() error) error {
+	delay := 100 * time.Millisecond
+	for tries := 1; ; tries++ {
+		err := fn()
+		if err == nil || !dbutil.Unavailable(err) || wait.Err() != nil {
+			return err
+		}
+		level := slog.LevelDebug
+		if tries == 1 {
+			level = slog.LevelWarn
+		}
+		g.opts.Log.Log(ctx, level, "the database is unavailable; trying again once it answers", "what", what, "tries", tries, "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-wait.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(delay*2, g.opts.StoreRetry)
+	}
+}
+
 // repair finalizes the sessions a crash interrupted, once each.
 func (g *Gateway) repair(ctx context.Context, items []job) {
 	if g.opts.Repair == nil {
@@ -429,7 +533,11 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		}
 	}()
 	agent := g.agents[first.agent]
-	sess, err := g.resolve(ctx, first.key, agent.Policy, first.in)
+	var sess sessions.Session
+	err := g.untilStored(ctx, ctx, "open the session", func() (err error) {
+		sess, err = g.resolve(ctx, first.key, agent.Policy, first.in)
+		return err
+	})
 	if shuttingDown(ctx) {
 		return // left accepted: the next start runs it
 	}
@@ -461,7 +569,21 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		input.OnText = stream.add
 	}
 	stopTyping := g.keepTyping(ctx, first.in)
-	reply, err := g.opts.Run(ctx, input)
+	var reply string
+	tries := 0
+	// A turn the database failed under is run again once it answers, on
+	// this lane, so the session's later messages still wait their turn.
+	err = g.untilStored(ctx, ctx, "run a turn", func() (err error) {
+		if tries++; tries > 1 {
+			input.OnText = nil // what streamed is shown; the final edit gives the whole reply
+			var ok bool
+			if reply, ok, err = g.answeredTurn(ctx, sess.ID, append(append([]job(nil), items...), steered...)); ok || err != nil {
+				return err
+			}
+		}
+		reply, err = g.opts.Run(ctx, input)
+		return err
+	})
 	stopTyping()
 	shown := stream.finish()
 	all := append(append([]job(nil), items...), steered...)
@@ -573,7 +695,21 @@ func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, 
 	for i, j := range jobs {
 		ids[i] = j.inboundID
 	}
-	if err := g.opts.Store.Complete(context.WithoutCancel(ctx), ids, status, string(sid), errText, replies); err != nil {
+	// Recorded even when the turn was aborted; a database outage is waited
+	// out, until shutdown (the next start then answers them again).
+	record := context.WithoutCancel(ctx)
+	err := g.untilStored(record, g.lanes.ctx, "record the outcome of a message", func() error {
+		err := g.opts.Store.Complete(record, ids, status, string(sid), errText, replies)
+		if errors.Is(err, ErrNotFound) && len(ids) > 0 {
+			// A try whose commit went through though its answer was lost
+			// finished them already; the repeat is a no-op.
+			if done, derr := g.opts.Store.Finished(record, ids); derr == nil && done {
+				return nil
+			}
+		}
+		return err
+	})
+	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", replyTo.in.Adapter, "chat_id", replyTo.in.ChatID, "error", err)
 		return
 	}

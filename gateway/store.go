@@ -44,15 +44,23 @@ const (
 	// id, so the join finds the session a crash interrupted, if any. Which
 	// rows: every one when one process owns the database ($2), or this
 	// replica's own when it is starting ($5, with $3 the owner), as long as
-	// an earlier run of the process accepted it ($8 is this run; what it
+	// an earlier run of the process accepted it ($10 is this run; what it
 	// accepted itself is in its lanes); and any whose owner's lease lapsed
 	// ($4 is now): a replica that died.
-	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at
+	//
+	// The order is the one the lanes would have run them in: first the
+	// messages whose turn had begun (their user message is stored: the
+	// interrupted turn), in the order they were stored, then the rest in
+	// accept order. Accept order alone would re-run the interrupted turn
+	// after a message accepted a moment earlier but queued behind it.
+	// ($6, $7, $8, $9) pages on from the last row of the previous page.
+	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at,
+		CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0)
 	FROM inbound i LEFT JOIN messages m ON m.id = i.id
 	WHERE i.status = 'accepted'
-	AND ((($2 OR (i.owner = $3 AND $5)) AND i.instance <> $8) OR (i.owner <> $3 AND i.lease_until < $4))
-	AND (i.received_at, i.id) > ($6, $7)
-	ORDER BY i.received_at, i.id LIMIT $1`
+	AND ((($2 OR (i.owner = $3 AND $5)) AND i.instance <> $10) OR (i.owner <> $3 AND i.lease_until < $4))
+	AND (CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.received_at, i.id) > ($6, $7, $8, $11, $9)
+	ORDER BY CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.received_at, i.id LIMIT $1`
 
 	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3 WHERE id = $1 AND status = 'accepted'`
 
@@ -161,8 +169,19 @@ type AcceptedInbound struct {
 	ID      string
 	Inbound adapters.Inbound
 	// SessionID is set once a turn for the message started.
-	SessionID  string
-	receivedAt int64
+	SessionID string
+	// order is the row's place in recovery's order (unfinishedInboundQuery).
+	order recoveryOrder
+}
+
+// recoveryOrder is where an unfinished message stands in the order the
+// lanes would have run it: not started after started, then by when its
+// user message was stored, then by when it was accepted.
+type recoveryOrder struct {
+	notStarted    int
+	storedAt, seq int64
+	receivedAt    int64
+	id            string
 }
 
 // Accept stores in durably. dup reports that the same platform message was
@@ -219,10 +238,9 @@ func (s *Store) AcceptWith(ctx context.Context, in adapters.Inbound, also func(q
 //
 // Pass the last one taken as after to page on (the zero value starts).
 func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after ...AcceptedInbound) ([]AcceptedInbound, error) {
-	var afterAt int64 = -1
-	afterID := ""
+	from := recoveryOrder{notStarted: -1}
 	if len(after) > 0 {
-		afterAt, afterID = after[0].receivedAt, after[0].ID
+		from = after[0].order
 	}
 	now := s.now()
 	var out []AcceptedInbound
@@ -232,8 +250,8 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 		if s.Shared() {
 			query += " FOR UPDATE OF i SKIP LOCKED"
 		}
-		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting, afterAt, afterID,
-			s.instance)
+		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting,
+			from.notStarted, from.storedAt, from.seq, from.id, s.instance, from.receivedAt)
 		if err != nil {
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
@@ -241,12 +259,14 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 		for rows.Next() {
 			var a AcceptedInbound
 			var payload string
-			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &a.receivedAt); err != nil {
+			o := &a.order
+			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &o.receivedAt, &o.notStarted, &o.storedAt, &o.seq); err != nil {
 				return fmt.Errorf("list unfinished inbound: %w", err)
 			}
 			if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
 				return fmt.Errorf("inbound %s payload: %w", a.ID, err)
 			}
+			o.id = a.ID
 			out = append(out, a)
 		}
 		if err := rows.Err(); err != nil {
@@ -379,6 +399,21 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 		}
 		return queueReplies(ctx, q, nowT, replies)
 	})
+}
+
+// Finished reports whether every one of the accepted messages ids has an
+// outcome recorded (it is no longer waiting for an answer).
+func (s *Store) Finished(ctx context.Context, ids []string) (bool, error) {
+	for _, id := range ids {
+		var status string
+		if err := s.db.Read().QueryRowContext(ctx, "SELECT status FROM inbound WHERE id = $1", id).Scan(&status); err != nil {
+			return false, fmt.Errorf("read inbound %s: %w", id, err)
+		}
+		if status == string(InboundAccepted) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // queueReplies writes replies to the outbox inside a transaction.

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/sessions/storetest"
 )
 
@@ -547,6 +548,66 @@ func TestReclaimAfterRestart(t *testing.T) {
 		due, err = after.DueReplies(ctx, 10)
 		if err != nil || len(due) != 2 {
 			t.Fatalf("due once the backoff passed: %v (%v); want a:0 and b:0", due, err)
+		}
+	})
+}
+
+// Recovery re-runs a session's unanswered messages in the order its lane
+// would have run them: the interrupted turn (whose user message is stored)
+// first, even when a message accepted a moment earlier was queued behind
+// it, then the rest in accept order; and it pages through that order.
+func TestUnfinishedInLaneOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		before := gateway.NewStore(db, clock.Now)
+		ids := map[string]string{}
+		for _, m := range []string{"early", "interrupted", "later1", "later2"} {
+			id, _, err := before.Accept(ctx, inbound(m)) // all in the same millisecond
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[m] = id
+		}
+		// The lane ran "interrupted" first (its accept committed first):
+		// its user message is stored, and the crash came during its turn.
+		st := sessions.NewStore(db)
+		sess, _, err := st.Resolve(ctx, sessions.ChatKey("telegram", "42", "7", "main"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(ids["interrupted"]), Role: sessions.RoleUser, Content: "hello interrupted"}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+		for _, page := range []int{10, 1} {
+			after := gateway.NewStore(db, clock.Now)
+			var got []string
+			var last []gateway.AcceptedInbound
+			for {
+				un, err := after.Unfinished(ctx, page, true, last...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, u := range un {
+					got = append(got, u.Inbound.MessageID)
+					if u.Inbound.MessageID == "interrupted" && u.SessionID != string(sess.ID) {
+						t.Errorf("the interrupted message's session: %q, want %s", u.SessionID, sess.ID)
+					}
+				}
+				if len(un) < page {
+					break
+				}
+				last = un[len(un)-1:]
+			}
+			if got[0] != "interrupted" || len(got) != 4 {
+				t.Fatalf("page size %d: recovery order %v; want the interrupted turn first, then the rest", page, got)
+			}
+			if fmt.Sprint(got[1:]) != fmt.Sprint([]string{"early", "later1", "later2"}) {
+				t.Fatalf("page size %d: recovery order %v; want the rest in accept order", page, got)
+			}
+			clock.Advance(time.Millisecond)
 		}
 	})
 }

@@ -64,9 +64,12 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	in := adapters.Inbound{Adapter: apiAdapterID, Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
 		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model,
 		Time: time.Now()}
-	if err := r.d.gw.Deliver(ctx, in); err != nil {
-		if errors.Is(err, adapters.ErrInvalidInbound) {
+	if err := r.d.gw.Submit(ctx, in); err != nil {
+		switch {
+		case errors.Is(err, adapters.ErrInvalidInbound):
 			return "", fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		case errors.Is(err, gateway.ErrQueueFull):
+			return "", fmt.Errorf("%w: %v", api.ErrQueueFull, err)
 		}
 		return "", err
 	}

@@ -170,6 +170,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			}
 			return err
 		},
+		Answered:    d.runner.Answered,
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,

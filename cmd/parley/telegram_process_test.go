@@ -94,6 +94,14 @@ func startParley(tb testing.TB, tg *telegramtest.Server, config string) *parleyP
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	return runParley(tb, tg, path)
+}
+
+// runParley runs `parley run --config path` and returns it once its
+// Telegram bot polls tg (again, for a restart).
+func runParley(tb testing.TB, tg *telegramtest.Server, path string) *parleyProcess {
+	tb.Helper()
+	polled := tg.Calls("getUpdates")
 	p := &parleyProcess{tb: tb, cmd: parleyCommand("run", "--config", path), output: newTailBuffer(), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
@@ -114,7 +122,7 @@ func startParley(tb testing.TB, tg *telegramtest.Server, config string) *parleyP
 	})
 	readyCtx, cancelReady := context.WithTimeout(p.ctx, 30*time.Second)
 	defer cancelReady()
-	if _, err := tg.WaitPolls(readyCtx, 1); err != nil {
+	if _, err := tg.WaitPolls(readyCtx, polled+1); err != nil {
 		p.fatalf("parley never polled for updates: %v", err)
 	}
 	return p
@@ -140,6 +148,16 @@ func (p *parleyProcess) cpu() time.Duration {
 		p.fatalf("%v", err)
 	}
 	return d
+}
+
+// kill ends parley with SIGKILL, as a crash or the OOM killer would, and
+// waits for it to be gone.
+func (p *parleyProcess) kill() {
+	p.tb.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		p.fatalf("SIGKILL: %v", err)
+	}
+	<-p.exited
 }
 
 // stop sends SIGTERM, as systemd or Docker do, and requires parley to

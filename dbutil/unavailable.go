@@ -1,0 +1,69 @@
+package dbutil
+
+import (
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+)
+
+// SQLite's primary result codes that mean the database can't be written
+// now, though the statement was fine: it is busy, the disk is full, or an
+// I/O or file error.
+const (
+	sqliteBusy     = 5
+	sqliteLocked   = 6
+	sqliteIOErr    = 10
+	sqliteFull     = 13
+	sqliteCantOpen = 14
+)
+
+// Unavailable reports whether err says the database could not be reached
+// or could not take the write (a connection refused or cut, a server
+// restarting or out of resources, a full disk), as opposed to a statement
+// it refused. Such a failure passes: what met it may be tried again once
+// the database answers. An HTTP call's error (*url.Error) is never the
+// database's, so a model provider's outage is not taken for one.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "53"), // insufficient resources (disk full, too many connections)
+			strings.HasPrefix(pe.Code, "57P"), // the server shutting down, or not yet taking connections
+			strings.HasPrefix(pe.Code, "58"): // system error (I/O)
+			return true
+		}
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteBusy, sqliteLocked, sqliteIOErr, sqliteFull, sqliteCantOpen:
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	// pgx reports a connection that died under a query in plain text.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset by peer") ||
+		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect")
+}
