@@ -41,9 +41,9 @@ func Unavailable(err error) bool {
 	if errors.As(err, &pe) {
 		switch {
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			strings.HasPrefix(pe.Code, "53"), // insufficient resources (disk full, too many connections)
+			strings.HasPrefix(pe.Code, "53"),  // insufficient resources (disk full, too many connections)
 			strings.HasPrefix(pe.Code, "57P"), // the server shutting down, or not yet taking connections
-			strings.HasPrefix(pe.Code, "58"): // system error (I/O)
+			strings.HasPrefix(pe.Code, "58"):  // system error (I/O)
 			return true
 		}
 		return false
