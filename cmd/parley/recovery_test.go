@@ -56,24 +56,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	db.Close()
 
-	// start runs the daemon until want replies went out or wait passed.
 	start := func(want int, wait time.Duration) *adapterstest.Recorder {
-		rec := adapterstest.New()
-		d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), map[adapters.ID]adapters.Adapter{"tg": rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- d.run(runCtx) }()
-		waitCtx, cancelWait := context.WithTimeout(ctx, wait)
-		defer cancelWait()
-		_, _ = rec.WaitSent(waitCtx, want) // what was sent is checked below
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		d.close()
+		rec, _ := runDaemonUntil(t, cfg, want, wait)
 		return rec
 	}
 
@@ -121,5 +105,90 @@ func TestCrashRecovery(t *testing.T) {
 
 	if again := start(1, time.Second); len(again.Sent()) != 0 {
 		t.Fatalf("a second restart sent again: %+v", again.Sent())
+	}
+}
+
+// runDaemonUntil runs the daemon on cfg with a recording "tg" channel until
+// want replies went out or wait passed, stops it, and returns the channel
+// and the requests its offline model answered.
+func runDaemonUntil(t *testing.T, cfg *config.Config, want int, wait time.Duration) (*adapterstest.Recorder, int) {
+	t.Helper()
+	ctx := context.Background()
+	rec := adapterstest.New()
+	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), map[adapters.ID]adapters.Adapter{"tg": rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.run(runCtx) }()
+	waitCtx, cancelWait := context.WithTimeout(ctx, wait)
+	defer cancelWait()
+	_, _ = rec.WaitSent(waitCtx, want) // what was sent is the caller's to check
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	d.close()
+	return rec, len(d.offline.Requests())
+}
+
+// A crash that fell after a turn stored its reply but before the reply was
+// recorded as the message's answer leaves the message unanswered: the next
+// start sends the stored reply and doesn't run the turn again, so the
+// session holds one reply to it, not two.
+func TestRecoveryDoesNotAnswerTwice(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gateway.NewStore(db, nil)
+	sess := sessions.NewStore(db)
+	in := adapters.Inbound{Adapter: "tg", Surface: "telegram", ChatID: "42", UserID: "7", MessageID: "m1", Text: "what's the time?", Time: time.Now()}
+	inboundID, _, err := store.Accept(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := sess.Resolve(ctx, gateway.SessionKey(in, "default"), sessions.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []sessions.Message{
+		{ID: sessions.MessageID(inboundID), Role: sessions.RoleUser, Content: in.Text},
+		{Role: sessions.RoleAssistant, Content: "It is noon."},
+	} {
+		if _, err := sess.Append(ctx, s.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	rec, modelCalls := runDaemonUntil(t, cfg, 1, 20*time.Second)
+	if sent := rec.Sent(); len(sent) != 1 || sent[0].Text != "It is noon." || sent[0].ChatID != "42" {
+		t.Fatalf("after the restart sent %+v; want the stored reply, once", sent)
+	}
+	if modelCalls != 0 {
+		t.Fatalf("the model was asked %d times for a message already answered", modelCalls)
+	}
+	db, err = dbutil.Open(ctx, dbutil.Options{URL: cfg.Database.URL.Reveal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	msgs, err := sessions.NewStore(db).Messages(ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 {
+		t.Fatalf("the session holds %d messages; want the message and its one reply", len(msgs))
+	}
+	if un, _ := gateway.NewStore(db, nil).Unfinished(ctx, 10, true); len(un) != 0 {
+		t.Fatalf("%d messages still unanswered", len(un))
 	}
 }
