@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,4 +266,79 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Sixty messages sent to one session at once: each either gets a 202 with
+// a run id whose run finishes on the event stream, or a 429 saying the
+// queue is full, with no run id; never a 202 for a message that won't run.
+func TestAPIQueueFullIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	model := newOpenAIEcho(t, 20*time.Millisecond)
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\n  queue_cap: 5\nhttp:\n  tokens: [\""+apiToken+"\"]\n"+
+		model.configYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n", apiOnly)
+	defer stop()
+	c := &apiClient{base: url, token: apiToken}
+	var sess struct{ ID string }
+	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "burst"}, &sess); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	type result struct {
+		status int
+		runID  string
+		body   string
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, _ := json.Marshal(map[string]any{"content": fmt.Sprintf("message %d", i)})
+			req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/sessions/"+sess.ID+"/messages", bytes.NewReader(b))
+			req.Header.Set("Authorization", "Bearer "+apiToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var out struct {
+				RunID string `json:"run_id"`
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			_ = json.Unmarshal(raw, &out)
+			results[i] = result{resp.StatusCode, out.RunID, string(raw)}
+			if resp.StatusCode == http.StatusAccepted && out.RunID != "" {
+				// As the web chat does: follow the run the 202 named.
+				if err := c.stream(ctx, sess.ID, out.RunID, io.Discard); err != nil {
+					t.Errorf("message %d: its run %s never finished on the stream: %v", i, out.RunID, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	accepted, refused := 0, 0
+	for i, r := range results {
+		switch r.status {
+		case http.StatusAccepted:
+			accepted++
+			if r.runID == "" {
+				t.Fatalf("message %d: 202 without a run id: %s", i, r.body)
+			}
+		case http.StatusTooManyRequests:
+			refused++
+			if r.runID != "" || !strings.Contains(r.body, "queue_full") || !strings.Contains(r.body, "waiting") {
+				t.Fatalf("message %d: a refusal should say why and carry no run id: %s", i, r.body)
+			}
+		default:
+			t.Fatalf("message %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if refused == 0 || accepted < 5 {
+		t.Fatalf("%d accepted, %d refused; want the queue's cap of 5 to refuse some of 60", accepted, refused)
+	}
+	t.Logf("%d accepted and answered, %d refused", accepted, refused)
 }
