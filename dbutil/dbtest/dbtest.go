@@ -81,6 +81,20 @@ func RawSQLite(t testing.TB) *dbutil.DB {
 // the variable is unset and fails when the server can't be reached.
 func RawPostgres(t testing.TB) *dbutil.DB {
 	t.Helper()
+	db, err := dbutil.Open(context.Background(), dbutil.Options{URL: PostgresURL(t), MaxConns: 20})
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// PostgresURL makes an empty schema of its own on the server named by
+// PARLEY_TEST_POSTGRES_URL, drops it when the test ends, and returns the
+// URL that opens it (for a daemon's database.url). It skips and fails as
+// RawPostgres does.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
 	base := os.Getenv(EnvPostgres)
 	if base == "" {
 		t.Skip(SkipMessage)
@@ -104,12 +118,7 @@ func RawPostgres(t testing.TB) *dbutil.DB {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	db, err := dbutil.Open(ctx, dbutil.Options{URL: u.String(), MaxConns: 20})
-	if err != nil {
-		t.Fatalf("open postgres schema %s: %v", schema, err)
-	}
 	t.Cleanup(func() {
-		db.Close()
 		c, err := pgx.Connect(context.Background(), base)
 		if err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
@@ -120,7 +129,7 @@ func RawPostgres(t testing.TB) *dbutil.DB {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	return db
+	return u.String()
 }
 
 func migrate(t testing.TB, db *dbutil.DB) *dbutil.DB {

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/webhooks"
+)
+
+// PostgreSQL is cut for 8 s (every connection dropped, new ones refused)
+// under API and webhook load. While it is down the API answers 503 with
+// Retry-After (never 500) and hooks 503, and clients send again; every
+// message that was accepted (202) is answered once, by a reply that
+// answers it, within 10 s of the database coming back.
+func TestDatabaseOutageUnderLoad(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	if testing.Short() {
+		t.Skip("cuts the database for 8 s")
+	}
+	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
+	// A model slow enough that turns are in flight when the cut comes.
+	model := newOpenAIEcho(t, 150*time.Millisecond)
+	dbURL := proxy.Via(t, dbtest.PostgresURL(t))
+	path := filepath.Join(t.TempDir(), "parley.yaml")
+	cfg := "database:\n  url: " + dbURL + "\n" +
+		"gateway:\n  debounce: 0s\n" +
+		"http:\n  tokens: [\"" + apiToken + "\"]\n" +
+		model.configYAML() + "agents:\n  - id: default\n    model: openai/gpt-test\n" +
+		"hooks:\n  - id: ci\n    auth: hmac\n    secret: " + hookSecret + "\n    prompt: \"build {{.build}} failed\"\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, url, stop := testDaemonAt(t, path, func(d *daemon) map[adapters.ID]adapters.Adapter {
+		return map[adapters.ID]adapters.Adapter{
+			"api":              apiChannel{},
+			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg.Hooks, DB: d.db, Notify: d.notify}),
+		}
+	})
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := &apiClient{base: url, token: apiToken}
+	const nSessions = 12
+	ids := make([]string, nSessions)
+	for i := range ids {
+		var s struct{ ID string }
+		if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": fmt.Sprint("load ", i), "user": fmt.Sprint("user-", i)}, &s); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = s.ID
+	}
+
+	var (
+		mu          sync.Mutex
+		accepted    = map[string][]string{} // session id -> accepted contents, in order
+		hooksOK     atomic.Int64
+		unavailable atomic.Int64 // 503s met, each with Retry-After
+		stopLoad    = make(chan struct{})
+		wg          sync.WaitGroup
+	)
+	// post sends body until it is taken (2xx), returning the status; a
+	// 503 or a cut connection is sent again, as a client would.
+	post := func(req func() *http.Request) int {
+		for {
+			select {
+			case <-ctx.Done():
+				return 0
+			default:
+			}
+			resp, err := http.DefaultClient.Do(req())
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode < 300, resp.StatusCode == http.StatusTooManyRequests:
+				// Taken, or refused with the reason (the session's queue is
+				// full): either way the client knows where it stands.
+				return resp.StatusCode
+			case resp.StatusCode == http.StatusServiceUnavailable:
+				if resp.Header.Get("Retry-After") == "" && !strings.HasPrefix(req().URL.Path, "/hooks/") {
+					t.Errorf("a 503 without Retry-After")
+				}
+				unavailable.Add(1)
+				time.Sleep(100 * time.Millisecond)
+			default:
+				t.Errorf("%s: %d while the database was unavailable or back; want 2xx or 503", req().URL.Path, resp.StatusCode)
+				return resp.StatusCode
+			}
+		}
+	}
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stopLoad:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				content := fmt.Sprintf("session %d message %d", i, k)
+				body, _ := json.Marshal(map[string]any{"content": content})
+				if post(func() *http.Request {
+					r, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/sessions/"+id+"/messages", bytes.NewReader(body))
+					r.Header.Set("Authorization", "Bearer "+apiToken)
+					r.Header.Set("Content-Type", "application/json")
+					return r
+				}) == http.StatusAccepted {
+					mu.Lock()
+					accepted[id] = append(accepted[id], content)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; ; k++ {
+			select {
+			case <-stopLoad:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			body := []byte(fmt.Sprintf(`{"build":"b%d"}`, k))
+			if post(func() *http.Request {
+				ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
+				r, _ := http.NewRequestWithContext(ctx, "POST", url+"/hooks/ci", bytes.NewReader(body))
+				r.Header.Set("X-Parley-Timestamp", ts)
+				r.Header.Set("X-Parley-Signature", sig)
+				r.Header.Set("X-Parley-Delivery", fmt.Sprint("delivery-", k))
+				return r
+			}) == http.StatusAccepted {
+				hooksOK.Add(1)
+			}
+		}
+	}()
+
+	time.Sleep(2 * time.Second)
+	proxy.Cut()
+	time.Sleep(8 * time.Second)
+	proxy.Restore()
+	back := time.Now()
+	time.Sleep(2 * time.Second)
+	close(stopLoad)
+	wg.Wait()
+	if unavailable.Load() == 0 {
+		t.Fatal("no request met the outage; the cut did not reach the daemon")
+	}
+
+	// Every accepted message answered, within 10 s of the database's return.
+	for {
+		n, err := d.store.Unanswered(ctx)
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Since(back) > 10*time.Second {
+			t.Fatalf("%d accepted messages still unanswered 10 s after the database came back (%v)", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	answeredIn := time.Since(back)
+	total := 0
+	for _, id := range ids {
+		msgs, err := d.sessions.Messages(ctx, sessions.ID(id), sessions.MessagesOptions{Archived: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		want := accepted[id]
+		mu.Unlock()
+		total += len(want)
+		var got []string
+		for i, m := range msgs {
+			switch m.Role {
+			case sessions.RoleUser:
+				got = append(got, m.Content)
+			case sessions.RoleAssistant:
+				if i == 0 || msgs[i-1].Role != sessions.RoleUser || !strings.Contains(m.Content, msgs[i-1].Content) {
+					t.Fatalf("session %s: message %d, the reply %q, doesn't answer the message before it", id, i, m.Content)
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("session %s holds the messages %q; want the accepted ones, once each, in order: %q", id, got, want)
+		}
+		if len(msgs) != 2*len(want) {
+			t.Fatalf("session %s holds %d messages for %d accepted: one reply each is %d", id, len(msgs), len(want), 2*len(want))
+		}
+	}
+	var failed, hookAnswered int
+	if err := d.db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM inbound WHERE status <> 'done'").Scan(&failed); err != nil {
+		t.Fatal(err)
+	}
+	if failed != 0 {
+		t.Fatalf("%d accepted messages failed or were marked; want every one answered", failed)
+	}
+	if err := d.db.Reader().QueryRowContext(ctx,
+		"SELECT COUNT(DISTINCT m.session_id) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.surface = 'webhook' AND m.role = 'assistant'").Scan(&hookAnswered); err != nil {
+		t.Fatal(err)
+	}
+	if int64(hookAnswered) != hooksOK.Load() {
+		t.Fatalf("%d webhook deliveries answered; %d were accepted", hookAnswered, hooksOK.Load())
+	}
+	t.Logf("%d API messages and %d webhook deliveries accepted, each answered once; %d requests met the outage (503); all answered %s after the database came back",
+		total, hooksOK.Load(), unavailable.Load(), answeredIn.Round(time.Millisecond))
+}
