@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
@@ -138,8 +141,20 @@ func runDaemonUntil(t *testing.T, cfg *config.Config, want int, wait time.Durati
 // start sends the stored reply and doesn't run the turn again, so the
 // session holds one reply to it, not two.
 func TestRecoveryDoesNotAnswerTwice(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { testRecoveryDoesNotAnswerTwice(t, engine) })
+	}
+}
+
+func testRecoveryDoesNotAnswerTwice(t *testing.T, engine string) {
 	ctx := context.Background()
 	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\n")
+	if engine == "postgres" {
+		path = filepath.Join(t.TempDir(), "parley.yaml")
+		if err := os.WriteFile(path, []byte("database:\n  url: "+dbtest.PostgresURL(t)+"\ngateway:\n  debounce: 0s\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +163,7 @@ func TestRecoveryDoesNotAnswerTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := gateway.NewStore(db, nil)
+	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID)) // this replica, in its previous life
 	sess := sessions.NewStore(db)
 	in := adapters.Inbound{Adapter: "tg", Surface: "telegram", ChatID: "42", UserID: "7", MessageID: "m1", Text: "what's the time?", Time: time.Now()}
 	inboundID, _, err := store.Accept(ctx, in)
