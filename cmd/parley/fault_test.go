@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/sessions"
@@ -24,7 +26,8 @@ import (
 // under API and webhook load. While it is down the API answers 503 with
 // Retry-After (never 500) and hooks 503, and clients send again; every
 // message that was accepted (202) is answered once, by a reply that
-// answers it, within 10 s of the database coming back.
+// answers it, within 10 s of the database coming back, though the
+// daemon's backends are then killed under load as well.
 func TestDatabaseOutageUnderLoad(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	if testing.Short() {
@@ -33,7 +36,10 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
 	// A model slow enough that turns are in flight when the cut comes.
 	model := newOpenAIEcho(t, 150*time.Millisecond)
-	dbURL := proxy.Via(t, dbtest.PostgresURL(t))
+	// The daemon's connections carry a name of their own, so the test can
+	// kill its backends, and only its.
+	appName := fmt.Sprintf("parley_fault_%d", time.Now().UnixNano())
+	dbURL := proxy.Via(t, dbtest.PostgresURL(t)) + "&application_name=" + appName
 	path := filepath.Join(t.TempDir(), "parley.yaml")
 	cfg := "database:\n  url: " + dbURL + "\n" +
 		"gateway:\n  debounce: 0s\n" +
@@ -156,7 +162,22 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	proxy.Restore()
 	back := time.Now()
-	time.Sleep(2 * time.Second)
+	// Then its backends are killed under load, as a failover or an
+	// administrator's pg_terminate_backend would.
+	time.Sleep(time.Second)
+	admin, err := pgx.Connect(ctx, os.Getenv(dbtest.EnvPostgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed int
+	if err := admin.QueryRow(ctx, "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) k", appName).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed == 0 {
+		t.Fatal("no backend of the daemon's was found to kill")
+	}
+	time.Sleep(time.Second)
 	close(stopLoad)
 	wg.Wait()
 	if unavailable.Load() == 0 {
@@ -217,6 +238,6 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	if int64(hookAnswered) != hooksOK.Load() {
 		t.Fatalf("%d webhook deliveries answered; %d were accepted", hookAnswered, hooksOK.Load())
 	}
-	t.Logf("%d API messages and %d webhook deliveries accepted, each answered once; %d requests met the outage (503); all answered %s after the database came back",
-		total, hooksOK.Load(), unavailable.Load(), answeredIn.Round(time.Millisecond))
+	t.Logf("%d API messages and %d webhook deliveries accepted, each answered once; %d requests met the outage (503); %d backends killed after it; all answered %s after the database came back",
+		total, hooksOK.Load(), unavailable.Load(), killed, answeredIn.Round(time.Millisecond))
 }
