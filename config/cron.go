@@ -62,6 +62,9 @@ func (c *Config) validateCron(ck *checker) {
 		if _, ok := c.Agent(j.Agent); !ok {
 			ck.add(p+"agent", fmt.Sprintf("%q is not an agent in agents", j.Agent))
 		}
+		for k, n := range j.Notify {
+			c.checkNotifyAdapter(ck, fmt.Sprintf("%snotify[%d]", p, k), strings.TrimSpace(n))
+		}
 		if j.CatchUp < 0 {
 			ck.add(p+"catch_up", fmt.Sprintf("%s is negative; use a duration such as \"1h\", or 0 to turn catching up off", j.CatchUp))
 		}
