@@ -108,9 +108,9 @@ func TestUnsetVariableStopsTheStart(t *testing.T) {
 // stop the start with how to make one, and are never printed.
 func TestWeakSecretsStopTheStart(t *testing.T) {
 	tests := []struct{ name, extra, secret string }{
-		{"short API token", "http:\n  tokens: [\"short-token-0123456789\"]\n", "short-token-0123456789"},
-		{"short callback secret", "http:\n  callback_secret: cb-0123456789abcdef\n", "cb-0123456789abcdef"},
-		{"the docs' hook secret", "hooks:\n  - id: ci\n    auth: hmac\n    secret: ${CI_HOOK_SECRET_UNSET_IN_TEST:-change-me-to-a-long-secret}\n    prompt: hi\n",
+		{"short API token", "http:\n  listen: 127.0.0.1:0\n  tokens: [\"short-token-0123456789\"]\n", "short-token-0123456789"},
+		{"short callback secret", "http:\n  listen: 127.0.0.1:0\n  callback_secret: cb-0123456789abcdef\n", "cb-0123456789abcdef"},
+		{"the docs' hook secret", "http:\n  listen: 127.0.0.1:0\nhooks:\n  - id: ci\n    auth: hmac\n    secret: ${CI_HOOK_SECRET_UNSET_IN_TEST:-change-me-to-a-long-secret}\n    prompt: hi\n",
 			"change-me-to-a-long-secret"},
 	}
 	for _, tc := range tests {
