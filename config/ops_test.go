@@ -2,7 +2,9 @@ package config
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -162,4 +164,42 @@ func TestLoadForCheck(t *testing.T) {
 	if _, _, err := LoadForCheck(filepath.Join(t.TempDir(), "none.yaml")); err == nil || errors.As(err, &ps) {
 		t.Errorf("LoadForCheck of a missing file: %v", err)
 	}
+}
+
+// No secret the docs show would pass: each value they give a token or a
+// secret, literally or as a ${VAR:-fallback}, is refused (or empty, which
+// turns the feature off).
+func TestDocsShowNoUsableSecret(t *testing.T) {
+	key := regexp.MustCompile(`^[#\s-]*(secret|secret_token|callback_secret|tokens|api_token):\s*(.+)$`)
+	shown := 0
+	for _, file := range []string{"../README.md", "../config.example.yaml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			m := key.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			raw, _, _ := strings.Cut(m[2], " #")
+			raw = strings.Trim(strings.TrimSpace(raw), "[]`")
+			for _, v := range strings.Split(raw, ",") {
+				v = strings.Trim(strings.TrimSpace(v), `"'`)
+				if v == "" || strings.HasPrefix(v, "<") || strings.Contains(v, "}") && !strings.Contains(v, ":-") {
+					continue // none, a description, or a variable that must be set
+				}
+				got, err := expandEnv(v, env(nil))
+				if err != nil || got == "" {
+					continue
+				}
+				shown++
+				t.Logf("%s:%d shows %q", file, i+1, got)
+				if weakSecret(got, "X") == "" {
+					t.Errorf("%s:%d shows %q, which parley would accept as a secret", file, i+1, got)
+				}
+			}
+		}
+	}
+	t.Logf("%d secret values shown in the docs, all refused", shown)
 }

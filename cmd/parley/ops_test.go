@@ -77,6 +77,16 @@ func TestBuiltinToolNamesStart(t *testing.T) {
 	}
 	_, _, stop := testDaemon(t, "agents:\n  - id: default\n    tools: ["+strings.Join(names, ", ")+"]\n", apiOnly)
 	stop()
+	// The example lists them for the reader.
+	example, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.Contains(string(example), n) {
+			t.Errorf("config.example.yaml does not name the tool %s", n)
+		}
+	}
 }
 
 // ${VAR} with VAR unset stops config check and the start, naming it, and
