@@ -21,13 +21,15 @@ import (
 // the agents' tool names.
 func TestConfigCheckFindsWhatStartRefuses(t *testing.T) {
 	path, _ := writeConfig(t, "adapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n  - id: sms\n    type: carrier-pigeon\n"+
-		"agents:\n  - id: default\n    tools: [memory_search, web_search, read_file]\n    timezone: Mars/Olympus\n"+
+		"agents:\n  - id: default\n    tools: [memory_search, web_search, read_file, web_search, \"web search\"]\n    timezone: Mars/Olympus\n"+
 		"bindings:\n  - agent: nobody\n    adapter: tg\n"+
 		"cron:\n  jobs:\n    - id: r\n      schedule: \"every day\"\n      prompt: report\n      notify: [\"tg:1\", \"tg-main:1\"]\n"+
 		"hooks:\n  - id: ci\n    auth: hmac\n    secret: ${CI_HOOK_SECRET_UNSET_IN_TEST}\n    prompt: hi\n    notify: [\"discord-main:5\"]\n")
 	code, out, errOut := parley(t, context.Background(), "config", "check", "--config", path)
 	want := []string{
 		`:7: adapters[1]: unknown adapter type "carrier-pigeon"`,
+		`:11: agents[0].tools[3]: "web_search" is listed as tools[1] too`,
+		`:11: agents[0].tools[4]: "web search" is not a tool name`,
 		`:11: agents[0].tools[1]: no tool is called "web_search"; the tools are memory_search, memory_write, schedule_create`,
 		`:11: agents[0].tools[2]: no tool is called "read_file"`,
 		`:12: agents[0].timezone: unknown time zone "Mars/Olympus"`,
@@ -38,8 +40,8 @@ func TestConfigCheckFindsWhatStartRefuses(t *testing.T) {
 		`:27: hooks[0].notify[0]: "discord-main:5" names adapter "discord-main"`,
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 1 || len(lines) != len(want) || !strings.Contains(errOut, "9 problem(s)") {
-		t.Fatalf("exit %d, %d lines, want %d and \"9 problem(s)\":\n%s\n%s", code, len(lines), len(want), out, errOut)
+	if code != 1 || len(lines) != len(want) || !strings.Contains(errOut, "11 problem(s)") {
+		t.Fatalf("exit %d, %d lines, want %d and \"11 problem(s)\":\n%s\n%s", code, len(lines), len(want), out, errOut)
 	}
 	for i, w := range want {
 		if !strings.Contains(lines[i], w) {

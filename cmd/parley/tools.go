@@ -54,8 +54,14 @@ func checkTools(cfg *config.Config, names []string) error {
 	}
 	var ps config.Problems
 	for i, a := range cfg.Agents {
+		seen := map[string]bool{}
 		for j, name := range a.Tools {
-			if name != "" && !known[name] {
+			// A blank, spaced or repeated name is the config's to report.
+			if name == "" || strings.ContainsAny(name, " \t\r\n") || seen[name] {
+				continue
+			}
+			seen[name] = true
+			if !known[name] {
 				ps = append(ps, cfg.Problem(fmt.Sprintf("agents[%d].tools[%d]", i, j),
 					fmt.Sprintf("no tool is called %q; the tools are %s", name, strings.Join(names, ", "))))
 			}
