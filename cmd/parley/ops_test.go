@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/config"
 )
 
 // config check reports everything `parley run` refuses, every problem at
@@ -77,8 +79,16 @@ func TestBuiltinToolNamesStart(t *testing.T) {
 			t.Errorf("builtinToolNames() = %q, missing %s", names, n)
 		}
 	}
-	_, _, stop := testDaemon(t, "agents:\n  - id: default\n    tools: ["+strings.Join(names, ", ")+"]\n", apiOnly)
-	stop()
+	path, _ := writeConfig(t, "agents:\n  - id: default\n    tools: ["+strings.Join(names, ", ")+"]\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := startDaemon(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatalf("start with every built-in tool: %v", err)
+	}
+	d.close()
 	// The example lists them for the reader.
 	example, err := os.ReadFile("../../config.example.yaml")
 	if err != nil {

@@ -59,7 +59,7 @@ func TestWebhookThroughTheDaemon(t *testing.T) {
 	defer stop()
 	// The chat already has a conversation, which the report joins.
 	ctx := context.Background()
-	chatSess, _, err := d.sessions.Resolve(ctx, sessions.ChatKey("tg", "42", "42", "default"), sessions.Policy{})
+	chatSess, _, err := d.sessions.Resolve(ctx, sessions.ChatKey("telegram", "42", "42", "default"), sessions.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
