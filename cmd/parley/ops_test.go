@@ -68,6 +68,21 @@ func TestConfigCheckFindsWhatStartRefuses(t *testing.T) {
 	}
 }
 
+// The example passes config check as it ships, with no variable set.
+func TestConfigCheckOfTheExample(t *testing.T) {
+	for _, v := range []string{"PARLEY_DATABASE_URL", "PARLEY_LISTEN", "PARLEY_CALLBACK_SECRET", "PARLEY_MODEL", "PARLEY_FAMILY_MODEL",
+		"TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "TYPESENSE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CI_HOOK_SECRET"} {
+		t.Setenv(v, "") // restored after the test
+		if err := os.Unsetenv(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := parley(t, context.Background(), "config", "check", "--config", "../../config.example.yaml")
+	if code != 0 || out != "ok: ../../config.example.yaml\n" {
+		t.Fatalf("exit %d, %q %q", code, out, errOut)
+	}
+}
+
 // Every built-in tool config check knows is one the start accepts.
 func TestBuiltinToolNamesStart(t *testing.T) {
 	names, err := builtinToolNames()
