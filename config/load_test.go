@@ -205,10 +205,10 @@ func TestParseEnvExpansion(t *testing.T) {
 		{"set variable", "database:\n  url: ${DB}\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), "postgres://u:pw@db/parley")
 		}},
-		{"unset variable is empty, so the default applies", "database:\n  url: ${NOPE}\n", func(t *testing.T, c *Config) {
+		{"empty variable", "database:\n  url: ${EMPTY}\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), DefaultDatabaseURL)
 		}},
-		{"unset variable inside text", "database:\n  url: data/${NOPE}parley.db\n", func(t *testing.T, c *Config) {
+		{"unset variable with an empty fallback inside text", "database:\n  url: data/${NOPE:-}parley.db\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), "data/parley.db")
 		}},
 		{"fallback when unset", "database:\n  url: ${NOPE:-other.db}\n", func(t *testing.T, c *Config) {
@@ -279,6 +279,12 @@ func TestParseEnvExpansionErrors(t *testing.T) {
 			`parley.yaml:2: database.url: "${DB:..." is not a reference; use ${NAME} or ${NAME:-default}`},
 		{"unterminated with a fallback hides the rest", "database:\n  url: ${DB:-hunter2\n",
 			`parley.yaml:2: database.url: "${" has no closing "}"; write ${NAME} or ${NAME:-default}, or $$ for a literal $`},
+		// Unset without a fallback is an error: a forgotten export must not
+		// quietly run on the default database (data/parley.db).
+		{"unset variable", "database:\n  url: ${MY_DB_URL}\n",
+			`parley.yaml:2: database.url: environment variable MY_DB_URL is not set; export it, or write ${MY_DB_URL:-} where empty is fine, or ${MY_DB_URL:-default} for a default`},
+		{"unset variable inside text", "database:\n  url: data/${NOPE}parley.db\n",
+			`parley.yaml:2: database.url: environment variable NOPE is not set; export it, or write ${NOPE:-} where empty is fine, or ${NOPE:-default} for a default`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
-const secret = "0123456789abcdef-secret"
+const secret = "0123456789abcdef0123456789abcdef-secret"
 
 // sink stands in for the gateway; with answer set, it replies at once
 // through Send, as the outbox would.
@@ -87,7 +87,7 @@ func setup(t testing.TB, hooks string, answer string) (*Server, *sink, *httptest
 	}
 }
 
-const hmacHook = "hooks:\n  - id: ci\n    auth: hmac\n    secret: " + secret + "\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg-main:42\"]\n"
+const hmacHook = "adapters:\n  - id: tg-main\n    type: telegram\nhooks:\n  - id: ci\n    auth: hmac\n    secret: " + secret + "\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg-main:42\"]\n"
 
 func post(t testing.TB, url string, body []byte, hdr map[string]string) (int, map[string]any) {
 	t.Helper()

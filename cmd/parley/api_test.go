@@ -16,7 +16,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 )
 
-const apiToken = "test-token-0123456789"
+const apiToken = "test-token-0123456789abcdef0123456789"
 
 // The HTTP API drives a session through the whole daemon: create it, send a
 // message, watch the run stream over SSE, read the reply back.

@@ -49,7 +49,11 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, db, err := openConfigured(ctx, *path)
+	var uses []string
+	if sub == "add" {
+		uses = []string{"agents[].id"} // --agent and its default
+	}
+	cfg, db, err := openConfigured(ctx, *path, uses...)
 	if err != nil {
 		return err
 	}

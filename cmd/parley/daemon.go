@@ -105,39 +105,17 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		return fail(err)
 	}
 	tools := agent.NewRegistry()
-	for _, t := range d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget}) {
-		if err := tools.Register(t); err != nil {
-			return fail(err)
-		}
-	}
-	for _, t := range memory.Tools(d.memory) {
-		if err := tools.Register(t); err != nil {
-			return fail(err)
-		}
-	}
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
 		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
-	if err := tools.Register(d.runner.SpawnTool(agent.SpawnOptions{
-		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
-			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})
-			return s, err
-		},
-		Config: func(agentID string, root sessions.Key) (agent.AgentConfig, bool) {
-			a, ok := cfg.Agent(agentID)
-			return agentConfig(a, root), ok
-		},
-	})); err != nil {
+	// The tools are registered where `parley config check` finds them too.
+	if err := d.registerTools(tools); err != nil {
 		return fail(err)
 	}
-	for i, a := range cfg.Agents {
-		for j, name := range a.Tools {
-			if _, ok := tools.Tool(name); !ok {
-				return fail(fmt.Errorf("agents[%d].tools[%d]: no tool is called %q; the tools are %s", i, j, name, strings.Join(tools.Names(), ", ")))
-			}
-		}
+	if err := checkTools(cfg, tools.Names()); err != nil {
+		return fail(err)
 	}
 
 	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))

@@ -91,10 +91,19 @@ func TestConfigCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "missing.yaml") {
 		t.Fatalf("missing config: exit %d, %q", code, errOut)
 	}
-	// A broken config stops every command that reads it, with the reasons.
-	code, _, errOut = parley(t, ctx, "migrate", "--config", bad)
+	// A broken config stops every command that uses the broken part, with
+	// the reasons; migrate uses only the database.
+	code, _, errOut = parley(t, ctx, "run", "--config", bad)
 	if code != 1 || !strings.Contains(errOut, "Mars/Olympus") {
-		t.Fatalf("migrate with a bad config: exit %d, %q", code, errOut)
+		t.Fatalf("run with a bad config: exit %d, %q", code, errOut)
+	}
+	badDB, _ := writeConfig(t, "  sqlite:\n    synchronous: sometimes\n")
+	code, _, errOut = parley(t, ctx, "migrate", "--config", badDB)
+	if code != 1 || !strings.Contains(errOut, `database.sqlite.synchronous: "sometimes" is not allowed`) {
+		t.Fatalf("migrate with a bad database setting: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := parley(t, ctx, "migrate", "--config", bad); code != 0 {
+		t.Fatalf("migrate with a bad agent: exit %d, %q %q; it uses only the database", code, out, errOut)
 	}
 }
 

@@ -72,10 +72,11 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		health := http.NewServeMux()
 		healthRoutes(health, d.db, d.adapters)
-		ops := &http.Server{Handler: d.metricsHandler(health), ReadHeaderTimeout: 10 * time.Second}
+		ops := &http.Server{Handler: accessLog(log, d.metricsHandler(health)), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = ops.Serve(opsLn) }()
 		defer ops.Close()
 	}
+	srv.Handler = accessLog(log, srv.Handler)
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
 		"database", cfg.Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
 		"listen", ln.Addr().String(), "agents", len(cfg.Agents))
