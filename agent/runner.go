@@ -297,7 +297,9 @@ func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
 }
 
 func retryMessage(err error, attempt int, wait time.Duration) string {
-	cause := err.Error()
+	// Chat users read this in /status: the provider's status code, or
+	// that it couldn't be reached, never the error's text (hosts, ports).
+	cause := "the provider couldn't be reached"
 	var se *llm.StatusError
 	if errors.As(err, &se) {
 		cause = fmt.Sprintf("provider returned %d", se.StatusCode)

@@ -203,8 +203,9 @@ func (c *Config) Route(adapter, chat, user string) string {
 }
 
 // MissingKeys returns, in order, the ids of agents whose model is served by a
-// provider with neither an api_key nor a base_url. That is not an error: the
-// daemon answers with echo instead, and should warn about these agents.
+// provider with neither an api_key nor a base_url. That is not an error in
+// the config: the daemon starts, warns about these agents, and tells their
+// chats the assistant isn't configured.
 func (c *Config) MissingKeys() []string {
 	var ids []string
 	for _, a := range c.Agents {
