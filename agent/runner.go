@@ -129,6 +129,10 @@ type Input struct {
 	// Model overrides the model spec for this run.
 	Model     string
 	Synthetic bool
+	// Parts are stored with the message: files sent with it
+	// (sessions.FilePart), which the model reads as a line each, with
+	// the text parley read of them.
+	Parts []sessions.Part
 	// Images go to the model with this message, in this run only: the
 	// stored message keeps the text, so later prompts don't resend them.
 	Images []llm.Image

@@ -388,7 +388,7 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	sess, err := g.resolve(ctx, j.key, agent.Policy, j.in)
 	if err == nil {
 		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
-			Role: sessions.RoleUser, Content: j.in.Attributed()})
+			Role: sessions.RoleUser, Content: j.in.Attributed(), Parts: fileParts(j.in.Files)})
 	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)

@@ -329,9 +329,17 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 	req := d.request(in)
 	a, _ := d.cfg.Agent(in.AgentID)
 	images, notices := d.turnImages(ctx, a, in.Messages)
+	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
+	notices = append(notices, fileNotices...)
+	if in.Steer != nil {
+		req.Steer = d.steerWithFiles(ctx, a, in.Steer)
+	}
 	for i := range req.Inputs {
 		if i < len(images) {
 			req.Inputs[i].Images = images[i]
+		}
+		if i < len(parts) {
+			req.Inputs[i].Parts = parts[i]
 		}
 	}
 	if !a.Vision {
