@@ -72,7 +72,7 @@ func kindOfFile(f adapters.FileRef) fileKind {
 // without a word.
 func (d *daemon) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]sessions.Part, []string) {
 	parts := make([][]sessions.Part, len(msgs))
-	var unreadable, unfetched []string
+	var unreadable, unfetched, unreachable []string
 	budget := a.Files.MaxTextBytes
 	for i, m := range msgs {
 		for _, f := range m.Files {
@@ -84,6 +84,8 @@ func (d *daemon) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.
 				unreadable = append(unreadable, name)
 			case problemUnfetched:
 				unfetched = append(unfetched, name)
+			case problemNoFetcher:
+				unreachable = append(unreachable, name)
 			}
 		}
 	}
@@ -94,6 +96,9 @@ func (d *daemon) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.
 	}
 	if len(unfetched) > 0 {
 		notices = append(notices, fmt.Sprintf("(I couldn't open %s; please send it again.)", joinNames(unfetched)))
+	}
+	if len(unreachable) > 0 {
+		notices = append(notices, fmt.Sprintf("(I can't open files sent this way, so I read only the name of %s.)", joinNames(unreachable)))
 	}
 	return parts, notices
 }
@@ -119,6 +124,7 @@ const (
 	problemNone fileProblem = iota
 	problemUnreadable
 	problemUnfetched
+	problemNoFetcher // the channel can't fetch files
 )
 
 // readFile is the part for one file: named always, with its text when
@@ -141,7 +147,7 @@ func (d *daemon) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 	fetcher, ok := d.adapters[m.Adapter].(adapters.Fetcher)
 	if !ok {
 		data.Note = "not read: parley can't fetch files from this channel"
-		return part(""), problemUnfetched
+		return part(""), problemNoFetcher
 	}
 	raw, _, err := fetcher.Fetch(ctx, f, maxFileFetchBytes)
 	if errors.Is(err, adapters.ErrTooLarge) {
