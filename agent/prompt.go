@@ -153,7 +153,7 @@ func toLLM(msgs []sessions.Message) []llm.Message {
 		}
 		switch m.Role {
 		case sessions.RoleUser:
-			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: userContent(m.Content, m.Parts)})
 		case sessions.RoleAssistant:
 			am := llm.Message{Role: llm.RoleAssistant, Content: m.Content}
 			for _, tc := range m.ToolCalls {

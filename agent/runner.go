@@ -129,6 +129,10 @@ type Input struct {
 	// Model overrides the model spec for this run.
 	Model     string
 	Synthetic bool
+	// Parts are stored with the message: files sent with it
+	// (sessions.FilePart), which the model reads as a line each, with
+	// the text parley read of them.
+	Parts []sessions.Part
 	// Images go to the model with this message, in this run only: the
 	// stored message keeps the text, so later prompts don't resend them.
 	Images []llm.Image
@@ -297,7 +301,9 @@ func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
 }
 
 func retryMessage(err error, attempt int, wait time.Duration) string {
-	cause := err.Error()
+	// Chat users read this in /status: the provider's status code, or
+	// that it couldn't be reached, never the error's text (hosts, ports).
+	cause := "the provider couldn't be reached"
 	var se *llm.StatusError
 	if errors.As(err, &se) {
 		cause = fmt.Sprintf("provider returned %d", se.StatusCode)

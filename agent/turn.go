@@ -47,7 +47,7 @@ type turn struct {
 func (t *turn) run(ctx context.Context) (Result, error) {
 	cfg := t.req.Agent
 	for _, in := range t.req.Inputs {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
 			return t.res, err
 		}
 	}
@@ -422,10 +422,10 @@ func (t *turn) steer() error {
 	// The turn answers them from here, even if storing one fails.
 	t.joined = append(t.joined, ids...)
 	for _, in := range joined {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
 			return err
 		}
-		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: in.Text})
+		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: userContent(in.Text, in.Parts)})
 	}
 	if len(ids) > 0 {
 		t.publish(EventTurnJoined, TurnJoined{RunIDs: ids})

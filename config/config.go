@@ -37,10 +37,15 @@ const (
 	DefaultMaxSteps         = 10
 	DefaultQueueMode        = "followup"
 	DefaultMaxOutputTokens  = 4096
-	DefaultRecovery         = "rerun"
-	DefaultQueueCap         = 20
-	DefaultDebounce         = 500 * time.Millisecond
-	DefaultShutdownTimeout  = 30 * time.Second
+	// DefaultMaxFileTextBytes is agents[].files.max_text_bytes's default:
+	// 64 KiB of file text a turn, about 16,000 tokens.
+	DefaultMaxFileTextBytes = 64 << 10
+	// MaxFileTextBytes is the most agents[].files.max_text_bytes allows.
+	MaxFileTextBytes       = 1 << 20
+	DefaultRecovery        = "rerun"
+	DefaultQueueCap        = 20
+	DefaultDebounce        = 500 * time.Millisecond
+	DefaultShutdownTimeout = 30 * time.Second
 
 	DefaultCompactionThreshold = 0.70
 	DefaultMemoryIndex         = "builtin"
@@ -203,8 +208,9 @@ func (c *Config) Route(adapter, chat, user string) string {
 }
 
 // MissingKeys returns, in order, the ids of agents whose model is served by a
-// provider with neither an api_key nor a base_url. That is not an error: the
-// daemon answers with echo instead, and should warn about these agents.
+// provider with neither an api_key nor a base_url. That is not an error in
+// the config: the daemon starts, warns about these agents, and tells their
+// chats the assistant isn't configured.
 func (c *Config) MissingKeys() []string {
 	var ids []string
 	for _, a := range c.Agents {
@@ -294,8 +300,19 @@ type Agent struct {
 	DailyResetHour     *int       `yaml:"daily_reset_hour"` // nil means the default; -1 turns it off
 	Timezone           string     `yaml:"timezone"`
 	History            History    `yaml:"history"`
+	// Files is what the agent reads of the files sent to it.
+	Files AgentFiles `yaml:"files"`
 
 	loc *time.Location // cached by validation so Location never fails
+}
+
+// AgentFiles is what an agent reads of the files (documents) sent to it.
+type AgentFiles struct {
+	// MaxTextBytes caps the text that the files of one turn add to the
+	// prompt (plain text, Markdown, CSV, JSON, a PDF's text); a longer
+	// file is cut there, and the model is told. 0 adds no file's text:
+	// each file is only named.
+	MaxTextBytes int `yaml:"max_text_bytes"`
 }
 
 // History is how many turns of history go into the prompt, per session kind.
@@ -467,6 +484,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
 		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)
 		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
+		intDefault(&a.Files.MaxTextBytes, p+"files.max_text_bytes", DefaultMaxFileTextBytes)
 		if a.Compaction.Threshold == 0 && !isSet(p+"compaction.threshold") {
 			a.Compaction.Threshold = DefaultCompactionThreshold
 		}

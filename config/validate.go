@@ -249,6 +249,9 @@ func (a *Agent) validate(ck *checker, p string) {
 	if a.MaxOutputTokens < 1 || a.MaxOutputTokens > 200000 {
 		ck.add(p+"max_output_tokens", fmt.Sprintf("%d is out of range; use 1-200000", a.MaxOutputTokens))
 	}
+	if a.Files.MaxTextBytes < 0 || a.Files.MaxTextBytes > MaxFileTextBytes {
+		ck.add(p+"files.max_text_bytes", fmt.Sprintf("%d is out of range; use 0 (name files only) to %d (1 MiB)", a.Files.MaxTextBytes, MaxFileTextBytes))
+	}
 	switch a.QueueMode {
 	case "followup", "collect", "steer", "interrupt":
 	default:

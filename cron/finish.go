@@ -99,6 +99,9 @@ func (s *Scheduler) end(ctx context.Context, r Run, status Status, errText, resu
 		}
 		s.log.InfoContext(ctx, "cron run ended", "job_id", stored.JobID, "run_id", stored.ID, "status", stored.Status,
 			"session_id", stored.SessionID, "took", now.Sub(stored.StartedAt).Round(time.Millisecond))
+		if stored.Status == StatusError {
+			s.log.WarnContext(ctx, "cron run failed", "job_id", stored.JobID, "run_id", stored.ID, "ref", stored.ID, "error", stored.Error)
+		}
 		if stored.Status == StatusTimeout && s.opts.Abort != nil {
 			s.opts.Abort(stored.SessionKey())
 		}
@@ -146,7 +149,9 @@ func (s *Scheduler) notify(ctx context.Context, r Run) error {
 func noticeText(r Run) string {
 	switch r.Status {
 	case StatusError:
-		return fmt.Sprintf("Scheduled job %s failed: %s", r.JobID, firstLine(r.Error, 300))
+		// The targets may be a group: the error's text (a host, an SQL
+		// error) stays in the receipt and the log, under the run's id.
+		return fmt.Sprintf("Scheduled job %s failed (ref %s); the operator can see why with `parley cron runs %s`.", r.JobID, r.ID, r.JobID)
 	case StatusTimeout:
 		took := r.DeadlineAt.Sub(r.StartedAt)
 		if took <= 0 {
@@ -157,7 +162,7 @@ func noticeText(r Run) string {
 	return r.Result
 }
 
-// firstLine is an error's text for a chat: one line, no internals.
+// firstLine is an error's first line, cut at max bytes.
 func firstLine(s string, max int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]

@@ -49,8 +49,7 @@ func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 		case errors.Is(err, sessions.ErrNotFound):
 			text = fmt.Sprintf("No conversation yet (%s, agent %s).", j.key, j.key.AgentID)
 		case err != nil:
-			g.opts.Log.ErrorContext(ctx, "read session for /status", "session_key", j.key.String(), "error", err)
-			text = "Sorry, I couldn't read this conversation's status; please try again shortly."
+			_, text = g.failed(ctx, j.key, "read session for /status", err, "Sorry, I couldn't read this conversation's status")
 		case g.opts.Status != nil:
 			text = g.opts.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
 		default:
@@ -60,6 +59,9 @@ func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 			}
 			text = fmt.Sprintf("Session %s, agent %s: %d messages, ~%d tokens; %d queued; %s.",
 				j.key, j.key.AgentID, s.MessageCount, s.Rollup.TokenCount, g.lanes.Depth(laneKey(j.key)), state)
+		}
+		if err == nil || errors.Is(err, sessions.ErrNotFound) {
+			text += g.statusFailureLine(j.key)
 		}
 	}
 	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)

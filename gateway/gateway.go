@@ -116,6 +116,7 @@ type Gateway struct {
 	agents     map[string]Agent
 	duplicates atomic.Int64
 	denied     atomic.Int64
+	failures   failures // each session's last failure, for /status
 }
 
 type job struct {
@@ -346,8 +347,7 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 func (g *Gateway) reset(ctx context.Context, j job) {
 	text := "Started a new conversation."
 	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
-		g.opts.Log.ErrorContext(ctx, "reset session", "session_key", j.key.String(), "error", err)
-		text = "Sorry, I couldn't start a new conversation: " + userError(err)
+		_, text = g.failed(ctx, j.key, "reset session", err, "Sorry, I couldn't start a new conversation")
 	}
 	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
 }
@@ -360,15 +360,13 @@ func (g *Gateway) compact(ctx context.Context, j job) {
 	case errors.Is(err, sessions.ErrNotFound):
 		text = "Nothing to compact yet."
 	case err != nil:
-		g.opts.Log.ErrorContext(ctx, "read session for /compact", "session_key", j.key.String(), "error", err)
-		text = "Sorry, I couldn't read this conversation; please try again shortly."
+		_, text = g.failed(ctx, j.key, "read session for /compact", err, "Sorry, I couldn't read this conversation")
 	case g.opts.Compact == nil:
 		text = "Compaction is not available here."
 	default:
 		text, err = g.opts.Compact(ctx, s, j.agent)
 		if err != nil {
-			g.opts.Log.ErrorContext(ctx, "compact session", "session_id", s.ID, "error", err)
-			text = "Sorry, I couldn't compact this conversation: " + userError(err)
+			_, text = g.failed(ctx, j.key, "compact session", err, "Sorry, I couldn't compact this conversation", "session_id", s.ID)
 		}
 	}
 	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
@@ -429,7 +427,7 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	sess, err := g.resolve(ctx, j.key, agent.Policy, j.in)
 	if err == nil {
 		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
-			Role: sessions.RoleUser, Content: j.in.Attributed()})
+			Role: sessions.RoleUser, Content: j.in.Attributed(), Parts: fileParts(j.in.Files)})
 	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)
@@ -527,9 +525,9 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	last := items[len(items)-1]
 	defer func() {
 		if p := recover(); p != nil {
-			g.opts.Log.ErrorContext(ctx, "turn panicked", "session_key", first.key.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			g.complete(ctx, items, InboundFailed, "", fmt.Sprint("panic: ", p), last,
-				"Sorry, something went wrong while answering; please try again.")
+			err := fmt.Errorf("panic: %v", p)
+			ref, text := g.failed(ctx, first.key, "turn panicked", err, "Sorry, something went wrong while answering", "stack", string(debug.Stack()))
+			g.complete(ctx, items, InboundFailed, "", "ref "+ref+": "+err.Error(), last, text)
 		}
 	}()
 	agent := g.agents[first.agent]
@@ -542,9 +540,8 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		return // left accepted: the next start runs it
 	}
 	if err != nil {
-		g.opts.Log.ErrorContext(ctx, "resolve session", "session_key", first.key.String(), "error", err)
-		g.complete(ctx, items, InboundFailed, "", err.Error(), last,
-			"Sorry, I couldn't open this conversation's history; please try again shortly.")
+		ref, text := g.failed(ctx, first.key, "resolve session", err, "Sorry, I couldn't open this conversation's history")
+		g.complete(ctx, items, InboundFailed, "", "ref "+ref+": "+err.Error(), last, text)
 		return
 	}
 	msgs := make([]adapters.Inbound, len(items))
@@ -597,8 +594,8 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	case errors.Is(err, context.Canceled):
 		g.finish(ctx, all, InboundDone, sess.ID, "aborted", last, reply, shown)
 	case err != nil:
-		g.opts.Log.ErrorContext(ctx, "turn failed", "session_key", first.key.String(), "session_id", sess.ID, "error", err)
-		g.finish(ctx, all, InboundFailed, sess.ID, err.Error(), last, "Sorry, something went wrong while answering: "+userError(err), shown)
+		ref, text := g.failed(ctx, first.key, "turn failed", err, "Sorry, something went wrong while answering", "session_id", sess.ID)
+		g.finish(ctx, all, InboundFailed, sess.ID, "ref "+ref+": "+err.Error(), last, text, shown)
 	default:
 		g.finish(ctx, all, InboundDone, sess.ID, "", last, reply, shown)
 	}
@@ -654,18 +651,6 @@ func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop fun
 // opposed to /stop or an interrupt.
 func shuttingDown(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrClosed)
-}
-
-// userError is an error's text for a chat user: one line, no internals.
-func userError(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	if len(msg) > 300 {
-		msg = msg[:300] + "…"
-	}
-	return msg
 }
 
 // complete records how jobs ended and queues text (if any) as the reply to

@@ -111,15 +111,15 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 	if status, st := call("GET", "/v1/sessions/"+id+"/status", nil, apiToken); status != 200 || st["state"] == nil {
 		t.Fatalf("status: %d %v", status, st)
 	}
-	// A model for one message answers that message (no key here: the
-	// offline model stands in, under the model's name).
-	if status, run := call("POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": "again", "model": "openai/gpt-4o-mini"}, apiToken); status != 202 {
+	// A model for one message answers that message (echo under another
+	// name here: a provider without a key is not configured).
+	if status, run := call("POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": "again", "model": "echo/other"}, apiToken); status != 202 {
 		t.Fatalf("send with a model: %d %v", status, run)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, msgs := call("GET", "/v1/sessions/"+id+"/messages", nil, apiToken)
-		if strings.Contains(toJSON(msgs), `"model":"openai/gpt-4o-mini"`) {
+		if strings.Contains(toJSON(msgs), `"model":"echo/other"`) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -57,13 +57,14 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	// A session without a user is keyed like a group's; its sender is "api".
+	// What the client sends is what is stored: no sender's name before it.
 	user := s.Key.UserID
 	if user == "" {
 		user = "api"
 	}
 	in := adapters.Inbound{Adapter: apiAdapterID, Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
 		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model,
-		Time: time.Now()}
+		Time: time.Now(), Unattributed: true}
 	if err := r.d.gw.Submit(ctx, in); err != nil {
 		switch {
 		case errors.Is(err, adapters.ErrInvalidInbound):

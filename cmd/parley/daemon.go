@@ -90,7 +90,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	}
 	for _, id := range cfg.MissingKeys() {
 		a, _ := cfg.Agent(id)
-		log.Warn("no API key for the agent's model; it answers with the offline echo model until providers has a key",
+		log.Warn("no API key for the agent's model; its chats are told the assistant isn't configured until providers has a key",
 			"agent_id", id, "model", a.Model)
 	}
 	fail := func(err error) (*daemon, error) {
@@ -244,8 +244,9 @@ func (d *daemon) keepLeases(ctx context.Context) {
 
 // modelFactory opens models by spec. Each provider's client is built once
 // and shared by every turn; the runner puts the model's own name in each
-// request. A provider without a key answers through echo, as the start-up
-// warning said.
+// request. A model whose provider has no key fails with
+// llm.ErrNotConfigured, as the start-up warning said: its chats are told
+// the assistant isn't configured, rather than answered by echo.
 func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
 	return modelFactoryWith(cfg, echo.New())
 }
@@ -267,6 +268,10 @@ func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string)
 		}
 		if m, ok := clients[provider]; ok {
 			return m, nil
+		}
+		if provider != "echo" {
+			return nil, fmt.Errorf("%w: providers.%s has neither an api_key nor a base_url; set one, or give the agent model: echo",
+				llm.ErrNotConfigured, provider)
 		}
 		return offline, nil
 	}
@@ -303,9 +308,17 @@ func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, err
 	req := d.request(in)
 	a, _ := d.cfg.Agent(in.AgentID)
 	images, notices := d.turnImages(ctx, a, in.Messages)
+	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
+	notices = append(notices, fileNotices...)
+	if in.Steer != nil {
+		req.Steer = d.steerWithFiles(ctx, a, in.Steer)
+	}
 	for i := range req.Inputs {
 		if i < len(images) {
 			req.Inputs[i].Images = images[i]
+		}
+		if i < len(parts) {
+			req.Inputs[i].Parts = parts[i]
 		}
 	}
 	if !a.Vision {
@@ -441,7 +454,9 @@ func (d *daemon) status(ctx context.Context, s sessions.Session, queued int) str
 	a, _ := d.cfg.Agent(s.Key.AgentID)
 	st := d.runner.Status(s.ID)
 	state := string(st.State)
-	if st.Message != "" {
+	if st.Message != "" && st.State != agent.StateError {
+		// An error's text is the operator's (the log, the API's status):
+		// the gateway adds its reference id below.
 		state += " (" + st.Message + ")"
 	}
 	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
