@@ -76,8 +76,10 @@ type txSink interface {
 // errRepeat means the delivery key was seen before.
 var errRepeat = errors.New("a repeated delivery")
 
-// Notifier sends a reply to a notify target, "<adapter id>:<chat id>".
-type Notifier func(ctx context.Context, target, text, hookID string) error
+// Notifier sends a reply to a notify target, "<adapter id>:<chat id>",
+// under an idempotency key: a note sent again under the same key (the
+// outbox's retry of Send) goes out once.
+type Notifier func(ctx context.Context, target, text, key string) error
 
 // Options configure a Server.
 type Options struct {
@@ -383,23 +385,29 @@ func (s *Server) repeat(ctx context.Context, h config.Hook, key string) (int, []
 }
 
 // Send takes a delivery's reply from the outbox: it records it, answers a
-// waiting sync request and sends it to the hook's notify targets.
+// waiting sync request and sends it to the hook's notify targets. Each
+// note is keyed by the reply (the outbox's key) and its target, so a
+// retried Send queues none twice; a note that fails to queue fails Send,
+// and the outbox retries it.
 func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
 	hookID, _, _ := strings.Cut(out.ChatID, ":")
-	if _, err := s.opts.DB.Write().ExecContext(ctx, answeredQuery, "webhook:"+out.ChatID, "answered", out.Text, "", dbutil.Millis(s.opts.Now())); err != nil {
+	res, err := s.opts.DB.Write().ExecContext(ctx, answeredQuery, "webhook:"+out.ChatID, "answered", out.Text, "", dbutil.Millis(s.opts.Now()))
+	if err != nil {
 		return adapters.Sent{}, fmt.Errorf("record the reply of webhook %s: %w", hookID, err)
 	}
-	if s.opts.OnDelivery != nil {
+	if n, _ := res.RowsAffected(); n > 0 && s.opts.OnDelivery != nil {
 		s.opts.OnDelivery("answered")
 	}
+	var errs []error
 	if h, ok := s.hooks[hookID]; ok && s.opts.Notify != nil {
 		for _, target := range h.Notify {
-			if err := s.opts.Notify(ctx, target, out.Text, hookID); err != nil {
-				s.opts.Log.WarnContext(ctx, "notify a webhook's target", "hook", hookID, "target", target, "error", err)
+			if err := s.opts.Notify(ctx, target, out.Text, NoteKey(out, target)); err != nil {
+				s.opts.Log.WarnContext(ctx, "notify a webhook's target; the reply is sent again", "hook", hookID, "target", target, "error", err)
+				errs = append(errs, fmt.Errorf("notify %s of webhook %s: %w", target, hookID, err))
 			}
 		}
 	}
-	// A sync request is answered once the targets have it.
+	// A sync request is answered once the targets have it, or failed to.
 	s.mu.Lock()
 	wait := s.waiters[out.ChatID]
 	s.mu.Unlock()
@@ -409,7 +417,22 @@ func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent
 		default:
 		}
 	}
+	if len(errs) > 0 {
+		return adapters.Sent{}, errors.Join(errs...)
+	}
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
+}
+
+// NoteKey is the idempotency key of the note a delivery's reply makes for
+// one target: the reply's outbox key (its delivery's message and chunk),
+// or, for a reply without one, its delivery's chat id and text.
+func NoteKey(out adapters.Outbound, target string) string {
+	key := out.IdempotencyKey
+	if key == "" {
+		sum := sha256.Sum256([]byte(out.Text))
+		key = out.ChatID + ":" + hex.EncodeToString(sum[:8])
+	}
+	return "webhook:" + key + ":" + target
 }
 
 // Delivery is one recorded webhook delivery.

@@ -273,3 +273,40 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
+
+// A note that fails to queue fails Send, so the outbox sends the reply
+// again; the retry notifies under the same key, and a target that already
+// has the note is not given it twice by the notifier.
+func TestNotifyFailureIsRetried(t *testing.T) {
+	c, err := config.Parse([]byte(hmacHook), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	fail := true
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, _, key string) error {
+		keys = append(keys, key)
+		if fail {
+			fail = false
+			return errors.New("database is locked")
+		}
+		return nil
+	}})
+	out := adapters.Outbound{Adapter: AdapterID, ChatID: "ci:1700000000000-abcdef", Text: "red build", IdempotencyKey: "0193-inbound:0"}
+	if _, err := srv.Send(context.Background(), out); err == nil || !strings.Contains(err.Error(), "tg-main:42") {
+		t.Fatalf("first send: %v, want the failed notify's error", err)
+	}
+	if _, err := srv.Send(context.Background(), out); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || !strings.Contains(keys[0], "0193-inbound:0") {
+		t.Fatalf("notify keys %q: want one key, the reply's, twice", keys)
+	}
+	// Another reply chunk, or another target, is another note.
+	if k := NoteKey(adapters.Outbound{ChatID: out.ChatID, IdempotencyKey: "0193-inbound:1"}, "tg-main:42"); k == keys[0] {
+		t.Fatalf("chunk 1 shares chunk 0's key %q", k)
+	}
+	if k := NoteKey(out, "tg-main:43"); k == keys[0] {
+		t.Fatalf("another target shares the key %q", k)
+	}
+}

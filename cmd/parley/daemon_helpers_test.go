@@ -17,6 +17,12 @@ import (
 func testDaemon(tb testing.TB, extra string, channels func(d *daemon) map[adapters.ID]adapters.Adapter) (d *daemon, url string, stop func()) {
 	tb.Helper()
 	path, _ := writeConfigTB(tb, extra)
+	return testDaemonWith(tb, path, channels)
+}
+
+// testDaemonWith is testDaemon on the config file at path.
+func testDaemonWith(tb testing.TB, path string, channels func(d *daemon) map[adapters.ID]adapters.Adapter) (d *daemon, url string, stop func()) {
+	tb.Helper()
 	cfg, err := config.Load(path)
 	if err != nil {
 		tb.Fatal(err)

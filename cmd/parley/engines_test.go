@@ -1,0 +1,43 @@
+package main
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil/dbtest"
+)
+
+// eachEngine runs fn once on a fresh SQLite file and once on a fresh
+// PostgreSQL schema (skipped, saying how to enable it, without
+// PARLEY_TEST_POSTGRES_URL), giving it the database URL to configure.
+func eachEngine(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "data", "parley.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		db := dbtest.RawPostgres(t) // a fresh schema, dropped at the end
+		var schema string
+		if err := db.Reader().QueryRow("SELECT current_schema()").Scan(&schema); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(os.Getenv(dbtest.EnvPostgres))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		fn(t, u.String())
+	})
+}
+
+// testDaemonAt is testDaemon on the database at dbURL.
+func testDaemonAt(tb testing.TB, dbURL, extra string, channels func(d *daemon) map[adapters.ID]adapters.Adapter) (*daemon, string, func()) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "parley.yaml")
+	if err := os.WriteFile(path, []byte("database:\n  url: \""+dbURL+"\"\n"+extra), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return testDaemonWith(tb, path, channels)
+}
