@@ -78,7 +78,12 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
-	d.sessions = sessions.NewStore(db, sessions.WithBus(bus), sessions.WithLogger(log))
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log)}
+	if cfg.HTTP.CallbackSecret.Reveal() != "" {
+		// A reply's callback is queued in the transaction that stores it.
+		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
+	}
+	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
 		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log})
 	}
