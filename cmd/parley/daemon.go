@@ -396,6 +396,7 @@ func apiRunID(m adapters.Inbound) string {
 // afterTurn compacts the session if the turn filled it, on the lane, once
 // the reply is on its way.
 func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
+	defer d.retireSession(ctx, in)
 	req := d.request(in)
 	// The session's token count sums every live message's (generous)
 	// estimate, so it bounds what any prompt can hold: below the
@@ -517,6 +518,11 @@ func (d *daemon) run(ctx context.Context) error {
 	indexerDone := make(chan struct{})
 	go func() { defer close(indexerDone); _ = d.indexer.Run(indexerCtx) }()
 	defer func() { stopIndexer(); <-indexerDone }()
+	if age := d.cfg.Sessions.PruneArchivedAfter.Std(); age > 0 {
+		pruneDone := make(chan struct{})
+		defer func() { <-pruneDone }()
+		go func() { defer close(pruneDone); d.pruneArchived(ctx, age) }()
+	}
 	if d.store.Shared() {
 		leaseDone := make(chan struct{})
 		defer func() { <-leaseDone }()

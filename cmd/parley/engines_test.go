@@ -35,9 +35,16 @@ func eachEngine(t *testing.T, fn func(t *testing.T, dbURL string)) {
 // testDaemonAt is testDaemon on the database at dbURL.
 func testDaemonAt(tb testing.TB, dbURL, extra string, channels func(d *daemon) map[adapters.ID]adapters.Adapter) (*daemon, string, func()) {
 	tb.Helper()
+	return testDaemonWith(tb, writeConfigAt(tb, dbURL, extra), channels)
+}
+
+// writeConfigAt writes a config using the database at dbURL and returns
+// its path.
+func writeConfigAt(tb testing.TB, dbURL, extra string) string {
+	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "parley.yaml")
 	if err := os.WriteFile(path, []byte("database:\n  url: \""+dbURL+"\"\n"+extra), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	return testDaemonWith(tb, path, channels)
+	return path
 }
