@@ -86,11 +86,15 @@ type Options struct {
 	// OnDelivery, if set, hears of each delivery's status as it is set:
 	// accepted, answered or failed (metrics).
 	OnDelivery func(status string)
-	Hooks      []config.Hook
-	DB         *dbutil.DB
-	Notify     Notifier
-	Log        *slog.Logger
-	Now        func() time.Time
+	// OnRefused, if set, hears of each refused request: the hook it named
+	// ("" when no hook has that id) and the reason, the error code it was
+	// answered with (unauthorized, stale, not_found, body_too_large...).
+	OnRefused func(hook, reason string)
+	Hooks     []config.Hook
+	DB        *dbutil.DB
+	Notify    Notifier
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Server is the webhook endpoint and the "webhook" adapter.
@@ -149,6 +153,9 @@ func fail(status int, code, format string, args ...any) *apiError {
 // ServeHTTP handles POST /hooks/{id}.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, body := s.handle(r)
+	if status >= 400 && status < 500 {
+		s.refused(r, status, body)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -186,6 +193,27 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 		return errorBody(fail(http.StatusBadRequest, "template_failed", "the payload doesn't fit the hook's prompt template: %v", err))
 	}
 	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String())
+}
+
+// refused logs a refused request, at warn, without its body (which may be
+// anyone's), and counts it by hook and reason.
+func (s *Server) refused(r *http.Request, status int, body []byte) {
+	var e struct {
+		Error apiError `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	hook := r.PathValue("id")
+	if hook == "" {
+		hook = strings.TrimPrefix(r.URL.Path, "/hooks/")
+	}
+	if _, ok := s.hooks[hook]; !ok {
+		hook = "" // the path is the sender's: only a hook's id is logged or counted
+	}
+	s.opts.Log.WarnContext(r.Context(), "webhook request refused", "hook", hook, "reason", e.Error.Code, "status", status,
+		"remote_addr", r.RemoteAddr, "content_length", r.ContentLength)
+	if s.opts.OnRefused != nil {
+		s.opts.OnRefused(hook, e.Error.Code)
+	}
 }
 
 func errorBody(e *apiError) (int, []byte) {

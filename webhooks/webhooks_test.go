@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -309,4 +310,88 @@ func TestNotifyFailureIsRetried(t *testing.T) {
 	if k := NoteKey(out, "tg-main:43"); k == keys[0] {
 		t.Fatalf("another target shares the key %q", k)
 	}
+}
+
+// A refused request is logged at warn, without its body, and counted by
+// hook and reason; an accepted one is neither.
+func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
+	c, err := config.Parse([]byte(hmacHook), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	var mu sync.Mutex
+	var refused []string
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		OnRefused: func(hook, reason string) {
+			mu.Lock()
+			refused = append(refused, hook+"/"+reason)
+			mu.Unlock()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Start(ctx, &sink{srv: srv}) }()
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/{id}", srv)
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	body := []byte(`{"repo":"BODY-MARKER"}`)
+	bad := signed(body, time.Now())
+	bad["X-Parley-Signature"] = "sha256=" + strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		hdr        map[string]string
+		want       string
+	}{
+		{"bad signature", "/hooks/ci", body, bad, "ci/unauthorized"},
+		{"stale", "/hooks/ci", body, signed(body, time.Now().Add(-10*time.Minute)), "ci/stale"},
+		{"unknown hook", "/hooks/BODY-MARKER-hook", body, signed(body, time.Now()), "/not_found"},
+		{"too large", "/hooks/ci", bytes.Repeat([]byte("BODY-MARKER "), MaxBody/10), nil, "ci/body_too_large"},
+		{"accepted", "/hooks/ci", body, signed(body, time.Now()), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			before := len(refused)
+			mu.Unlock()
+			post(t, hs.URL+tc.path, tc.body, tc.hdr)
+			mu.Lock()
+			got := append([]string(nil), refused[before:]...)
+			mu.Unlock()
+			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+				t.Fatalf("counted %q, want %q", got, tc.want)
+			}
+		})
+	}
+	out := logs.String()
+	if n := strings.Count(out, `"msg":"webhook request refused"`); n != 4 || !strings.Contains(out, `"level":"WARN"`) {
+		t.Fatalf("%d refusals logged at warn, want 4:\n%s", n, out)
+	}
+	for _, reason := range []string{"unauthorized", "stale", "not_found", "body_too_large"} {
+		if !strings.Contains(out, `"reason":"`+reason+`"`) {
+			t.Fatalf("no refusal logged with reason %s:\n%s", reason, out)
+		}
+	}
+	if strings.Contains(out, "BODY-MARKER") {
+		t.Fatalf("a request's body or path reached the log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
