@@ -45,7 +45,3 @@ func answerTo(msgs []sessions.Message, id sessions.MessageID) (string, bool) {
 	}
 	return "", false
 }
-
-func sideTurn(m sessions.Message) bool {
-	return slices.ContainsFunc(m.Parts, func(p sessions.Part) bool { return p.Type == PartSideTurn })
-}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,38 @@ type TurnFinished struct {
 	Aborted bool
 	// Error is the run's error text, if it failed.
 	Error string
+	// Reply is the run's reply as stored: the last assistant message with
+	// text it appended (nil if it wrote none). Reply callbacks are keyed
+	// to it.
+	Reply *sessions.Message
+}
+
+// IsReply reports whether m is a reply a person reads as it is appended:
+// an assistant message with text and no tool calls, outside a side turn
+// (a memory flush). A run's reply is the last such message it appends,
+// except that a run stopped during a tool call replies with that call's
+// text (TurnFinished.Reply says which).
+func IsReply(m sessions.Message) bool {
+	return m.Role == sessions.RoleAssistant && len(m.ToolCalls) == 0 && strings.TrimSpace(m.Content) != "" && !sideTurn(m)
+}
+
+func sideTurn(m sessions.Message) bool {
+	for _, p := range m.Parts {
+		if p.Type == PartSideTurn {
+			return true
+		}
+	}
+	return false
+}
+
+// replyOf is the last assistant message with text among msgs, or nil.
+func replyOf(msgs []sessions.Message) *sessions.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == sessions.RoleAssistant && strings.TrimSpace(m.Content) != "" && !sideTurn(m) {
+			return &m
+		}
+	}
+	return nil
 }
 
 // Options configures a Runner.
@@ -253,7 +286,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), t.joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
+	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), t.joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted,
+		Reply: replyOf(res.Messages)}
 	switch {
 	case err == nil || res.Aborted:
 		r.statuses.set(id, Status{State: StateIdle})

@@ -70,6 +70,8 @@ type Config struct {
 	// Hooks are the incoming webhooks.
 	Hooks []Hook `yaml:"hooks"`
 	Cron  Cron   `yaml:"cron"`
+	// Sessions says how long archived sessions are kept.
+	Sessions Sessions `yaml:"sessions"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string

@@ -33,6 +33,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateAdapters(ck)
 	c.validateHooks(ck)
 	c.validateCron(ck)
+	c.Sessions.validate(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {

@@ -134,7 +134,7 @@ func (s *Scheduler) notify(ctx context.Context, r Run) error {
 	var errs []error
 	for _, t := range j.Notify {
 		n := Notice{Target: t, JobID: r.JobID, RunID: r.ID, Status: r.Status, Text: text,
-			Key: "cron:" + r.ID + ":" + t.String(), Session: r.SessionKey()}
+			Key: NoticeKey(r.ID, t), Session: r.SessionKey()}
 		if err := s.opts.Notifier.Notify(ctx, n); err != nil {
 			errs = append(errs, fmt.Errorf("notify %s of cron run %s: %w", t, r.ID, err))
 		}
@@ -144,6 +144,11 @@ func (s *Scheduler) notify(ctx context.Context, r Run) error {
 	}
 	return s.store.markNotified(ctx, r.ID, s.clock.Now())
 }
+
+// NoticeKey is the idempotency key of run runID's notice to t: stable, so a
+// retry sends it once, and the outbox rows that carry it (NoticeKey + ":"
+// + chunk) tell whether it was delivered.
+func NoticeKey(runID string, t Target) string { return "cron:" + runID + ":" + t.String() }
 
 // noticeText is what a target is told of a run.
 func noticeText(r Run) string {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -272,4 +273,125 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("the response is not JSON: %q", rr.Body.String())
 		}
 	})
+}
+
+// A note that fails to queue fails Send, so the outbox sends the reply
+// again; the retry notifies under the same key, and a target that already
+// has the note is not given it twice by the notifier.
+func TestNotifyFailureIsRetried(t *testing.T) {
+	c, err := config.Parse([]byte(hmacHook), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	fail := true
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, _, key string) error {
+		keys = append(keys, key)
+		if fail {
+			fail = false
+			return errors.New("database is locked")
+		}
+		return nil
+	}})
+	out := adapters.Outbound{Adapter: AdapterID, ChatID: "ci:1700000000000-abcdef", Text: "red build", IdempotencyKey: "0193-inbound:0"}
+	if _, err := srv.Send(context.Background(), out); err == nil || !strings.Contains(err.Error(), "tg-main:42") {
+		t.Fatalf("first send: %v, want the failed notify's error", err)
+	}
+	if _, err := srv.Send(context.Background(), out); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || !strings.Contains(keys[0], "0193-inbound:0") {
+		t.Fatalf("notify keys %q: want one key, the reply's, twice", keys)
+	}
+	// Another reply chunk, or another target, is another note.
+	if k := NoteKey(adapters.Outbound{ChatID: out.ChatID, IdempotencyKey: "0193-inbound:1"}, "tg-main:42"); k == keys[0] {
+		t.Fatalf("chunk 1 shares chunk 0's key %q", k)
+	}
+	if k := NoteKey(out, "tg-main:43"); k == keys[0] {
+		t.Fatalf("another target shares the key %q", k)
+	}
+}
+
+// A refused request is logged at warn, without its body, and counted by
+// hook and reason; an accepted one is neither.
+func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
+	c, err := config.Parse([]byte(hmacHook), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	var mu sync.Mutex
+	var refused []string
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		OnRefused: func(hook, reason string) {
+			mu.Lock()
+			refused = append(refused, hook+"/"+reason)
+			mu.Unlock()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Start(ctx, &sink{srv: srv}) }()
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/{id}", srv)
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	body := []byte(`{"repo":"BODY-MARKER"}`)
+	bad := signed(body, time.Now())
+	bad["X-Parley-Signature"] = "sha256=" + strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		hdr        map[string]string
+		want       string
+	}{
+		{"bad signature", "/hooks/ci", body, bad, "ci/unauthorized"},
+		{"stale", "/hooks/ci", body, signed(body, time.Now().Add(-10*time.Minute)), "ci/stale"},
+		{"unknown hook", "/hooks/BODY-MARKER-hook", body, signed(body, time.Now()), "/not_found"},
+		{"too large", "/hooks/ci", bytes.Repeat([]byte("BODY-MARKER "), MaxBody/10), nil, "ci/body_too_large"},
+		{"accepted", "/hooks/ci", body, signed(body, time.Now()), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			before := len(refused)
+			mu.Unlock()
+			post(t, hs.URL+tc.path, tc.body, tc.hdr)
+			mu.Lock()
+			got := append([]string(nil), refused[before:]...)
+			mu.Unlock()
+			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+				t.Fatalf("counted %q, want %q", got, tc.want)
+			}
+		})
+	}
+	out := logs.String()
+	if n := strings.Count(out, `"msg":"webhook request refused"`); n != 4 || !strings.Contains(out, `"level":"WARN"`) {
+		t.Fatalf("%d refusals logged at warn, want 4:\n%s", n, out)
+	}
+	for _, reason := range []string{"unauthorized", "stale", "not_found", "body_too_large"} {
+		if !strings.Contains(out, `"reason":"`+reason+`"`) {
+			t.Fatalf("no refusal logged with reason %s:\n%s", reason, out)
+		}
+	}
+	if strings.Contains(out, "BODY-MARKER") {
+		t.Fatalf("a request's body or path reached the log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

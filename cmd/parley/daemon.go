@@ -78,7 +78,12 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
-	d.sessions = sessions.NewStore(db, sessions.WithBus(bus), sessions.WithLogger(log))
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log)}
+	if cfg.HTTP.CallbackSecret.Reveal() != "" {
+		// A reply's callback is queued in the transaction that stores it.
+		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
+	}
+	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
 		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log})
 	}
@@ -383,6 +388,7 @@ func apiRunID(m adapters.Inbound) string {
 // afterTurn compacts the session if the turn filled it, on the lane, once
 // the reply is on its way.
 func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
+	defer d.retireSession(ctx, in)
 	req := d.request(in)
 	// The session's token count sums every live message's (generous)
 	// estimate, so it bounds what any prompt can hold: below the
@@ -506,6 +512,11 @@ func (d *daemon) run(ctx context.Context) error {
 	indexerDone := make(chan struct{})
 	go func() { defer close(indexerDone); _ = d.indexer.Run(indexerCtx) }()
 	defer func() { stopIndexer(); <-indexerDone }()
+	if age := d.cfg.Sessions.PruneArchivedAfter.Std(); age > 0 {
+		pruneDone := make(chan struct{})
+		defer func() { <-pruneDone }()
+		go func() { defer close(pruneDone); d.pruneArchived(ctx, age) }()
+	}
 	if d.store.Shared() {
 		leaseDone := make(chan struct{})
 		defer func() { <-leaseDone }()

@@ -49,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	channels[adapters.ID(apiAdapterID)] = apiChannel{}
 	if len(cfg.Hooks) > 0 {
 		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log,
-			OnDelivery: d.metrics.WebhookDelivery})
+			OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
 	}
 	d.adapters = channels
 
