@@ -129,7 +129,7 @@ func (d *daemon) metricsHandler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)
-	return mux
+	return securityHeaders(mux)
 }
 
 // watchChannels samples each channel's health every few seconds and counts

@@ -65,7 +65,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		// Health and metrics on their own address, the rest on http.listen.
 		app := http.NewServeMux()
 		appRoutes(app, d.adapters, d.apiHandler())
-		srv.Handler = app
+		srv.Handler = securityHeaders(app)
 		opsLn, err := net.Listen("tcp", cfg.HTTP.OpsListen)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", cfg.HTTP.OpsListen, err)
@@ -117,7 +117,7 @@ func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1
 	mux := http.NewServeMux()
 	healthRoutes(mux, db, channels)
 	appRoutes(mux, channels, v1)
-	return mux
+	return securityHeaders(mux)
 }
 
 // healthRoutes serves /healthz and /readyz.
