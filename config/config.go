@@ -26,6 +26,9 @@ const (
 	DefaultBusyTimeout      = 5 * time.Second
 	DefaultPostgresMaxConns = 10
 	DefaultListen           = "127.0.0.1:8080"
+	DefaultEventLogMB       = 32
+	DefaultMaxTitleChars    = 200
+	DefaultMaxMetadataBytes = 16 << 10
 	DefaultLogLevel         = "info"
 	DefaultLogFormat        = "text"
 	DefaultAgentID          = "default"
@@ -256,6 +259,14 @@ type HTTP struct {
 	// CallbackSecret signs the replies POSTed to an API session's
 	// webhook_url; with none, sessions can't have one.
 	CallbackSecret Secret `yaml:"callback_secret"`
+	// EventLogMB bounds, in MiB, the run events the API keeps in memory for
+	// its streams; past it the runs that finished first are dropped (a
+	// replay of one is rebuilt from the database).
+	EventLogMB int `yaml:"event_log_mb"`
+	// MaxTitleChars and MaxMetadataBytes cap an API session's title (in
+	// characters) and its metadata (in bytes of JSON).
+	MaxTitleChars    int `yaml:"max_title_chars"`
+	MaxMetadataBytes int `yaml:"max_metadata_bytes"`
 }
 
 // Log configures the daemon's logger.
@@ -403,6 +414,9 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	if strings.TrimSpace(c.HTTP.Listen) == "" {
 		c.HTTP.Listen = DefaultListen
 	}
+	intDefault(&c.HTTP.EventLogMB, "http.event_log_mb", DefaultEventLogMB)
+	intDefault(&c.HTTP.MaxTitleChars, "http.max_title_chars", DefaultMaxTitleChars)
+	intDefault(&c.HTTP.MaxMetadataBytes, "http.max_metadata_bytes", DefaultMaxMetadataBytes)
 	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
 	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
 

@@ -163,6 +163,14 @@ func (h HTTP) validate(ck *checker) {
 	if cs := h.CallbackSecret.Reveal(); cs != "" && len(cs) < 16 {
 		ck.add("http.callback_secret", "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_CALLBACK_SECRET}\"")
 	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"http.event_log_mb", h.EventLogMB}, {"http.max_title_chars", h.MaxTitleChars}, {"http.max_metadata_bytes", h.MaxMetadataBytes}} {
+		if n.v < 1 {
+			ck.add(n.key, fmt.Sprintf("%d is below 1; leave it out for the default", n.v))
+		}
+	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
 	if h.OpsListen != "" {
 		if _, _, err := net.SplitHostPort(h.OpsListen); err != nil {
