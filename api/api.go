@@ -169,7 +169,10 @@ func (s *server) authorized(header string) bool {
 // handle turns a handler's error into the JSON error response.
 func (s *server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
+		err := checkRequestText(r.PathValue("id"), r.URL.Path, r.URL.Query())
+		if err == nil {
+			err = h(w, r)
+		}
 		if err == nil {
 			return
 		}
