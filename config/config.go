@@ -27,6 +27,7 @@ const (
 	DefaultPostgresMaxConns = 10
 	DefaultListen           = "127.0.0.1:8080"
 	DefaultEventLogMB       = 32
+	DefaultMinFreeMB        = 100
 	DefaultMaxTitleChars    = 200
 	DefaultMaxMetadataBytes = 16 << 10
 	DefaultLogLevel         = "info"
@@ -240,6 +241,9 @@ type SQLite struct {
 	Synchronous string `yaml:"synchronous"`
 	// BusyTimeout is how long a writer waits for a lock before giving up.
 	BusyTimeout Duration `yaml:"busy_timeout"`
+	// MinFreeMB is the free space, in MiB, the database's filesystem must
+	// keep for /readyz to say ready.
+	MinFreeMB int `yaml:"min_free_mb"`
 }
 
 // Postgres tunes the PostgreSQL engine.
@@ -411,6 +415,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		c.Database.SQLite.BusyTimeout = Duration(DefaultBusyTimeout)
 	}
 	intDefault(&c.Database.Postgres.MaxConns, "database.postgres.max_conns", DefaultPostgresMaxConns)
+	intDefault(&c.Database.SQLite.MinFreeMB, "database.sqlite.min_free_mb", DefaultMinFreeMB)
 	if strings.TrimSpace(c.HTTP.Listen) == "" {
 		c.HTTP.Listen = DefaultListen
 	}

@@ -124,6 +124,9 @@ func (d Database) validate(ck *checker) {
 	if d.SQLite.BusyTimeout <= 0 {
 		ck.add("database.sqlite.busy_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, d.SQLite.BusyTimeout))
 	}
+	if d.SQLite.MinFreeMB < 0 {
+		ck.add("database.sqlite.min_free_mb", fmt.Sprintf("%d is below 0; use 0 to turn the check off", d.SQLite.MinFreeMB))
+	}
 	if n := d.Postgres.MaxConns; n < 1 || n > 1000 {
 		ck.add("database.postgres.max_conns", fmt.Sprintf("%d is out of range; use 1-1000", n))
 	}
