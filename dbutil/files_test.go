@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -94,5 +95,39 @@ func TestSQLiteFileModes(t *testing.T) {
 	defer db2.Close()
 	if fi, _ := os.Stat(oldPath); fi.Mode().Perm() != 0o600 {
 		t.Errorf("an old database stays %o", fi.Mode().Perm())
+	}
+}
+
+// A password holding an @ (or another character the URL needs escaped) is
+// refused as the driver would read it, and no error, from parsing or from
+// opening, shows any part of it.
+func TestPasswordWithAnAtIsNeverPrinted(t *testing.T) {
+	for _, tc := range []struct{ url, password string }{
+		{"postgres://bob:p4xq@ssw0rd-x@127.0.0.1:1/db?connect_timeout=1", "p4xq@ssw0rd-x"},
+		{"postgres://bob:p4xq@ssqq/w0rd-x@127.0.0.1:1/db?connect_timeout=1", "p4xq@ssqq/w0rd-x"},
+		{"postgres://bob:pazq@zzqq:w0rd@127.0.0.1:1/db?connect_timeout=1", "pazq@zzqq:w0rd"},
+		{"postgresql://bob:q7zk@cr9k@t-99@127.0.0.1/db", "q7zk@cr9k@t-99"},
+	} {
+		t.Run(tc.password, func(t *testing.T) {
+			_, perr := dbutil.ParseURL(tc.url)
+			_, oerr := dbutil.Open(context.Background(), dbutil.Options{URL: tc.url})
+			if perr == nil || oerr == nil || !strings.Contains(perr.Error(), "%40") {
+				t.Fatalf("parse: %v; open: %v; want both refused, saying to escape @ as %%40", perr, oerr)
+			}
+			for _, part := range strings.FieldsFunc(tc.password, func(r rune) bool { return r == '@' || r == '/' || r == ':' }) {
+				if len(part) < 4 {
+					continue
+				}
+				for _, err := range []error{perr, oerr} {
+					if strings.Contains(err.Error(), part) {
+						t.Fatalf("%q of the password shows in: %v", part, err)
+					}
+				}
+			}
+		})
+	}
+	// Escaped, the same password is fine.
+	if _, err := dbutil.ParseURL("postgres://bob:p4xq%40ssw0rd-x@127.0.0.1:5432/db"); err != nil {
+		t.Fatalf("an escaped @: %v", err)
 	}
 }
