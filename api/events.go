@@ -88,6 +88,8 @@ type EventLog struct {
 	// the finished runs it holds, in the order they finished.
 	bytes int64
 	done  []*runLog
+	// doneDropped counts the dropped runs still in done.
+	doneDropped int
 	// pending are the records of finished runs Feed's loop has yet to store.
 	pending []runRecord
 }
@@ -142,6 +144,8 @@ type runLog struct {
 	// (readers still holding it read it to its end).
 	bytes   int64
 	dropped bool
+	// queued says the run is in the log's done queue.
+	queued bool
 	// The seqs of the first and last assistant or tool message stored
 	// while the run was in progress, and its other run ids: its record.
 	firstSeq, lastSeq int64
@@ -252,14 +256,31 @@ func (l *EventLog) beginLocked(sl *sessionLog, sessionID, id string) {
 // finishLocked marks run finished and queues it for dropping.
 func (l *EventLog) finishLocked(run *runLog) {
 	run.finished, run.finishedAt = true, l.now()
+	run.queued = true
 	l.done = append(l.done, run)
 }
 
 // releaseLocked stops counting run's events: the log no longer holds it.
+// A finished run also leaves the done queue, in batches, so the queue
+// keeps no dropped run's events alive.
 func (l *EventLog) releaseLocked(run *runLog) {
-	if !run.dropped {
-		run.dropped = true
-		l.bytes -= run.bytes
+	if run.dropped {
+		return
+	}
+	run.dropped = true
+	l.bytes -= run.bytes
+	if !run.queued {
+		return
+	}
+	l.doneDropped++
+	if l.doneDropped > 64 && l.doneDropped > len(l.done)/2 {
+		l.done = slices.DeleteFunc(l.done, func(r *runLog) bool {
+			if r.dropped {
+				r.queued = false
+			}
+			return r.dropped
+		})
+		l.doneDropped = 0
 	}
 }
 
@@ -365,14 +386,15 @@ func (l *EventLog) trimLocked(cutoff time.Time) {
 	var kept []*runLog
 	for len(l.done) > 0 {
 		run := l.done[0]
-		if run.dropped {
-			l.done = l.done[1:]
-			continue
-		}
-		if l.bytes <= l.opts.MaxBytes && (cutoff.IsZero() || !run.finishedAt.Before(cutoff)) {
+		if !run.dropped && l.bytes <= l.opts.MaxBytes && (cutoff.IsZero() || !run.finishedAt.Before(cutoff)) {
 			break
 		}
 		l.done = l.done[1:]
+		run.queued = false
+		if run.dropped {
+			l.doneDropped--
+			continue
+		}
 		sl := l.sessions[run.sessionID]
 		switch {
 		case sl == nil:
@@ -385,6 +407,9 @@ func (l *EventLog) trimLocked(cutoff time.Time) {
 			sl.recent = slices.DeleteFunc(sl.recent, func(r *runLog) bool { return r == run })
 			l.releaseLocked(run)
 		}
+	}
+	for _, run := range kept {
+		run.queued = true
 	}
 	if len(kept) > 0 {
 		l.done = append(kept, l.done...)
