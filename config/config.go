@@ -26,6 +26,10 @@ const (
 	DefaultBusyTimeout      = 5 * time.Second
 	DefaultPostgresMaxConns = 10
 	DefaultListen           = "127.0.0.1:8080"
+	DefaultEventLogMB       = 32
+	DefaultMinFreeMB        = 100
+	DefaultMaxTitleChars    = 200
+	DefaultMaxMetadataBytes = 16 << 10
 	DefaultLogLevel         = "info"
 	DefaultLogFormat        = "text"
 	DefaultAgentID          = "default"
@@ -245,6 +249,9 @@ type SQLite struct {
 	Synchronous string `yaml:"synchronous"`
 	// BusyTimeout is how long a writer waits for a lock before giving up.
 	BusyTimeout Duration `yaml:"busy_timeout"`
+	// MinFreeMB is the free space, in MiB, the database's filesystem must
+	// keep for /readyz to say ready.
+	MinFreeMB int `yaml:"min_free_mb"`
 }
 
 // Postgres tunes the PostgreSQL engine.
@@ -264,6 +271,14 @@ type HTTP struct {
 	// CallbackSecret signs the replies POSTed to an API session's
 	// webhook_url; with none, sessions can't have one.
 	CallbackSecret Secret `yaml:"callback_secret"`
+	// EventLogMB bounds, in MiB, the run events the API keeps in memory for
+	// its streams; past it the runs that finished first are dropped (a
+	// replay of one is rebuilt from the database).
+	EventLogMB int `yaml:"event_log_mb"`
+	// MaxTitleChars and MaxMetadataBytes cap an API session's title (in
+	// characters) and its metadata (in bytes of JSON).
+	MaxTitleChars    int `yaml:"max_title_chars"`
+	MaxMetadataBytes int `yaml:"max_metadata_bytes"`
 }
 
 // Log configures the daemon's logger.
@@ -419,9 +434,13 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		c.Database.SQLite.BusyTimeout = Duration(DefaultBusyTimeout)
 	}
 	intDefault(&c.Database.Postgres.MaxConns, "database.postgres.max_conns", DefaultPostgresMaxConns)
+	intDefault(&c.Database.SQLite.MinFreeMB, "database.sqlite.min_free_mb", DefaultMinFreeMB)
 	if strings.TrimSpace(c.HTTP.Listen) == "" {
 		c.HTTP.Listen = DefaultListen
 	}
+	intDefault(&c.HTTP.EventLogMB, "http.event_log_mb", DefaultEventLogMB)
+	intDefault(&c.HTTP.MaxTitleChars, "http.max_title_chars", DefaultMaxTitleChars)
+	intDefault(&c.HTTP.MaxMetadataBytes, "http.max_metadata_bytes", DefaultMaxMetadataBytes)
 	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
 	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
 

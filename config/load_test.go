@@ -24,7 +24,7 @@ func TestParseStructureProblems(t *testing.T) {
 		{
 			name: "unknown nested key",
 			src:  "database:\n  url: x.db\n  sqlite:\n    synchronous: full\n\n\n    sync: normal\n",
-			want: []string{`parley.yaml:7: unknown key "database.sqlite.sync" (known keys: synchronous, busy_timeout)`},
+			want: []string{`parley.yaml:7: unknown key "database.sqlite.sync" (known keys: synchronous, busy_timeout, min_free_mb)`},
 		},
 		{
 			name: "unknown key in a list element",

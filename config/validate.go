@@ -126,6 +126,9 @@ func (d Database) validate(ck *checker) {
 	if d.SQLite.BusyTimeout <= 0 {
 		ck.add("database.sqlite.busy_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, d.SQLite.BusyTimeout))
 	}
+	if d.SQLite.MinFreeMB < 0 {
+		ck.add("database.sqlite.min_free_mb", fmt.Sprintf("%d is below 0; use 0 to turn the check off", d.SQLite.MinFreeMB))
+	}
 	if n := d.Postgres.MaxConns; n < 1 || n > 1000 {
 		ck.add("database.postgres.max_conns", fmt.Sprintf("%d is out of range; use 1-1000", n))
 	}
@@ -195,6 +198,14 @@ func (h HTTP) validate(ck *checker) {
 	if cs := h.CallbackSecret.Reveal(); cs != "" {
 		if msg := weakSecret(cs, "PARLEY_CALLBACK_SECRET"); msg != "" {
 			ck.add("http.callback_secret", msg+`, or leave it empty to turn reply callbacks off`)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"http.event_log_mb", h.EventLogMB}, {"http.max_title_chars", h.MaxTitleChars}, {"http.max_metadata_bytes", h.MaxMetadataBytes}} {
+		if n.v < 1 {
+			ck.add(n.key, fmt.Sprintf("%d is below 1; leave it out for the default", n.v))
 		}
 	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`

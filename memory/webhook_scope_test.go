@@ -36,7 +36,7 @@ func (k *inboundSink) Deliver(_ context.Context, in adapters.Inbound) error {
 // session key is built the way the daemon builds it, from the message the
 // webhook server delivers (whose chat id carries a random suffix).
 func TestWebhookDeliveriesShareTheHooksScope(t *testing.T) {
-	const secret = "0123456789abcdef-secret"
+	const secret = "0123456789abcdef0123456789abcdef-secret"
 	c, err := config.Parse([]byte("hooks:\n  - id: ci\n    auth: hmac\n    secret: "+secret+"\n    prompt: \"build {{.n}}\"\n"), "parley.yaml", nil)
 	if err != nil {
 		t.Fatal(err)

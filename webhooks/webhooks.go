@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -184,6 +185,9 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 	if e := s.authenticate(hook, r.Header, body); e != nil {
 		return errorBody(e)
 	}
+	if e := checkDeliveryKey(r.Header); e != nil {
+		return errorBody(e)
+	}
 	var payload any
 	if err := json.Unmarshal(body, &payload); err != nil {
 		return errorBody(fail(http.StatusBadRequest, "bad_json", "the body is not JSON: %v", err))
@@ -278,11 +282,34 @@ func Sign(secret string, ts time.Time, body []byte) (timestamp, signature string
 	return timestamp, "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
+// deliveryKeyHeaders name a delivery, the first one set counting.
+var deliveryKeyHeaders = []string{"X-Parley-Delivery", "X-GitHub-Delivery", "Idempotency-Key"}
+
+// checkDeliveryKey refuses a delivery id that is not UTF-8 text: no engine
+// would store it alike (PostgreSQL refuses it), and a retry would meet the
+// same error forever.
+func checkDeliveryKey(h http.Header) *apiError {
+	for _, k := range deliveryKeyHeaders {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+				return fail(http.StatusBadRequest, "bad_delivery_id", "%s is not UTF-8 text; send an ASCII or UTF-8 id", k)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 func deliveryKey(h http.Header) string {
-	for _, k := range []string{"X-Parley-Delivery", "X-GitHub-Delivery", "Idempotency-Key"} {
+	for _, k := range deliveryKeyHeaders {
 		if v := strings.TrimSpace(h.Get(k)); v != "" {
 			if len(v) > 200 {
-				v = v[:200]
+				// Cut at a character's start, so the key stays UTF-8.
+				n := 200
+				for n > 0 && !utf8.RuneStart(v[n]) {
+					n--
+				}
+				v = v[:n]
 			}
 			return v
 		}

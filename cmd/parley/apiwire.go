@@ -122,6 +122,7 @@ func (d *daemon) apiHandler() http.Handler {
 	}
 	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks,
+		MaxTitleChars: d.cfg.HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg.HTTP.MaxMetadataBytes,
 		DefaultAgent: d.cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg.Agent(id); return ok }, Log: d.log})
 }
 
@@ -133,7 +134,7 @@ func (d *daemon) metricsHandler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)
-	return mux
+	return securityHeaders(mux)
 }
 
 // watchChannels samples each channel's health every few seconds and counts

@@ -90,7 +90,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	if len(cfg.HTTP.Tokens) > 0 {
 		// The API's run event log, only where the API can be used: it
 		// follows every event of every run.
-		d.events = api.NewEventLog(nil)
+		d.events = api.NewEventLogWith(api.EventLogOptions{MaxBytes: int64(cfg.HTTP.EventLogMB) << 20,
+			Runs: api.NewRunRecords(db), Log: log})
 		d.feed = d.events.Feed(bus) // subscribes now, before any run
 	}
 	for _, id := range cfg.MissingKeys() {

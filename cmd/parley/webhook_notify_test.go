@@ -19,7 +19,7 @@ func TestWebhookNoteOnceWhenTheReplyIsSentAgain(t *testing.T) {
 		ctx := context.Background()
 		rec := adapterstest.New()
 		var hooks *webhooks.Server
-		d, url, stop := testDaemonOn(t, dbURL, "gateway:\n  debounce: 0s\nhooks:\n  - id: ci\n    auth: hmac\n    secret: "+hookSecret+
+		d, url, stop := testDaemonOn(t, dbURL, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\nhooks:\n  - id: ci\n    auth: hmac\n    secret: "+hookSecret+
 			"\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg:42\"]\n", func(d *daemon) map[adapters.ID]adapters.Adapter {
 			hooks = webhooks.New(webhooks.Options{Hooks: d.cfg.Hooks, DB: d.db, Notify: d.notify})
 			return map[adapters.ID]adapters.Adapter{"tg": rec, webhooks.AdapterID: hooks}
