@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
@@ -202,6 +203,11 @@ type Request struct {
 	// OnText, if set, takes the reply's text as the model writes it, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// Resume marks a run tried again after a database fault cut the last
+	// try short: if that try stored the reply to the last input, the run
+	// ends with it (its events published as usual) instead of asking the
+	// model again.
+	Resume bool
 }
 
 // Result is what a run produced.
@@ -271,6 +277,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer release()
 
+	if req.Resume && len(req.Inputs) > 0 {
+		if res, ok, err := r.resume(ctx, req); ok || err != nil {
+			return res, err
+		}
+	}
 	r.statuses.set(id, Status{State: StateBusy, StartedAt: r.now()})
 	t := &turn{r: r, req: req, id: id, pctx: context.WithoutCancel(ctx)}
 	res, err := t.run(ctx)
@@ -291,6 +302,12 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	switch {
 	case err == nil || res.Aborted:
 		r.statuses.set(id, Status{State: StateIdle})
+	case dbutil.Unavailable(err):
+		// The gateway runs the turn again once the database answers: the
+		// run isn't over, so a client following it keeps waiting for its
+		// reply rather than reading a failure.
+		r.statuses.set(id, Status{State: StateRetrying, Message: "the database is unavailable; the turn runs again once it answers"})
+		return res, err
 	default:
 		fin.Error = err.Error()
 		r.statuses.set(id, Status{State: StateError, Message: err.Error()})

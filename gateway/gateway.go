@@ -47,6 +47,10 @@ type TurnInput struct {
 	// OnText, when set, takes the reply's text as it is written, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// Retry marks a try again after the database failed under the last
+	// one, which may have stored the reply already: the runner ends the
+	// turn with that reply instead of asking the model again.
+	Retry bool
 }
 
 // RunFunc runs one agent turn and returns the reply text ("" for none).
@@ -223,6 +227,13 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
+		if id != "" && g.opts.Store.Shared() && dbutil.Unavailable(err) {
+			// The connection may have died after the commit went through:
+			// settle the message once the database answers. A channel
+			// redelivers it (a duplicate then), so it runs; the API's
+			// client was told to send it again, so its copy doesn't.
+			go g.settle(job{inboundID: id, in: in}, refused == nil)
+		}
 		return err
 	}
 	if dup {
@@ -242,6 +253,13 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
 	switch d, err := g.access(ctx, j); {
+	case err != nil && dbutil.Unavailable(err):
+		// Accepted, but the database went away before the check: the
+		// message runs once it answers.
+		g.opts.Log.WarnContext(ctx, "access check met an unavailable database; the message runs once it answers", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
+		j.refused = nil // the caller has its answer already
+		go g.settle(j, true)
+		return
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "access check", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 		g.complete(ctx, []job{j}, InboundFailed, "", "access check: "+err.Error(), j, "")
@@ -437,6 +455,31 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	g.complete(ctx, []job{j}, InboundDone, sess.ID, "", j, "")
 }
 
+// settle decides, once the database answers, what becomes of an accepted
+// message a database fault left undecided: if it is stored and still
+// unanswered, run dispatches it; otherwise it is recorded as not run (its
+// sender was told to send it again). It gives up at shutdown, when the
+// next start's recovery takes the message.
+func (g *Gateway) settle(j job, run bool) {
+	ctx := g.lanes.ctx
+	var status InboundStatus
+	err := g.untilStored(ctx, ctx, "settle a message the database failed under", func() (err error) {
+		status, err = g.opts.Store.Status(ctx, j.inboundID)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrNotFound) || status != InboundAccepted && err == nil:
+		return // never stored, or answered already
+	case err != nil:
+		g.opts.Log.WarnContext(ctx, "settle a message the database failed under; the next start takes it", "inbound_id", j.inboundID, "error", err)
+		return
+	case run:
+		g.dispatch(ctx, j)
+	default:
+		g.complete(ctx, []job{j}, InboundFailed, "", "not run: its sender was told the database was unavailable", j, "")
+	}
+}
+
 // alreadyAnswered queues the answer a recovered message's turn stored
 // before the crash, if it did, and reports whether it had one.
 func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
@@ -459,21 +502,6 @@ func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
 		g.complete(ctx, []job{j}, InboundDone, j.repair, "", j, reply)
 	}
 	return ok
-}
-
-// answeredTurn is whether the turn for jobs stored its reply before it
-// failed (its commit went through, but the answer was lost), and that
-// reply: it is the answer to the last of them.
-func (g *Gateway) answeredTurn(ctx context.Context, sid sessions.ID, jobs []job) (string, bool, error) {
-	if g.opts.Repair != nil {
-		if err := g.opts.Repair(ctx, sid); err != nil && !errors.Is(err, sessions.ErrNotFound) {
-			return "", false, err
-		}
-	}
-	if g.opts.Answered == nil {
-		return "", false, nil
-	}
-	return g.opts.Answered(ctx, sid, sessions.MessageID(jobs[len(jobs)-1].inboundID))
 }
 
 // untilStored runs fn until it succeeds or fails for a reason other than
@@ -573,9 +601,11 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	err = g.untilStored(ctx, ctx, "run a turn", func() (err error) {
 		if tries++; tries > 1 {
 			input.OnText = nil // what streamed is shown; the final edit gives the whole reply
-			var ok bool
-			if reply, ok, err = g.answeredTurn(ctx, sess.ID, append(append([]job(nil), items...), steered...)); ok || err != nil {
-				return err
+			input.Retry = true
+			if g.opts.Repair != nil {
+				if err := g.opts.Repair(ctx, sess.ID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+					return err
+				}
 			}
 		}
 		reply, err = g.opts.Run(ctx, input)

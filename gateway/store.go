@@ -228,7 +228,9 @@ func (s *Store) AcceptWith(ctx context.Context, in adapters.Inbound, also func(q
 		err = s.db.Tx(ctx, store)
 	}
 	if err != nil {
-		return "", false, err
+		// The id goes back with the error: a commit whose answer the
+		// connection lost may have gone through all the same.
+		return u.String(), false, err
 	}
 	return u.String(), n == 0, nil
 }
@@ -408,15 +410,28 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 // outcome recorded (it is no longer waiting for an answer).
 func (s *Store) Finished(ctx context.Context, ids []string) (bool, error) {
 	for _, id := range ids {
-		var status string
-		if err := s.db.Read().QueryRowContext(ctx, "SELECT status FROM inbound WHERE id = $1", id).Scan(&status); err != nil {
-			return false, fmt.Errorf("read inbound %s: %w", id, err)
+		status, err := s.Status(ctx, id)
+		if err != nil {
+			return false, err
 		}
-		if status == string(InboundAccepted) {
+		if status == InboundAccepted {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// Status is where the accepted message id stands, or ErrNotFound.
+func (s *Store) Status(ctx context.Context, id string) (InboundStatus, error) {
+	var status string
+	err := s.db.Read().QueryRowContext(ctx, "SELECT status FROM inbound WHERE id = $1", id).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("inbound %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read inbound %s: %w", id, err)
+	}
+	return InboundStatus(status), nil
 }
 
 // queueReplies writes replies to the outbox inside a transaction.

@@ -364,7 +364,7 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 		}
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
-		OnText: in.OnText, DeferCompaction: true}
+		OnText: in.OnText, DeferCompaction: true, Resume: in.Retry}
 	if in.Steer != nil {
 		req.Steer = func() []agent.Input {
 			var out []agent.Input
