@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,39 +267,10 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 // finishes, and returns its error text ("" for a reply).
 func runOutcome(ctx context.Context, c *apiClient, sessionID, runID string) (string, error) {
 	for {
-		failure, err := followRun(ctx, c, sessionID, runID)
+		failure, err := c.follow(ctx, sessionID, runID, io.Discard)
 		if err == nil || ctx.Err() != nil {
 			return failure, err
 		}
 		time.Sleep(100 * time.Millisecond) // the database is down (503): try again, as the web chat does
 	}
-}
-
-func followRun(ctx context.Context, c *apiClient, sessionID, runID string) (string, error) {
-	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var ev struct {
-			Type  string `json:"type"`
-			RunID string `json:"run_id"`
-			Data  struct {
-				Error  string   `json:"error"`
-				RunIDs []string `json:"run_ids"`
-			} `json:"data"`
-		}
-		if json.Unmarshal([]byte(data), &ev) == nil && ev.Type == "turn.finished" &&
-			(ev.RunID == runID || slices.Contains(ev.Data.RunIDs, runID)) {
-			return ev.Data.Error, nil
-		}
-	}
-	return "", fmt.Errorf("the stream ended before the run finished: %v", sc.Err())
 }

@@ -177,9 +177,16 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 
 // stream prints a run's text as it arrives, until the run finishes.
 func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.Writer) error {
+	_, err := c.follow(ctx, sessionID, runID, out)
+	return err
+}
+
+// follow writes a run's text to out as it arrives, until the run
+// finishes, and returns the run's error text ("" when it replied).
+func (c *apiClient) follow(ctx context.Context, sessionID, runID string, out io.Writer) (failure string, err error) {
 	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -195,6 +202,7 @@ func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.
 			RunID string `json:"run_id"`
 			Data  struct {
 				Text   string   `json:"text"`
+				Error  string   `json:"error"`
 				RunIDs []string `json:"run_ids"`
 			} `json:"data"`
 		}
@@ -213,11 +221,11 @@ func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.
 		case "message.delta":
 			fmt.Fprint(out, ev.Data.Text)
 		case "turn.finished":
-			return nil
+			return ev.Data.Error, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return "", err
 	}
-	return errors.New("the stream ended before the reply finished")
+	return "", errors.New("the stream ended before the reply finished")
 }
