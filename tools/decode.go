@@ -83,47 +83,34 @@ func typeError(te *json.UnmarshalTypeError, root reflect.Type) error {
 
 // jsonType names the JSON a Go type reads, with its article.
 func jsonType(t reflect.Type) string {
-	t = deref(t)
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		if items := plural(t.Elem()); items != "" {
-			return "a list of " + items
+	one, _ := jsonNames(t)
+	if isList(t) {
+		if _, items := jsonNames(deref(t).Elem()); items != "" {
+			return one + " of " + items
 		}
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
 	}
-	return "a JSON value"
+	return one
 }
 
-// plural names a list's items, or "" when they may be anything.
-func plural(t reflect.Type) string {
-	t = deref(t)
-	switch t.Kind() {
+// jsonNames names the JSON a Go type reads: one, with its article, and
+// many ("" when it may be anything).
+func jsonNames(t reflect.Type) (one, many string) {
+	switch deref(t).Kind() {
 	case reflect.String:
-		return "strings"
+		return "a string", "strings"
 	case reflect.Bool:
-		return "true or false values"
+		return "true or false", "true or false values"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "whole numbers"
+		return "a whole number", "whole numbers"
 	case reflect.Float32, reflect.Float64:
-		return "numbers"
+		return "a number", "numbers"
 	case reflect.Slice, reflect.Array:
-		return "lists"
+		return "a list", "lists"
 	case reflect.Map, reflect.Struct:
-		return "objects"
+		return "an object", "objects"
 	}
-	return ""
+	return "a JSON value", ""
 }
 
 func deref(t reflect.Type) reflect.Type {
