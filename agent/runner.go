@@ -19,6 +19,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // Events the runner publishes, with SessionID set.
@@ -113,7 +114,7 @@ type Options struct {
 	// Models opens a model from a spec like "echo" or "openai/gpt-4o-mini".
 	Models       func(spec string) (llm.Model, error)
 	DefaultModel string
-	Tools        *Registry
+	Tools        *tools.Registry
 	Bus          *events.Bus
 	Log          *slog.Logger
 	Now          func() time.Time

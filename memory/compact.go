@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // EventContextCompacted is published after a compaction commits.
@@ -229,7 +230,7 @@ func (c *Compactor) flush(ctx context.Context, req agent.CompactionRequest) (age
 	var saved atomic.Int64
 	write := WriteTool(c.opts.Memory)
 	run := write.Run
-	write.Run = func(ctx context.Context, call agent.Call) (string, error) {
+	write.Run = func(ctx context.Context, call tools.Call) (string, error) {
 		out, err := run(ctx, call)
 		if err == nil {
 			saved.Add(1)
@@ -237,7 +238,7 @@ func (c *Compactor) flush(ctx context.Context, req agent.CompactionRequest) (age
 		return out, err
 	}
 	temp := flushTemperature
-	res, err := req.Side(ctx, agent.SideTurn{Name: FlushTurnName, Prompt: FlushPrompt, Tools: []agent.Tool{write},
+	res, err := req.Side(ctx, agent.SideTurn{Name: FlushTurnName, Prompt: FlushPrompt, Tools: []tools.Tool{write},
 		Temperature: &temp, MaxTokens: flushMaxTokens, MaxSteps: flushMaxSteps})
 	return res, int(saved.Load()), err
 }

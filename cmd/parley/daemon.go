@@ -25,6 +25,7 @@ import (
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // daemon is everything `parley run` and `parley chat` start: the store, the
@@ -110,17 +111,17 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	if err := d.openCron(ctx); err != nil {
 		return fail(err)
 	}
-	tools := agent.NewRegistry()
+	toolReg := tools.NewRegistry()
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
-		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
+		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
 	// The tools are registered where `parley config check` finds them too.
-	if err := d.registerTools(tools); err != nil {
+	if err := d.registerTools(toolReg); err != nil {
 		return fail(err)
 	}
-	if err := checkTools(cfg, tools.Names()); err != nil {
+	if err := checkTools(cfg, toolReg.Names()); err != nil {
 		return fail(err)
 	}
 

@@ -10,15 +10,16 @@ import (
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // registerTools adds parley's built-in tools to reg: the schedule tools,
 // memory's and sessions_spawn. startDaemon calls it with its parts built;
 // builtinToolNames with none, to learn the names.
-func (d *daemon) registerTools(reg *agent.Registry) error {
-	tools := d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget})
-	tools = append(tools, memory.Tools(d.memory)...)
-	tools = append(tools, d.runner.SpawnTool(agent.SpawnOptions{
+func (d *daemon) registerTools(reg *tools.Registry) error {
+	builtin := d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget})
+	builtin = append(builtin, memory.Tools(d.memory)...)
+	builtin = append(builtin, d.runner.SpawnTool(agent.SpawnOptions{
 		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
 			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})
 			return s, err
@@ -28,7 +29,7 @@ func (d *daemon) registerTools(reg *agent.Registry) error {
 			return agentConfig(a, root), ok
 		},
 	}))
-	for _, t := range tools {
+	for _, t := range builtin {
 		if err := reg.Register(t); err != nil {
 			return err
 		}
@@ -39,7 +40,7 @@ func (d *daemon) registerTools(reg *agent.Registry) error {
 // builtinToolNames lists the tools an agent may name, for `parley config
 // check`, from the same registration start uses.
 func builtinToolNames() ([]string, error) {
-	reg := agent.NewRegistry()
+	reg := tools.NewRegistry()
 	if err := (&daemon{}).registerTools(reg); err != nil {
 		return nil, err
 	}
