@@ -45,14 +45,14 @@ func (l *errorLog) take() []string {
 	return out
 }
 
-const badInputHookSecret = "bad-input-hook-secret-0123"
+const badInputHookSecret = "bad-input-hook-secret-0123456789abcdef"
 
 // badInputDaemon runs the daemon on dbURL with the API and a token hook,
 // its log at ERROR collected.
 func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "parley.yaml")
-	body := "database:\n  url: " + dbURL + "\ngateway:\n  debounce: 0s\nhttp:\n  tokens: [\"" + apiToken + "\"]\n  callback_secret: bad-input-callback-secret-1\n" +
+	body := "database:\n  url: " + dbURL + "\ngateway:\n  debounce: 0s\nhttp:\n  tokens: [\"" + apiToken + "\"]\n  callback_secret: bad-input-callback-secret-0123456789abcdef\n" +
 		"hooks:\n  - id: ci\n    auth: token\n    secret: " + badInputHookSecret + "\n    prompt: \"CI says {{.message}}\"\n"
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
