@@ -64,5 +64,5 @@ func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
 			text += g.statusFailureLine(j.key)
 		}
 	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
 }

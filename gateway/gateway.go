@@ -244,14 +244,14 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	switch d, err := g.access(ctx, j); {
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "access check", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
-		g.complete(ctx, []job{j}, InboundFailed, "", "access check: "+err.Error(), j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "access check: " + err.Error(), replyTo: j})
 		return
 	case d == deny || d == pairingSent:
 		g.denied.Add(1)
 		g.opts.Log.DebugContext(ctx, "message denied by the access policy", "adapter", j.in.Adapter,
 			"chat_id", j.in.ChatID, "user_id", j.in.UserID, "group", j.in.Group, "pairing", d == pairingSent)
 		if d == deny {
-			g.complete(ctx, []job{j}, InboundDone, "", "denied by the access policy", j, "")
+			g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied by the access policy", replyTo: j})
 		}
 		return
 	case d == contextOnly:
@@ -259,7 +259,7 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	}
 	if _, ok := Command(j.in.Text); ok && j.contextOnly {
 		// A command in a group must address the bot; this one didn't.
-		g.complete(ctx, []job{j}, InboundDone, "", "command not addressed to the bot", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "command not addressed to the bot", replyTo: j})
 		return
 	}
 	if cmd, ok := Command(j.in.Text); ok && !forAnotherBot(j.in) {
@@ -283,10 +283,10 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	switch {
 	case errors.Is(err, ErrQueueFull) && j.refused != nil:
 		*j.refused = fmt.Errorf("%w: %d earlier messages of this session are waiting; send this again once they are answered", ErrQueueFull, depth)
-		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "queue full", replyTo: j})
 	case errors.Is(err, ErrQueueFull):
-		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j,
-			fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "queue full", replyTo: j,
+			text: fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth)})
 	case err != nil: // shutting down: the next start re-runs it
 		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 	}
@@ -349,7 +349,7 @@ func (g *Gateway) reset(ctx context.Context, j job) {
 	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
 		_, text = g.failed(ctx, j.key, "reset session", err, "Sorry, I couldn't start a new conversation")
 	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
 }
 
 // compact summarizes the session's older messages now, between turns.
@@ -369,7 +369,7 @@ func (g *Gateway) compact(ctx context.Context, j job) {
 			_, text = g.failed(ctx, j.key, "compact session", err, "Sorry, I couldn't compact this conversation", "session_id", s.ID)
 		}
 	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
 }
 
 // runMessages runs one agent turn for messages, after finishing what a
@@ -388,8 +388,8 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 			continue
 		}
 		if j.mark {
-			g.complete(ctx, []job{j}, InboundMarked, j.repair, "unanswered at restart", j,
-				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
+			g.complete(ctx, outcome{jobs: []job{j}, status: InboundMarked, session: j.repair, err: "unanswered at restart", replyTo: j,
+				text: "Sorry, I restarted before answering your message; please send it again if you still need an answer."})
 			continue
 		}
 		run = append(run, j)
@@ -431,10 +431,10 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)
-		g.complete(ctx, []job{j}, InboundFailed, "", err.Error(), j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: err.Error(), replyTo: j})
 		return
 	}
-	g.complete(ctx, []job{j}, InboundDone, sess.ID, "", j, "")
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: sess.ID, replyTo: j})
 }
 
 // alreadyAnswered queues the answer a recovered message's turn stored
@@ -456,7 +456,7 @@ func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
 	}
 	if ok {
 		g.opts.Log.InfoContext(ctx, "a recovered message was answered before the crash; its answer is sent", "session_id", j.repair, "inbound_id", j.inboundID)
-		g.complete(ctx, []job{j}, InboundDone, j.repair, "", j, reply)
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: j.repair, replyTo: j, text: reply})
 	}
 	return ok
 }
@@ -527,7 +527,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		if p := recover(); p != nil {
 			err := fmt.Errorf("panic: %v", p)
 			ref, text := g.failed(ctx, first.key, "turn panicked", err, "Sorry, something went wrong while answering", "stack", string(debug.Stack()))
-			g.complete(ctx, items, InboundFailed, "", "ref "+ref+": "+err.Error(), last, text)
+			g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		}
 	}()
 	agent := g.agents[first.agent]
@@ -541,7 +541,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	if err != nil {
 		ref, text := g.failed(ctx, first.key, "resolve session", err, "Sorry, I couldn't open this conversation's history")
-		g.complete(ctx, items, InboundFailed, "", "ref "+ref+": "+err.Error(), last, text)
+		g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		return
 	}
 	msgs := make([]adapters.Inbound, len(items))
@@ -592,12 +592,12 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		g.finish(ctx, all, InboundDone, sess.ID, "aborted", last, reply, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, err: "aborted", replyTo: last, text: reply, shown: shown})
 	case err != nil:
 		ref, text := g.failed(ctx, first.key, "turn failed", err, "Sorry, something went wrong while answering", "session_id", sess.ID)
-		g.finish(ctx, all, InboundFailed, sess.ID, "ref "+ref+": "+err.Error(), last, text, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundFailed, session: sess.ID, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text, shown: shown})
 	default:
-		g.finish(ctx, all, InboundDone, sess.ID, "", last, reply, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown})
 	}
 	if g.opts.AfterTurn != nil && !shuttingDown(ctx) {
 		g.opts.AfterTurn(ctx, input)
@@ -653,38 +653,49 @@ func shuttingDown(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrClosed)
 }
 
-// complete records how jobs ended and queues text (if any) as the reply to
-// the chat of replyTo, chunked at the adapter's limit, in one transaction;
-// then it wakes the sender. The reply's key makes a repeat a no-op.
-func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text string) {
-	g.finish(ctx, jobs, status, sid, errText, replyTo, text, "")
+// outcome is how a message, or a turn's messages, ended: what is recorded
+// on their inbound records and the reply (if any) queued to the chat.
+type outcome struct {
+	jobs    []job
+	status  InboundStatus
+	session sessions.ID
+	// err is the inbound records' error text, for the operator.
+	err string
+	// replyTo is the message the reply answers, in its chat.
+	replyTo job
+	// text is the reply ("" for none), chunked at the adapter's limit.
+	text string
+	// shown is the message the reply's start was shown in as it streamed:
+	// the reply's first chunk is its final edit.
+	shown string
 }
 
-// finish is complete for a reply whose start was shown as it streamed (in
-// the message shown): its first chunk is the final edit of that message.
-func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text, shown string) {
+// complete records how o's jobs ended and queues its reply (if any) to the
+// chat of o.replyTo, in one transaction; then it wakes the sender. The
+// reply's key makes a repeat a no-op.
+func (g *Gateway) complete(ctx context.Context, o outcome) {
 	limit := 0
 	if g.opts.Limit != nil {
-		limit = g.opts.Limit(replyTo.in.Adapter)
+		limit = g.opts.Limit(o.replyTo.in.Adapter)
 	}
-	chunks := adapters.Chunk(text, limit)
+	chunks := adapters.Chunk(o.text, limit)
 	replies := make([]Reply, len(chunks))
 	for i, c := range chunks {
-		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", replyTo.inboundID, i), SessionID: string(sid), InboundID: replyTo.inboundID,
-			Adapter: replyTo.in.Adapter, ChatID: replyTo.in.ChatID, ReplyTo: replyTo.in.MessageID, Text: c}
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
 	}
 	if len(replies) > 0 {
-		replies[0].EditMessageID = shown
+		replies[0].EditMessageID = o.shown
 	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
+	ids := make([]string, len(o.jobs))
+	for i, j := range o.jobs {
 		ids[i] = j.inboundID
 	}
 	// Recorded even when the turn was aborted; a database outage is waited
 	// out, until shutdown (the next start then answers them again).
 	record := context.WithoutCancel(ctx)
 	err := g.untilStored(record, g.lanes.ctx, "record the outcome of a message", func() error {
-		err := g.opts.Store.Complete(record, ids, status, string(sid), errText, replies)
+		err := g.opts.Store.Complete(record, ids, o.status, string(o.session), o.err, replies)
 		if errors.Is(err, ErrNotFound) && len(ids) > 0 {
 			// A try whose commit went through though its answer was lost
 			// finished them already; the repeat is a no-op.
@@ -695,7 +706,7 @@ func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, 
 		return err
 	})
 	if err != nil {
-		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", replyTo.in.Adapter, "chat_id", replyTo.in.ChatID, "error", err)
+		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", o.replyTo.in.Adapter, "chat_id", o.replyTo.in.ChatID, "error", err)
 		return
 	}
 	if len(replies) > 0 && g.opts.Sender != nil {
