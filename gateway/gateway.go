@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
@@ -124,8 +125,8 @@ type job struct {
 	in        adapters.Inbound
 	key       sessions.Key
 	agent     string
-	// barrier is a command run in order on the lane, between turns:
-	// "reset" or "compact".
+	// barrier is a command run in order on the lane, between turns: the
+	// name of a commands.Barrier command.
 	barrier string
 	// repair is the session a crash interrupted this message's turn in:
 	// it is finalized on the lane before anything runs there.
@@ -257,26 +258,14 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	case d == contextOnly:
 		j.contextOnly = true
 	}
-	if _, ok := Command(j.in.Text); ok && j.contextOnly {
+	c, isCommand := commands.Parse(j.in.Text)
+	if isCommand && j.contextOnly {
 		// A command in a group must address the bot; this one didn't.
 		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "command not addressed to the bot", replyTo: j})
 		return
 	}
-	if cmd, ok := Command(j.in.Text); ok && !forAnotherBot(j.in) {
-		if cmd == "reset" || cmd == "compact" {
-			// It runs on the lane, after what was sent before it. A reset
-			// stops the running turn so it comes promptly; a compaction
-			// waits for it.
-			if cmd == "reset" {
-				g.lanes.Abort(laneKey(j.key))
-			}
-			j.barrier = cmd
-			if _, err := g.lanes.EnqueueBarrier(laneKey(j.key), j); err != nil {
-				g.opts.Log.WarnContext(ctx, "/"+cmd+" left for the next start", "session_key", j.key.String(), "error", err)
-			}
-			return
-		}
-		g.runCommand(ctx, j, cmd)
+	if isCommand && !forAnotherBot(j.in) {
+		g.command(ctx, j, c)
 		return
 	}
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
@@ -332,44 +321,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 			g.runMessages(ctx, items[:i], steer)
 		}
 		if i < len(items) && !shuttingDown(ctx) {
-			if items[i].barrier == "compact" {
-				g.compact(ctx, items[i])
-			} else {
-				g.reset(ctx, items[i])
-			}
+			g.runCommand(ctx, items[i], items[i].barrier)
 			i++
 		}
 		items = items[i:]
 	}
-}
-
-// reset archives the session and starts a new one, between turns.
-func (g *Gateway) reset(ctx context.Context, j job) {
-	text := "Started a new conversation."
-	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
-		_, text = g.failed(ctx, j.key, "reset session", err, "Sorry, I couldn't start a new conversation")
-	}
-	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
-}
-
-// compact summarizes the session's older messages now, between turns.
-func (g *Gateway) compact(ctx context.Context, j job) {
-	var text string
-	s, err := g.opts.Sessions.Active(ctx, j.key)
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
-		text = "Nothing to compact yet."
-	case err != nil:
-		_, text = g.failed(ctx, j.key, "read session for /compact", err, "Sorry, I couldn't read this conversation")
-	case g.opts.Compact == nil:
-		text = "Compaction is not available here."
-	default:
-		text, err = g.opts.Compact(ctx, s, j.agent)
-		if err != nil {
-			_, text = g.failed(ctx, j.key, "compact session", err, "Sorry, I couldn't compact this conversation", "session_id", s.ID)
-		}
-	}
-	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
 }
 
 // runMessages runs one agent turn for messages, after finishing what a
