@@ -16,7 +16,7 @@ import (
 )
 
 // EventContextCompacted is published after a compaction commits.
-const EventContextCompacted events.Type = "context_compacted" // Data: ContextCompacted
+const EventContextCompacted events.Type = "context.compacted" // Data: ContextCompacted
 
 // Compaction limits.
 const (
@@ -43,7 +43,7 @@ const (
 	flushMaxSteps    = 4
 )
 
-// ContextCompacted is the data of a context_compacted event.
+// ContextCompacted is the data of a context.compacted event.
 type ContextCompacted struct {
 	SessionID sessions.ID
 	// SummaryID is the summary message, and the compaction id of what it
