@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 )
 
 // Tool names.
@@ -230,7 +231,7 @@ func (t tools) list(ctx context.Context, call agent.Call) (string, error) {
 		if j.Disabled {
 			b.WriteString(" (disabled)")
 		}
-		fmt.Fprintf(&b, "\n  prompt: %s", clip(j.Prompt, 200))
+		fmt.Fprintf(&b, "\n  prompt: %s", textcut.Runes(strings.Join(strings.Fields(j.Prompt), " "), 200, "…"))
 		if len(j.Notify) > 0 {
 			fmt.Fprintf(&b, "\n  sends results to: %s", joinTargets(j.Notify))
 		}
@@ -312,14 +313,6 @@ func joinTargets(ts []Target) string {
 		ss[i] = t.String()
 	}
 	return strings.Join(ss, ", ")
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }
 
 // decodeArgs reads a tool's arguments strictly: unknown fields and wrong

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 )
 
 // EventContextCompacted is published after a compaction commits.
@@ -164,10 +165,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 		Tx: func(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
 			if c.opts.Memory != nil {
 				// A summary over the item limit is indexed in part rather than not at all.
-				indexed := m.Content
-				if r := []rune(indexed); len(r) > MaxSummaryRunes {
-					indexed = string(r[:MaxSummaryRunes])
-				}
+				indexed := textcut.Runes(m.Content, MaxSummaryRunes, "")
 				if _, err := c.opts.Memory.SummaryTx(ctx, q, scope, Summary{SessionID: id, MessageID: m.ID, Content: indexed}); err != nil {
 					return err
 				}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/textcut"
 )
 
 // Tool names.
@@ -190,7 +191,7 @@ func formatResults(q string, results []Result) string {
 		fmt.Fprintf(&b, " (id %s)\n", r.ID)
 		content := r.Content
 		if n := utf8.RuneCountInString(content); n > maxHitRunes {
-			content = string([]rune(content)[:maxHitRunes]) + fmt.Sprintf(" [… %d more characters]", n-maxHitRunes)
+			content = textcut.Runes(content, maxHitRunes, fmt.Sprintf(" [… %d more characters]", n-maxHitRunes))
 		}
 		b.WriteString("   " + strings.ReplaceAll(content, "\n", "\n   ") + "\n")
 		if len(r.Tags) > 0 {

@@ -31,6 +31,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/textcut"
 )
 
 // AdapterID is the adapter webhook deliveries arrive on and replies return to.
@@ -281,10 +282,7 @@ func Sign(secret string, ts time.Time, body []byte) (timestamp, signature string
 func deliveryKey(h http.Header) string {
 	for _, k := range []string{"X-Parley-Delivery", "X-GitHub-Delivery", "Idempotency-Key"} {
 		if v := strings.TrimSpace(h.Get(k)); v != "" {
-			if len(v) > 200 {
-				v = v[:200]
-			}
-			return v
+			return textcut.Bytes(v, 200, "")
 		}
 	}
 	return ""
