@@ -64,12 +64,12 @@ func Parse(text string) (Command, bool) {
 		return Command{}, false
 	}
 	name, _, _ := strings.Cut(t[1:], "@")
-	return Lookup(name)
+	return lookup(name)
 }
 
-// Lookup finds a command by its name or an alias, in any case, without the
+// lookup finds a command by its name or an alias, in any case, without the
 // slash.
-func Lookup(name string) (Command, bool) {
+func lookup(name string) (Command, bool) {
 	for _, c := range All {
 		if strings.EqualFold(c.Name, name) {
 			return c, true
