@@ -22,10 +22,17 @@ const (
 	TypeToolStarted      = "tool.started"
 	TypeToolCompleted    = "tool.completed"
 	TypeUsage            = "usage"
-	TypeContextCompacted = "context_compacted"
+	TypeContextCompacted = "context.compacted"
 	TypeStatus           = "status"
 	TypeTurnFinished     = "turn.finished"
 	TypeTurnJoined       = "turn.joined"
+
+	// TypeContextCompactedOld is context.compacted's name before the
+	// dotted style: each context.compacted event is followed by a copy
+	// under it, for clients that look for it, until the next release.
+	//
+	// Deprecated: use TypeContextCompacted.
+	TypeContextCompactedOld = "context_compacted"
 )
 
 // Event is the SSE envelope: {id, type, ts, session_id, run_id, data}. ID is

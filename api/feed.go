@@ -22,7 +22,8 @@ import (
 //	agent tool.started      → tool.started {call_id, name, state: input-available}
 //	agent tool.completed    → tool.completed {call_id, name, state: output-available|output-error, result}
 //	assistant message usage → usage {message_id, model, input, output, ...}
-//	memory compaction       → context_compacted {summary_id, trigger, archived, ...}
+//	memory compaction       → context.compacted {summary_id, trigger, archived, ...}, then its copy
+//	                          under the old name context_compacted (until the next release)
 //	agent turn.finished     → status {state: idle|error}, then turn.finished {steps, usage, aborted, error}
 func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
@@ -152,9 +153,11 @@ func (l *EventLog) ingest(e events.Event) {
 		l.appendToRun(envelope(sid, TypeUsage, e.At, UsageData{MessageID: string(m.ID), Model: m.Model, Input: u.Input,
 			Output: u.Output, Reasoning: u.Reasoning, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}))
 	case memory.ContextCompacted:
-		l.appendToRun(envelope(sid, TypeContextCompacted, e.At, CompactedData{SummaryID: string(d.SummaryID),
+		data := CompactedData{SummaryID: string(d.SummaryID),
 			Trigger: string(d.Trigger), Summarized: d.Summarized, Archived: d.Archived, Memories: d.Memories,
-			TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter, DurationMS: d.Duration.Milliseconds(), Model: d.Model}))
+			TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter, DurationMS: d.Duration.Milliseconds(), Model: d.Model}
+		l.appendToRun(envelope(sid, TypeContextCompacted, e.At, data))
+		l.appendToRun(envelope(sid, TypeContextCompactedOld, e.At, data))
 	case agent.TurnFinished:
 		st := Status{State: StateIdle}
 		if d.Error != "" && !d.Aborted {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 )
 
 // Send takes the gateway's reply to a fire (out.ChatID is the run's
@@ -172,12 +173,5 @@ func firstLine(s string, max int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > max {
-		cut := max
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return textcut.Bytes(s, max, "…")
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -229,7 +230,7 @@ func (t scheduleTools) list(ctx context.Context, call tools.Call) (string, error
 		if j.Disabled {
 			b.WriteString(" (disabled)")
 		}
-		fmt.Fprintf(&b, "\n  prompt: %s", clip(j.Prompt, 200))
+		fmt.Fprintf(&b, "\n  prompt: %s", textcut.Runes(strings.Join(strings.Fields(j.Prompt), " "), 200, "…"))
 		if len(j.Notify) > 0 {
 			fmt.Fprintf(&b, "\n  sends results to: %s", joinTargets(j.Notify))
 		}
@@ -311,12 +312,4 @@ func joinTargets(ts []Target) string {
 		ss[i] = t.String()
 	}
 	return strings.Join(ss, ", ")
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }

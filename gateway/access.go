@@ -140,7 +140,7 @@ func (g *Gateway) access(ctx context.Context, j job) (decision, error) {
 		}
 		text = fmt.Sprintf("I don't know you yet. Your pairing code is %s: ask the bot's operator to run `parley pairing approve %s`. The code expires in an hour.", code, code)
 	}
-	g.complete(ctx, []job{j}, InboundDone, "", "denied: waiting for pairing", j, text)
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied: waiting for pairing", replyTo: j, text: text})
 	return pairingSent, nil
 }
 

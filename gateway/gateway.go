@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
@@ -128,8 +129,8 @@ type job struct {
 	in        adapters.Inbound
 	key       sessions.Key
 	agent     string
-	// barrier is a command run in order on the lane, between turns:
-	// "reset" or "compact".
+	// barrier is a command run in order on the lane, between turns: the
+	// name of a commands.Barrier command.
 	barrier string
 	// repair is the session a crash interrupted this message's turn in:
 	// it is finalized on the lane before anything runs there.
@@ -262,49 +263,37 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 		return
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "access check", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
-		g.complete(ctx, []job{j}, InboundFailed, "", "access check: "+err.Error(), j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "access check: " + err.Error(), replyTo: j})
 		return
 	case d == deny || d == pairingSent:
 		g.denied.Add(1)
 		g.opts.Log.DebugContext(ctx, "message denied by the access policy", "adapter", j.in.Adapter,
 			"chat_id", j.in.ChatID, "user_id", j.in.UserID, "group", j.in.Group, "pairing", d == pairingSent)
 		if d == deny {
-			g.complete(ctx, []job{j}, InboundDone, "", "denied by the access policy", j, "")
+			g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied by the access policy", replyTo: j})
 		}
 		return
 	case d == contextOnly:
 		j.contextOnly = true
 	}
-	if _, ok := Command(j.in.Text); ok && j.contextOnly {
+	c, isCommand := commands.Parse(j.in.Text)
+	if isCommand && j.contextOnly {
 		// A command in a group must address the bot; this one didn't.
-		g.complete(ctx, []job{j}, InboundDone, "", "command not addressed to the bot", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "command not addressed to the bot", replyTo: j})
 		return
 	}
-	if cmd, ok := Command(j.in.Text); ok && !forAnotherBot(j.in) {
-		if cmd == "reset" || cmd == "compact" {
-			// It runs on the lane, after what was sent before it. A reset
-			// stops the running turn so it comes promptly; a compaction
-			// waits for it.
-			if cmd == "reset" {
-				g.lanes.Abort(laneKey(j.key))
-			}
-			j.barrier = cmd
-			if _, err := g.lanes.EnqueueBarrier(laneKey(j.key), j); err != nil {
-				g.opts.Log.WarnContext(ctx, "/"+cmd+" left for the next start", "session_key", j.key.String(), "error", err)
-			}
-			return
-		}
-		g.runCommand(ctx, j, cmd)
+	if isCommand && !forAnotherBot(j.in) {
+		g.command(ctx, j, c)
 		return
 	}
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
 	switch {
 	case errors.Is(err, ErrQueueFull) && j.refused != nil:
 		*j.refused = fmt.Errorf("%w: %d earlier messages of this session are waiting; send this again once they are answered", ErrQueueFull, depth)
-		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "queue full", replyTo: j})
 	case errors.Is(err, ErrQueueFull):
-		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j,
-			fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "queue full", replyTo: j,
+			text: fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth)})
 	case err != nil: // shutting down: the next start re-runs it
 		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 	}
@@ -350,44 +339,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 			g.runMessages(ctx, items[:i], steer)
 		}
 		if i < len(items) && !shuttingDown(ctx) {
-			if items[i].barrier == "compact" {
-				g.compact(ctx, items[i])
-			} else {
-				g.reset(ctx, items[i])
-			}
+			g.runCommand(ctx, items[i], items[i].barrier)
 			i++
 		}
 		items = items[i:]
 	}
-}
-
-// reset archives the session and starts a new one, between turns.
-func (g *Gateway) reset(ctx context.Context, j job) {
-	text := "Started a new conversation."
-	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
-		_, text = g.failed(ctx, j.key, "reset session", err, "Sorry, I couldn't start a new conversation")
-	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
-}
-
-// compact summarizes the session's older messages now, between turns.
-func (g *Gateway) compact(ctx context.Context, j job) {
-	var text string
-	s, err := g.opts.Sessions.Active(ctx, j.key)
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
-		text = "Nothing to compact yet."
-	case err != nil:
-		_, text = g.failed(ctx, j.key, "read session for /compact", err, "Sorry, I couldn't read this conversation")
-	case g.opts.Compact == nil:
-		text = "Compaction is not available here."
-	default:
-		text, err = g.opts.Compact(ctx, s, j.agent)
-		if err != nil {
-			_, text = g.failed(ctx, j.key, "compact session", err, "Sorry, I couldn't compact this conversation", "session_id", s.ID)
-		}
-	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
 }
 
 // runMessages runs one agent turn for messages, after finishing what a
@@ -406,8 +362,8 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 			continue
 		}
 		if j.mark {
-			g.complete(ctx, []job{j}, InboundMarked, j.repair, "unanswered at restart", j,
-				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
+			g.complete(ctx, outcome{jobs: []job{j}, status: InboundMarked, session: j.repair, err: "unanswered at restart", replyTo: j,
+				text: "Sorry, I restarted before answering your message; please send it again if you still need an answer."})
 			continue
 		}
 		run = append(run, j)
@@ -449,10 +405,10 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)
-		g.complete(ctx, []job{j}, InboundFailed, "", err.Error(), j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: err.Error(), replyTo: j})
 		return
 	}
-	g.complete(ctx, []job{j}, InboundDone, sess.ID, "", j, "")
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: sess.ID, replyTo: j})
 }
 
 // settle decides, once the database answers, what becomes of an accepted
@@ -476,7 +432,7 @@ func (g *Gateway) settle(j job, run bool) {
 	case run:
 		g.dispatch(ctx, j)
 	default:
-		g.complete(ctx, []job{j}, InboundFailed, "", "not run: its sender was told the database was unavailable", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "not run: its sender was told the database was unavailable", replyTo: j})
 	}
 }
 
@@ -499,7 +455,7 @@ func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
 	}
 	if ok {
 		g.opts.Log.InfoContext(ctx, "a recovered message was answered before the crash; its answer is sent", "session_id", j.repair, "inbound_id", j.inboundID)
-		g.complete(ctx, []job{j}, InboundDone, j.repair, "", j, reply)
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: j.repair, replyTo: j, text: reply})
 	}
 	return ok
 }
@@ -555,7 +511,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		if p := recover(); p != nil {
 			err := fmt.Errorf("panic: %v", p)
 			ref, text := g.failed(ctx, first.key, "turn panicked", err, "Sorry, something went wrong while answering", "stack", string(debug.Stack()))
-			g.complete(ctx, items, InboundFailed, "", "ref "+ref+": "+err.Error(), last, text)
+			g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		}
 	}()
 	agent := g.agents[first.agent]
@@ -569,7 +525,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	if err != nil {
 		ref, text := g.failed(ctx, first.key, "resolve session", err, "Sorry, I couldn't open this conversation's history")
-		g.complete(ctx, items, InboundFailed, "", "ref "+ref+": "+err.Error(), last, text)
+		g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		return
 	}
 	msgs := make([]adapters.Inbound, len(items))
@@ -622,12 +578,12 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		g.finish(ctx, all, InboundDone, sess.ID, "aborted", last, reply, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, err: "aborted", replyTo: last, text: reply, shown: shown})
 	case err != nil:
 		ref, text := g.failed(ctx, first.key, "turn failed", err, "Sorry, something went wrong while answering", "session_id", sess.ID)
-		g.finish(ctx, all, InboundFailed, sess.ID, "ref "+ref+": "+err.Error(), last, text, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundFailed, session: sess.ID, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text, shown: shown})
 	default:
-		g.finish(ctx, all, InboundDone, sess.ID, "", last, reply, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown})
 	}
 	if g.opts.AfterTurn != nil && !shuttingDown(ctx) {
 		g.opts.AfterTurn(ctx, input)
@@ -683,38 +639,49 @@ func shuttingDown(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrClosed)
 }
 
-// complete records how jobs ended and queues text (if any) as the reply to
-// the chat of replyTo, chunked at the adapter's limit, in one transaction;
-// then it wakes the sender. The reply's key makes a repeat a no-op.
-func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text string) {
-	g.finish(ctx, jobs, status, sid, errText, replyTo, text, "")
+// outcome is how a message, or a turn's messages, ended: what is recorded
+// on their inbound records and the reply (if any) queued to the chat.
+type outcome struct {
+	jobs    []job
+	status  InboundStatus
+	session sessions.ID
+	// err is the inbound records' error text, for the operator.
+	err string
+	// replyTo is the message the reply answers, in its chat.
+	replyTo job
+	// text is the reply ("" for none), chunked at the adapter's limit.
+	text string
+	// shown is the message the reply's start was shown in as it streamed:
+	// the reply's first chunk is its final edit.
+	shown string
 }
 
-// finish is complete for a reply whose start was shown as it streamed (in
-// the message shown): its first chunk is the final edit of that message.
-func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text, shown string) {
+// complete records how o's jobs ended and queues its reply (if any) to the
+// chat of o.replyTo, in one transaction; then it wakes the sender. The
+// reply's key makes a repeat a no-op.
+func (g *Gateway) complete(ctx context.Context, o outcome) {
 	limit := 0
 	if g.opts.Limit != nil {
-		limit = g.opts.Limit(replyTo.in.Adapter)
+		limit = g.opts.Limit(o.replyTo.in.Adapter)
 	}
-	chunks := adapters.Chunk(text, limit)
+	chunks := adapters.Chunk(o.text, limit)
 	replies := make([]Reply, len(chunks))
 	for i, c := range chunks {
-		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", replyTo.inboundID, i), SessionID: string(sid), InboundID: replyTo.inboundID,
-			Adapter: replyTo.in.Adapter, ChatID: replyTo.in.ChatID, ReplyTo: replyTo.in.MessageID, Text: c}
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
 	}
 	if len(replies) > 0 {
-		replies[0].EditMessageID = shown
+		replies[0].EditMessageID = o.shown
 	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
+	ids := make([]string, len(o.jobs))
+	for i, j := range o.jobs {
 		ids[i] = j.inboundID
 	}
 	// Recorded even when the turn was aborted; a database outage is waited
 	// out, until shutdown (the next start then answers them again).
 	record := context.WithoutCancel(ctx)
 	err := g.untilStored(record, g.lanes.ctx, "record the outcome of a message", func() error {
-		err := g.opts.Store.Complete(record, ids, status, string(sid), errText, replies)
+		err := g.opts.Store.Complete(record, ids, o.status, string(o.session), o.err, replies)
 		if errors.Is(err, ErrNotFound) && len(ids) > 0 {
 			// A try whose commit went through though its answer was lost
 			// finished them already; the repeat is a no-op.
@@ -725,7 +692,7 @@ func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, 
 		return err
 	})
 	if err != nil {
-		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", replyTo.in.Adapter, "chat_id", replyTo.in.ChatID, "error", err)
+		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", o.replyTo.in.Adapter, "chat_id", o.replyTo.in.ChatID, "error", err)
 		return
 	}
 	if len(replies) > 0 && g.opts.Sender != nil {

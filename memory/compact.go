@@ -13,11 +13,12 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/tools"
 )
 
 // EventContextCompacted is published after a compaction commits.
-const EventContextCompacted events.Type = "context_compacted" // Data: ContextCompacted
+const EventContextCompacted events.Type = "context.compacted" // Data: ContextCompacted
 
 // Compaction limits.
 const (
@@ -44,7 +45,7 @@ const (
 	flushMaxSteps    = 4
 )
 
-// ContextCompacted is the data of a context_compacted event.
+// ContextCompacted is the data of a context.compacted event.
 type ContextCompacted struct {
 	SessionID sessions.ID
 	// SummaryID is the summary message, and the compaction id of what it
@@ -165,10 +166,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 		Tx: func(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
 			if c.opts.Memory != nil {
 				// A summary over the item limit is indexed in part rather than not at all.
-				indexed := m.Content
-				if r := []rune(indexed); len(r) > MaxSummaryRunes {
-					indexed = string(r[:MaxSummaryRunes])
-				}
+				indexed := textcut.Runes(m.Content, MaxSummaryRunes, "")
 				if _, err := c.opts.Memory.SummaryTx(ctx, q, scope, Summary{SessionID: id, MessageID: m.ID, Content: indexed}); err != nil {
 					return err
 				}

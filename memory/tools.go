@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -159,7 +160,7 @@ func formatResults(q string, results []Result) string {
 		fmt.Fprintf(&b, " (id %s)\n", r.ID)
 		content := r.Content
 		if n := utf8.RuneCountInString(content); n > maxHitRunes {
-			content = string([]rune(content)[:maxHitRunes]) + fmt.Sprintf(" [… %d more characters]", n-maxHitRunes)
+			content = textcut.Runes(content, maxHitRunes, fmt.Sprintf(" [… %d more characters]", n-maxHitRunes))
 		}
 		b.WriteString("   " + strings.ReplaceAll(content, "\n", "\n   ") + "\n")
 		if len(r.Tags) > 0 {

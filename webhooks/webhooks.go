@@ -32,6 +32,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/textcut"
 )
 
 // AdapterID is the adapter webhook deliveries arrive on and replies return to.
@@ -303,15 +304,7 @@ func checkDeliveryKey(h http.Header) *apiError {
 func deliveryKey(h http.Header) string {
 	for _, k := range deliveryKeyHeaders {
 		if v := strings.TrimSpace(h.Get(k)); v != "" {
-			if len(v) > 200 {
-				// Cut at a character's start, so the key stays UTF-8.
-				n := 200
-				for n > 0 && !utf8.RuneStart(v[n]) {
-					n--
-				}
-				v = v[:n]
-			}
-			return v
+			return textcut.Bytes(v, 200, "")
 		}
 	}
 	return ""

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
@@ -62,13 +63,19 @@ type notice struct{ target, text string }
 
 func setup(t testing.TB, hooks string, answer string) (*Server, *sink, *httptest.Server, func() []notice) {
 	t.Helper()
+	return setupOn(t, dbtest.SQLite(t), hooks, answer)
+}
+
+// setupOn is setup on the database db.
+func setupOn(t testing.TB, db *dbutil.DB, hooks string, answer string) (*Server, *sink, *httptest.Server, func() []notice) {
+	t.Helper()
 	c, err := config.Parse([]byte(hooks), "parley.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var notices []notice
-	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, text, _ string) error {
+	srv := New(Options{Hooks: c.Hooks, DB: db, Notify: func(_ context.Context, target, text, _ string) error {
 		mu.Lock()
 		notices = append(notices, notice{target, text})
 		mu.Unlock()
@@ -193,9 +200,17 @@ func githubSig(body []byte) string {
 // A repeated delivery id gets the first response, and starts nothing.
 func TestDuplicateDelivery(t *testing.T) {
 	_, k, hs, _ := setup(t, hmacHook, "")
+	deliverTwice(t, hs, k, "X-GitHub-Delivery", "abc-123")
+}
+
+// deliverTwice sends one delivery twice under the delivery key header: both
+// are accepted, the repeat gets the first's delivery id, and one delivery
+// starts.
+func deliverTwice(t *testing.T, hs *httptest.Server, k *sink, header, key string) {
+	t.Helper()
 	body := []byte(`{"repo":"parley"}`)
 	hdr := signed(body, time.Now())
-	hdr["X-GitHub-Delivery"] = "abc-123"
+	hdr[header] = key
 	s1, first := post(t, hs.URL+"/hooks/ci", body, hdr)
 	s2, second := post(t, hs.URL+"/hooks/ci", body, hdr)
 	if s1 != 202 || s2 != 202 || first["delivery_id"] != second["delivery_id"] || first["delivery_id"] == nil {
@@ -204,6 +219,16 @@ func TestDuplicateDelivery(t *testing.T) {
 	if n := len(k.delivered()); n != 1 {
 		t.Fatalf("%d deliveries started", n)
 	}
+}
+
+// A delivery key longer than parley keeps is cut on a character boundary:
+// cut mid-character, PostgreSQL refused to store it and the delivery failed.
+func TestLongDeliveryKeyIsCutWhole(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		_, k, hs, _ := setupOn(t, open(t), hmacHook, "")
+		// é spans bytes 199 and 200.
+		deliverTwice(t, hs, k, "Idempotency-Key", strings.Repeat("k", 199)+"é and more")
+	})
 }
 
 // A delivery the gateway couldn't take is answered 503, and the same

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
@@ -30,12 +31,15 @@ func (apiChannel) Send(_ context.Context, out adapters.Outbound) (adapters.Sent,
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }
 
-// commandRoutes say which route does what each chat command does.
-var commandRoutes = map[string]string{
-	"reset":   "POST /v1/agent/reset with {\"session_id\": ...} starts a new session",
-	"stop":    "POST /v1/sessions/{id}/abort stops the run",
-	"status":  "GET /v1/sessions/{id}/status tells the run's state (and GET /v1/sessions/{id} the session's)",
-	"compact": "POST /v1/sessions/{id}/compact compacts the session",
+// commandRefusal is the API's answer to a chat command sent as a message:
+// its answer would go to the chat, which over the API is nowhere, so it
+// names the route that does the command's work (for /help, every route).
+func commandRefusal(c commands.Command) error {
+	route := c.Route
+	if route == "" {
+		route = "each command has a route: " + commands.Routes()
+	}
+	return fmt.Errorf("%w: /%s is a chat command; over the API, %s", api.ErrInvalid, c.Name, route)
 }
 
 // apiRunner drives runs for the API through the gateway and the agent.
@@ -48,9 +52,8 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	if err != nil {
 		return "", err
 	}
-	if cmd, ok := gateway.Command(req.Content); ok {
-		// Its answer would go to the chat, which over the API is nowhere.
-		return "", fmt.Errorf("%w: /%s is a chat command; over the API, %s", api.ErrInvalid, cmd, commandRoutes[cmd])
+	if c, ok := commands.Parse(req.Content); ok {
+		return "", commandRefusal(c)
 	}
 	if req.IfIdle && r.d.gw.Busy(s.Key) {
 		return "", fmt.Errorf("session %s: %w", s.ID, api.ErrBusy)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
@@ -20,7 +21,9 @@ func TestCronReceiptShowsTheNotifyDelivery(t *testing.T) {
 		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n"+
 			"cron:\n  jobs:\n    - id: tick\n      schedule: \"0 9 * * *\"\n      prompt: \"tick report\"\n      notify: [\"tg:42\"]\n")
 		rec := adapterstest.New()
-		rec.FailNext(1000, errors.New("403 Forbidden: bot was blocked by the user"))
+		// The receipt cuts the error at 60 characters, inside the Cyrillic: cut
+		// at 60 bytes, it split a character.
+		rec.FailNext(1000, errors.New("403 Forbidden: bot was blocked by the user — пользователь заблокировал бота"))
 		d, _, stop := testDaemonAt(t, path, func(d *daemon) map[adapters.ID]adapters.Adapter {
 			return map[adapters.ID]adapters.Adapter{"tg": rec, "cron": d.cron}
 		})
@@ -53,6 +56,9 @@ func TestCronReceiptShowsTheNotifyDelivery(t *testing.T) {
 		if !strings.Contains(out, "NOTIFY") || !strings.Contains(out, " ok ") || !strings.Contains(out, "retrying (") ||
 			!strings.Contains(out, "403 Forbidden") {
 			t.Fatalf("the receipt of an ok run whose note fails:\n%s", out)
+		}
+		if !utf8.ValidString(out) {
+			t.Fatalf("the receipt cuts the note's error mid-character:\n%q", out)
 		}
 		rec.FailNext(0, nil)
 		d.sender.Wake()

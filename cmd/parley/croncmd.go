@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/textcut"
 )
 
 // cmdCron manages stored jobs and shows their receipts. It works beside a
@@ -152,9 +153,7 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 			if r.Error != "" {
 				result = r.Error
 			}
-			if len(result) > 60 {
-				result = result[:60] + "…"
-			}
+			result = textcut.Runes(result, 60, "…")
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ScheduledAt.Local().Format(time.DateTime), r.Status, took, r.SessionID, notify,
 				strings.ReplaceAll(result, "\n", " "))
 		}
@@ -182,9 +181,7 @@ func notifyState(ctx context.Context, outbox *gateway.Store, r cron.Run, targets
 		return "", err
 	}
 	lastErr := strings.ReplaceAll(d.LastError, "\n", " ")
-	if len(lastErr) > 60 {
-		lastErr = lastErr[:60] + "…"
-	}
+	lastErr = textcut.Runes(lastErr, 60, "…")
 	switch {
 	case d.Notes == 0:
 		return "not queued", nil

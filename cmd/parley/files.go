@@ -10,7 +10,6 @@ import (
 	"mime"
 	"path"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/media"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 )
 
 // maxFileFetchBytes is the largest document parley fetches to read: its
@@ -178,7 +178,7 @@ func (d *daemon) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 		text = strings.ToValidUTF8(string(raw), "\uFFFD")
 	}
 	if len(text) > *budget {
-		text = cutUTF8(text, *budget)
+		text = textcut.Bytes(text, *budget, "")
 		data.Note = fmt.Sprintf("only its first %s are here (files.max_text_bytes)", sessions.ByteSize(int64(len(text))))
 	}
 	*budget -= len(text)
@@ -207,17 +207,6 @@ func pdfText(raw []byte) (text string, err error) {
 		return "", fmt.Errorf("read pdf text: %w", err)
 	}
 	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), nil
-}
-
-// cutUTF8 is s cut to at most n bytes, on a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // joinNames is "a", "a and b", "a, b and c".

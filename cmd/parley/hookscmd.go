@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -73,9 +74,7 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 		if d.Err != "" {
 			reply = "error: " + d.Err
 		}
-		if len(reply) > 60 {
-			reply = reply[:60] + "…"
-		}
+		reply = textcut.Runes(reply, 60, "…")
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", d.ReceivedAt.Local().Format(time.DateTime), d.Status, d.HTTPStatus, d.Duration, d.SessionKey, reply)
 	}
 	return w.Flush()
