@@ -65,9 +65,10 @@ func (g *Gateway) status(ctx context.Context, j job) string {
 		text = fmt.Sprintf("No conversation yet (%s, agent %s).", j.key, j.key.AgentID)
 	case err != nil:
 		_, text = g.failed(ctx, j.key, "read session for /status", err, "Sorry, I couldn't read this conversation's status")
-	case g.opts.Status != nil:
-		text = g.opts.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
 	default:
+		text = g.opts.Runner.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
+	}
+	if err == nil && text == "" {
 		state := "idle"
 		if g.lanes.Busy(laneKey(j.key)) {
 			state = "busy"
@@ -99,10 +100,11 @@ func (g *Gateway) compact(ctx context.Context, j job) string {
 	case err != nil:
 		_, text := g.failed(ctx, j.key, "read session for /compact", err, "Sorry, I couldn't read this conversation")
 		return text
-	case g.opts.Compact == nil:
+	}
+	text, err := g.opts.Runner.Compact(ctx, s, j.agent)
+	if errors.Is(err, ErrNoCompaction) {
 		return "Compaction is not available here."
 	}
-	text, err := g.opts.Compact(ctx, s, j.agent)
 	if err != nil {
 		_, text = g.failed(ctx, j.key, "compact session", err, "Sorry, I couldn't compact this conversation", "session_id", s.ID)
 	}

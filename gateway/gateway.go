@@ -54,52 +54,23 @@ type TurnInput struct {
 	Retry bool
 }
 
-// RunFunc runs one agent turn and returns the reply text ("" for none).
-type RunFunc func(ctx context.Context, in TurnInput) (string, error)
-
-// StatusFunc describes a session for /status.
-type StatusFunc func(ctx context.Context, s sessions.Session, queued int) string
-
 // Options configure a Gateway.
 type Options struct {
 	Store    *Store
 	Sessions sessions.Store
 	Sender   *Sender
-	Run      RunFunc
-	Status   StatusFunc
-	// Stream returns the adapter to show replies on as they are written,
-	// when streaming is on for it (it must implement adapters.Editor).
-	Stream func(adapters.ID) (adapters.Adapter, bool)
+	// Runner runs the turns (the agent).
+	Runner Runner
+	// Channels are where replies go; nil: none (replies are recorded only).
+	Channels Channels
 	// Access is each adapter's access policy; adapters without one (the
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
-	// OnDuplicate, if set, hears of each redelivered message dropped.
-	OnDuplicate func()
-	// AfterTurn, if set, runs on the lane after each turn's reply is
-	// queued, before the session's next turn (compaction, for one).
-	AfterTurn func(ctx context.Context, in TurnInput)
-	// Compact summarizes a session's older messages for /compact and says
-	// what it did, in a line for the user.
-	Compact func(ctx context.Context, s sessions.Session, agentID string) (string, error)
 	// Route picks the agent for a message; nil routes everything to Agents[0].
 	Route  func(in adapters.Inbound) string
 	Agents []Agent
-	// Limit returns an adapter's message length limit for chunking (0: none).
-	Limit func(adapters.ID) int
-	// Typing returns the function that shows a typing indicator in one of
-	// the adapter's chats, or nil when the channel has none. It is repeated
-	// while a turn runs.
-	Typing   func(adapter adapters.ID) func(ctx context.Context, chatID string)
+	// Recovery says what to do with messages a crash left unanswered.
 	Recovery Recovery
-	// Repair finalizes a session whose turn a crash interrupted (orphaned
-	// tool calls), before its messages are re-run or marked.
-	Repair func(ctx context.Context, id sessions.ID) error
-	// Answered, if set, says whether a turn already answered the message
-	// stored under id in a session (a crash or a database fault struck
-	// after its reply was stored), and with what text: "" when a later
-	// message of the same turn took the reply. A message it answered is
-	// not run again, so it is never answered twice.
-	Answered func(ctx context.Context, s sessions.ID, id sessions.MessageID) (reply string, ok bool, err error)
 	// StoreRetry is the longest wait between tries of a write that failed
 	// because the database was unavailable (default 2s); the lane holds
 	// its place meanwhile, so its messages keep their order.
@@ -109,9 +80,11 @@ type Options struct {
 	// new conversation, or one replacing a stale session. It runs before
 	// the message is stored and says whether it added anything; its error
 	// is logged, and the message goes on.
-	Seed  func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
-	Lanes LaneOptions[string]
-	Log   *slog.Logger
+	Seed func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
+	// OnDuplicate, if set, hears of each redelivered message dropped.
+	OnDuplicate func()
+	Lanes       LaneOptions[string]
+	Log         *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -155,6 +128,12 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.Recovery == "" {
 		opts.Recovery = RecoveryRerun
+	}
+	if opts.Runner == nil {
+		return nil, errors.New("gateway: no runner configured")
+	}
+	if opts.Channels == nil {
+		opts.Channels = noChannels{}
 	}
 	if opts.StoreRetry <= 0 {
 		opts.StoreRetry = 2 * time.Second
@@ -439,13 +418,10 @@ func (g *Gateway) settle(j job, run bool) {
 // alreadyAnswered queues the answer a recovered message's turn stored
 // before the crash, if it did, and reports whether it had one.
 func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
-	if g.opts.Answered == nil {
-		return false
-	}
 	var reply string
 	var ok bool
 	err := g.untilStored(ctx, ctx, "read a recovered message's answer", func() (err error) {
-		reply, ok, err = g.opts.Answered(ctx, j.repair, sessions.MessageID(j.inboundID))
+		reply, ok, err = g.opts.Runner.Answered(ctx, j.repair, sessions.MessageID(j.inboundID))
 		return err
 	})
 	if err != nil {
@@ -488,16 +464,13 @@ func (g *Gateway) untilStored(ctx, wait context.Context, what string, fn func() 
 
 // repair finalizes the sessions a crash interrupted, once each.
 func (g *Gateway) repair(ctx context.Context, items []job) {
-	if g.opts.Repair == nil {
-		return
-	}
 	done := map[sessions.ID]bool{}
 	for _, j := range items {
 		if j.repair == "" || done[j.repair] {
 			continue
 		}
 		done[j.repair] = true
-		if err := g.opts.Repair(ctx, j.repair); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		if err := g.opts.Runner.Repair(ctx, j.repair); err != nil && !errors.Is(err, sessions.ErrNotFound) {
 			g.opts.Log.ErrorContext(ctx, "finalize a session a crash interrupted", "session_id", j.repair, "error", err)
 		}
 	}
@@ -558,13 +531,11 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		if tries++; tries > 1 {
 			input.OnText = nil // what streamed is shown; the final edit gives the whole reply
 			input.Retry = true
-			if g.opts.Repair != nil {
-				if err := g.opts.Repair(ctx, sess.ID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
-					return err
-				}
+			if err := g.opts.Runner.Repair(ctx, sess.ID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+				return err
 			}
 		}
-		reply, err = g.opts.Run(ctx, input)
+		reply, err = g.opts.Runner.Run(ctx, input)
 		return err
 	})
 	stopTyping()
@@ -585,8 +556,8 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	default:
 		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown})
 	}
-	if g.opts.AfterTurn != nil && !shuttingDown(ctx) {
-		g.opts.AfterTurn(ctx, input)
+	if !shuttingDown(ctx) {
+		g.opts.Runner.AfterTurn(ctx, input)
 	}
 }
 
@@ -604,12 +575,16 @@ const (
 // goroutine for it, and stop waits for a request under way, so no
 // indicator is sent after the turn's reply.
 func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop func()) {
-	var typing func(context.Context, string)
-	if g.opts.Typing != nil {
-		typing = g.opts.Typing(in.Adapter)
-	}
-	if typing == nil {
+	ad, _ := g.opts.Channels.Adapter(in.Adapter)
+	typer, ok := ad.(adapters.Typer)
+	if !ok {
 		return func() {}
+	}
+	typing := func(ctx context.Context, chatID string) {
+		// A failure costs only the indicator.
+		if err := typer.Typing(ctx, chatID); err != nil && ctx.Err() == nil {
+			g.opts.Log.DebugContext(ctx, "typing indicator", "adapter", in.Adapter, "error", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex // held while sending, so stop waits for a request under way
@@ -661,8 +636,10 @@ type outcome struct {
 // reply's key makes a repeat a no-op.
 func (g *Gateway) complete(ctx context.Context, o outcome) {
 	limit := 0
-	if g.opts.Limit != nil {
-		limit = g.opts.Limit(o.replyTo.in.Adapter)
+	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
+		if l, ok := ad.(adapters.Limiter); ok {
+			limit = l.MaxMessageLength()
+		}
 	}
 	chunks := adapters.Chunk(o.text, limit)
 	replies := make([]Reply, len(chunks))

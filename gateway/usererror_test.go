@@ -141,7 +141,7 @@ func TestCommandFailuresTellNoInternals(t *testing.T) {
 	const leak = "dial tcp 10.20.30.40:5432: connect: connection refused (SQLSTATE 08006)"
 	r := newRig(t, dbtest.SQLite(t), echoRun, func(o *gateway.Options) {
 		o.Sessions = failingReset{o.Sessions}
-		o.Compact = func(context.Context, sessions.Session, string) (string, error) { return "", errors.New(leak) }
+		o.Runner = compacting{o.Runner, func(context.Context, sessions.Session, string) (string, error) { return "", errors.New(leak) }}
 	})
 	r.deliver(msg("1", "hi"))
 	r.sent(1)

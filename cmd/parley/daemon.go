@@ -142,29 +142,15 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
 	}
 	d.gw, err = gateway.New(gateway.Options{
-		Store: store, Sessions: d.sessions, Sender: d.sender, Run: d.runTurn, Status: d.status,
-		Route:    func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
-		Agents:   agents,
-		Limit:    d.limit,
-		Typing:   d.typing,
-		Recovery: gateway.Recovery(cfg.Gateway.Recovery),
-		Repair: func(ctx context.Context, id sessions.ID) error {
-			n, err := d.runner.RepairOrphans(ctx, id)
-			if n > 0 {
-				log.Info("finalized tool calls a restart interrupted", "session_id", id, "count", n)
-			}
-			return err
-		},
-		Answered:    d.runner.Answered,
+		Store: store, Sessions: d.sessions, Sender: d.sender,
+		Runner:      turns{d},
+		Channels:    channelSet{d: d, streams: streams},
+		Route:       func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Agents:      agents,
+		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
-		Compact:     d.compact,
-		AfterTurn:   d.afterTurn,
-		Stream: func(id adapters.ID) (adapters.Adapter, bool) {
-			a, ok := d.adapters[id]
-			return a, ok && streams[id]
-		},
 		Lanes: gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:   log,
 	})
@@ -296,22 +282,40 @@ func (d *daemon) limit(id adapters.ID) int {
 	return 0
 }
 
-// typing shows the typing indicator where the channel has one; a failure
-// only costs the indicator.
-func (d *daemon) typing(id adapters.ID) func(context.Context, string) {
-	t, ok := d.adapters[id].(adapters.Typer)
-	if !ok {
-		return nil
+// turns is the daemon as the gateway's gateway.Runner: it runs each
+// turn through the agent.
+type turns struct{ *daemon }
+
+var _ gateway.Runner = turns{}
+
+// Repair finalizes the tool calls a restart interrupted in a session.
+func (d turns) Repair(ctx context.Context, id sessions.ID) error {
+	n, err := d.runner.RepairOrphans(ctx, id)
+	if n > 0 {
+		d.log.InfoContext(ctx, "finalized tool calls a restart interrupted", "session_id", id, "count", n)
 	}
-	return func(ctx context.Context, chatID string) {
-		if err := t.Typing(ctx, chatID); err != nil && ctx.Err() == nil {
-			d.log.Debug("typing indicator", "adapter", id, "error", err)
-		}
-	}
+	return err
 }
 
-// runTurn runs one agent turn for the gateway.
-func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, error) {
+// Answered says whether a recovered message's turn stored its reply.
+func (d turns) Answered(ctx context.Context, s sessions.ID, id sessions.MessageID) (string, bool, error) {
+	return d.runner.Answered(ctx, s, id)
+}
+
+// channelSet is the daemon's channels as the gateway sees them.
+type channelSet struct {
+	d       *daemon
+	streams map[adapters.ID]bool // channels whose replies show as they are written
+}
+
+var _ gateway.Channels = channelSet{}
+
+func (c channelSet) Adapter(id adapters.ID) (adapters.Adapter, bool) { return c.d.adapter(id) }
+
+func (c channelSet) Streams(id adapters.ID) bool { return c.streams[id] }
+
+// Run runs one agent turn for the gateway.
+func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 	req := d.request(in)
 	a, _ := d.cfg.Agent(in.AgentID)
 	images, notices := d.turnImages(ctx, a, in.Messages)
@@ -387,9 +391,9 @@ func apiRunID(m adapters.Inbound) string {
 	return ""
 }
 
-// afterTurn compacts the session if the turn filled it, on the lane, once
+// AfterTurn compacts the session if the turn filled it, on the lane, once
 // the reply is on its way.
-func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
+func (d turns) AfterTurn(ctx context.Context, in gateway.TurnInput) {
 	defer d.retireSession(ctx, in)
 	req := d.request(in)
 	// The session's token count sums every live message's (generous)
@@ -421,8 +425,8 @@ func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 	}
 }
 
-// compact answers /compact.
-func (d *daemon) compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+// Compact answers /compact.
+func (d turns) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
 	a, _ := d.cfg.Agent(agentID)
 	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
 	if err != nil && res.Skipped == "" {
@@ -457,8 +461,8 @@ func historyTurns(a config.Agent, k sessions.Key) int {
 	return a.History.Channels
 }
 
-// status answers /status.
-func (d *daemon) status(ctx context.Context, s sessions.Session, queued int) string {
+// Status answers /status.
+func (d turns) Status(ctx context.Context, s sessions.Session, queued int) string {
 	a, _ := d.cfg.Agent(s.Key.AgentID)
 	st := d.runner.Status(s.ID)
 	state := string(st.State)
