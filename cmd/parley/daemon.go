@@ -151,8 +151,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
-		Lanes: gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
-		Log:   log,
+		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:         log,
 	})
 	if err != nil {
 		db.Close()
