@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"time"
+
+	"github.com/parleyd/parley/dbutil"
 
 	"github.com/parleyd/parley/sessions"
 )
@@ -14,45 +18,70 @@ import (
 // Recovery asks before running a message again, so a crash between a
 // stored reply and its record never makes a second reply.
 func (r *Runner) Answered(ctx context.Context, sid sessions.ID, id sessions.MessageID) (string, bool, error) {
-	m, ok, err := r.answer(ctx, sid, id)
+	m, ok, err := r.answer(ctx, sid, id, false)
 	if m == nil {
 		return "", ok, err
 	}
 	return m.Content, ok, err
 }
 
-func (r *Runner) answer(ctx context.Context, sid sessions.ID, id sessions.MessageID) (*sessions.Message, bool, error) {
+func (r *Runner) answer(ctx context.Context, sid sessions.ID, id sessions.MessageID, throughLater bool) (*sessions.Message, bool, error) {
 	msgs, err := r.opts.Store.Messages(ctx, sid, sessions.MessagesOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read session %s for message %s's answer: %w", sid, id, err)
 	}
-	m, ok := answerTo(msgs, id)
+	m, ok := answerTo(msgs, id, throughLater)
 	return m, ok, nil
 }
 
-// resume ends a Request.Resume run with the reply its last try stored, if
-// it did, publishing the run's start and finish for those following it.
-func (r *Runner) resume(ctx context.Context, req Request) (Result, bool, error) {
-	m, ok, err := r.answer(ctx, req.Session.ID, req.Inputs[len(req.Inputs)-1].ID)
+// resume starts a run's next try after the database failed under the
+// last one: it finalizes what that try left (orphaned tool calls) and, if
+// the try stored its reply, ends the run with it, publishing the run's
+// start and finish for those following it. done reports that the run is
+// over; err is a database error (the caller waits and tries again) when
+// not.
+func (r *Runner) resume(ctx context.Context, req Request) (res Result, done bool, err error) {
+	id := req.Session.ID
+	if _, err := r.RepairOrphans(ctx, id); err != nil {
+		return Result{}, !dbutil.Unavailable(err), err
+	}
+	// The reply of a turn that took steered messages follows them: it is
+	// still this input's answer.
+	m, ok, err := r.answer(ctx, id, req.Inputs[len(req.Inputs)-1].ID, true)
 	if err != nil || !ok {
-		return Result{}, false, err
+		return Result{}, err != nil && !dbutil.Unavailable(err), err
 	}
 	ids := runIDs(req.Inputs)
-	r.publish(req.Session.ID, EventTurnStarted, TurnStarted{AgentID: req.Agent.ID, RunIDs: ids})
-	r.publish(req.Session.ID, EventTurnFinished, TurnFinished{RunIDs: ids, Reply: m})
-	r.statuses.set(req.Session.ID, Status{State: StateIdle})
-	res := Result{}
+	r.publish(id, EventTurnStarted, TurnStarted{AgentID: req.Agent.ID, RunIDs: ids})
+	r.publish(id, EventTurnFinished, TurnFinished{RunIDs: ids, Reply: m})
+	r.statuses.set(id, Status{State: StateIdle})
 	if m != nil {
 		res.Reply = m.Content
 	}
 	return res, true, nil
 }
 
+// waitForStore waits before the next try of a turn the database failed
+// under, backing off up to StoreRetry; false means ctx ended first.
+func (r *Runner) waitForStore(ctx context.Context, tries int) bool {
+	limit := cmp.Or(r.opts.StoreRetry, 2*time.Second)
+	delay := min(100*time.Millisecond<<min(tries-1, 6), limit)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // answerTo finds, in a session's live context, the answer of the turn that
 // stored the user message id: the first final assistant message after it
 // (one that asks for no tools), side turns and summaries left out. The
-// message is nil when a later message of the same turn took the reply.
-func answerTo(msgs []sessions.Message, id sessions.MessageID) (*sessions.Message, bool) {
+// message is nil when a later message of the same turn took the reply,
+// unless throughLater: then the reply is the turn's, whoever took it.
+func answerTo(msgs []sessions.Message, id sessions.MessageID, throughLater bool) (*sessions.Message, bool) {
 	i := slices.IndexFunc(msgs, func(m sessions.Message) bool { return m.ID == id })
 	if i < 0 {
 		return nil, false
@@ -64,7 +93,7 @@ func answerTo(msgs []sessions.Message, id sessions.MessageID) (*sessions.Message
 		case m.Role == sessions.RoleUser && !m.Synthetic:
 			later = true
 		case m.Role == sessions.RoleAssistant && len(m.ToolCalls) == 0:
-			if later {
+			if later && !throughLater {
 				return nil, true
 			}
 			return &msgs[j], true

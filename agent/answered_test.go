@@ -40,7 +40,7 @@ func TestAnswerTo(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, ok := answerTo(tc.msgs, sessions.MessageID(tc.id))
+			m, ok := answerTo(tc.msgs, sessions.MessageID(tc.id), false)
 			reply := ""
 			if m != nil {
 				reply = m.Content
@@ -49,5 +49,21 @@ func TestAnswerTo(t *testing.T) {
 				t.Fatalf("answerTo = %q, %v; want %q, %v", reply, ok, tc.reply, tc.answer)
 			}
 		})
+	}
+}
+
+// A run tried again after a database fault ends with its turn's reply,
+// though a steered message came between its input and the reply.
+func TestAnswerToThroughSteeredMessages(t *testing.T) {
+	msgs := []sessions.Message{
+		{ID: "a", Role: sessions.RoleUser, Content: "A"},
+		{ID: "b", Role: sessions.RoleUser, Content: "B"},
+		{Role: sessions.RoleAssistant, Content: "AB"},
+	}
+	if m, ok := answerTo(msgs, "a", true); !ok || m == nil || m.Content != "AB" {
+		t.Fatalf("answerTo through later = %v, %v; want the turn's reply", m, ok)
+	}
+	if m, ok := answerTo(msgs, "a", false); !ok || m != nil {
+		t.Fatalf("answerTo = %v, %v; want answered by a later message", m, ok)
 	}
 }

@@ -128,6 +128,9 @@ type Options struct {
 	// unknown. The known-models table (KnownContextWindow), then the agent's
 	// MaxContextTokens, stand in.
 	ContextWindow func(spec string) int
+	// StoreRetry is the longest wait between tries of a turn the database
+	// failed under (it was unavailable); default 2s.
+	StoreRetry time.Duration
 }
 
 // AgentConfig is what the runner needs to know about the agent.
@@ -204,11 +207,6 @@ type Request struct {
 	// OnText, if set, takes the reply's text as the model writes it, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
-	// Resume marks a run tried again after a database fault cut the last
-	// try short: if that try stored the reply to the last input, the run
-	// ends with it (its events published as usual) instead of asking the
-	// model again.
-	Resume bool
 }
 
 // Result is what a run produced.
@@ -278,16 +276,40 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer release()
 
-	if req.Resume && len(req.Inputs) > 0 {
-		if res, ok, err := r.resume(ctx, req); ok || err != nil {
-			return res, err
+	var (
+		res Result
+		t   *turn
+	)
+	// A try the database failed under (it was unavailable) is tried again
+	// once it answers, within this run: the session's lane keeps its place,
+	// the run's events go on, and /stop ends the wait.
+	for tries := 1; ; tries++ {
+		if tries > 1 {
+			var done bool
+			if res, done, err = r.resume(ctx, req); done && err == nil {
+				return res, nil
+			}
 		}
+		if err == nil {
+			r.statuses.set(id, Status{State: StateBusy, StartedAt: r.now()})
+			t = &turn{r: r, req: req, id: id, pctx: context.WithoutCancel(ctx)}
+			res, err = t.run(ctx)
+		}
+		if !dbutil.Unavailable(err) || res.Aborted {
+			break
+		}
+		r.statuses.set(id, Status{State: StateRetrying, Attempt: tries,
+			Message: "the database is unavailable; the turn runs again once it answers"})
+		r.log.WarnContext(ctx, "a turn met an unavailable database; it runs again once it answers", "session_id", id, "tries", tries, "error", err)
+		if !r.waitForStore(ctx, tries) {
+			res.Aborted = true
+			err = fmt.Errorf("turn in session %s aborted while the database was unavailable: %w", id, context.Cause(ctx))
+			break
+		}
+		req.OnText = nil // what streamed is shown; the final edit gives the whole reply
 	}
-	r.statuses.set(id, Status{State: StateBusy, StartedAt: r.now()})
-	t := &turn{r: r, req: req, id: id, pctx: context.WithoutCancel(ctx)}
-	res, err := t.run(ctx)
 	// One compaction per run: a turn that tried before it doesn't try again.
-	if err == nil && !res.Aborted && !req.DeferCompaction && !t.compacted && r.opts.Compactor != nil {
+	if err == nil && !res.Aborted && !req.DeferCompaction && t != nil && !t.compacted && r.opts.Compactor != nil {
 		cr, cerr := r.afterTurn(ctx, req)
 		switch {
 		case cerr != nil && ctx.Err() == nil:
@@ -298,17 +320,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), t.joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted,
+	var joined []string
+	if t != nil {
+		joined = t.joined
+	}
+	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted,
 		Reply: replyOf(res.Messages)}
 	switch {
 	case err == nil || res.Aborted:
 		r.statuses.set(id, Status{State: StateIdle})
-	case dbutil.Unavailable(err):
-		// The gateway runs the turn again once the database answers: the
-		// run isn't over, so a client following it keeps waiting for its
-		// reply rather than reading a failure.
-		r.statuses.set(id, Status{State: StateRetrying, Message: "the database is unavailable; the turn runs again once it answers"})
-		return res, err
 	default:
 		fin.Error = err.Error()
 		r.statuses.set(id, Status{State: StateError, Message: err.Error()})

@@ -234,7 +234,7 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 		defer observe(*o, OpWrite, time.Now())
 	}
 	if d.txs != nil {
-		return d.groupTx(ctx, fn)
+		return fromDB(d.groupTx(ctx, fn))
 	}
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -252,7 +252,7 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(ctx, d.write, q) // best effort: unprepared works too
 	}
-	return err
+	return fromDB(err)
 }
 
 // Op is the kind of database call an Observer hears of.

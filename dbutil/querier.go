@@ -78,13 +78,16 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 			defer observe(*o, OpWrite, time.Now())
 		}
 	}
+	var res sql.Result
+	var err error
 	if st := q.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
+		res, err = st.ExecContext(ctx, args...)
+	} else if q.tx != nil {
+		res, err = q.tx.ExecContext(ctx, query, args...)
+	} else {
+		res, err = q.db.ExecContext(ctx, query, args...)
 	}
-	if q.tx != nil {
-		return q.tx.ExecContext(ctx, query, args...)
-	}
-	return q.db.ExecContext(ctx, query, args...)
+	return res, fromDB(err)
 }
 
 func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -92,13 +95,16 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*
 		ctx = context.WithoutCancel(ctx)
 	}
 	q.count()
+	var rows *sql.Rows
+	var err error
 	if st := q.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
+		rows, err = st.QueryContext(ctx, args...)
+	} else if q.tx != nil {
+		rows, err = q.tx.QueryContext(ctx, query, args...)
+	} else {
+		rows, err = q.db.QueryContext(ctx, query, args...)
 	}
-	if q.tx != nil {
-		return q.tx.QueryContext(ctx, query, args...)
-	}
-	return q.db.QueryContext(ctx, query, args...)
+	return rows, fromDB(err)
 }
 
 func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {

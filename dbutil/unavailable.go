@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 
@@ -62,6 +64,32 @@ func Unavailable(err error) bool {
 	// message") are the ones that say whether a retry is safe.
 	var ce *pgconn.ConnectError
 	var pgconnErr interface{ SafeToRetry() bool }
-	return errors.As(err, &ce) || errors.As(err, &pgconnErr) ||
+	var lost *connLost
+	return errors.As(err, &ce) || errors.As(err, &pgconnErr) || errors.As(err, &lost) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
+}
+
+// connLost marks a bare transport error (an unexpected EOF, a reset) that
+// a statement or transaction of ours met: there it can only be the
+// database's connection, which some driver paths report without a type of
+// their own.
+type connLost struct{ err error }
+
+func (e *connLost) Error() string { return e.err.Error() }
+func (e *connLost) Unwrap() error { return e.err }
+
+// fromDB marks err, returned by a database call, as the database's when it
+// is a bare transport error, so Unavailable knows it from a model
+// provider's.
+func fromDB(err error) error {
+	if err == nil || Unavailable(err) {
+		return err
+	}
+	var ne net.Error
+	var ue *url.Error
+	if (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.As(err, &ne)) && !errors.As(err, &ue) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return &connLost{err}
+	}
+	return err
 }

@@ -43,3 +43,18 @@ func TestUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// A bare transport error that a database call met is the database's; the
+// same error from elsewhere is not.
+func TestFromDBMarksBareTransportErrors(t *testing.T) {
+	eof := fmt.Errorf("append message: %w", io.ErrUnexpectedEOF)
+	if Unavailable(eof) {
+		t.Fatal("a bare unexpected EOF was taken for the database's")
+	}
+	if marked := fmt.Errorf("append message to session s: %w", fromDB(eof)); !Unavailable(marked) {
+		t.Fatalf("%v, from a database call, was not taken for the database's", marked)
+	}
+	if err := fromDB(fmt.Errorf("x: %w", context.Canceled)); Unavailable(err) {
+		t.Fatal("a cancelled call was taken for an outage")
+	}
+}

@@ -86,7 +86,7 @@ func (d *DB) View(ctx context.Context, fn func(q Querier) error) error {
 		defer observe(*o, OpRead, time.Now())
 	}
 	if d.views == nil {
-		return callView(fn, d.Read())
+		return fromDB(callView(fn, d.Read()))
 	}
 	r := &viewRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	d.readersMu.RLock()
@@ -101,7 +101,7 @@ func (d *DB) View(ctx context.Context, fn func(q Querier) error) error {
 		d.readersMu.RUnlock()
 		return ctx.Err()
 	}
-	return <-r.done
+	return fromDB(<-r.done)
 }
 
 func (d *DB) stopReaderLoops() {

@@ -43,15 +43,12 @@ type TurnInput struct {
 	// IDs are the messages' inbound record ids, in the same order: stable
 	// across a re-run after a crash.
 	IDs []string
-	// Steer takes messages that arrived during the turn (steer mode).
-	Steer func() []adapters.Inbound
+	// Steer takes messages that arrived during the turn (steer mode), with
+	// their inbound record ids.
+	Steer func() (msgs []adapters.Inbound, ids []string)
 	// OnText, when set, takes the reply's text as it is written, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
-	// Retry marks a try again after the database failed under the last
-	// one, which may have stored the reply already: the runner ends the
-	// turn with that reply instead of asking the model again.
-	Retry bool
 }
 
 // Options configure a Gateway.
@@ -507,37 +504,27 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		msgs[i], ids[i] = j.in, j.inboundID
 	}
 	var steered []job
-	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Steer: func() []adapters.Inbound {
+	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Steer: func() ([]adapters.Inbound, []string) {
 		if steer == nil {
-			return nil
+			return nil, nil
 		}
 		var out []adapters.Inbound
+		var outIDs []string
 		for _, j := range steer() {
 			steered = append(steered, j)
 			out = append(out, j.in)
+			outIDs = append(outIDs, j.inboundID)
 		}
-		return out
+		return out, outIDs
 	}}
 	stream := g.startStream(ctx, last.in)
 	if stream != nil {
 		input.OnText = stream.add
 	}
 	stopTyping := g.keepTyping(ctx, first.in)
-	var reply string
-	tries := 0
-	// A turn the database failed under is run again once it answers, on
-	// this lane, so the session's later messages still wait their turn.
-	err = g.untilStored(ctx, ctx, "run a turn", func() (err error) {
-		if tries++; tries > 1 {
-			input.OnText = nil // what streamed is shown; the final edit gives the whole reply
-			input.Retry = true
-			if err := g.opts.Runner.Repair(ctx, sess.ID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
-				return err
-			}
-		}
-		reply, err = g.opts.Runner.Run(ctx, input)
-		return err
-	})
+	// A try the database fails under is tried again within Run, once the
+	// database answers; the lane holds its place meanwhile.
+	reply, err := g.opts.Runner.Run(ctx, input)
 	stopTyping()
 	shown := stream.finish()
 	all := append(append([]job(nil), items...), steered...)

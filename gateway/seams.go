@@ -12,7 +12,9 @@ import (
 // message a session's lane takes goes to Run; the other methods serve the
 // chat commands and recovery.
 type Runner interface {
-	// Run runs one agent turn and returns the reply text ("" for none).
+	// Run runs one agent turn and returns the reply text ("" for none). A
+	// try the database fails under (dbutil.Unavailable) is tried again
+	// within Run once it answers, never answering a message twice.
 	Run(ctx context.Context, in TurnInput) (reply string, err error)
 	// AfterTurn runs on the lane after each turn's reply is queued, before
 	// the session's next turn (compaction, for one).

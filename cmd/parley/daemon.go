@@ -369,16 +369,7 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 		}
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
-		OnText: in.OnText, DeferCompaction: true, Resume: in.Retry}
-	if in.Steer != nil {
-		req.Steer = func() []agent.Input {
-			var out []agent.Input
-			for _, m := range in.Steer() {
-				out = append(out, agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, RunID: apiRunID(m)})
-			}
-			return out
-		}
-	}
+		OnText: in.OnText, DeferCompaction: true}
 	return req
 }
 

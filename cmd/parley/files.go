@@ -105,13 +105,16 @@ func (d *daemon) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.
 
 // steerWithFiles is the turn's steer with each steered message's files
 // named and read, as turnFiles does for the turn's own messages.
-func (d *daemon) steerWithFiles(ctx context.Context, a config.Agent, steer func() []adapters.Inbound) func() []agent.Input {
+func (d *daemon) steerWithFiles(ctx context.Context, a config.Agent, steer func() ([]adapters.Inbound, []string)) func() []agent.Input {
 	return func() []agent.Input {
 		var out []agent.Input
-		msgs := steer()
+		msgs, ids := steer()
 		parts, _ := d.turnFiles(ctx, a, msgs)
 		for i, m := range msgs {
-			out = append(out, agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, RunID: apiRunID(m), Parts: parts[i]})
+			// Stored under its inbound id, as the turn's own inputs are, so a
+			// recovery after a crash finds it.
+			out = append(out, agent.Input{ID: sessions.MessageID(ids[i]), Text: m.Attributed(), DisplayName: m.DisplayName,
+				RunID: apiRunID(m), Parts: parts[i]})
 		}
 		return out
 	}
