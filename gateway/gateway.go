@@ -86,6 +86,12 @@ type Options struct {
 
 // Gateway is gateway.Deliver and everything behind it.
 type Gateway struct {
+	// settling are accepted messages a database fault left undecided,
+	// by platform message, until settle or their redelivery takes them.
+	settlingMu sync.Mutex
+	settling   map[settleKey]job
+	settles    sync.WaitGroup
+
 	opts       Options
 	lanes      *Lanes[string, job]
 	agents     map[string]Agent
@@ -209,11 +215,18 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 			// settle the message once the database answers. A channel
 			// redelivers it (a duplicate then), so it runs; the API's
 			// client was told to send it again, so its copy doesn't.
-			go g.settle(job{inboundID: id, in: in}, refused == nil)
+			g.startSettle(job{inboundID: id, in: in}, refused == nil)
 		}
 		return err
 	}
 	if dup {
+		if j, ok := g.takeSettling(in); ok {
+			// The redelivery of a message whose accept went through though
+			// its answer was lost: it runs now, in its place, before the
+			// chat's next message.
+			g.dispatch(ctx, j)
+			return nil
+		}
 		g.duplicates.Add(1)
 		if g.opts.OnDuplicate != nil {
 			g.opts.OnDuplicate()
@@ -235,7 +248,7 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 		// message runs once it answers.
 		g.opts.Log.WarnContext(ctx, "access check met an unavailable database; the message runs once it answers", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 		j.refused = nil // the caller has its answer already
-		go g.settle(j, true)
+		g.startSettle(j, true)
 		return
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "access check", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
@@ -374,11 +387,15 @@ func (g *Gateway) resolve(ctx context.Context, key sessions.Key, policy sessions
 // session as context for later turns, with no reply.
 func (g *Gateway) remember(ctx context.Context, j job) {
 	agent := g.agents[j.agent]
-	sess, err := g.resolve(ctx, j.key, agent.Policy, j.in)
-	if err == nil {
+	var sess sessions.Session
+	err := g.untilStored(ctx, ctx, "keep a group message as context", func() (err error) {
+		if sess, err = g.resolve(ctx, j.key, agent.Policy, j.in); err != nil {
+			return err
+		}
 		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
 			Role: sessions.RoleUser, Content: j.in.Attributed(), Parts: fileParts(j.in.Files)})
-	}
+		return err
+	})
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)
 		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: err.Error(), replyTo: j})
@@ -393,6 +410,7 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 // sender was told to send it again). It gives up at shutdown, when the
 // next start's recovery takes the message.
 func (g *Gateway) settle(j job, run bool) {
+	defer g.settles.Done()
 	ctx := g.lanes.ctx
 	var status InboundStatus
 	err := g.untilStored(ctx, ctx, "settle a message the database failed under", func() (err error) {
@@ -406,10 +424,43 @@ func (g *Gateway) settle(j job, run bool) {
 		g.opts.Log.WarnContext(ctx, "settle a message the database failed under; the next start takes it", "inbound_id", j.inboundID, "error", err)
 		return
 	case run:
-		g.dispatch(ctx, j)
+		if j, ok := g.takeSettling(j.in); ok { // else its redelivery ran it
+			g.dispatch(ctx, j)
+		}
 	default:
 		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "not run: its sender was told the database was unavailable", replyTo: j})
 	}
+}
+
+// settleKey names a platform message.
+type settleKey struct{ adapter, chat, message string }
+
+func keyOf(in adapters.Inbound) settleKey {
+	return settleKey{string(in.Adapter), in.ChatID, in.MessageID}
+}
+
+// startSettle settles j in the background (see settle); a message to run
+// waits in settling, so its redelivery can take it first.
+func (g *Gateway) startSettle(j job, run bool) {
+	if run {
+		g.settlingMu.Lock()
+		if g.settling == nil {
+			g.settling = map[settleKey]job{}
+		}
+		g.settling[keyOf(j.in)] = j
+		g.settlingMu.Unlock()
+	}
+	g.settles.Add(1)
+	go g.settle(j, run)
+}
+
+// takeSettling takes the settling message in names, if there is one.
+func (g *Gateway) takeSettling(in adapters.Inbound) (job, bool) {
+	g.settlingMu.Lock()
+	defer g.settlingMu.Unlock()
+	j, ok := g.settling[keyOf(in)]
+	delete(g.settling, keyOf(in))
+	return j, ok
 }
 
 // alreadyAnswered queues the answer a recovered message's turn stored
@@ -711,7 +762,11 @@ func (g *Gateway) recoverBatch(ctx context.Context, un []AcceptedInbound) error 
 }
 
 // Close stops taking messages and drains the lanes until ctx ends.
-func (g *Gateway) Close(ctx context.Context) error { return g.lanes.Close(ctx) }
+func (g *Gateway) Close(ctx context.Context) error {
+	err := g.lanes.Close(ctx)
+	g.settles.Wait() // they end with the lanes
+	return err
+}
 
 // Busy reports whether a session has a turn running or waiting.
 func (g *Gateway) Busy(k sessions.Key) bool { return g.lanes.Busy(laneKey(k)) }

@@ -116,11 +116,10 @@ const (
 	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4, lease_until = 0 WHERE id = $1 AND status = 'pending'`
 
 	// A restarted process takes back at once the replies its previous life
-	// claimed and never recorded: no other process can be sending them.
-	// On SQLite the file lock proves it for every claim ($4); on
-	// PostgreSQL the claim must be this replica's ($3).
+	// claimed and never recorded: no other process can be sending them,
+	// as the SQLite file lock proves.
 	reclaimQuery = `UPDATE outbox SET lease_until = 0
-	WHERE status = 'pending' AND lease_until > $1 AND claim_instance <> $2 AND ($4 OR claim_owner = $3)`
+	WHERE status = 'pending' AND lease_until > $1 AND claim_instance <> $2`
 )
 
 // Store keeps the gateway's durable records: accepted inbound messages and
@@ -548,8 +547,16 @@ var claimDueDefault = map[bool]string{
 // rather than when that claim would have lapsed; their backoff is kept.
 // Each may have reached its chat before the crash, so it may be seen
 // twice: n counts them.
+//
+// On PostgreSQL it takes nothing: another live process may share this
+// one's replica id (two on one host with replica_id unset), so only a
+// heartbeat could prove a claimer dead; until replicas have one, a claim
+// there is taken over when its lease lapses.
 func (s *Store) Reclaim(ctx context.Context) (n int, err error) {
-	res, err := s.db.Write().ExecContext(ctx, reclaimQuery, dbutil.Millis(s.now()), s.instance, s.owner, !s.Shared())
+	if s.Shared() {
+		return 0, nil
+	}
+	res, err := s.db.Write().ExecContext(ctx, reclaimQuery, dbutil.Millis(s.now()), s.instance)
 	if err != nil {
 		return 0, fmt.Errorf("take back the replies a crash left claimed: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 )
@@ -37,11 +38,16 @@ const (
 	failureNotConfigured
 	// failureProvider: the provider is down, overloaded or unreachable.
 	failureProvider
+	// failureStorage: parley's own database could not be reached.
+	failureStorage
 )
 
 func kindOf(err error) failureKind {
 	if errors.Is(err, llm.ErrNotConfigured) {
 		return failureNotConfigured
+	}
+	if dbutil.Unavailable(err) {
+		return failureStorage
 	}
 	var se *llm.StatusError
 	if errors.As(err, &se) {
@@ -66,6 +72,8 @@ func (k failureKind) what() string {
 		return "the assistant's model provider has no key for parley, or refused it"
 	case failureProvider:
 		return "the model provider was unreachable or overloaded"
+	case failureStorage:
+		return "parley's database was unavailable"
 	}
 	return "an internal error"
 }
@@ -93,6 +101,8 @@ func (g *Gateway) failed(ctx context.Context, key sessions.Key, msg string, err 
 		return ref, fmt.Sprintf("The assistant isn't configured correctly (ref %s); the operator has been told.", ref)
 	case failureProvider:
 		return ref, fmt.Sprintf("%s (ref %s): the assistant's model can't be reached right now; please try again in a few minutes.", apology, ref)
+	case failureStorage:
+		return ref, fmt.Sprintf("%s (ref %s): my storage is unavailable right now; please try again in a few minutes.", apology, ref)
 	}
 	return ref, fmt.Sprintf("%s (ref %s); please try again shortly.", apology, ref)
 }
