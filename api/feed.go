@@ -206,7 +206,7 @@ func (l *EventLog) saveRecords() {
 		cancel()
 		if err != nil {
 			l.opts.Log.Warn("run record not stored; a replay of the run after it leaves memory finds nothing",
-				"session_id", rec.sessionID, "run_id", rec.runIDs[0], "err", err)
+				"session_id", rec.sessionID, "run_id", rec.runIDs[0], "error", err)
 		}
 	}
 }
