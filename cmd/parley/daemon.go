@@ -532,6 +532,10 @@ func (d *daemon) run(ctx context.Context) error {
 			err := a.Start(adapterCtx, d.gw)
 			switch {
 			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
+			case adapterCtx.Err() != nil:
+				// Told to stop: what a call cut short by it says (SQLite's
+				// "interrupted", say) is no failure.
+				d.log.Debug("adapter stopped", "adapter", id, "error", err)
 			default:
 				d.log.Error("adapter stopped", "adapter", id, "error", err)
 				d.metrics.AdapterError(string(id))

@@ -282,7 +282,7 @@ func TestRunServesHealthAndStopsOnSignal(t *testing.T) {
 	select {
 	case code := <-done:
 		if code != 0 {
-			t.Fatalf("run exited %d", code)
+			t.Fatalf("run exited %d: %s", code, errOut.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not stop after the signal")
