@@ -44,6 +44,8 @@ const (
 	ReplayWindow = 5 * time.Minute
 	// maxPrompt bounds the rendered prompt.
 	maxPrompt = 64 << 10
+	// RetryAfterSeconds is the Retry-After of a 503: how soon to try again.
+	RetryAfterSeconds = "5"
 )
 
 const (
@@ -135,7 +137,7 @@ func (s *Server) Start(ctx context.Context, sink adapters.Sink) error {
 		close(s.started)
 	}
 	s.mu.Unlock()
-	<-ctx.Done()
+	s.sweepLoop(ctx)
 	return nil
 }
 
@@ -157,6 +159,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refused(r, status, body)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", RetryAfterSeconds)
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -192,7 +197,7 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 	if err := hook.Template().Execute(&limitedWriter{w: &prompt, n: maxPrompt}, payload); err != nil {
 		return errorBody(fail(http.StatusBadRequest, "template_failed", "the payload doesn't fit the hook's prompt template: %v", err))
 	}
-	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String())
+	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String(), s.replayKeys(hook, r.Header))
 }
 
 // refused logs a refused request, at warn, without its body (which may be
@@ -292,7 +297,7 @@ func deliveryKey(h http.Header) string {
 
 // deliver records the delivery and hands its prompt to the gateway. A
 // repeat of a delivery key gets the first delivery's response.
-func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string) (int, []byte) {
+func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string, replay []replayKey) (int, []byte) {
 	now := s.opts.Now()
 	id := uuid.Must(uuid.NewV7()).String()
 	suffix := make([]byte, 3)
@@ -310,7 +315,7 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 		if n, _ := res.RowsAffected(); n == 0 {
 			return errRepeat
 		}
-		return nil
+		return s.claimReplays(ctx, q, h.ID, replay)
 	}
 	var wait chan string
 	if h.Mode == "sync" {
@@ -327,15 +332,20 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 	in := adapters.Inbound{Adapter: AdapterID, Surface: "webhook", ChatID: chat, UserID: "webhook:" + h.ID,
 		Group: true, AgentID: h.Agent, MessageID: id, Text: prompt, Time: now}
 	sink, err := s.sinkFor(ctx)
+	recorded := false // apart from the gateway's record, so not undone with it
 	if err == nil {
 		if ts, ok := sink.(txSink); ok {
 			err = ts.DeliverWith(ctx, in, record)
 		} else if err = s.opts.DB.Tx(ctx, record); err == nil {
+			recorded = true
 			err = sink.Deliver(ctx, in)
 		}
 	}
 	if errors.Is(err, errRepeat) {
 		return s.repeat(ctx, h, key)
+	}
+	if errors.Is(err, errReplay) {
+		return errorBody(fail(http.StatusConflict, "replayed", "this request's signature was already used by an earlier delivery; sign each delivery when you send it"))
 	}
 	if s.opts.OnDelivery != nil {
 		if err != nil {
@@ -348,6 +358,9 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 		s.opts.Log.ErrorContext(ctx, "deliver a webhook", "hook", h.ID, "delivery_id", id, "error", err)
 		// Recorded as failed, its key freed: the sender's retry is a new try.
 		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, h.ID, sessionKey, err.Error(), dbutil.Millis(s.opts.Now()))
+		if recorded {
+			s.releaseReplays(context.WithoutCancel(ctx), h.ID, replay)
+		}
 		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "parley could not take the delivery; try again"))
 	}
 	body := map[string]any{"delivery_id": id, "session_key": sessionKey}
