@@ -97,6 +97,12 @@ type Options struct {
 	Notify    Notifier
 	Log       *slog.Logger
 	Now       func() time.Time
+	// BodyTimeout bounds a request body's arrival; 0 means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// MaxPendingBodies bounds one hook's bodies read at once before their
+	// signatures can be checked; 0 means DefaultMaxPendingBodies.
+	MaxPendingBodies int
 }
 
 // Server is the webhook endpoint and the "webhook" adapter.
@@ -108,6 +114,9 @@ type Server struct {
 	sink    adapters.Sink
 	waiters map[string]chan string // by chat id, for sync hooks
 	started chan struct{}
+
+	slotsMu sync.Mutex
+	slots   map[string]chan struct{} // by hook id: pending body reads
 }
 
 var _ adapters.Adapter = (*Server)(nil)
@@ -119,6 +128,12 @@ func New(opts Options) *Server {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.MaxPendingBodies <= 0 {
+		opts.MaxPendingBodies = DefaultMaxPendingBodies
 	}
 	s := &Server{opts: opts, hooks: map[string]config.Hook{}, waiters: map[string]chan string{}, started: make(chan struct{})}
 	for _, h := range opts.Hooks {
@@ -154,13 +169,18 @@ func fail(status int, code, format string, args ...any) *apiError {
 
 // ServeHTTP handles POST /hooks/{id}.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r, before := s.guard(w, r)
 	status, body := s.handle(r)
 	if status >= 400 && status < 500 {
 		s.refused(r, status, body)
 	}
+	before()
 	w.Header().Set("Content-Type", "application/json")
-	if status == http.StatusServiceUnavailable {
+	switch status {
+	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", RetryAfterSeconds)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", busyRetryAfter)
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -172,19 +192,12 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 		id = strings.TrimPrefix(r.URL.Path, "/hooks/")
 	}
 	hook, ok := s.hooks[id]
-	if !ok {
-		return errorBody(fail(http.StatusNotFound, "not_found", "no webhook is called %q", id))
+	if !ok || r.Method != http.MethodPost {
+		return errorBody(notFound())
 	}
-	if r.Method != http.MethodPost {
-		return errorBody(fail(http.StatusMethodNotAllowed, "method_not_allowed", "send the webhook with POST"))
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return errorBody(fail(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes (1 MiB)", MaxBody))
-		}
-		return errorBody(fail(http.StatusBadRequest, "bad_body", "could not read the body: %v", err))
+	body, e := s.readBody(hook, r)
+	if e != nil {
+		return errorBody(e)
 	}
 	if e := s.authenticate(hook, r.Header, body); e != nil {
 		return errorBody(e)
