@@ -154,3 +154,13 @@ func Latest(d dbutil.Dialect) (int64, error) {
 	}
 	return latest, nil
 }
+
+// Count is how many migrations the binary ships for dialect d (numbers may
+// have gaps, so it can be less than Latest).
+func Count(d dbutil.Dialect) (int, error) {
+	entries, err := fs.ReadDir(files, string(d))
+	if err != nil {
+		return 0, fmt.Errorf("migrations for %s: %w", d, err)
+	}
+	return len(entries), nil
+}

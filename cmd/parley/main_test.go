@@ -114,8 +114,12 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	count, err := migrations.Count(dbutil.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := parley(t, ctx, "migrate", "--config", path)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("applied %d migration(s)", latest)) {
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("applied %d migration(s); schema is at version %d", count, latest)) {
 		t.Fatalf("first migrate: exit %d, %q %q", code, out, errOut)
 	}
 	code, out, _ = parley(t, ctx, "migrate", "--config", path)
@@ -141,11 +145,11 @@ func TestMigratePostgresHidesPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := parley(t, context.Background(), "migrate", "--config", path)
-	latest, err := migrations.Latest(dbutil.Postgres)
+	count, err := migrations.Count(dbutil.Postgres)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 || !strings.Contains(out, "postgres database") || !strings.Contains(out, fmt.Sprintf("applied %d", latest)) {
+	if code != 0 || !strings.Contains(out, "postgres database") || !strings.Contains(out, fmt.Sprintf("applied %d", count)) {
 		t.Fatalf("migrate: exit %d, %q %q", code, out, errOut)
 	}
 	if strings.Contains(out+errOut, "s3cret-pw") {
