@@ -13,5 +13,7 @@ func refuseBody(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	// What has already arrived is still read (briefly), so the close
+	// doesn't reset the connection under a client reading its answer.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 }

@@ -24,6 +24,9 @@ const (
 	DefaultMaxPendingBodies = 64
 	// busyRetryAfter is the Retry-After of a 429.
 	busyRetryAfter = "1"
+	// drainGrace is how long the unread body of a refused request may
+	// still be read before its connection is closed.
+	drainGrace = 100 * time.Millisecond
 )
 
 // notFound answers an unknown hook and a known hook asked with the wrong
@@ -154,7 +157,10 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, f
 		// giving the sender time to read the answer.
 		if !tb.done && r.ContentLength <= MaxBody {
 			w.Header().Set("Connection", "close")
-			_ = rc.SetReadDeadline(time.Now())
+			// What has already arrived is still read (briefly), so the
+			// close doesn't reset the connection under a sender that is
+			// reading its answer.
+			_ = rc.SetReadDeadline(time.Now().Add(drainGrace))
 		}
 	}
 }
