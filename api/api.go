@@ -142,6 +142,7 @@ func New(opts Options) http.Handler {
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r.Header.Get("Authorization")) {
+			refuseBody(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
 			return

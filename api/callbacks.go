@@ -133,8 +133,14 @@ type CallbackOptions struct {
 	// Secret signs each delivery like incoming webhooks
 	// (X-Parley-Timestamp, X-Parley-Signature).
 	Secret string
-	// Client posts the deliveries; nil means a client with a 10 s timeout.
+	// Client posts the deliveries; nil means a client with a 10 s timeout
+	// that reaches only the addresses Allow lets it, and follows no
+	// redirect.
 	Client *http.Client
+	// Allow is http.callback_allow: IP addresses, CIDR networks and host
+	// names callbacks may reach although they are loopback, link-local,
+	// private or reserved.
+	Allow []string
 	// MaxAttempts before a delivery is marked failed; 0 means 8.
 	MaxAttempts int
 	// Backoff is the wait after the nth failed attempt; nil means 2^n
@@ -165,16 +171,26 @@ type CallbackOptions struct {
 // lease (FOR UPDATE SKIP LOCKED on PostgreSQL), so two senders never POST
 // one callback at once.
 type Callbacks struct {
-	opts CallbackOptions
-	sub  *events.Subscription
-	kick chan struct{}
+	opts   CallbackOptions
+	policy callbackPolicy
+	sub    *events.Subscription
+	kick   chan struct{}
 }
 
 // NewCallbacks subscribes to the bus at once, so no reply finished before
 // Run starts is missed.
 func NewCallbacks(opts CallbackOptions) *Callbacks {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	policy, err := ParseCallbackAllow(opts.Allow)
+	if err != nil {
+		// The config check refuses it first; allowing less is the safe side.
+		opts.Log.Error("http.callback_allow ignored", "error", err)
+		policy, _ = ParseCallbackAllow(nil)
+	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 10 * time.Second}
+		opts.Client = policy.client(10 * time.Second)
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
@@ -191,10 +207,7 @@ func NewCallbacks(opts CallbackOptions) *Callbacks {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	return &Callbacks{opts: opts, sub: opts.Bus.Subscribe(agent.EventTurnFinished), kick: make(chan struct{}, 1)}
+	return &Callbacks{opts: opts, policy: policy, sub: opts.Bus.Subscribe(agent.EventTurnFinished), kick: make(chan struct{}, 1)}
 }
 
 // Run queues finished replies and delivers them until ctx ends.
@@ -394,6 +407,9 @@ func (c *Callbacks) deliver(ctx context.Context, d dueCallback) error {
 
 func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {
 	body := []byte(d.body)
+	if err := c.policy.checkURL(d.url); err != nil {
+		return 0, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -410,6 +426,9 @@ func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode >= 300 && res.StatusCode <= 399 {
+		return res.StatusCode, fmt.Errorf("the receiver answered %s; redirects are not followed: set webhook_url to the final URL", res.Status)
+	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return res.StatusCode, fmt.Errorf("the receiver answered %s", res.Status)
 	}
@@ -506,6 +525,10 @@ func checkWebhookURL(raw string) error {
 	}
 	return nil
 }
+
+// CheckURL says what is wrong with a reply callback URL: its form, or a
+// literal address callbacks may not reach.
+func (c *Callbacks) CheckURL(raw string) error { return c.policy.checkURL(raw) }
 
 // CallbacksResponse answers GET /v1/sessions/{id}/callbacks.
 type CallbacksResponse struct {

@@ -55,7 +55,7 @@ func (rc *receiver) requests() []received {
 
 func withCallbacks(t *testing.T) func(*dbutil.DB, *events.Bus, *api.Options) {
 	return func(db *dbutil.DB, bus *events.Bus, o *api.Options) {
-		cb := api.NewCallbacks(api.CallbackOptions{DB: db, Store: o.Store, Bus: bus, Secret: callbackSecret,
+		cb := api.NewCallbacks(api.CallbackOptions{DB: db, Store: o.Store, Bus: bus, Secret: callbackSecret, Allow: []string{"127.0.0.1"},
 			Backoff: func(int) time.Duration { return 0 }, Poll: 5 * time.Millisecond})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)

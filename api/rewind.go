@@ -66,6 +66,9 @@ func (s *server) branch(w http.ResponseWriter, r *http.Request) error {
 	if req.FromMessageID == "" {
 		return badRequest("from_message_id is required")
 	}
+	if err := s.checkMetadataWebhookURL(req.Metadata); err != nil {
+		return err
+	}
 	id := sessions.ID(r.PathValue("id"))
 	if s.busy(id) {
 		return ErrBusy

@@ -128,10 +128,7 @@ func (s *server) withWebhookURL(meta json.RawMessage, raw string) (json.RawMessa
 	if err := json.Unmarshal(v, &raw); err != nil {
 		return nil, badRequest("metadata.webhook_url must be a string")
 	}
-	if s.opts.Callbacks == nil {
-		return nil, badRequest("reply callbacks are not enabled on this server; create the session without webhook_url")
-	}
-	if err := checkWebhookURL(raw); err != nil {
+	if err := s.checkCallbackURL(raw); err != nil {
 		return nil, err
 	}
 	return json.Marshal(obj)
@@ -204,6 +201,9 @@ func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		}
 	} else {
 		req.Metadata = nil
+	}
+	if err := s.checkMetadataWebhookURL(req.Metadata); err != nil {
+		return err
 	}
 	id := sessions.ID(r.PathValue("id"))
 	if req.Title != nil {

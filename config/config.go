@@ -279,6 +279,11 @@ type HTTP struct {
 	// characters) and its metadata (in bytes of JSON).
 	MaxTitleChars    int `yaml:"max_title_chars"`
 	MaxMetadataBytes int `yaml:"max_metadata_bytes"`
+	// CallbackAllow lists the IP addresses, CIDR networks and host names
+	// reply callbacks may reach although they are loopback, link-local,
+	// private or reserved; by default callbacks reach only public
+	// addresses.
+	CallbackAllow []string `yaml:"callback_allow"`
 }
 
 // Log configures the daemon's logger.
@@ -450,6 +455,9 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	}
 	if len(c.HTTP.Tokens) == 0 {
 		c.HTTP.Tokens = nil // "tokens: []" is the same as leaving it out
+	}
+	if len(c.HTTP.CallbackAllow) == 0 {
+		c.HTTP.CallbackAllow = nil
 	}
 	c.Gateway.Recovery = normalize(c.Gateway.Recovery, DefaultRecovery)
 	intDefault(&c.Gateway.QueueCap, "gateway.queue_cap", DefaultQueueCap)

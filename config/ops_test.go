@@ -203,3 +203,18 @@ func TestDocsShowNoUsableSecret(t *testing.T) {
 	}
 	t.Logf("%d secret values shown in the docs, all refused", shown)
 }
+
+func TestCallbackAllowEntries(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		ok    bool
+	}{
+		{"10.0.0.0/8", true}, {"127.0.0.1", true}, {"::1", true}, {"fd00::/8", true}, {"hooks.internal", true}, {"localhost", true},
+		{"http://10.0.0.1", false}, {"10.0.0.1:80", false}, {"10.0.0.0/33", false}, {"-bad.example", false}, {"", false},
+	} {
+		_, err := Parse([]byte("http:\n  callback_allow: [\""+tc.entry+"\"]\n"), "parley.yaml", nil)
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "http.callback_allow[0]")) {
+			t.Errorf("%q: %v, want ok %v", tc.entry, err, tc.ok)
+		}
+	}
+}

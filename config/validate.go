@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -208,6 +209,11 @@ func (h HTTP) validate(ck *checker) {
 			ck.add(n.key, fmt.Sprintf("%d is below 1; leave it out for the default", n.v))
 		}
 	}
+	for i, e := range h.CallbackAllow {
+		if !callbackAllowEntry(e) {
+			ck.add(fmt.Sprintf("http.callback_allow[%d]", i), fmt.Sprintf(`%q is not an IP address, a CIDR network or a host name; use such as "10.0.0.0/8", "127.0.0.1" or "hooks.internal"`, e))
+		}
+	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
 	if h.OpsListen != "" {
 		if _, _, err := net.SplitHostPort(h.OpsListen); err != nil {
@@ -344,4 +350,21 @@ func (m Memory) validate(ck *checker) {
 	if m.Typesense.Timeout <= 0 {
 		ck.add("memory.typesense.timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, m.Typesense.Timeout))
 	}
+}
+
+// hostName is a DNS host name: dot-separated labels of letters, digits and
+// inner hyphens.
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+
+// callbackAllowEntry reports whether e is an IP address, a CIDR network or
+// a host name (what api.ParseCallbackAllow takes).
+func callbackAllowEntry(e string) bool {
+	e = strings.TrimSpace(e)
+	if _, err := netip.ParsePrefix(e); err == nil {
+		return true
+	}
+	if _, err := netip.ParseAddr(e); err == nil {
+		return true
+	}
+	return len(e) <= 253 && hostName.MatchString(e)
 }

@@ -46,6 +46,8 @@ const (
 	ReplayWindow = 5 * time.Minute
 	// maxPrompt bounds the rendered prompt.
 	maxPrompt = 64 << 10
+	// RetryAfterSeconds is the Retry-After of a 503: how soon to try again.
+	RetryAfterSeconds = "5"
 )
 
 const (
@@ -97,6 +99,12 @@ type Options struct {
 	Notify    Notifier
 	Log       *slog.Logger
 	Now       func() time.Time
+	// BodyTimeout bounds a request body's arrival; 0 means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// MaxPendingBodies bounds one hook's bodies read at once before their
+	// signatures can be checked; 0 means DefaultMaxPendingBodies.
+	MaxPendingBodies int
 }
 
 // Server is the webhook endpoint and the "webhook" adapter.
@@ -108,6 +116,9 @@ type Server struct {
 	sink    adapters.Sink
 	waiters map[string]chan string // by chat id, for sync hooks
 	started chan struct{}
+
+	slotsMu sync.Mutex
+	slots   map[string]chan struct{} // by hook id: pending body reads
 }
 
 var _ adapters.Adapter = (*Server)(nil)
@@ -119,6 +130,12 @@ func New(opts Options) *Server {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.MaxPendingBodies <= 0 {
+		opts.MaxPendingBodies = DefaultMaxPendingBodies
 	}
 	s := &Server{opts: opts, hooks: map[string]config.Hook{}, waiters: map[string]chan string{}, started: make(chan struct{})}
 	for _, h := range opts.Hooks {
@@ -137,7 +154,7 @@ func (s *Server) Start(ctx context.Context, sink adapters.Sink) error {
 		close(s.started)
 	}
 	s.mu.Unlock()
-	<-ctx.Done()
+	s.sweepLoop(ctx)
 	return nil
 }
 
@@ -154,11 +171,19 @@ func fail(status int, code, format string, args ...any) *apiError {
 
 // ServeHTTP handles POST /hooks/{id}.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r, before := s.guard(w, r)
 	status, body := s.handle(r)
 	if status >= 400 && status < 500 {
 		s.refused(r, status, body)
 	}
+	before()
 	w.Header().Set("Content-Type", "application/json")
+	switch status {
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", RetryAfterSeconds)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", busyRetryAfter)
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -169,19 +194,12 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 		id = strings.TrimPrefix(r.URL.Path, "/hooks/")
 	}
 	hook, ok := s.hooks[id]
-	if !ok {
-		return errorBody(fail(http.StatusNotFound, "not_found", "no webhook is called %q", id))
+	if !ok || r.Method != http.MethodPost {
+		return errorBody(notFound())
 	}
-	if r.Method != http.MethodPost {
-		return errorBody(fail(http.StatusMethodNotAllowed, "method_not_allowed", "send the webhook with POST"))
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return errorBody(fail(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes (1 MiB)", MaxBody))
-		}
-		return errorBody(fail(http.StatusBadRequest, "bad_body", "could not read the body: %v", err))
+	body, e := s.readBody(hook, r)
+	if e != nil {
+		return errorBody(e)
 	}
 	if e := s.authenticate(hook, r.Header, body); e != nil {
 		return errorBody(e)
@@ -197,7 +215,7 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 	if err := hook.Template().Execute(&limitedWriter{w: &prompt, n: maxPrompt}, payload); err != nil {
 		return errorBody(fail(http.StatusBadRequest, "template_failed", "the payload doesn't fit the hook's prompt template: %v", err))
 	}
-	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String())
+	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String(), s.replayKeys(hook, r.Header))
 }
 
 // refused logs a refused request, at warn, without its body (which may be
@@ -312,7 +330,7 @@ func deliveryKey(h http.Header) string {
 
 // deliver records the delivery and hands its prompt to the gateway. A
 // repeat of a delivery key gets the first delivery's response.
-func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string) (int, []byte) {
+func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string, replay []replayKey) (int, []byte) {
 	now := s.opts.Now()
 	id := uuid.Must(uuid.NewV7()).String()
 	suffix := make([]byte, 3)
@@ -330,7 +348,7 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 		if n, _ := res.RowsAffected(); n == 0 {
 			return errRepeat
 		}
-		return nil
+		return s.claimReplays(ctx, q, h.ID, replay)
 	}
 	var wait chan string
 	if h.Mode == "sync" {
@@ -347,15 +365,20 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 	in := adapters.Inbound{Adapter: AdapterID, Surface: "webhook", ChatID: chat, UserID: "webhook:" + h.ID,
 		Group: true, AgentID: h.Agent, MessageID: id, Text: prompt, Time: now}
 	sink, err := s.sinkFor(ctx)
+	recorded := false // apart from the gateway's record, so not undone with it
 	if err == nil {
 		if ts, ok := sink.(txSink); ok {
 			err = ts.DeliverWith(ctx, in, record)
 		} else if err = s.opts.DB.Tx(ctx, record); err == nil {
+			recorded = true
 			err = sink.Deliver(ctx, in)
 		}
 	}
 	if errors.Is(err, errRepeat) {
 		return s.repeat(ctx, h, key)
+	}
+	if errors.Is(err, errReplay) {
+		return errorBody(fail(http.StatusConflict, "replayed", "this request's signature was already used by an earlier delivery; sign each delivery when you send it"))
 	}
 	if s.opts.OnDelivery != nil {
 		if err != nil {
@@ -368,6 +391,9 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string)
 		s.opts.Log.ErrorContext(ctx, "deliver a webhook", "hook", h.ID, "delivery_id", id, "error", err)
 		// Recorded as failed, its key freed: the sender's retry is a new try.
 		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, h.ID, sessionKey, err.Error(), dbutil.Millis(s.opts.Now()))
+		if recorded {
+			s.releaseReplays(context.WithoutCancel(ctx), h.ID, replay)
+		}
 		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "parley could not take the delivery; try again"))
 	}
 	body := map[string]any{"delivery_id": id, "session_key": sessionKey}

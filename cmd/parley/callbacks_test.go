@@ -63,7 +63,7 @@ func TestReplyCallbackForEveryReply(t *testing.T) {
 				hook := httptest.NewServer(rc)
 				defer hook.Close()
 				d, url, stop := testDaemonOn(t, dbURL, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+
-					"\"]\n  callback_secret: \"0123456789abcdef0123456789abcdef-callbacks\"\n", apiOnly)
+					"\"]\n  callback_secret: \"0123456789abcdef0123456789abcdef-callbacks\"\n  callback_allow: [\"127.0.0.1\"]\n", apiOnly)
 				defer stop()
 				c := &apiClient{base: url, token: apiToken}
 				var wg sync.WaitGroup

@@ -86,7 +86,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	}
 	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
-		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log})
+		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log,
+			Allow: cfg.HTTP.CallbackAllow})
 	}
 	if len(cfg.HTTP.Tokens) > 0 {
 		// The API's run event log, only where the API can be used: it

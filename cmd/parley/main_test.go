@@ -119,7 +119,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := parley(t, ctx, "migrate", "--config", path)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("applied %d migration(s)", count)) {
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("applied %d migration(s); schema is at version %d", count, latest)) {
 		t.Fatalf("first migrate: exit %d, %q %q", code, out, errOut)
 	}
 	code, out, _ = parley(t, ctx, "migrate", "--config", path)

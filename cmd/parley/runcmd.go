@@ -57,10 +57,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
 	}
-	srv := &http.Server{
-		Handler:           d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions())),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := newHTTPServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions())))
 	if cfg.HTTP.OpsListen != "" {
 		// Health and metrics on their own address, the rest on http.listen.
 		app := http.NewServeMux()
@@ -72,7 +69,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		health := http.NewServeMux()
 		healthRoutes(health, d.db, d.adapters, d.readyOptions())
-		ops := &http.Server{Handler: accessLog(log, d.metricsHandler(health)), ReadHeaderTimeout: 10 * time.Second}
+		ops := newHTTPServer(accessLog(log, d.metricsHandler(health)))
 		go func() { _ = ops.Serve(opsLn) }()
 		defer ops.Close()
 	}
@@ -129,7 +126,8 @@ func appRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1
 		mux.Handle("GET /{$}", webchat.Handler())
 	}
 	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
-		mux.Handle("POST /hooks/{id}", h)
+		// Every method: the hooks answer a wrong one as an unknown hook.
+		mux.Handle("/hooks/{id}", h)
 	}
 }
 
