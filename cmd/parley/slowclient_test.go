@@ -69,6 +69,22 @@ func startParleyHTTP(tb testing.TB, config string) (*parleyProcess, string) {
 	}
 }
 
+// sockets counts a process's open sockets, from /proc/<pid>/fd.
+func sockets(tb testing.TB, pid string) int {
+	dir := filepath.Join("/proc", pid, "fd")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatalf("read %s: %v", dir, err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
 // rss is a process's resident set size, from /proc/<pid>/status.
 func rss(tb testing.TB, pid string) int64 {
 	tb.Helper()
@@ -349,7 +365,10 @@ func TestSlowClientsDontStarveOthers(t *testing.T) {
 			if v := rss(t, p.pid); v > peakRSS.Load() {
 				peakRSS.Store(v)
 			}
-			openSamples = append(openSamples, a.open.Load())
+			// What parley holds is what it accepted: its own sockets, not
+			// the client's count, which includes connections still waiting
+			// in the kernel's accept queue on a busy machine.
+			openSamples = append(openSamples, int64(sockets(t, p.pid)))
 			select {
 			case <-ctx.Done():
 			case <-time.After(100 * time.Millisecond):
@@ -391,10 +410,12 @@ func TestSlowClientsDontStarveOthers(t *testing.T) {
 	}
 	// Parley holds only what it can't yet judge: headers (until their 10 s
 	// timeout), authenticated API bodies, and at most 64 signed bodies per
-	// hook. Unauthenticated bodies are refused at once: 3 kinds in 6 are
-	// held, plus 64, and some the client hasn't yet seen refused (all
-	// 1,000 are held without these defences).
-	if limit := int64(slow * 6 / 10); open > limit {
+	// hook. Unauthenticated bodies are refused without being waited for:
+	// 3 kinds in 6 are held, plus 64, plus the refused ones during the
+	// 100 ms parley gives a refused body's arrived bytes before closing
+	// (their clients come back 200 ms later, so about a third of them),
+	// about 730 in all; all 1,000 are held without these defences.
+	if limit := int64(slow * 75 / 100); open > limit {
 		t.Errorf("parley held %d slow connections at once (the median of %d samples), want at most %d", open, len(openSamples), limit)
 	}
 	if dropped == 0 {
