@@ -6,80 +6,136 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/parleyd/parley/llm"
 )
 
-// params turns a neutral request into Chat Completions parameters.
-func params(req llm.Request) (openai.ChatCompletionNewParams, error) {
+// chatRequest is the body of POST /chat/completions: only the fields parley
+// sends.
+type chatRequest struct {
+	Model               string         `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	Tools               []chatTool     `json:"tools,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatMessage struct {
+	Role string `json:"role"`
+	// Content is a string, a []contentPart, or nil (left out: an assistant
+	// message with only tool calls).
+	Content    any            `json:"content,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type contentPart struct {
+	Type     string    `json:"type"` // "text" or "image_url"
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // "function"
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string      `json:"type"` // "function"
+	Function functionDef `json:"function"`
+}
+
+type functionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// emptySchema is sent for a tool without a schema: OpenAI wants an object
+// schema, and some compatible servers reject a tool without parameters.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// params turns a neutral request into a Chat Completions body.
+func params(req llm.Request, includeUsage bool) (*chatRequest, error) {
 	if req.Model == "" {
-		return openai.ChatCompletionNewParams{}, errors.New("request has no model")
+		return nil, errors.New("request has no model")
 	}
-	p := openai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(req.Model),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	p := &chatRequest{Model: req.Model, Stream: true, Temperature: req.Temperature}
+	if includeUsage {
+		p.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	if req.MaxTokens > 0 {
+		p.MaxCompletionTokens = req.MaxTokens
 	}
 	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: req.System})
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	p.Messages = append(p.Messages, msgs...)
 	for _, t := range req.Tools {
-		tool, err := tool(t)
-		if err != nil {
-			return p, err
+		schema := emptySchema
+		if len(t.Schema) > 0 {
+			if !json.Valid(t.Schema) {
+				return nil, fmt.Errorf("tool %s: schema is not valid JSON", t.Name)
+			}
+			schema = t.Schema
 		}
-		p.Tools = append(p.Tools, tool)
-	}
-	if req.Temperature != nil {
-		p.Temperature = openai.Float(*req.Temperature)
-	}
-	if req.MaxTokens > 0 {
-		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+		p.Tools = append(p.Tools, chatTool{Type: "function", Function: functionDef{Name: t.Name, Description: t.Description, Parameters: schema}})
 	}
 	return p, nil
 }
 
-func messages(in []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+func messages(in []llm.Message) ([]chatMessage, error) {
 	var (
-		out []openai.ChatCompletionMessageParamUnion
+		out []chatMessage
 		// Chat Completions takes images only in user messages, and a user
 		// message may not interrupt a run of tool results, so images that
 		// tool results carry follow the run as one user message.
-		toolImages []openai.ChatCompletionContentPartUnionParam
+		toolImages []contentPart
 	)
 	for i, m := range in {
 		switch m.Role {
 		case llm.RoleSystem:
-			out = append(out, openai.SystemMessage(m.Content))
+			out = append(out, chatMessage{Role: "system", Content: m.Content})
 		case llm.RoleUser:
 			if len(m.Images) == 0 {
-				out = append(out, openai.UserMessage(m.Content))
+				out = append(out, chatMessage{Role: "user", Content: m.Content})
 				continue
 			}
-			var parts []openai.ChatCompletionContentPartUnionParam
+			var parts []contentPart
 			if m.Content != "" {
-				parts = append(parts, openai.TextContentPart(m.Content))
+				parts = append(parts, contentPart{Type: "text", Text: m.Content})
 			}
-			out = append(out, openai.UserMessage(append(parts, imageParts(m.Images)...)))
+			out = append(out, chatMessage{Role: "user", Content: append(parts, imageParts(m.Images)...)})
 		case llm.RoleAssistant:
 			out = append(out, assistant(m))
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: tool result has no tool call id", i)
 			}
-			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
+			out = append(out, chatMessage{Role: "tool", Content: m.Content, ToolCallID: m.ToolCallID})
 			toolImages = append(toolImages, imageParts(m.Images)...)
 			if len(toolImages) > 0 && (i+1 == len(in) || in[i+1].Role != llm.RoleTool) {
-				parts := append([]openai.ChatCompletionContentPartUnionParam{
-					openai.TextContentPart("Images from the tool results above:"),
-				}, toolImages...)
-				out = append(out, openai.UserMessage(parts))
+				parts := append([]contentPart{{Type: "text", Text: "Images from the tool results above:"}}, toolImages...)
+				out = append(out, chatMessage{Role: "user", Content: parts})
 				toolImages = nil
 			}
 		default:
@@ -89,49 +145,26 @@ func messages(in []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error
 	return out, nil
 }
 
-func assistant(m llm.Message) openai.ChatCompletionMessageParamUnion {
-	var a openai.ChatCompletionAssistantMessageParam
+func assistant(m llm.Message) chatMessage {
+	a := chatMessage{Role: "assistant"}
 	if m.Content != "" || len(m.ToolCalls) == 0 {
-		a.Content.OfString = openai.String(m.Content)
+		a.Content = m.Content
 	}
 	for _, tc := range m.ToolCalls {
 		args := string(tc.Arguments)
 		if args == "" {
 			args = "{}"
 		}
-		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-				ID: tc.ID,
-				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-					Name:      tc.Name,
-					Arguments: args,
-				},
-			},
-		})
+		a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: tc.ID, Type: "function", Function: functionCall{Name: tc.Name, Arguments: args}})
 	}
-	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+	return a
 }
 
-func imageParts(imgs []llm.Image) []openai.ChatCompletionContentPartUnionParam {
-	var parts []openai.ChatCompletionContentPartUnionParam
+func imageParts(imgs []llm.Image) []contentPart {
+	var parts []contentPart
 	for _, img := range imgs {
 		url := "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
-		parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}))
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: url}})
 	}
 	return parts
-}
-
-func tool(t llm.Tool) (openai.ChatCompletionToolUnionParam, error) {
-	schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
-	if len(t.Schema) > 0 {
-		schema = shared.FunctionParameters{}
-		if err := json.Unmarshal(t.Schema, &schema); err != nil {
-			return openai.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %s: schema: %w", t.Name, err)
-		}
-	}
-	def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-	if t.Description != "" {
-		def.Description = openai.String(t.Description)
-	}
-	return openai.ChatCompletionFunctionTool(def), nil
 }

@@ -2,6 +2,7 @@
 package wire
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,4 +46,50 @@ func Redact(s, secret string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, secret, "[redacted]")
+}
+
+// DefaultClient is the providers' HTTP client when the config gives none.
+// Unlike http.DefaultClient it keeps up to 64 idle connections per host
+// (net/http's default is 2): a burst of chats talking to one provider
+// otherwise opens, and tears down, a connection per call beyond the second.
+// It has no overall timeout, since a stream lasts as long as the model
+// writes; the caller's context ends a call.
+var DefaultClient = &http.Client{Transport: defaultTransport()}
+
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
+// MaxErrorBody is how much of an error response is read.
+const MaxErrorBody = 64 << 10
+
+// ReadErrorBody reads (a bounded part of) an error response's body.
+func ReadErrorBody(body io.Reader) []byte {
+	b, _ := io.ReadAll(io.LimitReader(body, MaxErrorBody))
+	return b
+}
+
+// Drain reads what is left of a response body (up to a bound) and closes
+// it, so its connection goes back to the pool instead of being closed.
+func Drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
+}
+
+// Snippet is a short, single-line excerpt of a body that is not the
+// provider's JSON (an HTML page from a proxy, a plain-text error), for an
+// error message.
+func Snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
 }
