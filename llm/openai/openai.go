@@ -82,7 +82,12 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		}
 	}
 	acc := accumulator{m: m, model: req.Model}
-	streamErr := acc.read(sse.NewReader(res.Body), emit)
+	var streamErr error
+	if isJSON(res.Header.Get("Content-Type")) {
+		streamErr = acc.whole(res.Body, emit) // a server that ignored "stream"
+	} else {
+		streamErr = acc.read(sse.NewReader(res.Body), emit)
+	}
 	switch {
 	case streamErr == nil:
 		return acc.response(true), nil
@@ -95,6 +100,11 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		resp.StopReason = llm.StopError
 		return resp, streamErr
 	}
+}
+
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // post sends the request and returns the 2xx response, or the error the

@@ -53,8 +53,8 @@ import (
 // chunk is one chat.completion.chunk (or, from a server that ignored
 // "stream", a whole chat.completion, whose choices carry "message").
 type chunk struct {
-	Model   string   `json:"model"`
-	Choices []choice `json:"choices"`
+	Model   string          `json:"model"`
+	Choices []choice        `json:"choices"`
 	Usage   *usageJSON      `json:"usage"`
 	Error   json.RawMessage `json:"error"`
 }
@@ -174,6 +174,22 @@ func (a *accumulator) read(r *sse.Reader, emit func(llm.Delta)) error {
 			return err
 		}
 	}
+}
+
+// whole reads a complete chat.completion, from a server that ignored
+// "stream": true, as one chunk.
+func (a *accumulator) whole(body io.Reader, emit func(llm.Delta)) error {
+	raw, err := io.ReadAll(io.LimitReader(body, sse.MaxEventSize))
+	if err != nil {
+		return fmt.Errorf("%s: read response: %w", provider, err)
+	}
+	if err := a.chunk(raw, false, emit); err != nil {
+		return err
+	}
+	if a.finish == "" {
+		a.finish = "stop"
+	}
+	return nil
 }
 
 // chunk applies one event's data.
