@@ -121,7 +121,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 			onDelta(d)
 		}
 	}
-	got := llm.Response{Model: want.Model, Usage: want.Usage}
+	got := llm.Response{Model: want.Model, Usage: want.Usage, Thinking: want.Thinking}
 	for _, piece := range words(want.Text) {
 		if err := m.wait(ctx); err != nil {
 			got.StopReason = llm.StopAborted
