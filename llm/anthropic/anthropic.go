@@ -97,7 +97,9 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		}
 	}
 	acc := accumulator{m: m, model: req.Model, blocks: map[int]*blockAcc{}}
-	streamErr := acc.read(sse.NewReader(res.Body), emit)
+	sr := sse.NewReader(res.Body)
+	streamErr := acc.read(sr, emit)
+	sr.Release()
 	resp := acc.response()
 	switch {
 	case streamErr == nil:

@@ -6,9 +6,7 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -86,7 +84,9 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 	if isJSON(res.Header.Get("Content-Type")) {
 		streamErr = acc.whole(res.Body, emit) // a server that ignored "stream"
 	} else {
-		streamErr = acc.read(sse.NewReader(res.Body), emit)
+		sr := sse.NewReader(res.Body)
+		streamErr = acc.read(sr, emit)
+		sr.Release()
 	}
 	switch {
 	case streamErr == nil:
@@ -110,20 +110,15 @@ func isJSON(contentType string) bool {
 // post sends the request and returns the 2xx response, or the error the
 // server answered with.
 func (m *Model) post(ctx context.Context, req llm.Request, includeUsage bool) (*http.Response, error) {
-	p, err := params(req, includeUsage)
+	body, err := encodeRequest(wire.Body(sizeHint(req)), req, includeUsage)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", provider, err)
 	}
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		return nil, fmt.Errorf("%s: encode request: %w", provider, err)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, &body)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, wire.NewBody(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", provider, err)
 	}
+	hreq.ContentLength = int64(len(body))
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
 	if m.apiKey != "" {

@@ -251,3 +251,31 @@ func TestConnectionsReused(t *testing.T) {
 		t.Errorf("%d connections for two bursts of %d calls, want %d", n, burst, burst)
 	}
 }
+
+// The hand-written request body is valid JSON that carries every string
+// exactly, whatever it holds.
+func TestRequestBodyEscapes(t *testing.T) {
+	tricky := "quote \" backslash \\ newline\n tab\t nul \x00 <b>&amp; é ✓ 😀 \u2028"
+	s := wiretest.NewServer(t, wiretest.SSE(text("ok"), stop, done))
+	req := llm.Request{Model: "m\"x", System: tricky, Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: tricky},
+		{Role: llm.RoleAssistant, Content: tricky, ToolCalls: []llm.ToolCall{{ID: "c\"1", Name: "n", Arguments: []byte(`{"q":"` + "\\\"" + `"}`)}}},
+		{Role: llm.RoleTool, ToolCallID: "c\"1", Content: tricky},
+	}, Tools: []llm.Tool{{Name: "n", Description: tricky, Schema: []byte(" {\n\"type\": \"object\"}\n")}}}
+	if _, err := newModel(s).Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := s.Requests()[0].JSON(t)
+	msgs := body["messages"].([]any)
+	if body["model"] != "m\"x" || msgs[0].(map[string]any)["content"] != tricky || msgs[1].(map[string]any)["content"] != tricky ||
+		msgs[2].(map[string]any)["content"] != tricky || msgs[3].(map[string]any)["content"] != tricky ||
+		msgs[3].(map[string]any)["tool_call_id"] != "c\"1" {
+		t.Errorf("body = %s", s.Requests()[0].Body)
+	}
+	if args := msgs[2].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"]; args != `{"q":"\""}` {
+		t.Errorf("arguments = %v", args)
+	}
+	if d := body["tools"].([]any)[0].(map[string]any)["function"].(map[string]any)["description"]; d != tricky {
+		t.Errorf("description = %v", d)
+	}
+}

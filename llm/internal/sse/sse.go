@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // MaxEventSize bounds one event's data, so a broken server cannot make the
@@ -48,9 +49,25 @@ type Reader struct {
 	hasData bool
 }
 
-// NewReader returns a Reader over r.
+// bufPool recycles the line buffers: a daemon reads one stream per model
+// call.
+var bufPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// NewReader returns a Reader over r. Call Release when done with it.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 16<<10)}
+	br := bufPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Reader{r: br}
+}
+
+// Release returns the Reader's buffer for reuse; the Reader, and the Data
+// of the last event, must not be used after it.
+func (r *Reader) Release() {
+	if r.r != nil {
+		r.r.Reset(nil)
+		bufPool.Put(r.r)
+		r.r = nil
+	}
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF;

@@ -2,11 +2,14 @@
 package wire
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // RetryAfter reads the wait a provider asked for: retry-after-ms
@@ -92,4 +95,97 @@ func Snippet(b []byte) string {
 		s = string(r[:300]) + "…"
 	}
 	return s
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string. It escapes what JSON
+// requires (quotes, backslashes, control characters) and U+2028/U+2029,
+// and replaces invalid UTF-8 with U+FFFD, as encoding/json does; unlike
+// encoding/json it leaves <, > and & as they are. The providers build
+// their request bodies with it: a turn's request carries the whole history,
+// and encoding it by reflection cost more CPU than the rest of the call.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// bodyPool recycles request bodies: a turn's body holds the whole history,
+// and allocating it afresh each call made the garbage collector run more
+// often than everything else the call does.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// Body returns an empty buffer with at least n bytes of room, to fill and
+// pass to NewBody.
+func Body(n int) []byte {
+	p := bodyPool.Get().(*[]byte)
+	b := (*p)[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, n)
+	}
+	return b
+}
+
+// NewBody wraps b as a request body that goes back to the pool when the
+// HTTP transport closes it (which it does once it has written it, or
+// failed to). Set the request's ContentLength to len(b).
+func NewBody(b []byte) io.ReadCloser {
+	return &pooledBody{Reader: bytes.NewReader(b), b: b}
+}
+
+type pooledBody struct {
+	*bytes.Reader
+	b    []byte
+	once sync.Once
+}
+
+func (p *pooledBody) Close() error {
+	p.once.Do(func() {
+		if cap(p.b) <= 1<<20 { // don't keep an outsized one
+			b := p.b[:0]
+			bodyPool.Put(&b)
+		}
+	})
+	return nil
 }

@@ -168,3 +168,14 @@ func File(t testing.TB, contentType, path string) Step {
 	}
 	return Raw(contentType, b)
 }
+
+// NewLoop starts a server that answers every request with step, for
+// benchmarks. It records nothing. It is closed at cleanup.
+func NewLoop(tb testing.TB, step Step) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		step(w, r)
+	}))
+	tb.Cleanup(s.Close)
+	return s
+}
