@@ -195,7 +195,7 @@ func (a *accumulator) whole(body io.Reader, emit func(llm.Delta)) error {
 // chunk applies one event's data.
 func (a *accumulator) chunk(data []byte, unterminated bool, emit func(llm.Delta)) error {
 	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := decodeChunk(data, &c); err != nil {
 		if unterminated { // the connection ended mid-chunk
 			return fmt.Errorf("%s: %w", provider, llm.ErrIncompleteStream)
 		}
