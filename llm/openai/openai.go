@@ -6,8 +6,10 @@
 package openai
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -80,11 +82,23 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		}
 	}
 	acc := accumulator{m: m, model: req.Model}
-	var streamErr error
+	var (
+		body      io.Reader = res.Body
+		whole     bool
+		streamErr error
+	)
 	if isJSON(res.Header.Get("Content-Type")) {
-		streamErr = acc.whole(res.Body, emit) // a server that ignored "stream"
+		// Either a server that ignored "stream" and sent one JSON
+		// completion, or one that streams under the wrong Content-Type:
+		// the first byte tells.
+		br := bufio.NewReader(res.Body)
+		first, _ := firstByte(br)
+		body, whole = br, first == '{'
+	}
+	if whole {
+		streamErr = acc.whole(body, emit)
 	} else {
-		sr := sse.NewReader(res.Body)
+		sr := sse.NewReader(body)
 		streamErr = acc.read(sr, emit)
 		sr.Release()
 	}
@@ -99,6 +113,22 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		resp := acc.response(false)
 		resp.StopReason = llm.StopError
 		return resp, streamErr
+	}
+}
+
+// firstByte peeks at the first byte that is not white space.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.ReadByte()
+		default:
+			return b[0], nil
+		}
 	}
 }
 

@@ -279,3 +279,13 @@ func TestRequestBodyEscapes(t *testing.T) {
 		t.Errorf("description = %v", d)
 	}
 }
+
+// A server that streams under Content-Type: application/json is still read
+// as a stream.
+func TestStreamUnderJSONContentType(t *testing.T) {
+	s := wiretest.NewServer(t, wiretest.File(t, "application/json; charset=utf-8", filepath.Join("testdata", "ollama_text.sse")))
+	resp, err := newModel(s).Stream(context.Background(), userReq("hi"), nil)
+	if err != nil || resp.Text != "Hello there" || resp.Usage.Input != 26 {
+		t.Fatalf("resp %+v, err %v", resp, err)
+	}
+}

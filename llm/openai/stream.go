@@ -45,7 +45,8 @@ import (
 //   - "data:" without a space, ": comment" keep-alive lines (OpenRouter's
 //     ": OPENROUTER PROCESSING"), CRLF line endings: handled by llm/internal/sse.
 //   - A server that ignores "stream": true and answers with one JSON
-//     chat.completion (some proxies): read as a single chunk.
+//     chat.completion (some proxies): read as a single chunk; a stream sent
+//     under Content-Type application/json is still read as a stream.
 //   - Reasoning text in delta.reasoning_content / delta.reasoning
 //     (DeepSeek, vLLM reasoning parsers, OpenRouter) is not part of the
 //     reply and is left out.
