@@ -86,10 +86,12 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		}
 		return llm.Response{}, fmt.Errorf("%s: %w", provider, err) // a *url.Error: retryable
 	}
-	defer wire.Drain(res.Body)
 	if res.StatusCode >= 300 {
+		defer wire.Drain(res.Body)
 		return llm.Response{}, m.statusError(res)
 	}
+	defer res.Body.Close() // not drained: see llm/openai
+
 
 	emit := func(d llm.Delta) {
 		if onDelta != nil {

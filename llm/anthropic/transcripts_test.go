@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/anthropic"
@@ -207,4 +208,23 @@ func TestKeyless(t *testing.T) {
 
 func newModelKey(s *wiretest.Server, key string) *anthropic.Model {
 	return anthropic.New(anthropic.Options{APIKey: key, BaseURL: s.URL, HTTPClient: s.Client()})
+}
+
+// A server that keeps the response open after message_stop does not hold
+// the call.
+func TestOpenAfterMessageStop(t *testing.T) {
+	s := wiretest.NewServer(t, wiretest.SSEThenBlock(messageStart(nil), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn", nil), messageStop))
+	got := make(chan error, 1)
+	go func() {
+		_, err := newModel(s).Stream(context.Background(), userReq("hi"), nil)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stream still waits on a response held open after message_stop")
+	}
 }

@@ -74,7 +74,11 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 	if err != nil {
 		return llm.Response{}, err
 	}
-	defer wire.Drain(res.Body)
+	// Closed, not drained: a stream that failed, or a server that keeps the
+	// response open after [DONE], must not hold the call. The transport
+	// keeps the connection when the body was read to its end, which the
+	// last read of a finished stream normally reaches.
+	defer res.Body.Close()
 
 	emit := func(d llm.Delta) {
 		if onDelta != nil {

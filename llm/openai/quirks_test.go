@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/internal/wiretest"
@@ -287,5 +288,24 @@ func TestStreamUnderJSONContentType(t *testing.T) {
 	resp, err := newModel(s).Stream(context.Background(), userReq("hi"), nil)
 	if err != nil || resp.Text != "Hello there" || resp.Usage.Input != 26 {
 		t.Fatalf("resp %+v, err %v", resp, err)
+	}
+}
+
+// A server that keeps the response open after [DONE] does not hold the
+// call.
+func TestOpenAfterDone(t *testing.T) {
+	s := wiretest.NewServer(t, wiretest.SSEThenBlock(text("ok"), stop, done))
+	got := make(chan error, 1)
+	go func() {
+		_, err := newModel(s).Stream(context.Background(), userReq("hi"), nil)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stream still waits on a response held open after [DONE]")
 	}
 }
