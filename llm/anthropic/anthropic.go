@@ -92,7 +92,6 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 	}
 	defer res.Body.Close() // not drained: see llm/openai
 
-
 	emit := func(d llm.Delta) {
 		if onDelta != nil {
 			onDelta(d)
