@@ -41,6 +41,10 @@ type Inbound struct {
 	// Model, set by the API for one message, overrides the model for the
 	// run that answers it.
 	Model string `json:"model,omitempty"`
+	// Unattributed, set by the API, keeps the text as the client sent it,
+	// without a sender's name, even in a session keyed like a group's
+	// (one created without a user): it is no group member's message.
+	Unattributed bool `json:"unattributed,omitempty"`
 }
 
 // FileRef points at a file on the platform; it is fetched only when needed.
@@ -52,10 +56,11 @@ type FileRef struct {
 	URL       string `json:"url,omitempty"`
 }
 
-// Attributed is the text as the model should see it: in a group, where
-// several people talk, prefixed with who said it.
+// Attributed is the text as the model should see it: in a group chat,
+// where several people talk, prefixed with who said it; from the API or
+// the CLI, as sent.
 func (in Inbound) Attributed() string {
-	if !in.Group {
+	if !in.Group || in.Unattributed {
 		return in.Text
 	}
 	name := in.DisplayName

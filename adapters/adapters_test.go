@@ -112,3 +112,24 @@ func TestRecorder(t *testing.T) {
 		t.Fatalf("WaitSent past its deadline: %v", err)
 	}
 }
+
+// Sender attribution belongs to group chats, never to the API's messages
+// (whose session may be keyed like a group's) or a direct chat's.
+func TestAttributed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   adapters.Inbound
+		want string
+	}{
+		{"direct chat", adapters.Inbound{UserID: "7", DisplayName: "Ann", Text: "Hello"}, "Hello"},
+		{"group", adapters.Inbound{Group: true, UserID: "7", DisplayName: "Ann", Text: "Hello"}, "Ann: Hello"},
+		{"group without a name", adapters.Inbound{Group: true, UserID: "7", Text: "Hello"}, "7: Hello"},
+		{"API, keyed like a group", adapters.Inbound{Group: true, UserID: "api", Text: "Hello", Unattributed: true}, "Hello"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.in.Attributed(); got != tc.want {
+				t.Errorf("Attributed() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

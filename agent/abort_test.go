@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
+	"github.com/parleyd/parley/tools"
 )
 
 // cancelOn calls cancel from inside the stream, right after the delta that
@@ -66,8 +67,8 @@ func TestAbort(t *testing.T) {
 			e := newEnv(t, ctrl)
 			pinged := make(chan struct{}, 2)
 			e.register(
-				Tool{Name: "ping", Run: func(context.Context, Call) (string, error) { pinged <- struct{}{}; return "pong", nil }},
-				Tool{Name: "hang", Run: func(ctx context.Context, c Call) (string, error) {
+				tools.Tool{Name: "ping", Run: func(context.Context, tools.Call) (string, error) { pinged <- struct{}{}; return "pong", nil }},
+				tools.Tool{Name: "hang", Run: func(ctx context.Context, c tools.Call) (string, error) {
 					select { // let ping finish first, so its real result is kept
 					case <-pinged:
 					case <-time.After(5 * time.Second):

@@ -40,7 +40,11 @@ func TestAnswerTo(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reply, ok := answerTo(tc.msgs, sessions.MessageID(tc.id))
+			m, ok := answerTo(tc.msgs, sessions.MessageID(tc.id))
+			reply := ""
+			if m != nil {
+				reply = m.Content
+			}
 			if reply != tc.reply || ok != tc.answer {
 				t.Fatalf("answerTo = %q, %v; want %q, %v", reply, ok, tc.reply, tc.answer)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // seedArchiveQuery archives n messages of a session in one statement.
@@ -52,7 +53,7 @@ func benchPromptBuild(b *testing.B, db *dbutil.DB, archived int) {
 	store := sessions.NewStore(db)
 	model := echo.New()
 	r := New(Options{Store: store, Models: func(string) (llm.Model, error) { return model, nil }, DefaultModel: "echo",
-		Tools: NewRegistry()})
+		Tools: tools.NewRegistry()})
 	sess, _, err := store.Resolve(ctx, sessions.CLIKey("u1", "a1"), sessions.Policy{})
 	if err != nil {
 		b.Fatal(err)

@@ -7,10 +7,10 @@ var (
 	ErrBusy = errors.New("session is busy with another run")
 	// ErrNoModel means no model spec was configured anywhere.
 	ErrNoModel = errors.New("no model configured")
-	// ErrDuplicateTool means a tool name was registered twice.
-	ErrDuplicateTool = errors.New("tool already registered")
-	// ErrUnknownTool means a tool name is not registered.
-	ErrUnknownTool = errors.New("unknown tool")
-	// ErrInvalidTool means a tool can't be registered as given.
-	ErrInvalidTool = errors.New("invalid tool")
+	// errModelCallFailed is the result of each tool call a failed model
+	// call asked for: the call never ran.
+	errModelCallFailed = errors.New("the model call failed before this tool ran")
+	// errNoResult answers, in a rebuilt prompt, a tool call whose result
+	// was never stored (a crash mid-step).
+	errNoResult = errors.New("no result was recorded")
 )

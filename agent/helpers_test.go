@@ -11,6 +11,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 var testNow = time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
@@ -21,7 +22,7 @@ type env struct {
 	runner *Runner
 	store  *sessions.SQLStore
 	bus    *events.Bus
-	tools  *Registry
+	tools  *tools.Registry
 
 	mu    sync.Mutex
 	specs []string // specs the runner opened
@@ -29,7 +30,7 @@ type env struct {
 
 func newEnv(t *testing.T, model llm.Model, opts ...func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, bus: events.New(), tools: NewRegistry()}
+	e := &env{t: t, bus: events.New(), tools: tools.NewRegistry()}
 	e.store = sessions.NewStore(dbtest.SQLite(t))
 	o := Options{
 		Store: e.store,
@@ -63,9 +64,9 @@ func (e *env) session(key sessions.Key) sessions.Session {
 
 func (e *env) cliSession() sessions.Session { return e.session(sessions.CLIKey("u1", "a1")) }
 
-func (e *env) register(tools ...Tool) {
+func (e *env) register(ts ...tools.Tool) {
 	e.t.Helper()
-	for _, tool := range tools {
+	for _, tool := range ts {
 		if err := e.tools.Register(tool); err != nil {
 			e.t.Fatalf("register %s: %v", tool.Name, err)
 		}
@@ -88,9 +89,9 @@ func (e *env) run(req Request) (Result, error) {
 	return e.runner.Run(ctx, req)
 }
 
-func textTool(name, out string) Tool {
-	return Tool{Name: name, Description: "returns " + out,
-		Run: func(context.Context, Call) (string, error) { return out, nil }}
+func textTool(name, out string) tools.Tool {
+	return tools.Tool{Name: name, Description: "returns " + out,
+		Run: func(context.Context, tools.Call) (string, error) { return out, nil }}
 }
 
 func call(id, name, args string) llm.ToolCall {

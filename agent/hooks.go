@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // Compaction defaults.
@@ -124,7 +124,7 @@ type CompactionResult struct {
 type SideTurn struct {
 	Name        string
 	Prompt      string
-	Tools       []Tool
+	Tools       []tools.Tool
 	Temperature *float64
 	// MaxTokens caps each model call's output; 0 means the agent's.
 	MaxTokens int
@@ -355,18 +355,17 @@ func (r *Runner) runSide(ctx context.Context, sess sessions.Session, cfg AgentCo
 	return t.run(ctx)
 }
 
-// sideTool compiles a side turn's tool as the registry would.
-func sideTool(t Tool) (registered, error) {
-	if t.Name == "" || t.Run == nil {
-		return registered{}, fmt.Errorf("%w: a side turn's tool needs a name and a Run function", ErrInvalidTool)
-	}
-	reg := registered{tool: t}
-	if len(bytes.TrimSpace(t.Schema)) > 0 {
-		sch, err := compileSchema(t.Schema)
-		if err != nil {
-			return registered{}, fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
+// sideRegistry registers a side turn's tools on a registry of their own,
+// so their calls go through Registry.Call like every other.
+func sideRegistry(ts []tools.Tool) (*tools.Registry, error) {
+	reg := tools.NewRegistry()
+	for _, t := range ts {
+		if t.Name == "" || t.Run == nil {
+			return nil, fmt.Errorf("%w: a side turn's tool needs a name and a Run function", tools.ErrInvalidTool)
 		}
-		reg.schema = sch
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
 	}
 	return reg, nil
 }

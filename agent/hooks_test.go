@@ -11,6 +11,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // fakeCompactor records what it is asked and answers with fn.
@@ -190,15 +191,15 @@ func TestForecastTurnsLeft(t *testing.T) {
 func TestSideTurn(t *testing.T) {
 	model := echo.New()
 	var saved []string
-	note := Tool{Name: "note", Description: "note a fact", Schema: []byte(`{"type":"object","properties":{"fact":{"type":"string"}},"required":["fact"]}`),
-		Run: func(_ context.Context, c Call) (string, error) {
+	note := tools.Tool{Name: "note", Description: "note a fact", Schema: []byte(`{"type":"object","properties":{"fact":{"type":"string"}},"required":["fact"]}`),
+		Run: func(_ context.Context, c tools.Call) (string, error) {
 			saved = append(saved, string(c.Arguments))
 			return "noted", nil
 		}}
 	temp := 0.3
 	fake := &fakeCompactor{fn: func(ctx context.Context, req CompactionRequest) (CompactionResult, error) {
 		model.Then(llm.Response{ToolCalls: []llm.ToolCall{call("n1", "note", `{"fact": "likes teal"}`)}}).Then(llm.Response{Text: "done"})
-		res, err := req.Side(ctx, SideTurn{Name: "test_side", Prompt: "save what matters", Tools: []Tool{note}, Temperature: &temp, MaxTokens: 2048})
+		res, err := req.Side(ctx, SideTurn{Name: "test_side", Prompt: "save what matters", Tools: []tools.Tool{note}, Temperature: &temp, MaxTokens: 2048})
 		if err != nil || len(res.Messages) != 4 {
 			return CompactionResult{}, fmt.Errorf("side turn: %d messages, %v", len(res.Messages), err)
 		}

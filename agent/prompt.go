@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // InstructionsFile is the workspace instruction file read into the prompt.
@@ -28,7 +29,7 @@ type Prompt struct {
 	Surface  string
 	// DisplayName is the user's name, given for channel sessions only.
 	DisplayName string
-	Tools       []Tool
+	Tools       []tools.Tool
 	// Minimal keeps only the agent prompt, environment and tool catalog.
 	Minimal bool
 }
@@ -132,6 +133,9 @@ func capTurns(msgs []sessions.Message, n int) []sessions.Message {
 	return append(out, msgs[cut:]...)
 }
 
+// noResultText answers a tool call whose result was never stored.
+var noResultText = tools.Failed(errNoResult).Content
+
 // toLLM maps stored messages to model messages. System messages go in only
 // when they are compaction summaries. Every tool call is answered exactly
 // once: a result with no call before it is dropped, and a call whose result
@@ -143,7 +147,7 @@ func toLLM(msgs []sessions.Message) []llm.Message {
 	var pending []string // calls of the last assistant message still unanswered
 	flush := func() {
 		for _, id := range pending {
-			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: "error: no result was recorded"})
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: noResultText})
 		}
 		pending = nil
 	}
@@ -153,7 +157,7 @@ func toLLM(msgs []sessions.Message) []llm.Message {
 		}
 		switch m.Role {
 		case sessions.RoleUser:
-			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: userContent(m.Content, m.Parts)})
 		case sessions.RoleAssistant:
 			am := llm.Message{Role: llm.RoleAssistant, Content: m.Content}
 			for _, tc := range m.ToolCalls {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // assertOrder fails unless every marker occurs in s, in order.
@@ -36,7 +37,7 @@ func TestBuildSystemPromptOrder(t *testing.T) {
 	p := Prompt{
 		Agent: "AGENT-PROMPT", Workspace: "WORKSPACE-RULES", Skills: "SKILL-INDEX",
 		Now: testNow, Location: paris, Surface: "telegram", DisplayName: "Alice",
-		Tools: []Tool{{Name: "weather", Description: "WEATHER-TOOL"}},
+		Tools: []tools.Tool{{Name: "weather", Description: "WEATHER-TOOL"}},
 	}
 	full := BuildSystemPrompt(p)
 	assertOrder(t, full, "AGENT-PROMPT", "WORKSPACE-RULES", "SKILL-INDEX",
@@ -82,7 +83,7 @@ func TestRunAssemblesPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			model := echo.New()
 			e := newEnv(t, model)
-			e.register(Tool{Name: "ping", Description: "PING-TOOL", Run: textTool("ping", "pong").Run})
+			e.register(tools.Tool{Name: "ping", Description: "PING-TOOL", Run: textTool("ping", "pong").Run})
 			cfg := AgentConfig{ID: "a1", Prompt: "AGENT-PROMPT", WorkspaceDir: dir, SkillIndex: "SKILL-INDEX",
 				Tools: []string{"ping"}, Minimal: tc.minimal}
 			if _, err := e.run(Request{Session: e.session(tc.key), Agent: cfg, Inputs: []Input{{Text: "hi", DisplayName: "Alice"}}}); err != nil {

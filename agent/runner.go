@@ -11,12 +11,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // Events the runner publishes, with SessionID set.
@@ -71,6 +74,38 @@ type TurnFinished struct {
 	Aborted bool
 	// Error is the run's error text, if it failed.
 	Error string
+	// Reply is the run's reply as stored: the last assistant message with
+	// text it appended (nil if it wrote none). Reply callbacks are keyed
+	// to it.
+	Reply *sessions.Message
+}
+
+// IsReply reports whether m is a reply a person reads as it is appended:
+// an assistant message with text and no tool calls, outside a side turn
+// (a memory flush). A run's reply is the last such message it appends,
+// except that a run stopped during a tool call replies with that call's
+// text (TurnFinished.Reply says which).
+func IsReply(m sessions.Message) bool {
+	return m.Role == sessions.RoleAssistant && len(m.ToolCalls) == 0 && strings.TrimSpace(m.Content) != "" && !sideTurn(m)
+}
+
+func sideTurn(m sessions.Message) bool {
+	for _, p := range m.Parts {
+		if p.Type == PartSideTurn {
+			return true
+		}
+	}
+	return false
+}
+
+// replyOf is the last assistant message with text among msgs, or nil.
+func replyOf(msgs []sessions.Message) *sessions.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == sessions.RoleAssistant && strings.TrimSpace(m.Content) != "" && !sideTurn(m) {
+			return &m
+		}
+	}
+	return nil
 }
 
 // Options configures a Runner.
@@ -79,7 +114,7 @@ type Options struct {
 	// Models opens a model from a spec like "echo" or "openai/gpt-4o-mini".
 	Models       func(spec string) (llm.Model, error)
 	DefaultModel string
-	Tools        *Registry
+	Tools        *tools.Registry
 	Bus          *events.Bus
 	Log          *slog.Logger
 	Now          func() time.Time
@@ -129,6 +164,10 @@ type Input struct {
 	// Model overrides the model spec for this run.
 	Model     string
 	Synthetic bool
+	// Parts are stored with the message: files sent with it
+	// (sessions.FilePart), which the model reads as a line each, with
+	// the text parley read of them.
+	Parts []sessions.Part
 	// Images go to the model with this message, in this run only: the
 	// stored message keeps the text, so later prompts don't resend them.
 	Images []llm.Image
@@ -165,6 +204,11 @@ type Request struct {
 	// OnText, if set, takes the reply's text as the model writes it, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// Resume marks a run tried again after a database fault cut the last
+	// try short: if that try stored the reply to the last input, the run
+	// ends with it (its events published as usual) instead of asking the
+	// model again.
+	Resume bool
 }
 
 // Result is what a run produced.
@@ -234,6 +278,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer release()
 
+	if req.Resume && len(req.Inputs) > 0 {
+		if res, ok, err := r.resume(ctx, req); ok || err != nil {
+			return res, err
+		}
+	}
 	r.statuses.set(id, Status{State: StateBusy, StartedAt: r.now()})
 	t := &turn{r: r, req: req, id: id, pctx: context.WithoutCancel(ctx)}
 	res, err := t.run(ctx)
@@ -249,10 +298,17 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), t.joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted}
+	fin := TurnFinished{RunIDs: append(runIDs(req.Inputs), t.joined...), Steps: res.Steps, Usage: res.Usage, Aborted: res.Aborted,
+		Reply: replyOf(res.Messages)}
 	switch {
 	case err == nil || res.Aborted:
 		r.statuses.set(id, Status{State: StateIdle})
+	case dbutil.Unavailable(err):
+		// The gateway runs the turn again once the database answers: the
+		// run isn't over, so a client following it keeps waiting for its
+		// reply rather than reading a failure.
+		r.statuses.set(id, Status{State: StateRetrying, Message: "the database is unavailable; the turn runs again once it answers"})
+		return res, err
 	default:
 		fin.Error = err.Error()
 		r.statuses.set(id, Status{State: StateError, Message: err.Error()})
@@ -297,7 +353,9 @@ func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
 }
 
 func retryMessage(err error, attempt int, wait time.Duration) string {
-	cause := err.Error()
+	// Chat users read this in /status: the provider's status code, or
+	// that it couldn't be reached, never the error's text (hosts, ports).
+	cause := "the provider couldn't be reached"
 	var se *llm.StatusError
 	if errors.As(err, &se) {
 		cause = fmt.Sprintf("provider returned %d", se.StatusCode)

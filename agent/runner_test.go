@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 func TestRunPlainReplyIsPersistedInOrder(t *testing.T) {
@@ -82,7 +83,7 @@ func TestToolResultsAreRecordedInCallOrder(t *testing.T) {
 	e := newEnv(t, model)
 	fastDone := make(chan struct{})
 	e.register(
-		Tool{Name: "slow", Run: func(ctx context.Context, c Call) (string, error) {
+		tools.Tool{Name: "slow", Run: func(ctx context.Context, c tools.Call) (string, error) {
 			select { // finishes only after fast has
 			case <-fastDone:
 			case <-ctx.Done():
@@ -92,7 +93,7 @@ func TestToolResultsAreRecordedInCallOrder(t *testing.T) {
 			}
 			return "slow result", nil
 		}},
-		Tool{Name: "fast", Run: func(_ context.Context, c Call) (string, error) {
+		tools.Tool{Name: "fast", Run: func(_ context.Context, c tools.Call) (string, error) {
 			defer close(fastDone)
 			if c.ID != "c2" || c.Key.Surface != "cli" {
 				return "", fmt.Errorf("call = %+v", c)
@@ -129,7 +130,7 @@ func TestToolConcurrencyIsCapped(t *testing.T) {
 	var running, peak atomic.Int32
 	started := make(chan struct{}, n)
 	release := make(chan struct{})
-	e.register(Tool{Name: "block", Run: func(ctx context.Context, c Call) (string, error) {
+	e.register(tools.Tool{Name: "block", Run: func(ctx context.Context, c tools.Call) (string, error) {
 		now := running.Add(1)
 		defer running.Add(-1)
 		for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
@@ -304,7 +305,7 @@ func TestConcurrentRunOfOneSessionIsBusy(t *testing.T) {
 	model := echo.New().Then(llm.Response{ToolCalls: []llm.ToolCall{call("c1", "block", `{}`)}}) // then echoes
 	e := newEnv(t, model)
 	started, release := make(chan struct{}), make(chan struct{})
-	e.register(Tool{Name: "block", Run: func(ctx context.Context, _ Call) (string, error) {
+	e.register(tools.Tool{Name: "block", Run: func(ctx context.Context, _ tools.Call) (string, error) {
 		close(started)
 		<-release
 		return "done", nil

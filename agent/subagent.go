@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // MaxSubagentDepth is how deep subagents may nest: a child's child's child.
@@ -61,8 +62,8 @@ func rootKey(k sessions.Key) sessions.Key {
 // SpawnTool is sessions_spawn: it runs a task in a child session with its
 // own context and returns the child's final answer as the tool result.
 // Aborting the parent aborts the child.
-func (r *Runner) SpawnTool(opts SpawnOptions) Tool {
-	return Tool{
+func (r *Runner) SpawnTool(opts SpawnOptions) tools.Tool {
+	return tools.Tool{
 		Name: "sessions_spawn",
 		Description: "Hand a self-contained task to a subagent, which works on it in a fresh session of its own " +
 			"and returns its final answer. Use it for side tasks whose working would clutter this conversation.",
@@ -70,13 +71,13 @@ func (r *Runner) SpawnTool(opts SpawnOptions) Tool {
 			`"task":{"type":"string","minLength":1,"description":"everything the subagent needs to know to do the task"},` +
 			`"agent":{"type":"string","description":"the agent to run it; default: this one"}},` +
 			`"required":["task"],"additionalProperties":false}`),
-		Run: func(ctx context.Context, call Call) (string, error) {
+		Run: func(ctx context.Context, call tools.Call) (string, error) {
 			var args struct {
 				Task  string `json:"task"`
 				Agent string `json:"agent"`
 			}
-			if err := json.Unmarshal(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf("read the arguments: %w", err)
+			if err := tools.Decode(call.Arguments, &args); err != nil {
+				return "", fmt.Errorf(`%w; pass {"task": "...", "agent": "..."}`, err)
 			}
 			if strings.TrimSpace(args.Task) == "" {
 				return "", errors.New("task is empty; describe the task for the subagent")

@@ -11,6 +11,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 func spawnEnv(t *testing.T, model llm.Model, roots *[]sessions.Key, childTools ...string) *env {
@@ -72,11 +73,11 @@ func TestSubagentDepthLimit(t *testing.T) {
 	if d := SubagentDepth(key); d != MaxSubagentDepth {
 		t.Fatalf("depth %d", d)
 	}
-	_, err := tool.Run(context.Background(), Call{Key: key, Arguments: []byte(`{"task":"more"}`)})
+	_, err := tool.Run(context.Background(), tools.Call{Key: key, Arguments: []byte(`{"task":"more"}`)})
 	if err == nil || !strings.Contains(err.Error(), "at most 3 deep") {
 		t.Fatalf("at depth 3: %v", err)
 	}
-	if _, err := tool.Run(context.Background(), Call{Key: sessions.ChatKey("telegram", "42", "7", "a"), Arguments: []byte(`{"task":"x","agent":"nobody"}`)}); err == nil || !strings.Contains(err.Error(), `no agent "nobody"`) {
+	if _, err := tool.Run(context.Background(), tools.Call{Key: sessions.ChatKey("telegram", "42", "7", "a"), Arguments: []byte(`{"task":"x","agent":"nobody"}`)}); err == nil || !strings.Contains(err.Error(), `no agent "nobody"`) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 }
@@ -90,7 +91,7 @@ func TestAbortingTheParentAbortsTheChild(t *testing.T) {
 	var roots []sessions.Key
 	e := spawnEnv(t, model, &roots, "slow")
 	started := make(chan struct{})
-	e.register(Tool{Name: "slow", Run: func(ctx context.Context, c Call) (string, error) {
+	e.register(tools.Tool{Name: "slow", Run: func(ctx context.Context, c tools.Call) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()

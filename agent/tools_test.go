@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
+	"github.com/parleyd/parley/tools"
 )
 
 const weatherSchema = `{
@@ -23,44 +24,6 @@ const weatherSchema = `{
 	"required": ["city"],
 	"additionalProperties": false
 }`
-
-func TestRegistry(t *testing.T) {
-	run := func(context.Context, Call) (string, error) { return "", nil }
-	r := NewRegistry()
-	if err := r.Register(Tool{Name: "weather", Schema: json.RawMessage(weatherSchema), Run: run}); err != nil {
-		t.Fatalf("register: %v", err)
-	}
-	tests := []struct {
-		name string
-		tool Tool
-		want error
-	}{
-		{"duplicate", Tool{Name: "weather", Run: run}, ErrDuplicateTool},
-		{"invalid schema", Tool{Name: "bad", Schema: json.RawMessage(`{"type": 12}`), Run: run}, ErrInvalidTool},
-		{"schema not json", Tool{Name: "bad2", Schema: json.RawMessage(`{`), Run: run}, ErrInvalidTool},
-		{"no name", Tool{Run: run}, ErrInvalidTool},
-		{"no run", Tool{Name: "norun"}, ErrInvalidTool},
-		{"no schema is fine", Tool{Name: "ping", Run: run}, nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := r.Register(tc.tool)
-			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
-				t.Fatalf("Register = %v, want %v", err, tc.want)
-			}
-		})
-	}
-	if _, ok := r.Tool("weather"); !ok {
-		t.Error("Tool(weather) not found")
-	}
-	got, err := r.Select([]string{"ping", "weather"})
-	if err != nil || len(got) != 2 || got[0].Name != "ping" || got[1].Name != "weather" {
-		t.Errorf("Select = %v, %v; want ping, weather in order", got, err)
-	}
-	if _, err := r.Select([]string{"weather", "teleport"}); !errors.Is(err, ErrUnknownTool) || !strings.Contains(err.Error(), "teleport") {
-		t.Errorf("Select unknown = %v, want ErrUnknownTool naming teleport", err)
-	}
-}
 
 func TestInvalidArgumentsBecomeToolResult(t *testing.T) {
 	tests := []struct {
@@ -84,8 +47,8 @@ func TestInvalidArgumentsBecomeToolResult(t *testing.T) {
 				Then(llm.Response{Text: "ok"})
 			e := newEnv(t, model)
 			var ran atomic.Bool
-			e.register(Tool{Name: "weather", Schema: json.RawMessage(weatherSchema),
-				Run: func(context.Context, Call) (string, error) { ran.Store(true); return "sunny", nil }})
+			e.register(tools.Tool{Name: "weather", Schema: json.RawMessage(weatherSchema),
+				Run: func(context.Context, tools.Call) (string, error) { ran.Store(true); return "sunny", nil }})
 			sess := e.cliSession()
 			if _, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"weather"}}, Inputs: []Input{{Text: "weather?"}}}); err != nil {
 				t.Fatalf("Run: %v", err)
@@ -132,8 +95,8 @@ func TestToolErrorAndPanic(t *testing.T) {
 		Then(llm.Response{Text: "ok"})
 	e := newEnv(t, model)
 	e.register(
-		Tool{Name: "fails", Run: func(context.Context, Call) (string, error) { return "", errors.New("disk full") }},
-		Tool{Name: "panics", Run: func(context.Context, Call) (string, error) { panic("boom") }},
+		tools.Tool{Name: "fails", Run: func(context.Context, tools.Call) (string, error) { return "", errors.New("disk full") }},
+		tools.Tool{Name: "panics", Run: func(context.Context, tools.Call) (string, error) { panic("boom") }},
 	)
 	sess := e.cliSession()
 	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"fails", "panics"}}, Inputs: []Input{{Text: "hi"}}}); err != nil {
@@ -145,5 +108,40 @@ func TestToolErrorAndPanic(t *testing.T) {
 	}
 	if !strings.HasPrefix(msgs[3].Content, "error: tool panics crashed: boom") {
 		t.Errorf("panic result = %q", msgs[3].Content)
+	}
+}
+
+// TestToolCompletedIsErrorIsTheFact: tool.completed says a call failed when
+// it failed, not when its output happens to start like an error.
+func TestToolCompletedIsErrorIsTheFact(t *testing.T) {
+	model := echo.New().
+		Then(llm.Response{ToolCalls: []llm.ToolCall{call("c1", "grep", `{}`), call("c2", "status", `{}`), call("c3", "fails", `{}`), call("c4", "nope", `{}`)}}).
+		Then(llm.Response{Text: "ok"})
+	e := newEnv(t, model)
+	e.register(
+		textTool("grep", "error: disk full (line 3 of the log)"),
+		textTool("status", "aborted jobs: none"),
+		tools.Tool{Name: "fails", Run: func(context.Context, tools.Call) (string, error) { return "", errors.New("disk full") }},
+	)
+	sub := e.bus.Subscribe(EventToolCompleted)
+	sess := e.cliSession()
+	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"grep", "status", "fails"}}, Inputs: []Input{{Text: "hi"}}}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := map[string]ToolEvent{}
+	for sub.Pending() > 0 {
+		ev, _ := sub.Next(context.Background())
+		te := ev.Data.(ToolEvent)
+		got[te.CallID] = te
+	}
+	for _, want := range []ToolEvent{
+		{CallID: "c1", Name: "grep", Result: "error: disk full (line 3 of the log)", IsError: false},
+		{CallID: "c2", Name: "status", Result: "aborted jobs: none", IsError: false},
+		{CallID: "c3", Name: "fails", Result: "error: disk full", IsError: true},
+		{CallID: "c4", Name: "nope", Result: "error: unknown tool nope", IsError: true},
+	} {
+		if got[want.CallID] != want {
+			t.Errorf("tool.completed %s = %+v, want %+v", want.CallID, got[want.CallID], want)
+		}
 	}
 }

@@ -1,18 +1,19 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // turn is the state of one Run.
@@ -26,7 +27,10 @@ type turn struct {
 	spec  string
 	model llm.Model
 	call  llm.Request
-	tools map[string]registered
+	// reg runs the turn's tool calls; offered are the names the model was
+	// given, the only ones it may call.
+	reg     *tools.Registry
+	offered map[string]bool
 
 	// joined are the run ids of the inputs steered into the turn.
 	joined []string
@@ -47,7 +51,7 @@ type turn struct {
 func (t *turn) run(ctx context.Context) (Result, error) {
 	cfg := t.req.Agent
 	for _, in := range t.req.Inputs {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
 			return t.res, err
 		}
 	}
@@ -130,17 +134,15 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		_, name, _ = llm.ParseModel(t.spec)
 	}
 	t.window = t.r.contextWindow(t.spec, t.r.ownModel(sess, cfg), cfg)
-	regs, err := t.selectTools()
+	selected, err := t.selectTools()
 	if err != nil {
 		return err
 	}
-	t.tools = make(map[string]registered, len(regs))
-	var tools []Tool
+	t.offered = make(map[string]bool, len(selected))
 	var llmTools []llm.Tool
-	for _, reg := range regs {
-		t.tools[reg.tool.Name] = reg
-		tools = append(tools, reg.tool)
-		llmTools = append(llmTools, reg.llmTool())
+	for _, tool := range selected {
+		t.offered[tool.Name] = true
+		llmTools = append(llmTools, llm.Tool{Name: tool.Name, Description: tool.Description, Schema: tool.Schema})
 	}
 
 	kind := sess.Key.Kind()
@@ -151,7 +153,7 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		Now:      t.r.now(),
 		Location: cfg.Location,
 		Surface:  sess.Key.Surface,
-		Tools:    tools,
+		Tools:    selected,
 		Minimal:  minimal,
 	}
 	if !minimal {
@@ -175,23 +177,24 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 	return t.loadHistory()
 }
 
-func (t *turn) selectTools() ([]registered, error) {
+// selectTools picks the tools the model is offered and the registry that
+// runs them: the agent's own from the runner's registry, or a side turn's,
+// registered on a registry of their own.
+func (t *turn) selectTools() ([]tools.Tool, error) {
 	if t.side == nil {
-		regs, err := t.r.opts.Tools.selectRegistered(t.req.Agent.Tools)
+		t.reg = t.r.opts.Tools
+		selected, err := t.reg.Select(t.req.Agent.Tools)
 		if err != nil {
 			return nil, fmt.Errorf("select tools for agent %s: %w", t.req.Agent.ID, err)
 		}
-		return regs, nil
+		return selected, nil
 	}
-	regs := make([]registered, 0, len(t.side.Tools))
-	for _, tool := range t.side.Tools {
-		reg, err := sideTool(tool)
-		if err != nil {
-			return nil, err
-		}
-		regs = append(regs, reg)
+	reg, err := sideRegistry(t.side.Tools)
+	if err != nil {
+		return nil, err
 	}
-	return regs, nil
+	t.reg = reg
+	return t.side.Tools, nil
 }
 
 // loadHistory reads the live context into the prompt: the latest summary
@@ -381,15 +384,15 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 // error: an abort when ctx ended, the model's error otherwise.
 func (t *turn) fail(ctx context.Context, resp llm.Response, err error) (Result, error) {
 	aborted := ctx.Err() != nil || errors.Is(err, context.Canceled)
-	result := "error: the model call failed before this tool ran"
+	result := tools.Failed(errModelCallFailed)
 	if aborted {
-		result = abortedText(ctx)
+		result = tools.Aborted(abortedText(ctx), ctx.Err())
 	}
 	if resp.Text != "" || len(resp.ToolCalls) > 0 {
 		if aerr := t.appendAssistant(resp); aerr != nil {
 			return t.res, errors.Join(err, aerr)
 		}
-		results := make([]string, len(resp.ToolCalls))
+		results := make([]tools.Result, len(resp.ToolCalls))
 		for i := range results {
 			results[i] = result
 		}
@@ -422,10 +425,10 @@ func (t *turn) steer() error {
 	// The turn answers them from here, even if storing one fails.
 	t.joined = append(t.joined, ids...)
 	for _, in := range joined {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
 			return err
 		}
-		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: in.Text})
+		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: userContent(in.Text, in.Parts)})
 	}
 	if len(ids) > 0 {
 		t.publish(EventTurnJoined, TurnJoined{RunIDs: ids})
@@ -435,8 +438,8 @@ func (t *turn) steer() error {
 
 // runTools runs one step's calls concurrently, at most MaxParallelTools at
 // once, and returns their results in call order.
-func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []string {
-	results := make([]string, len(calls))
+func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []tools.Result {
+	results := make([]tools.Result, len(calls))
 	sem := make(chan struct{}, MaxParallelTools)
 	var wg sync.WaitGroup
 	for i, c := range calls {
@@ -445,7 +448,7 @@ func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []string {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				results[i] = abortedText(ctx)
+				results[i] = tools.Aborted(abortedText(ctx), ctx.Err())
 				return
 			}
 			results[i] = t.runTool(ctx, c)
@@ -455,37 +458,29 @@ func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []string {
 	return results
 }
 
-func (t *turn) runTool(ctx context.Context, c llm.ToolCall) string {
+func (t *turn) runTool(ctx context.Context, c llm.ToolCall) tools.Result {
 	t.publish(EventToolStarted, ToolEvent{CallID: c.ID, Name: c.Name})
-	result := t.toolResult(ctx, c)
-	t.publish(EventToolCompleted, ToolEvent{CallID: c.ID, Name: c.Name, Result: result,
-		IsError: strings.HasPrefix(result, "aborted") || strings.HasPrefix(result, "error: ")})
-	return result
+	res := t.toolResult(ctx, c)
+	t.publish(EventToolCompleted, ToolEvent{CallID: c.ID, Name: c.Name, Result: res.Content, IsError: res.IsError})
+	return res
 }
 
-func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) (result string) {
-	reg, ok := t.tools[c.Name]
-	if !ok {
-		return "error: unknown tool " + c.Name
+// toolResult runs one call through the registry, the one door every tool
+// call passes; a name the agent was not offered is unknown to it.
+func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) tools.Result {
+	if !t.offered[c.Name] {
+		return tools.Failed(fmt.Errorf("%w %s", tools.ErrUnknownTool, c.Name))
 	}
-	if msg := reg.validate(c.Arguments); msg != "" {
-		return "error: invalid arguments: " + msg
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			t.r.log.ErrorContext(ctx, "tool panicked", "session_id", t.id, "tool", c.Name, "panic", p, "stack", string(debug.Stack()))
-			result = fmt.Sprintf("error: tool %s crashed: %v", c.Name, p)
-		}
-	}()
-	out, err := reg.tool.Run(ctx, Call{SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments})
+	res := t.reg.Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments})
+	var pe *tools.PanicError
 	switch {
-	case err == nil:
-		return out
-	case ctx.Err() != nil:
-		return abortedText(ctx)
-	default:
-		return "error: " + err.Error()
+	case errors.As(res.Err, &pe):
+		t.r.log.ErrorContext(ctx, "tool panicked", "session_id", t.id, "tool", c.Name, "panic", pe.Value, "stack", string(pe.Stack))
+	case errors.Is(res.Err, tools.ErrAborted):
+		// The turn says what ended it (a subagent's parent, say).
+		res.Content = abortedText(ctx)
 	}
+	return res
 }
 
 // checkDoomLoop warns the model, once per streak, when its last three tool
@@ -528,12 +523,13 @@ func (t *turn) appendAssistant(resp llm.Response) error {
 	return nil
 }
 
-func (t *turn) appendResults(calls []llm.ToolCall, results []string) error {
+func (t *turn) appendResults(calls []llm.ToolCall, results []tools.Result) error {
 	for i, c := range calls {
-		if err := t.append(sessions.Message{Role: sessions.RoleTool, Content: results[i], ToolCallID: c.ID}); err != nil {
+		content := results[i].Content
+		if err := t.append(sessions.Message{Role: sessions.RoleTool, Content: content, ToolCallID: c.ID}); err != nil {
 			return err
 		}
-		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleTool, Content: results[i], ToolCallID: c.ID})
+		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: c.ID})
 	}
 	return nil
 }
@@ -556,6 +552,20 @@ func (t *turn) append(m sessions.Message) error {
 	}
 	t.res.Messages = append(t.res.Messages, stored)
 	return nil
+}
+
+// canonicalArgs renders args with sorted keys and no spacing, so two calls
+// that differ only in formatting compare equal.
+func canonicalArgs(args json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return string(bytes.TrimSpace(args))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(args)
+	}
+	return string(b)
 }
 
 // storableArgs keeps what the model wrote: arguments that are not valid JSON

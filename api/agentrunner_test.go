@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // agentRunner is a small api.Runner over a real agent.Runner: each message
@@ -74,7 +75,7 @@ func newAgentEnv(t *testing.T, open dbtest.Opener, model llm.Model, opts ...func
 	log := api.NewEventLog(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ar := &agentRunner{store: st, events: log, ctx: ctx, runner: agent.New(agent.Options{
-		Store: st, Bus: bus, DefaultModel: "echo", Tools: agent.NewRegistry(),
+		Store: st, Bus: bus, DefaultModel: "echo", Tools: tools.NewRegistry(),
 		Models: func(string) (llm.Model, error) { return model, nil },
 		Retry:  llm.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }},
 	})}

@@ -64,6 +64,11 @@ type Options struct {
 	// Without it, a session can't be created with a webhook_url (400) and
 	// the callbacks route answers 503.
 	Callbacks *Callbacks
+	// MaxTitleChars caps a session's title in characters, and
+	// MaxMetadataBytes its metadata in bytes of JSON; 0 means
+	// DefaultMaxTitleChars and DefaultMaxMetadataBytes.
+	MaxTitleChars    int
+	MaxMetadataBytes int
 	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
 	Heartbeat time.Duration
 	Log       *slog.Logger
@@ -80,6 +85,12 @@ type server struct {
 func New(opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxTitleChars <= 0 {
+		opts.MaxTitleChars = DefaultMaxTitleChars
+	}
+	if opts.MaxMetadataBytes <= 0 {
+		opts.MaxMetadataBytes = DefaultMaxMetadataBytes
 	}
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
@@ -159,7 +170,10 @@ func (s *server) authorized(header string) bool {
 // handle turns a handler's error into the JSON error response.
 func (s *server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
+		err := checkRequestText(r.PathValue("id"), r.URL.Path, r.URL.Query())
+		if err == nil {
+			err = h(w, r)
+		}
 		if err == nil {
 			return
 		}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,17 +22,45 @@ import (
 )
 
 const (
-	// A reply is queued once: a turn.finished seen twice adds nothing.
-	insertCallbackQuery = `INSERT INTO api_callbacks
+	// A reply is queued once, keyed by its message: in the transaction
+	// that stores it (ReplyCallbackHook), holding it back until its turn
+	// ends; the turn's end then fills in its outcome and makes it due at
+	// once (queueCallbackQuery).
+	holdCallbackQuery = `INSERT INTO api_callbacks
 	(id, session_id, message_id, url, body, status, attempts, next_attempt_at, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)
+	VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $7, $7)
 	ON CONFLICT (message_id) DO NOTHING`
 
-	dueCallbacksQuery = `SELECT id, url, body, attempts FROM api_callbacks
-	WHERE status = 'pending' AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2`
+	// Until its first attempt, a queued reply takes its turn's outcome;
+	// one not queued yet (no hook, or a reply the hook can't tell, such
+	// as a run stopped in a tool call) is queued now.
+	queueCallbackQuery = `INSERT INTO api_callbacks
+	(id, session_id, message_id, url, body, status, attempts, next_attempt_at, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)
+	ON CONFLICT (message_id) DO UPDATE SET body = excluded.body, next_attempt_at = excluded.next_attempt_at,
+	updated_at = excluded.updated_at
+	WHERE api_callbacks.status = 'pending' AND api_callbacks.attempts = 0`
 
-	updateCallbackQuery = `UPDATE api_callbacks SET status = $2, attempts = $3, next_attempt_at = $4, updated_at = $5
-	WHERE id = $1`
+	sessionCallbackTargetQuery = `SELECT agent_id, metadata FROM sessions WHERE id = $1`
+
+	// The due callbacks, claimed in one statement, as the outbox claims
+	// its replies: the claim counts an attempt and leases the row (its
+	// next_attempt_at moves past the POST's deadline), so no other sender,
+	// here or on another replica, takes it meanwhile. On PostgreSQL the
+	// pick locks its rows and skips those another claim holds
+	// (claimCallbacksLock); a row changed meanwhile is checked again as it
+	// now stands.
+	claimCallbacksQuery = `UPDATE api_callbacks SET attempts = attempts + 1, next_attempt_at = $2, updated_at = $1
+	WHERE id IN (SELECT id FROM api_callbacks WHERE status = 'pending' AND next_attempt_at <= $1
+		ORDER BY next_attempt_at, id LIMIT 50%s)
+	RETURNING id, url, body, attempts`
+	claimCallbacksLock = ` FOR UPDATE SKIP LOCKED`
+
+	// Only the holder of the attempt records its outcome: a sender whose
+	// lease lapsed, and whose row another sender claimed again since, does
+	// not overwrite it.
+	updateCallbackQuery = `UPDATE api_callbacks SET status = $2, next_attempt_at = $4, updated_at = $5
+	WHERE id = $1 AND attempts = $3 AND status = 'pending'`
 
 	insertAttemptQuery = `INSERT INTO api_callback_attempts (callback_id, attempt, status_code, error, duration_ms, at)
 	VALUES ($1, $2, $3, $4, $5, $6)`
@@ -45,6 +72,46 @@ const (
 	FROM api_callback_attempts a JOIN api_callbacks c ON c.id = a.callback_id
 	WHERE c.session_id = $1 ORDER BY a.callback_id, a.attempt`
 )
+
+// DefaultCallbackHold is how long a reply queued as it is stored waits for
+// its turn to end before it is sent anyway: only a crash (or a lost event)
+// between the two makes it wait that long.
+const DefaultCallbackHold = 30 * time.Second
+
+// ReplyCallbackHook queues a reply's callback in the transaction that
+// stores the reply (sessions.WithAppendHook), when its session has a
+// webhook_url: a reply the run wrote gets its callback even if the process
+// dies right after, or the turn's end is never seen. The callback is held
+// back for hold (DefaultCallbackHold when 0), for the turn's end to fill
+// in its outcome (aborted, error) and release it at once.
+func ReplyCallbackHook(hold time.Duration) sessions.AppendHook {
+	if hold <= 0 {
+		hold = DefaultCallbackHold
+	}
+	return func(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
+		if !agent.IsReply(m) {
+			return nil
+		}
+		var agentID, meta string
+		if err := q.QueryRowContext(ctx, sessionCallbackTargetQuery, string(m.SessionID)).Scan(&agentID, &meta); err != nil {
+			return fmt.Errorf("read the reply callback target of %s: %w", m.SessionID, err)
+		}
+		target := WebhookURL(json.RawMessage(meta))
+		if target == "" {
+			return nil
+		}
+		body, err := replyPayload(m.SessionID, agentID, m, agent.TurnFinished{})
+		if err != nil {
+			return err
+		}
+		at := dbutil.Millis(m.CreatedAt)
+		if _, err := q.ExecContext(ctx, holdCallbackQuery, uuid.Must(uuid.NewV7()).String(), string(m.SessionID), string(m.ID),
+			target, string(body), at+hold.Milliseconds(), at); err != nil {
+			return fmt.Errorf("queue the reply callback of %s: %w", m.ID, err)
+		}
+		return nil
+	}
+}
 
 // Delivery states of a reply callback.
 const (
@@ -75,14 +142,28 @@ type CallbackOptions struct {
 	Backoff func(attempt int) time.Duration
 	// Poll is how often due retries are looked for; 0 means 1 s.
 	Poll time.Duration
-	Now  func() time.Time
-	Log  *slog.Logger
+	// Lease is how long a claimed callback is kept from other senders;
+	// each POST ends within half of it. 0 means 1 minute.
+	Lease time.Duration
+	Now   func() time.Time
+	Log   *slog.Logger
 }
 
 // Callbacks posts every finished assistant reply of a session that has a
-// webhook_url to that URL. Replies are queued in api_callbacks, so one
-// that fails (or that the process stops before sending) is retried with
-// backoff; each attempt is kept in api_callback_attempts.
+// webhook_url to that URL, once. Replies are queued in api_callbacks,
+// keyed by the reply's message, so one that fails (or that the process
+// stops before sending) is retried with backoff; each attempt is kept in
+// api_callback_attempts.
+//
+// A reply is queued durably with the reply itself: ReplyCallbackHook runs
+// in the transaction that stores it, so no crash, lost event or database
+// error between the two can leave a stored reply without its callback.
+// The row waits (DefaultCallbackHold) for its turn's end, whose
+// turn.finished event names the reply, adds the turn's outcome and makes
+// it due at once; without the hook, that event queues the reply itself
+// (retrying while the database fails). Senders claim due rows with a
+// lease (FOR UPDATE SKIP LOCKED on PostgreSQL), so two senders never POST
+// one callback at once.
 type Callbacks struct {
 	opts CallbackOptions
 	sub  *events.Subscription
@@ -104,6 +185,9 @@ func NewCallbacks(opts CallbackOptions) *Callbacks {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
+	if opts.Lease <= 0 {
+		opts.Lease = time.Minute
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -124,10 +208,7 @@ func (c *Callbacks) Run(ctx context.Context) error {
 			if err != nil {
 				return
 			}
-			if err := c.enqueue(ctx, e); err != nil && ctx.Err() == nil {
-				c.opts.Log.ErrorContext(ctx, "reply callback not queued", "session_id", e.SessionID, "error", err)
-				continue
-			}
+			c.enqueueRetrying(ctx, e)
 			c.wake()
 		}
 	}()
@@ -167,10 +248,32 @@ type CallbackPayload struct {
 	At        time.Time   `json:"at"`
 }
 
-// enqueue queues the reply a turn.finished event ended, if its session
-// has a webhook_url.
+// enqueueRetrying is enqueue, tried again with backoff while it fails,
+// until ctx ends: a database error does not lose the reply.
+func (c *Callbacks) enqueueRetrying(ctx context.Context, e events.Event) {
+	wait := c.opts.Poll
+	for {
+		err := c.enqueue(ctx, e)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		c.opts.Log.WarnContext(ctx, "reply callback not queued; trying again", "session_id", e.SessionID, "retry_in", wait, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// enqueue queues the reply a turn.finished event names, with the turn's
+// outcome, if its session has a webhook_url, and makes it due now.
 func (c *Callbacks) enqueue(ctx context.Context, e events.Event) error {
 	fin, _ := e.Data.(agent.TurnFinished)
+	if fin.Reply == nil {
+		return nil
+	}
 	sess, err := c.opts.Store.Session(ctx, sessions.ID(e.SessionID))
 	if errors.Is(err, sessions.ErrNotFound) {
 		return nil
@@ -182,95 +285,107 @@ func (c *Callbacks) enqueue(ctx context.Context, e events.Event) error {
 	if target == "" {
 		return nil
 	}
-	msgs, err := c.opts.Store.Messages(ctx, sess.ID, sessions.MessagesOptions{})
+	body, err := replyPayload(sess.ID, sess.Key.AgentID, *fin.Reply, fin)
 	if err != nil {
 		return err
 	}
-	var reply *sessions.Message
-	for i := len(msgs) - 1; i >= 0 && reply == nil; i-- {
-		switch m := msgs[i]; {
-		case m.Role == sessions.RoleUser && !m.Synthetic:
-			return nil // the turn wrote no reply after its user message
-		case m.Role == sessions.RoleAssistant && strings.TrimSpace(m.Content) != "":
-			reply = &msgs[i]
-		}
-	}
-	if reply == nil {
-		return nil
-	}
-	body, err := json.Marshal(CallbackPayload{Type: "reply", SessionID: sess.ID, MessageID: string(reply.ID), AgentID: sess.Key.AgentID,
-		Content: reply.Content, Model: reply.Model, Aborted: fin.Aborted, Error: fin.Error, At: reply.CreatedAt})
-	if err != nil {
-		return err
-	}
-	now := dbutil.Millis(c.opts.Now())
-	_, err = c.opts.DB.Write().ExecContext(ctx, insertCallbackQuery, uuid.Must(uuid.NewV7()).String(), string(sess.ID),
-		string(reply.ID), target, string(body), now)
+	_, err = c.opts.DB.Write().ExecContext(ctx, queueCallbackQuery, uuid.Must(uuid.NewV7()).String(), string(sess.ID),
+		string(fin.Reply.ID), target, string(body), dbutil.Millis(c.opts.Now()))
 	if err != nil {
 		return fmt.Errorf("queue reply callback of %s: %w", sess.ID, err)
 	}
 	return nil
 }
 
+// replyPayload is the body POSTed for reply m, with its turn's outcome.
+func replyPayload(sid sessions.ID, agentID string, m sessions.Message, fin agent.TurnFinished) ([]byte, error) {
+	body, err := json.Marshal(CallbackPayload{Type: "reply", SessionID: sid, MessageID: string(m.ID), AgentID: agentID,
+		Content: m.Content, Model: m.Model, Aborted: fin.Aborted, Error: fin.Error, At: m.CreatedAt})
+	if err != nil {
+		return nil, fmt.Errorf("encode the reply callback of %s: %w", m.ID, err)
+	}
+	return body, nil
+}
+
 type dueCallback struct {
 	id, url, body string
-	attempts      int
+	// attempt is this claim's attempt number.
+	attempt int
+}
+
+// claim leases the due callbacks to this sender.
+func (c *Callbacks) claim(ctx context.Context) ([]dueCallback, error) {
+	lock := ""
+	if c.opts.DB.Dialect == dbutil.Postgres {
+		lock = claimCallbacksLock
+	}
+	now := c.opts.Now()
+	var due []dueCallback
+	err := c.opts.DB.Tx(ctx, func(q dbutil.Querier) error {
+		rows, err := q.QueryContext(ctx, fmt.Sprintf(claimCallbacksQuery, lock), dbutil.Millis(now), dbutil.Millis(now.Add(c.opts.Lease)))
+		if err != nil {
+			return fmt.Errorf("claim due reply callbacks: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d dueCallback
+			if err := rows.Scan(&d.id, &d.url, &d.body, &d.attempt); err != nil {
+				return err
+			}
+			due = append(due, d)
+		}
+		return rows.Err()
+	})
+	return due, err
 }
 
 func (c *Callbacks) deliverDue(ctx context.Context) error {
-	rows, err := c.opts.DB.Read().QueryContext(ctx, dueCallbacksQuery, dbutil.Millis(c.opts.Now()), 50)
-	if err != nil {
-		return fmt.Errorf("load due reply callbacks: %w", err)
-	}
-	var due []dueCallback
-	for rows.Next() {
-		var d dueCallback
-		if err := rows.Scan(&d.id, &d.url, &d.body, &d.attempts); err != nil {
-			rows.Close()
+	for {
+		due, err := c.claim(ctx)
+		if err != nil {
 			return err
 		}
-		due = append(due, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, d := range due {
-		if err := c.deliver(ctx, d); err != nil {
-			return err
+		for _, d := range due {
+			if err := c.deliver(ctx, d); err != nil {
+				return err
+			}
+		}
+		if len(due) < 50 {
+			return nil
 		}
 	}
-	return nil
 }
 
 // deliver makes one attempt and records it, outside any transaction for
-// the POST itself.
+// the POST itself. The POST ends within half the lease, so no other
+// sender can claim the callback while it is under way.
 func (c *Callbacks) deliver(ctx context.Context, d dueCallback) error {
 	start := c.opts.Now()
-	code, postErr := c.post(ctx, d)
+	pctx, cancel := context.WithTimeout(ctx, c.opts.Lease/2)
+	code, postErr := c.post(pctx, d)
+	cancel()
 	if ctx.Err() != nil {
-		return nil // shutting down: the attempt is made again next time
+		return nil // shutting down: the lease lapses and the attempt is made again
 	}
 	end := c.opts.Now()
-	attempt := d.attempts + 1
 	status, next := CallbackDelivered, end
 	if postErr != nil {
-		status, next = CallbackPending, end.Add(c.opts.Backoff(attempt))
-		if attempt >= c.opts.MaxAttempts {
+		status, next = CallbackPending, end.Add(c.opts.Backoff(d.attempt))
+		if d.attempt >= c.opts.MaxAttempts {
 			status = CallbackFailed
 		}
-		c.opts.Log.WarnContext(ctx, "reply callback attempt failed", "callback_id", d.id, "attempt", attempt, "error", postErr)
+		c.opts.Log.WarnContext(ctx, "reply callback attempt failed", "callback_id", d.id, "attempt", d.attempt, "error", postErr)
 	}
 	errText := ""
 	if postErr != nil {
 		errText = postErr.Error()
 	}
 	return c.opts.DB.Tx(ctx, func(q dbutil.Querier) error {
-		if _, err := q.ExecContext(ctx, insertAttemptQuery, d.id, attempt, code, errText,
+		if _, err := q.ExecContext(ctx, insertAttemptQuery, d.id, d.attempt, code, errText,
 			end.Sub(start).Milliseconds(), dbutil.Millis(end)); err != nil {
 			return fmt.Errorf("record reply callback attempt %s: %w", d.id, err)
 		}
-		if _, err := q.ExecContext(ctx, updateCallbackQuery, d.id, status, attempt, dbutil.Millis(next), dbutil.Millis(end)); err != nil {
+		if _, err := q.ExecContext(ctx, updateCallbackQuery, d.id, status, d.attempt, dbutil.Millis(next), dbutil.Millis(end)); err != nil {
 			return fmt.Errorf("update reply callback %s: %w", d.id, err)
 		}
 		return nil

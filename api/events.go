@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 )
@@ -20,10 +22,17 @@ const (
 	TypeToolStarted      = "tool.started"
 	TypeToolCompleted    = "tool.completed"
 	TypeUsage            = "usage"
-	TypeContextCompacted = "context_compacted"
+	TypeContextCompacted = "context.compacted"
 	TypeStatus           = "status"
 	TypeTurnFinished     = "turn.finished"
 	TypeTurnJoined       = "turn.joined"
+
+	// TypeContextCompactedOld is context.compacted's name before the
+	// dotted style: each context.compacted event is followed by a copy
+	// under it, for clients that look for it, until the next release.
+	//
+	// Deprecated: use TypeContextCompacted.
+	TypeContextCompactedOld = "context_compacted"
 )
 
 // Event is the SSE envelope: {id, type, ts, session_id, run_id, data}. ID is
@@ -44,6 +53,33 @@ var ErrStreamClosed = errors.New("event stream closed")
 // when nothing else replaces it.
 const DefaultRetention = 10 * time.Minute
 
+// DefaultEventBytes bounds the events an EventLog holds in memory (32 MiB).
+const DefaultEventBytes = 32 << 20
+
+// DefaultSweepEvery is how often Feed's loop drops runs past their retention.
+const DefaultSweepEvery = time.Minute
+
+// EventLogOptions configures an EventLog.
+type EventLogOptions struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxBytes bounds the events held in memory, all sessions together;
+	// past it the runs that finished first are dropped first. 0 means
+	// DefaultEventBytes.
+	MaxBytes int64
+	// Retention is how long a finished run stays in memory; 0 means
+	// DefaultRetention.
+	Retention time.Duration
+	// SweepEvery is how often Feed's loop drops runs past their
+	// retention; 0 means DefaultSweepEvery.
+	SweepEvery time.Duration
+	// Runs keeps a compact record of every finished run in the database,
+	// so a run dropped from memory is still replayed (?run_id=), rebuilt
+	// from the session's stored messages. Nil keeps none.
+	Runs *RunRecords
+	Log  *slog.Logger
+}
+
 // EventLog keeps, per session, the event log of its latest run in memory
 // and fans it out to stream readers. A reader replays the current run from
 // its first event and then follows it live, so one that reconnects mid-run
@@ -54,6 +90,15 @@ type EventLog struct {
 	sessions  map[string]*sessionLog
 	now       func() time.Time
 	retention time.Duration
+	opts      EventLogOptions
+	// bytes is the size of the events the log holds (eventSize); done are
+	// the finished runs it holds, in the order they finished.
+	bytes int64
+	done  []*runLog
+	// doneDropped counts the dropped runs still in done.
+	doneDropped int
+	// pending are the records of finished runs Feed's loop has yet to store.
+	pending []runRecord
 }
 
 type sessionLog struct {
@@ -94,21 +139,63 @@ func (sl *sessionLog) runOf(id string) string {
 }
 
 type runLog struct {
-	id string
+	id        string
+	sessionID string
 	// following is the run that replaced this one, so a reader that lags
 	// reads every run in turn.
 	following  *runLog
 	events     []Event // append-only; readers hold sub-slices
 	finished   bool
 	finishedAt time.Time
+	// bytes is the size of events; dropped says the log let go of the run
+	// (readers still holding it read it to its end).
+	bytes   int64
+	dropped bool
+	// queued says the run is in the log's done queue.
+	queued bool
+	// The seqs of the first and last assistant or tool message stored
+	// while the run was in progress, and its other run ids: its record.
+	firstSeq, lastSeq int64
+	runIDs            []string
+	startedAt         time.Time
 }
 
-// NewEventLog returns an empty log. now may be nil (time.Now).
+// NewEventLog returns an empty log with the default bounds. now may be nil
+// (time.Now).
 func NewEventLog(now func() time.Time) *EventLog {
-	if now == nil {
-		now = time.Now
+	return NewEventLogWith(EventLogOptions{Now: now})
+}
+
+// NewEventLogWith returns an empty log configured by opts.
+func NewEventLogWith(opts EventLogOptions) *EventLog {
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	return &EventLog{sessions: map[string]*sessionLog{}, now: now, retention: DefaultRetention}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultEventBytes
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.SweepEvery <= 0 {
+		opts.SweepEvery = DefaultSweepEvery
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &EventLog{sessions: map[string]*sessionLog{}, now: opts.Now, retention: opts.Retention, opts: opts}
+}
+
+// Bytes is the size of the events the log holds in memory.
+func (l *EventLog) Bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
+}
+
+// eventSize is what an event costs the log: its envelope and its text.
+func eventSize(e Event) int64 {
+	return int64(unsafe.Sizeof(e)) + int64(len(e.ID)+len(e.Type)+len(e.SessionID)+len(e.RunID)+len(e.Data))
 }
 
 func (l *EventLog) session(id string) *sessionLog {
@@ -137,8 +224,8 @@ func (l *EventLog) Start(sessionID string, runIDs ...string) string {
 			sl.alias(other, id)
 		}
 	}
-	sl.begin(id)
-	l.sweepLocked()
+	l.beginLocked(sl, sessionID, id)
+	sl.run.runIDs = runIDs
 	return id
 }
 
@@ -154,16 +241,53 @@ func (l *EventLog) Join(sessionID string, runIDs ...string) string {
 	for _, id := range runIDs {
 		sl.alias(id, sl.run.id)
 	}
+	sl.run.runIDs = append(sl.run.runIDs, runIDs...)
 	return sl.run.id
 }
 
-func (sl *sessionLog) begin(id string) {
-	run := &runLog{id: id}
+// beginLocked starts run id in sl; a run that falls out of the session's
+// recent ones is dropped.
+func (l *EventLog) beginLocked(sl *sessionLog, sessionID, id string) {
+	run := &runLog{id: id, sessionID: sessionID, startedAt: l.now()}
 	sl.run.following = run
 	sl.run = run
 	sl.recent = append(sl.recent, run)
 	if len(sl.recent) > recentRuns {
+		for _, old := range sl.recent[:len(sl.recent)-recentRuns] {
+			l.releaseLocked(old)
+		}
 		sl.recent = slices.Delete(sl.recent, 0, len(sl.recent)-recentRuns)
+	}
+}
+
+// finishLocked marks run finished and queues it for dropping.
+func (l *EventLog) finishLocked(run *runLog) {
+	run.finished, run.finishedAt = true, l.now()
+	run.queued = true
+	l.done = append(l.done, run)
+}
+
+// releaseLocked stops counting run's events: the log no longer holds it.
+// A finished run also leaves the done queue, in batches, so the queue
+// keeps no dropped run's events alive.
+func (l *EventLog) releaseLocked(run *runLog) {
+	if run.dropped {
+		return
+	}
+	run.dropped = true
+	l.bytes -= run.bytes
+	if !run.queued {
+		return
+	}
+	l.doneDropped++
+	if l.doneDropped > 64 && l.doneDropped > len(l.done)/2 {
+		l.done = slices.DeleteFunc(l.done, func(r *runLog) bool {
+			if r.dropped {
+				r.queued = false
+			}
+			return r.dropped
+		})
+		l.doneDropped = 0
 	}
 }
 
@@ -191,7 +315,7 @@ func (l *EventLog) Append(runID string, e Event) Event {
 	defer l.mu.Unlock()
 	sl := l.session(e.SessionID)
 	if sl.run.id != runID {
-		sl.begin(runID)
+		l.beginLocked(sl, e.SessionID, runID)
 	}
 	run := sl.run
 	e.RunID = runID
@@ -203,8 +327,19 @@ func (l *EventLog) Append(runID string, e Event) Event {
 		e.Data = json.RawMessage("{}")
 	}
 	run.events = append(run.events, e)
-	if e.Type == TypeTurnFinished {
-		run.finished, run.finishedAt = true, l.now()
+	size := eventSize(e)
+	run.bytes += size
+	if !run.dropped {
+		l.bytes += size
+	}
+	if e.Type == TypeTurnFinished && !run.finished {
+		l.finishLocked(run)
+		if l.opts.Runs != nil {
+			l.pending = append(l.pending, recordLocked(run))
+		}
+	}
+	if l.bytes > l.opts.MaxBytes {
+		l.trimLocked(time.Time{})
 	}
 	for s := range sl.subs {
 		select {
@@ -226,18 +361,84 @@ func (l *EventLog) Forget(sessionID string) {
 	for s := range sl.subs {
 		s.closeLocked()
 	}
-	delete(l.sessions, sessionID)
+	l.dropSessionLocked(sessionID, sl)
 }
 
-// sweepLocked drops sessions whose latest run finished long ago and that
-// nobody reads.
-func (l *EventLog) sweepLocked() {
-	cutoff := l.now().Add(-l.retention)
+func (l *EventLog) dropSessionLocked(id string, sl *sessionLog) {
+	for _, run := range sl.recent {
+		l.releaseLocked(run)
+	}
+	delete(l.sessions, id)
+}
+
+// Sweep drops the runs that finished longer than the retention ago, and
+// the sessions left with no run and no reader. Feed's loop calls it on a
+// timer, so a quiet daemon lets go of its runs too.
+func (l *EventLog) Sweep() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trimLocked(l.now().Add(-l.retention))
 	for id, sl := range l.sessions {
-		if len(sl.subs) == 0 && sl.run.finished && sl.run.finishedAt.Before(cutoff) {
+		if len(sl.subs) == 0 && sl.run.id == "" {
 			delete(l.sessions, id)
 		}
 	}
+}
+
+// trimLocked drops finished runs, those that finished first first, while
+// the log holds more than MaxBytes or they finished before cutoff (when
+// set). A session's latest run goes with its session, and stays while the
+// session has readers: a reader waits on that run for the next one.
+func (l *EventLog) trimLocked(cutoff time.Time) {
+	var kept []*runLog
+	for len(l.done) > 0 {
+		run := l.done[0]
+		if !run.dropped && l.bytes <= l.opts.MaxBytes && (cutoff.IsZero() || !run.finishedAt.Before(cutoff)) {
+			break
+		}
+		l.done = l.done[1:]
+		run.queued = false
+		if run.dropped {
+			l.doneDropped--
+			continue
+		}
+		sl := l.sessions[run.sessionID]
+		switch {
+		case sl == nil:
+			l.releaseLocked(run)
+		case sl.run == run && len(sl.subs) > 0:
+			kept = append(kept, run)
+		case sl.run == run:
+			l.dropSessionLocked(run.sessionID, sl)
+		default:
+			sl.recent = slices.DeleteFunc(sl.recent, func(r *runLog) bool { return r == run })
+			l.releaseLocked(run)
+		}
+	}
+	for _, run := range kept {
+		run.queued = true
+	}
+	if len(kept) > 0 {
+		l.done = append(kept, l.done...)
+	}
+}
+
+// Held says whether the log holds run id runID of sessionID (or the run
+// that answers it) in memory.
+func (l *EventLog) Held(sessionID, runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sl := l.sessions[sessionID]
+	if sl == nil {
+		return false
+	}
+	want := sl.runOf(runID)
+	for _, run := range sl.recent {
+		if run.id == want && !run.dropped {
+			return true
+		}
+	}
+	return false
 }
 
 // SubscribeOptions chooses where a stream starts.

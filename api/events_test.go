@@ -254,7 +254,9 @@ func TestFeedMapping(t *testing.T) {
 		{api.TypeStatus, `"state":"busy"`},
 		{api.TypeUsage, `{"message_id":"m2","model":"echo","input":7,"output":3,"reasoning":0,"cache_read":2,"cache_write":0}`},
 		{api.TypeToolCompleted, `{"call_id":"c","name":"t","state":"output-error","result":"boom"}`},
-		{api.TypeContextCompacted, `"summary_id":"sum","trigger":"manual","summarized":0,"archived":4,"memories":0,"tokens_before":900,"tokens_after":200,"duration_ms":1500`},
+		{"context.compacted", `"summary_id":"sum","trigger":"manual","summarized":0,"archived":4,"memories":0,"tokens_before":900,"tokens_after":200,"duration_ms":1500`},
+		// The old name, until the next release.
+		{"context_compacted", `"summary_id":"sum","trigger":"manual","summarized":0,"archived":4,"memories":0,"tokens_before":900,"tokens_after":200,"duration_ms":1500`},
 		{api.TypeStatus, `{"state":"error","message":"model down"}`},
 		{api.TypeTurnFinished, `"error":"model down"`},
 		// A run that failed before turn.started still gets its own run.
@@ -269,7 +271,7 @@ func TestFeedMapping(t *testing.T) {
 		}
 		runs = append(runs, got.RunID)
 	}
-	if runs[0] != runs[6] || runs[7] == runs[0] || runs[7] != runs[8] {
+	if runs[0] != runs[7] || runs[8] == runs[0] || runs[8] != runs[9] {
 		t.Fatalf("run ids %v", runs)
 	}
 }

@@ -22,13 +22,18 @@ import (
 //	agent tool.started      → tool.started {call_id, name, state: input-available}
 //	agent tool.completed    → tool.completed {call_id, name, state: output-available|output-error, result}
 //	assistant message usage → usage {message_id, model, input, output, ...}
-//	memory compaction       → context_compacted {summary_id, trigger, archived, ...}
+//	memory compaction       → context.compacted {summary_id, trigger, archived, ...}, then its copy
+//	                          under the old name context_compacted (until the next release)
 //	agent turn.finished     → status {state: idle|error}, then turn.finished {steps, usage, aborted, error}
 func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
 		agent.EventToolCompleted, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended)
 	return func(ctx context.Context) error {
 		defer sub.Close()
+		sweepCtx, stopSweep := context.WithCancel(ctx)
+		swept := make(chan struct{})
+		go func() { defer close(swept); l.sweepEvery(sweepCtx) }()
+		defer func() { stopSweep(); <-swept }()
 		for {
 			e, err := sub.Next(ctx)
 			if err != nil {
@@ -38,6 +43,20 @@ func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 				return err
 			}
 			l.ingest(e)
+		}
+	}
+}
+
+// sweepEvery runs Sweep on a timer until ctx ends.
+func (l *EventLog) sweepEvery(ctx context.Context) {
+	t := time.NewTicker(l.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			l.Sweep()
 		}
 	}
 }
@@ -126,6 +145,7 @@ func (l *EventLog) ingest(e events.Event) {
 		l.appendToRun(envelope(sid, TypeToolCompleted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: state, Result: d.Result}))
 	case sessions.MessageAppended:
 		m := d.Message
+		l.noteMessage(sid, m)
 		if m.Role != sessions.RoleAssistant || m.Usage == nil {
 			return
 		}
@@ -133,9 +153,11 @@ func (l *EventLog) ingest(e events.Event) {
 		l.appendToRun(envelope(sid, TypeUsage, e.At, UsageData{MessageID: string(m.ID), Model: m.Model, Input: u.Input,
 			Output: u.Output, Reasoning: u.Reasoning, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}))
 	case memory.ContextCompacted:
-		l.appendToRun(envelope(sid, TypeContextCompacted, e.At, CompactedData{SummaryID: string(d.SummaryID),
+		data := CompactedData{SummaryID: string(d.SummaryID),
 			Trigger: string(d.Trigger), Summarized: d.Summarized, Archived: d.Archived, Memories: d.Memories,
-			TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter, DurationMS: d.Duration.Milliseconds(), Model: d.Model}))
+			TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter, DurationMS: d.Duration.Milliseconds(), Model: d.Model}
+		l.appendToRun(envelope(sid, TypeContextCompacted, e.At, data))
+		l.appendToRun(envelope(sid, TypeContextCompactedOld, e.At, data))
 	case agent.TurnFinished:
 		st := Status{State: StateIdle}
 		if d.Error != "" && !d.Aborted {
@@ -146,6 +168,46 @@ func (l *EventLog) ingest(e events.Event) {
 		l.Append(run, envelope(sid, TypeTurnFinished, e.At, TurnFinishedData{RunIDs: d.RunIDs, Steps: d.Steps, Aborted: d.Aborted, Error: d.Error,
 			Usage: UsageData{Input: d.Usage.Input, Output: d.Usage.Output, Reasoning: d.Usage.Reasoning,
 				CacheRead: d.Usage.CacheRead, CacheWrite: d.Usage.CacheWrite}}))
+		l.saveRecords()
+	}
+}
+
+// noteMessage widens the session's run in progress to an assistant or
+// tool message it stored, for the run's record.
+func (l *EventLog) noteMessage(sessionID string, m sessions.Message) {
+	if m.Role != sessions.RoleAssistant && m.Role != sessions.RoleTool {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sl := l.sessions[sessionID]
+	if sl == nil || sl.run.id == "" || sl.run.finished {
+		return
+	}
+	if sl.run.firstSeq == 0 || m.Seq < sl.run.firstSeq {
+		sl.run.firstSeq = m.Seq
+	}
+	sl.run.lastSeq = max(sl.run.lastSeq, m.Seq)
+}
+
+// recordTimeout bounds storing a run's record, which holds up the feed.
+const recordTimeout = 5 * time.Second
+
+// saveRecords stores the records of the runs that just finished. A failure
+// is logged: only a replay of such a run after the log dropped it misses it.
+func (l *EventLog) saveRecords() {
+	l.mu.Lock()
+	recs := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, rec := range recs {
+		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		err := l.opts.Runs.save(ctx, rec)
+		cancel()
+		if err != nil {
+			l.opts.Log.Warn("run record not stored; a replay of the run after it leaves memory finds nothing",
+				"session_id", rec.sessionID, "run_id", rec.runIDs[0], "err", err)
+		}
 	}
 }
 
@@ -182,8 +244,8 @@ func (l *EventLog) appendToRun(e Event) {
 	l.mu.Lock()
 	sl := l.session(e.SessionID)
 	if sl.run.id == "" {
-		sl.begin(newRunID())
-		sl.run.finished, sl.run.finishedAt = true, l.now()
+		l.beginLocked(sl, e.SessionID, newRunID())
+		l.finishLocked(sl.run)
 	}
 	run := sl.run.id
 	l.mu.Unlock()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +22,18 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK b
 			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "send the body as application/json")
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
-	dec := json.NewDecoder(body)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
+		return badRequest("could not read the body: " + err.Error())
+	}
+	if err := checkBodyText(raw); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError

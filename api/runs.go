@@ -105,6 +105,9 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(req.Content) == "" && len(req.Files) == 0 {
 		return badRequest("content is required")
 	}
+	if err := checkModel(req.Model); err != nil {
+		return err
+	}
 	for i, f := range req.Files {
 		if f.ID == "" && f.URL == "" {
 			return badRequest("files[" + strconv.Itoa(i) + "] needs an id or a url")

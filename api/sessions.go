@@ -77,6 +77,9 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if meta, err = s.withWebhookURL(meta, req.WebhookURL); err != nil {
 		return err
 	}
+	if err := s.checkSessionFields(req.Title, meta); err != nil {
+		return err
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err
@@ -134,6 +137,22 @@ func (s *server) withWebhookURL(meta json.RawMessage, raw string) (json.RawMessa
 	return json.Marshal(obj)
 }
 
+// checkSessionFields checks a new session's title, metadata size and
+// model override.
+func (s *server) checkSessionFields(title string, meta json.RawMessage) error {
+	if err := s.checkTitle(title); err != nil {
+		return err
+	}
+	if err := s.checkMetadata(meta); err != nil {
+		return err
+	}
+	model, err := metadataModel(meta)
+	if err != nil {
+		return err
+	}
+	return checkModel(model)
+}
+
 func (s *server) checkAgent(agent string) error {
 	if s.opts.KnownAgent != nil && !s.opts.KnownAgent(agent) {
 		return badRequest("unknown agent " + quote(agent))
@@ -187,6 +206,33 @@ func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		req.Metadata = nil
 	}
 	id := sessions.ID(r.PathValue("id"))
+	if req.Title != nil {
+		if err := s.checkTitle(*req.Title); err != nil {
+			return err
+		}
+	}
+	if req.Model != nil {
+		if err := checkModel(*req.Model); err != nil {
+			return err
+		}
+	}
+	if req.Metadata != nil {
+		model, err := metadataModel(req.Metadata)
+		if err != nil {
+			return err
+		}
+		if err := checkModel(model); err != nil {
+			return err
+		}
+		// The merged metadata is what must fit.
+		cur, err := s.opts.Store.Session(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if err := s.checkMetadata(mergedMetadata(cur.Metadata, req.Metadata)); err != nil {
+			return err
+		}
+	}
 	if req.Agent != nil && s.busy(id) {
 		return ErrBusy
 	}

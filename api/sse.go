@@ -25,10 +25,23 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errors.New("response writer cannot stream")
 	}
-	stream := s.opts.Events.Subscribe(string(sess.ID), SubscribeOptions{
+	opts := SubscribeOptions{
 		RunID:       r.URL.Query().Get("run_id"),
 		LastEventID: firstNonEmpty(r.Header.Get("Last-Event-ID"), r.URL.Query().Get("last_event_id")),
-	})
+	}
+	// A run the log let go of is rebuilt from the database; the stream
+	// then follows the session's runs from the one in progress.
+	var replay []Event
+	if opts.RunID != "" && !s.opts.Events.Held(string(sess.ID), opts.RunID) {
+		evs, found, err := s.opts.Events.Replay(r.Context(), s.opts.Store, string(sess.ID), opts.RunID)
+		if err != nil {
+			return err
+		}
+		if found {
+			replay, opts = evs, SubscribeOptions{}
+		}
+	}
+	stream := s.opts.Events.Subscribe(string(sess.ID), opts)
 	defer stream.Close()
 
 	h := w.Header()
@@ -41,6 +54,16 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	flusher.Flush()
+	if len(replay) > 0 {
+		buf := make([]byte, 0, 1024)
+		for _, e := range replay {
+			buf = appendSSE(buf, e)
+		}
+		if _, err := w.Write(buf); err != nil {
+			return nil
+		}
+		flusher.Flush()
+	}
 
 	ctx := r.Context()
 	batches := make(chan []Event)

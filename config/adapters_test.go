@@ -90,7 +90,7 @@ func TestAdapterValidation(t *testing.T) {
 }
 
 func TestHookValidation(t *testing.T) {
-	ok := "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef\n    prompt: \"hi {{.x}}\"\n"
+	ok := "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: \"hi {{.x}}\"\n"
 	c, err := Parse([]byte(ok), "parley.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -99,17 +99,30 @@ func TestHookValidation(t *testing.T) {
 		t.Fatalf("defaults: %+v", h)
 	}
 	tests := []struct{ name, src, want string }{
-		{"template", "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef\n    prompt: \"{{.x\"\n",
+		{"template", "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: \"{{.x\"\n",
 			`parley.yaml:5: hooks[0].prompt: the template doesn't parse: ci:1: unclosed action`},
-		{"auth", "hooks:\n  - id: ci\n    auth: basic\n    secret: 0123456789abcdef\n    prompt: x\n",
+		{"auth", "hooks:\n  - id: ci\n    auth: basic\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: x\n",
 			`parley.yaml:3: hooks[0].auth: "basic" is not allowed; use "hmac" (X-Parley-Signature), "github" (X-Hub-Signature-256) or "token" (Authorization: Bearer)`},
+		{"no secret", "hooks:\n  - id: ci\n    auth: token\n    prompt: x\n",
+			`parley.yaml:2: hooks[0].secret: required; make one with "openssl rand -hex 32" and set it from the environment, such as "${CI_HOOK_SECRET}"`},
 		{"short secret", "hooks:\n  - id: ci\n    auth: token\n    secret: short\n    prompt: x\n",
-			`parley.yaml:4: hooks[0].secret: required, at least 16 characters`},
-		{"agent", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef\n    prompt: x\n    agent: nobody\n",
+			`parley.yaml:4: hooks[0].secret: is 5 bytes, too short to resist guessing; use at least 32 random bytes; make one with "openssl rand -hex 32"`},
+		{"31-byte secret", "hooks:\n  - id: ci\n    auth: hmac\n    secret: 0123456789abcdef0123456789abcde\n    prompt: x\n",
+			`parley.yaml:4: hooks[0].secret: is 31 bytes, too short`},
+		{"the docs' placeholder", "hooks:\n  - id: ci\n    auth: hmac\n    secret: ${CI_HOOK_SECRET:-change-me-to-a-long-secret}\n    prompt: x\n",
+			`parley.yaml:4: hooks[0].secret: is the placeholder parley's docs show, which anyone can read; make one with "openssl rand -hex 32"`},
+		{"a long placeholder", "hooks:\n  - id: ci\n    auth: hmac\n    secret: please-CHANGE-ME-to-something-long-and-random\n    prompt: x\n",
+			`parley.yaml:4: hooks[0].secret: is a placeholder (it says "change-me"), which anyone can guess`},
+		{"notify names no adapter", "adapters:\n  - id: tg-main\n    type: telegram\n  - id: dc\n    type: discord\n" +
+			"hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: x\n    notify: [\"tg-mian:42\"]\n",
+			`parley.yaml:11: hooks[0].notify[0]: "tg-mian:42" names adapter "tg-mian", which is not in adapters; use one of: tg-main, dc`},
+		{"notify with no adapters", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: x\n    notify: [\"tg-main:42\"]\n",
+			`parley.yaml:6: hooks[0].notify[0]: "tg-main:42" names adapter "tg-main", but there are no adapters; add it under adapters, or remove the target`},
+		{"agent", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: x\n    agent: nobody\n",
 			`parley.yaml:6: hooks[0].agent: "nobody" is not an agent in agents`},
-		{"mode", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef\n    prompt: x\n    mode: later\n",
+		{"mode", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: x\n    mode: later\n",
 			`parley.yaml:6: hooks[0].mode: "later" is not allowed`},
-		{"notify", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef\n    prompt: x\n    notify: [tg-main]\n",
+		{"notify", "hooks:\n  - id: ci\n    auth: token\n    secret: 0123456789abcdef0123456789abcdef\n    prompt: x\n    notify: [tg-main]\n",
 			`hooks[0].notify[0]: "tg-main" is not a target; use "<adapter id>:<chat id>"`},
 	}
 	for _, tc := range tests {

@@ -26,6 +26,10 @@ const (
 	DefaultBusyTimeout      = 5 * time.Second
 	DefaultPostgresMaxConns = 10
 	DefaultListen           = "127.0.0.1:8080"
+	DefaultEventLogMB       = 32
+	DefaultMinFreeMB        = 100
+	DefaultMaxTitleChars    = 200
+	DefaultMaxMetadataBytes = 16 << 10
 	DefaultLogLevel         = "info"
 	DefaultLogFormat        = "text"
 	DefaultAgentID          = "default"
@@ -37,10 +41,15 @@ const (
 	DefaultMaxSteps         = 10
 	DefaultQueueMode        = "followup"
 	DefaultMaxOutputTokens  = 4096
-	DefaultRecovery         = "rerun"
-	DefaultQueueCap         = 20
-	DefaultDebounce         = 500 * time.Millisecond
-	DefaultShutdownTimeout  = 30 * time.Second
+	// DefaultMaxFileTextBytes is agents[].files.max_text_bytes's default:
+	// 64 KiB of file text a turn, about 16,000 tokens.
+	DefaultMaxFileTextBytes = 64 << 10
+	// MaxFileTextBytes is the most agents[].files.max_text_bytes allows.
+	MaxFileTextBytes       = 1 << 20
+	DefaultRecovery        = "rerun"
+	DefaultQueueCap        = 20
+	DefaultDebounce        = 500 * time.Millisecond
+	DefaultShutdownTimeout = 30 * time.Second
 
 	DefaultCompactionThreshold = 0.70
 	DefaultMemoryIndex         = "builtin"
@@ -65,6 +74,8 @@ type Config struct {
 	// Hooks are the incoming webhooks.
 	Hooks []Hook `yaml:"hooks"`
 	Cron  Cron   `yaml:"cron"`
+	// Sessions says how long archived sessions are kept.
+	Sessions Sessions `yaml:"sessions"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string
@@ -203,8 +214,9 @@ func (c *Config) Route(adapter, chat, user string) string {
 }
 
 // MissingKeys returns, in order, the ids of agents whose model is served by a
-// provider with neither an api_key nor a base_url. That is not an error: the
-// daemon answers with echo instead, and should warn about these agents.
+// provider with neither an api_key nor a base_url. That is not an error in
+// the config: the daemon starts, warns about these agents, and tells their
+// chats the assistant isn't configured.
 func (c *Config) MissingKeys() []string {
 	var ids []string
 	for _, a := range c.Agents {
@@ -237,6 +249,9 @@ type SQLite struct {
 	Synchronous string `yaml:"synchronous"`
 	// BusyTimeout is how long a writer waits for a lock before giving up.
 	BusyTimeout Duration `yaml:"busy_timeout"`
+	// MinFreeMB is the free space, in MiB, the database's filesystem must
+	// keep for /readyz to say ready.
+	MinFreeMB int `yaml:"min_free_mb"`
 }
 
 // Postgres tunes the PostgreSQL engine.
@@ -256,6 +271,14 @@ type HTTP struct {
 	// CallbackSecret signs the replies POSTed to an API session's
 	// webhook_url; with none, sessions can't have one.
 	CallbackSecret Secret `yaml:"callback_secret"`
+	// EventLogMB bounds, in MiB, the run events the API keeps in memory for
+	// its streams; past it the runs that finished first are dropped (a
+	// replay of one is rebuilt from the database).
+	EventLogMB int `yaml:"event_log_mb"`
+	// MaxTitleChars and MaxMetadataBytes cap an API session's title (in
+	// characters) and its metadata (in bytes of JSON).
+	MaxTitleChars    int `yaml:"max_title_chars"`
+	MaxMetadataBytes int `yaml:"max_metadata_bytes"`
 }
 
 // Log configures the daemon's logger.
@@ -294,8 +317,19 @@ type Agent struct {
 	DailyResetHour     *int       `yaml:"daily_reset_hour"` // nil means the default; -1 turns it off
 	Timezone           string     `yaml:"timezone"`
 	History            History    `yaml:"history"`
+	// Files is what the agent reads of the files sent to it.
+	Files AgentFiles `yaml:"files"`
 
 	loc *time.Location // cached by validation so Location never fails
+}
+
+// AgentFiles is what an agent reads of the files (documents) sent to it.
+type AgentFiles struct {
+	// MaxTextBytes caps the text that the files of one turn add to the
+	// prompt (plain text, Markdown, CSV, JSON, a PDF's text); a longer
+	// file is cut there, and the model is told. 0 adds no file's text:
+	// each file is only named.
+	MaxTextBytes int `yaml:"max_text_bytes"`
 }
 
 // History is how many turns of history go into the prompt, per session kind.
@@ -400,9 +434,13 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		c.Database.SQLite.BusyTimeout = Duration(DefaultBusyTimeout)
 	}
 	intDefault(&c.Database.Postgres.MaxConns, "database.postgres.max_conns", DefaultPostgresMaxConns)
+	intDefault(&c.Database.SQLite.MinFreeMB, "database.sqlite.min_free_mb", DefaultMinFreeMB)
 	if strings.TrimSpace(c.HTTP.Listen) == "" {
 		c.HTTP.Listen = DefaultListen
 	}
+	intDefault(&c.HTTP.EventLogMB, "http.event_log_mb", DefaultEventLogMB)
+	intDefault(&c.HTTP.MaxTitleChars, "http.max_title_chars", DefaultMaxTitleChars)
+	intDefault(&c.HTTP.MaxMetadataBytes, "http.max_metadata_bytes", DefaultMaxMetadataBytes)
 	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
 	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
 
@@ -467,6 +505,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
 		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)
 		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
+		intDefault(&a.Files.MaxTextBytes, p+"files.max_text_bytes", DefaultMaxFileTextBytes)
 		if a.Compaction.Threshold == 0 && !isSet(p+"compaction.threshold") {
 			a.Compaction.Threshold = DefaultCompactionThreshold
 		}

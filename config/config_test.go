@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -249,10 +250,11 @@ func TestExampleFile(t *testing.T) {
 		want.Agents = c.Agents
 		want.Bindings = c.Bindings
 		want.Adapters = c.Adapters
-		if len(c.Hooks) != 1 || c.Hooks[0].ID != "ci" || c.Hooks[0].Mode != DefaultHookMode || c.Hooks[0].Timeout.Std() != DefaultHookTimeout || c.Hooks[0].Template() == nil {
-			t.Errorf("example hooks = %+v", c.Hooks)
+		// No live hook ships: a copy of the example must not accept
+		// requests signed with a secret anyone can read.
+		if len(c.Hooks) != 0 {
+			t.Errorf("example hooks = %+v, want none live", c.Hooks)
 		}
-		want.Hooks = c.Hooks
 		want.Cron = c.Cron
 		want.file, want.lines = c.file, c.lines
 		if !reflect.DeepEqual(c, want) {
@@ -290,9 +292,25 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("MissingKeys() = %q, want none", got)
 		}
 	})
+	hooks := uncommentHooks(t, data)
+	t.Run("the commented-out hook works once its secret is set", func(t *testing.T) {
+		secret := "3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f2a4c6e8b1d3f5a"
+		c, err := Parse(hooks, "config.example.yaml", env(map[string]string{"CI_HOOK_SECRET": secret}))
+		if err != nil {
+			t.Fatalf("example with its hook has problems:\n%v", err)
+		}
+		if len(c.Hooks) != 1 || c.Hooks[0].ID != "ci" || c.Hooks[0].Secret.Reveal() != secret || c.Hooks[0].Mode != DefaultHookMode ||
+			c.Hooks[0].Timeout.Std() != DefaultHookTimeout || c.Hooks[0].Template() == nil {
+			t.Errorf("example hooks = %+v", c.Hooks)
+		}
+		_, err = Parse(hooks, "config.example.yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), "hooks[0].secret: environment variable CI_HOOK_SECRET is not set") {
+			t.Errorf("the hook without CI_HOOK_SECRET: %v; want an error naming the variable", err)
+		}
+	})
 	t.Run("documents every key", func(t *testing.T) {
 		var doc yaml.Node
-		if err := yaml.Unmarshal(data, &doc); err != nil {
+		if err := yaml.Unmarshal(hooks, &doc); err != nil {
 			t.Fatal(err)
 		}
 		ck := newChecker("config.example.yaml")
@@ -307,6 +325,21 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("config.example.yaml does not show: %s", strings.Join(missing, ", "))
 		}
 	})
+}
+
+// uncommentHooks returns the example with its commented-out hooks section
+// ("# hooks:" and the "#" lines after it) uncommented.
+func uncommentHooks(t *testing.T, data []byte) []byte {
+	t.Helper()
+	lines := strings.Split(string(data), "\n")
+	start := slices.Index(lines, "# hooks:")
+	if start < 0 {
+		t.Fatal(`config.example.yaml has no "# hooks:" line`)
+	}
+	for i := start; i < len(lines) && strings.HasPrefix(lines[i], "#"); i++ {
+		lines[i] = strings.TrimPrefix(strings.TrimPrefix(lines[i], "#"), " ")
+	}
+	return []byte(strings.Join(lines, "\n"))
 }
 
 // leafKeys lists every settable key path in t, using agents[0] for lists of

@@ -47,8 +47,10 @@ func (c *Config) cronDefaults() {
 	}
 }
 
-// validateCron checks what needs the rest of the config; the schedule
-// itself is checked by the cron package (cmd/parley runs it on load).
+// validateCron checks what needs the rest of the config; the job itself
+// (its schedule, prompt, durations) is checked by the cron package, which
+// cmd/parley runs at start and in config check, so each problem is
+// reported once.
 func (c *Config) validateCron(ck *checker) {
 	first := map[string]int{}
 	for i, j := range c.Cron.Jobs {
@@ -62,11 +64,8 @@ func (c *Config) validateCron(ck *checker) {
 		if _, ok := c.Agent(j.Agent); !ok {
 			ck.add(p+"agent", fmt.Sprintf("%q is not an agent in agents", j.Agent))
 		}
-		if j.CatchUp < 0 {
-			ck.add(p+"catch_up", fmt.Sprintf("%s is negative; use a duration such as \"1h\", or 0 to turn catching up off", j.CatchUp))
-		}
-		if j.Timeout < 0 {
-			ck.add(p+"timeout", fmt.Sprintf("%s is negative; use a duration such as \"5m\"", j.Timeout))
+		for k, n := range j.Notify {
+			c.checkNotifyAdapter(ck, fmt.Sprintf("%snotify[%d]", p, k), strings.TrimSpace(n))
 		}
 	}
 }

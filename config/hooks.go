@@ -76,8 +76,10 @@ func (c *Config) validateHooks(ck *checker) {
 		default:
 			ck.add(p+"auth", fmt.Sprintf(`%q is not allowed; use "hmac" (X-Parley-Signature), "github" (X-Hub-Signature-256) or "token" (Authorization: Bearer)`, h.Auth))
 		}
-		if len(h.Secret.Reveal()) < 16 {
-			ck.add(p+"secret", "required, at least 16 characters; set it from the environment, such as \"${CI_HOOK_SECRET}\"")
+		if h.Secret == "" {
+			ck.add(p+"secret", `required; make one with "openssl rand -hex 32" and set it from the environment, such as "${CI_HOOK_SECRET}"`)
+		} else if msg := weakSecret(h.Secret.Reveal(), "CI_HOOK_SECRET"); msg != "" {
+			ck.add(p+"secret", msg)
 		}
 		if _, ok := c.Agent(h.Agent); !ok {
 			ck.add(p+"agent", fmt.Sprintf("%q is not an agent in agents", h.Agent))
@@ -100,7 +102,34 @@ func (c *Config) validateHooks(ck *checker) {
 		for j, n := range h.Notify {
 			if a, chat, ok := strings.Cut(n, ":"); !ok || a == "" || chat == "" {
 				ck.add(fmt.Sprintf("%snotify[%d]", p, j), fmt.Sprintf(`%q is not a target; use "<adapter id>:<chat id>", such as "tg-main:123456"`, n))
+			} else {
+				c.checkNotifyAdapter(ck, fmt.Sprintf("%snotify[%d]", p, j), n)
 			}
 		}
 	}
+}
+
+// checkNotifyAdapter reports a notify target whose adapter is not in
+// adapters: its notes would have no channel to leave by. An adapter that is
+// configured but skipped for want of credentials is fine; the same config
+// serves environments with and without the token.
+func (c *Config) checkNotifyAdapter(ck *checker, key, target string) {
+	id, _, ok := strings.Cut(target, ":")
+	if !ok || id == "" {
+		return
+	}
+	var ids []string
+	for _, a := range c.Adapters {
+		if a.ID == id {
+			return
+		}
+		if a.ID != "" {
+			ids = append(ids, a.ID)
+		}
+	}
+	if len(ids) == 0 {
+		ck.add(key, fmt.Sprintf("%q names adapter %q, but there are no adapters; add it under adapters, or remove the target", target, id))
+		return
+	}
+	ck.add(key, fmt.Sprintf("%q names adapter %q, which is not in adapters; use one of: %s", target, id, strings.Join(ids, ", ")))
 }

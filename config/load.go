@@ -43,9 +43,103 @@ func Find(flagPath string) (path string, explicit bool) {
 // LoadOrDefault loads the file Find picks, or returns Default when there is
 // none. It also returns the path it loaded, "" for the defaults.
 func LoadOrDefault(flagPath string) (*Config, string, error) {
-	path, explicit := Find(flagPath)
+	path, err := find(flagPath)
+	if err != nil {
+		return nil, path, err
+	}
 	if path == "" {
 		return Default(), "", nil
+	}
+	c, err := Load(path)
+	return c, path, err
+}
+
+// LoadForCheck is LoadOrDefault for `parley config check`: the config comes
+// back even when it has problems (they are the error, as Problems), so that
+// the checks made outside this package (each channel's own keys, cron
+// schedules, tool names) can add theirs and every problem is reported at
+// once. The config is nil only when the file can't be read or is not YAML.
+func LoadForCheck(flagPath string) (*Config, string, error) {
+	path, err := find(flagPath)
+	if err != nil {
+		return nil, path, err
+	}
+	if path == "" {
+		return Default(), "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, path, fmt.Errorf("read config: %w", err)
+	}
+	c, ps := parse(data, path, os.LookupEnv)
+	if len(ps) > 0 {
+		return c, path, ps
+	}
+	return c, path, nil
+}
+
+// LoadOrDefaultFor is LoadOrDefault for a command that uses only part of the
+// config, such as the database: only the problems of the keys it names stop
+// it, so an admin command doesn't need, say, the API token exported. A key
+// covers the keys below it, and "[]" stands for any list index, as in
+// "hooks[].id". Problems of a key's parents (a section that is not a
+// mapping), of the file as a whole and unknown top-level keys (a misspelt
+// section) always count.
+func LoadOrDefaultFor(flagPath string, keys ...string) (*Config, string, error) {
+	c, path, err := LoadForCheck(flagPath)
+	var ps Problems
+	if !errors.As(err, &ps) || c == nil {
+		return c, path, err
+	}
+	var kept Problems
+	for _, p := range ps {
+		if p.concerns(keys) {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) > 0 {
+		return nil, path, kept
+	}
+	return c, path, nil
+}
+
+var listIndex = regexp.MustCompile(`\[\d+\]`)
+
+// concerns reports whether the problem matters to a command using keys.
+func (p Problem) concerns(keys []string) bool {
+	k := listIndex.ReplaceAllString(p.Key, "[]")
+	if k == "" {
+		return true
+	}
+	if !strings.ContainsAny(k, ".[") && !topLevelKeys[k] {
+		return true // an unknown section, perhaps a misspelt one the command uses
+	}
+	within := func(k, key string) bool {
+		return k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[")
+	}
+	for _, key := range keys {
+		if within(k, key) || within(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+var topLevelKeys = func() map[string]bool {
+	names, _ := yamlFields(reflect.TypeFor[Config]())
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}()
+
+// find is the file LoadOrDefault reads, "" for the defaults, or why it
+// can't be read.
+func find(flagPath string) (string, error) {
+	path, explicit := Find(flagPath)
+	if path == "" {
+		return "", nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		how := "named on the command line"
@@ -54,11 +148,10 @@ func LoadOrDefault(flagPath string) (*Config, string, error) {
 		} else if flagPath == "" {
 			how = "named by $" + EnvConfigPath
 		}
-		return nil, path, fmt.Errorf("config file %q (%s) does not exist; create it, e.g. cp config.example.yaml %s, or name an existing file: %w",
+		return path, fmt.Errorf("config file %q (%s) does not exist; create it, e.g. cp config.example.yaml %s, or name an existing file: %w",
 			path, how, path, fs.ErrNotExist)
 	}
-	c, err := Load(path)
-	return c, path, err
+	return path, nil
 }
 
 // Load reads the file at path and parses it with the process environment.
@@ -75,6 +168,16 @@ func Load(path string) (*Config, error) {
 // result. filename is only used in messages. Any problems come back together
 // as Problems.
 func Parse(data []byte, filename string, getenv func(string) (string, bool)) (*Config, error) {
+	c, ps := parse(data, filename, getenv)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return c, nil
+}
+
+// parse is Parse returning the config even when it has problems; it is nil
+// only when the YAML does not parse.
+func parse(data []byte, filename string, getenv func(string) (string, bool)) (*Config, Problems) {
 	if getenv == nil {
 		getenv = func(string) (string, bool) { return "", false }
 	}
@@ -99,11 +202,8 @@ func Parse(data []byte, filename string, getenv func(string) (string, bool)) (*C
 	c.cronDefaults()
 	c.file, c.lines = filename, ck.lines
 	c.validate(ck)
-	if len(ck.problems) > 0 {
-		ck.problems.sortByLine()
-		return nil, ck.problems
-	}
-	return c, nil
+	ck.problems.sortByLine()
+	return c, ck.problems
 }
 
 // parseYAML returns the top node of a single YAML document, nil for a file
@@ -179,7 +279,8 @@ func (c *checker) expand(n *yaml.Node, path string, getenv func(string) (string,
 		v, err := expandEnv(n.Value, getenv)
 		if err != nil {
 			c.addAt(n.Line, path, err.Error())
-			v = "" // so the bad reference is not reported again by validation
+			c.badRef[path] = true
+			v = ""
 		}
 		if v != n.Value {
 			n.Value = v
@@ -192,9 +293,10 @@ func (c *checker) expand(n *yaml.Node, path string, getenv func(string) (string,
 	}
 }
 
-// expandEnv expands ${VAR} (empty when unset), ${VAR:-default} (default when
-// VAR is unset or empty) and $$ (a literal $). Any other $ is left alone, and
-// expanded text is not expanded again.
+// expandEnv expands ${VAR} (an error when VAR is unset, so a forgotten
+// export can't quietly fall back to a default), ${VAR:-default} (default
+// when VAR is unset or empty; ${VAR:-} allows empty) and $$ (a literal $).
+// Any other $ is left alone, and expanded text is not expanded again.
 func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
@@ -223,8 +325,12 @@ func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 				return "", fmt.Errorf(`%q is not an environment variable name; use letters, digits and "_", not starting with a digit, as in ${NAME} or ${NAME:-default}`, name)
 			}
 			v, ok := getenv(name)
-			if hasDefault && (!ok || v == "") {
+			switch {
+			case hasDefault && (!ok || v == ""):
 				v = def
+			case !ok:
+				return "", fmt.Errorf("environment variable %s is not set; export it, or write ${%s:-} where empty is fine, or ${%s:-default} for a default",
+					name, name, name)
 			}
 			b.WriteString(v)
 			i += 2 + end

@@ -19,17 +19,17 @@ func TestParseStructureProblems(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			src:  "log:\n  level: info\ndatabse:\n  url: x.db\n",
-			want: []string{`parley.yaml:3: unknown key "databse" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, cron)`},
+			want: []string{`parley.yaml:3: unknown key "databse" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, cron, sessions)`},
 		},
 		{
 			name: "unknown nested key",
 			src:  "database:\n  url: x.db\n  sqlite:\n    synchronous: full\n\n\n    sync: normal\n",
-			want: []string{`parley.yaml:7: unknown key "database.sqlite.sync" (known keys: synchronous, busy_timeout)`},
+			want: []string{`parley.yaml:7: unknown key "database.sqlite.sync" (known keys: synchronous, busy_timeout, min_free_mb)`},
 		},
 		{
 			name: "unknown key in a list element",
 			src:  "agents:\n  - id: a\n  - id: b\n    modle: echo\n",
-			want: []string{`parley.yaml:4: unknown key "agents[1].modle" (known keys: id, model, prompt, workspace, tools, max_steps, queue_mode, max_output_tokens, vision, max_context_tokens, compaction, idle_timeout_minutes, daily_reset_hour, timezone, history)`},
+			want: []string{`parley.yaml:4: unknown key "agents[1].modle" (known keys: id, model, prompt, workspace, tools, max_steps, queue_mode, max_output_tokens, vision, max_context_tokens, compaction, idle_timeout_minutes, daily_reset_hour, timezone, history, files)`},
 		},
 		{
 			name: "unknown key deep in a list element",
@@ -39,7 +39,7 @@ func TestParseStructureProblems(t *testing.T) {
 		{
 			name: "keys are not expanded",
 			src:  "${X}: 1\n",
-			want: []string{`parley.yaml:1: unknown key "${X}" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, cron)`},
+			want: []string{`parley.yaml:1: unknown key "${X}" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, cron, sessions)`},
 		},
 		{
 			name: "duplicate key",
@@ -112,8 +112,8 @@ func TestParseStructureProblems(t *testing.T) {
 				"log:\n" +
 				"  level: loud\n",
 			want: []string{
-				`parley.yaml:1: unknown key "databse" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, cron)`,
-				`parley.yaml:4: unknown key "agents[0].modle" (known keys: id, model, prompt, workspace, tools, max_steps, queue_mode, max_output_tokens, vision, max_context_tokens, compaction, idle_timeout_minutes, daily_reset_hour, timezone, history)`,
+				`parley.yaml:1: unknown key "databse" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, cron, sessions)`,
+				`parley.yaml:4: unknown key "agents[0].modle" (known keys: id, model, prompt, workspace, tools, max_steps, queue_mode, max_output_tokens, vision, max_context_tokens, compaction, idle_timeout_minutes, daily_reset_hour, timezone, history, files)`,
 				`parley.yaml:5: agents[0].daily_reset_hour: 24 is out of range; use 0-23, or -1 to turn the daily reset off`,
 				`parley.yaml:6: agents[0].max_context_tokens: expected an integer, got "lots"`,
 				`parley.yaml:8: log.level: "loud" is not a log level; use debug, info, warn or error`,
@@ -205,10 +205,10 @@ func TestParseEnvExpansion(t *testing.T) {
 		{"set variable", "database:\n  url: ${DB}\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), "postgres://u:pw@db/parley")
 		}},
-		{"unset variable is empty, so the default applies", "database:\n  url: ${NOPE}\n", func(t *testing.T, c *Config) {
+		{"empty variable", "database:\n  url: ${EMPTY}\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), DefaultDatabaseURL)
 		}},
-		{"unset variable inside text", "database:\n  url: data/${NOPE}parley.db\n", func(t *testing.T, c *Config) {
+		{"unset variable with an empty fallback inside text", "database:\n  url: data/${NOPE:-}parley.db\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), "data/parley.db")
 		}},
 		{"fallback when unset", "database:\n  url: ${NOPE:-other.db}\n", func(t *testing.T, c *Config) {
@@ -279,6 +279,12 @@ func TestParseEnvExpansionErrors(t *testing.T) {
 			`parley.yaml:2: database.url: "${DB:..." is not a reference; use ${NAME} or ${NAME:-default}`},
 		{"unterminated with a fallback hides the rest", "database:\n  url: ${DB:-hunter2\n",
 			`parley.yaml:2: database.url: "${" has no closing "}"; write ${NAME} or ${NAME:-default}, or $$ for a literal $`},
+		// Unset without a fallback is an error: a forgotten export must not
+		// quietly run on the default database (data/parley.db).
+		{"unset variable", "database:\n  url: ${MY_DB_URL}\n",
+			`parley.yaml:2: database.url: environment variable MY_DB_URL is not set; export it, or write ${MY_DB_URL:-} where empty is fine, or ${MY_DB_URL:-default} for a default`},
+		{"unset variable inside text", "database:\n  url: data/${NOPE}parley.db\n",
+			`parley.yaml:2: database.url: environment variable NOPE is not set; export it, or write ${NOPE:-} where empty is fine, or ${NOPE:-default} for a default`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

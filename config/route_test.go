@@ -91,7 +91,7 @@ func TestMissingKeys(t *testing.T) {
 	}{
 		{"none configured", "", nil, []string{"o", "a", "o2"}},
 		{"openai key", "providers:\n  openai:\n    api_key: ${OPENAI_API_KEY}\n", map[string]string{"OPENAI_API_KEY": "sk-x"}, []string{"a"}},
-		{"openai key unset", "providers:\n  openai:\n    api_key: ${OPENAI_API_KEY}\n", nil, []string{"o", "a", "o2"}},
+		{"openai key unset", "providers:\n  openai:\n    api_key: ${OPENAI_API_KEY:-}\n", nil, []string{"o", "a", "o2"}},
 		{"openai base url only", "providers:\n  openai:\n    base_url: http://localhost:11434/v1\n", nil, []string{"a"}},
 		{"anthropic key", "providers:\n  anthropic:\n    api_key: sk-ant\n", nil, []string{"o", "o2"}},
 		{"blank key is no key", "providers:\n  anthropic:\n    api_key: '  '\n", nil, []string{"o", "a", "o2"}},

@@ -16,10 +16,13 @@ type checker struct {
 	problems Problems
 	lines    map[string]int  // dotted key path -> line of the key
 	set      map[string]bool // key paths holding a non-null, well-typed value
+	// badRef holds the keys whose environment reference failed: their
+	// value is blank, which validation must not report a second time.
+	badRef map[string]bool
 }
 
 func newChecker(file string) *checker {
-	return &checker{file: file, lines: map[string]int{}, set: map[string]bool{}}
+	return &checker{file: file, lines: map[string]int{}, set: map[string]bool{}, badRef: map[string]bool{}}
 }
 
 // addAt records a problem at a known line.
@@ -30,6 +33,9 @@ func (c *checker) addAt(line int, key, msg string) {
 // add records a problem at the line of key, or of its nearest ancestor when
 // the key itself is not in the file.
 func (c *checker) add(key, msg string) {
+	if c.badRef[key] {
+		return
+	}
 	c.addAt(c.lineOf(key), key, msg)
 }
 

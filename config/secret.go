@@ -3,47 +3,18 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"strings"
+
+	"github.com/parleyd/parley/secret"
 )
 
 // Redacted is what a secret prints as.
-const Redacted = "[redacted]"
+const Redacted = secret.Redacted
 
-// Secret is a token or API key. Every way of printing, logging or encoding it
-// shows "[redacted]" (or "" when it is empty); only Reveal returns the value.
-//
-// fmt can only reach the methods of exported struct fields, so keep secrets
-// in exported fields or print them directly.
-type Secret string
-
-// Reveal returns the secret itself, for handing to the service that needs it.
-func (s Secret) Reveal() string { return string(s) }
-
-// String returns "[redacted]", or "" when the secret is empty.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return Redacted
-}
-
-// GoString keeps %#v from printing the value.
-func (s Secret) GoString() string { return s.String() }
-
-// LogValue keeps slog from printing the value.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// MarshalJSON encodes the Redacted form.
-func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
-
-// MarshalYAML encodes the Redacted form.
-func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
-
-// Format prints the Redacted form for every verb.
-func (s Secret) Format(f fmt.State, verb rune) { formatText(f, verb, s.String()) }
+// Secret is a token or API key: see secret.String.
+type Secret = secret.String
 
 // DSN is a database URL or connection string. Printing, logging and encoding
 // it hide the password: the password in a URL's userinfo, and the value of a
@@ -71,19 +42,7 @@ func (d DSN) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 func (d DSN) MarshalYAML() (any, error) { return d.String(), nil }
 
 // Format prints the Redacted form for every verb.
-func (d DSN) Format(f fmt.State, verb rune) { formatText(f, verb, d.String()) }
-
-// formatText prints already-Redacted text, honouring width, flags and %q.
-func formatText(f fmt.State, verb rune, text string) {
-	switch {
-	case verb == 'v' && f.Flag('#'):
-		_, _ = io.WriteString(f, text)
-	case verb == 'v', verb == 's', verb == 'q', verb == 'x', verb == 'X':
-		_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), text)
-	default:
-		_, _ = fmt.Fprintf(f, "%%!%c(%s)", verb, text)
-	}
-}
+func (d DSN) Format(f fmt.State, verb rune) { secret.Format(f, verb, d.String()) }
 
 // sensitiveKeys are query or key=value parameters whose values are hidden.
 var sensitiveKeys = map[string]bool{

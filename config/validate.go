@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateAdapters(ck)
 	c.validateHooks(ck)
 	c.validateCron(ck)
+	c.Sessions.validate(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
@@ -124,6 +126,9 @@ func (d Database) validate(ck *checker) {
 	if d.SQLite.BusyTimeout <= 0 {
 		ck.add("database.sqlite.busy_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, d.SQLite.BusyTimeout))
 	}
+	if d.SQLite.MinFreeMB < 0 {
+		ck.add("database.sqlite.min_free_mb", fmt.Sprintf("%d is below 0; use 0 to turn the check off", d.SQLite.MinFreeMB))
+	}
 	if n := d.Postgres.MaxConns; n < 1 || n > 1000 {
 		ck.add("database.postgres.max_conns", fmt.Sprintf("%d is out of range; use 1-1000", n))
 	}
@@ -154,14 +159,54 @@ func describeURLError(err error) string {
 	return "it does not parse"
 }
 
-func (h HTTP) validate(ck *checker) {
-	for i, t := range h.Tokens {
-		if len(t.Reveal()) < 16 {
-			ck.add(fmt.Sprintf("http.tokens[%d]", i), "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_API_TOKEN}\"")
+// MinSecretLen is the fewest bytes an API token or a signing secret (a
+// hook's, the reply callbacks') may have.
+const MinSecretLen = 32
+
+// placeholderSecrets are secrets parley's docs have shown. A copy of the
+// docs must not go live with one, whatever its length.
+var placeholderSecrets = []string{"change-me-to-a-long-secret"}
+
+// placeholderWords mark a secret someone meant to replace.
+var placeholderWords = []string{"change-me", "changeme", "change_me", "replace-me", "replaceme", "your-secret", "your_secret"}
+
+// weakSecret says what is wrong with a secret, or "" when nothing is. env
+// names the variable the docs suggest keeping it in.
+func weakSecret(s, env string) string {
+	how := fmt.Sprintf(`; make one with "openssl rand -hex 32" and set it from the environment, such as "${%s}"`, env)
+	lower := strings.ToLower(strings.TrimSpace(s))
+	if slices.Contains(placeholderSecrets, lower) {
+		return "is the placeholder parley's docs show, which anyone can read" + how
+	}
+	for _, w := range placeholderWords {
+		if strings.Contains(lower, w) {
+			return fmt.Sprintf("is a placeholder (it says %q), which anyone can guess%s", w, how)
 		}
 	}
-	if cs := h.CallbackSecret.Reveal(); cs != "" && len(cs) < 16 {
-		ck.add("http.callback_secret", "too short; use at least 16 random characters, from the environment, such as \"${PARLEY_CALLBACK_SECRET}\"")
+	if len(s) < MinSecretLen {
+		return fmt.Sprintf("is %d bytes, too short to resist guessing; use at least %d random bytes%s", len(s), MinSecretLen, how)
+	}
+	return ""
+}
+
+func (h HTTP) validate(ck *checker) {
+	for i, t := range h.Tokens {
+		if msg := weakSecret(t.Reveal(), "PARLEY_API_TOKEN"); msg != "" {
+			ck.add(fmt.Sprintf("http.tokens[%d]", i), msg)
+		}
+	}
+	if cs := h.CallbackSecret.Reveal(); cs != "" {
+		if msg := weakSecret(cs, "PARLEY_CALLBACK_SECRET"); msg != "" {
+			ck.add("http.callback_secret", msg+`, or leave it empty to turn reply callbacks off`)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"http.event_log_mb", h.EventLogMB}, {"http.max_title_chars", h.MaxTitleChars}, {"http.max_metadata_bytes", h.MaxMetadataBytes}} {
+		if n.v < 1 {
+			ck.add(n.key, fmt.Sprintf("%d is below 1; leave it out for the default", n.v))
+		}
 	}
 	const use = `; use host:port such as "127.0.0.1:8080", "[::1]:8080" or ":8080"`
 	if h.OpsListen != "" {
@@ -216,6 +261,9 @@ func (a *Agent) validate(ck *checker, p string) {
 	if a.MaxOutputTokens < 1 || a.MaxOutputTokens > 200000 {
 		ck.add(p+"max_output_tokens", fmt.Sprintf("%d is out of range; use 1-200000", a.MaxOutputTokens))
 	}
+	if a.Files.MaxTextBytes < 0 || a.Files.MaxTextBytes > MaxFileTextBytes {
+		ck.add(p+"files.max_text_bytes", fmt.Sprintf("%d is out of range; use 0 (name files only) to %d (1 MiB)", a.Files.MaxTextBytes, MaxFileTextBytes))
+	}
 	switch a.QueueMode {
 	case "followup", "collect", "steer", "interrupt":
 	default:
@@ -226,7 +274,7 @@ func (a *Agent) validate(ck *checker, p string) {
 		key := fmt.Sprintf("%stools[%d]", p, i)
 		switch j, dup := seen[tool]; {
 		case tool == "" || strings.ContainsAny(tool, " \t\r\n"):
-			ck.add(key, fmt.Sprintf("%q is not a tool name; use the tool's name without spaces, such as \"web_search\"", tool))
+			ck.add(key, fmt.Sprintf("%q is not a tool name; use the tool's name without spaces, such as \"memory_search\"", tool))
 		case dup:
 			ck.add(key, fmt.Sprintf("%q is listed as tools[%d] too; list each tool once", tool, j))
 		default:

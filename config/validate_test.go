@@ -123,9 +123,9 @@ func TestValidate(t *testing.T) {
 			`parley.yaml:3: agents[0].queue_mode: "queue" is not a queue mode; use followup, collect, steer or interrupt`},
 		{"tools", "agents:\n  - id: a\n    tools: [web_search, read_file]\n", ""},
 		{"tool name empty", "agents:\n  - id: a\n    tools:\n      - web_search\n      - ''\n",
-			`parley.yaml:5: agents[0].tools[1]: "" is not a tool name; use the tool's name without spaces, such as "web_search"`},
+			`parley.yaml:5: agents[0].tools[1]: "" is not a tool name; use the tool's name without spaces, such as "memory_search"`},
 		{"tool name with a space", "agents:\n  - id: a\n    tools:\n      - web search\n",
-			`parley.yaml:4: agents[0].tools[0]: "web search" is not a tool name; use the tool's name without spaces, such as "web_search"`},
+			`parley.yaml:4: agents[0].tools[0]: "web search" is not a tool name; use the tool's name without spaces, such as "memory_search"`},
 		{"tool listed twice", "agents:\n  - id: a\n    tools:\n      - web_search\n      - ' web_search'\n",
 			`parley.yaml:5: agents[0].tools[1]: "web_search" is listed as tools[0] too; list each tool once`},
 		{"providers", "providers:\n  openai:\n    api_key: sk-abc\n    base_url: https://openrouter.ai/api/v1\n" +

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 )
 
 // Send takes the gateway's reply to a fire (out.ChatID is the run's
@@ -99,6 +100,9 @@ func (s *Scheduler) end(ctx context.Context, r Run, status Status, errText, resu
 		}
 		s.log.InfoContext(ctx, "cron run ended", "job_id", stored.JobID, "run_id", stored.ID, "status", stored.Status,
 			"session_id", stored.SessionID, "took", now.Sub(stored.StartedAt).Round(time.Millisecond))
+		if stored.Status == StatusError {
+			s.log.WarnContext(ctx, "cron run failed", "job_id", stored.JobID, "run_id", stored.ID, "ref", stored.ID, "error", stored.Error)
+		}
 		if stored.Status == StatusTimeout && s.opts.Abort != nil {
 			s.opts.Abort(stored.SessionKey())
 		}
@@ -131,7 +135,7 @@ func (s *Scheduler) notify(ctx context.Context, r Run) error {
 	var errs []error
 	for _, t := range j.Notify {
 		n := Notice{Target: t, JobID: r.JobID, RunID: r.ID, Status: r.Status, Text: text,
-			Key: "cron:" + r.ID + ":" + t.String(), Session: r.SessionKey()}
+			Key: NoticeKey(r.ID, t), Session: r.SessionKey()}
 		if err := s.opts.Notifier.Notify(ctx, n); err != nil {
 			errs = append(errs, fmt.Errorf("notify %s of cron run %s: %w", t, r.ID, err))
 		}
@@ -142,11 +146,18 @@ func (s *Scheduler) notify(ctx context.Context, r Run) error {
 	return s.store.markNotified(ctx, r.ID, s.clock.Now())
 }
 
+// NoticeKey is the idempotency key of run runID's notice to t: stable, so a
+// retry sends it once, and the outbox rows that carry it (NoticeKey + ":"
+// + chunk) tell whether it was delivered.
+func NoticeKey(runID string, t Target) string { return "cron:" + runID + ":" + t.String() }
+
 // noticeText is what a target is told of a run.
 func noticeText(r Run) string {
 	switch r.Status {
 	case StatusError:
-		return fmt.Sprintf("Scheduled job %s failed: %s", r.JobID, firstLine(r.Error, 300))
+		// The targets may be a group: the error's text (a host, an SQL
+		// error) stays in the receipt and the log, under the run's id.
+		return fmt.Sprintf("Scheduled job %s failed (ref %s); the operator can see why with `parley cron runs %s`.", r.JobID, r.ID, r.JobID)
 	case StatusTimeout:
 		took := r.DeadlineAt.Sub(r.StartedAt)
 		if took <= 0 {
@@ -157,17 +168,10 @@ func noticeText(r Run) string {
 	return r.Result
 }
 
-// firstLine is an error's text for a chat: one line, no internals.
+// firstLine is an error's first line, cut at max bytes.
 func firstLine(s string, max int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > max {
-		cut := max
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return textcut.Bytes(s, max, "…")
 }

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -116,8 +116,8 @@ func (j Job) Validate() error {
 	default:
 		// (With a bot's name, /status@name, it is a prompt: the command is
 		// another bot's.)
-		if cmd, ok := gateway.Command(j.Prompt); ok && !strings.Contains(j.Prompt, "@") {
-			add("prompt %q is the chat command /%s, which a fire would run instead of asking the agent, in a fresh session where it has nothing to act on; write the task in words", strings.TrimSpace(j.Prompt), cmd)
+		if cmd, ok := commands.Parse(j.Prompt); ok && !strings.Contains(j.Prompt, "@") {
+			add("prompt %q is the chat command /%s, which a fire would run instead of asking the agent, in a fresh session where it has nothing to act on; write the task in words", strings.TrimSpace(j.Prompt), cmd.Name)
 		}
 	}
 	if len(j.Notify) > MaxNotify {

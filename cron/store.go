@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
 )
 
 const (
@@ -624,9 +624,5 @@ func truncate(s string, max int) string {
 		return s
 	}
 	note := fmt.Sprintf("\n[… %d more bytes not kept]", len(s)-max)
-	cut := max - len(note)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + note
+	return textcut.Bytes(s, max-len(note), note)
 }

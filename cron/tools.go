@@ -1,7 +1,6 @@
 package cron
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
+	"github.com/parleyd/parley/tools"
 )
 
 // Tool names.
@@ -82,15 +82,15 @@ var deleteSchema = json.RawMessage(`{
 // Tools returns schedule_create, schedule_list and schedule_delete. Each
 // acts for the calling session's owner (OwnerOf(call.Key)): jobs it makes
 // belong to that user (or group chat), and it lists and deletes only those.
-func (s *Scheduler) Tools(opts ToolOptions) []agent.Tool {
+func (s *Scheduler) Tools(opts ToolOptions) []tools.Tool {
 	if opts.MaxJobs <= 0 {
 		opts.MaxJobs = DefaultMaxToolJobs
 	}
 	if opts.MinInterval <= 0 {
 		opts.MinInterval = DefaultMinToolInterval
 	}
-	t := tools{s: s, opts: opts}
-	return []agent.Tool{
+	t := scheduleTools{s: s, opts: opts}
+	return []tools.Tool{
 		{Name: CreateToolName, Schema: createSchema, Run: t.create,
 			Description: "Schedule a recurring task for this user: at each time the schedule names, the agent is given the prompt " +
 				"in a fresh conversation and the answer is sent to this chat (or the notify chats). Use it for reminders and regular reports."},
@@ -101,7 +101,7 @@ func (s *Scheduler) Tools(opts ToolOptions) []agent.Tool {
 	}
 }
 
-type tools struct {
+type scheduleTools struct {
 	s    *Scheduler
 	opts ToolOptions
 }
@@ -119,14 +119,14 @@ func callerOwner(tool string, k sessions.Key) (Owner, error) {
 	return o, nil
 }
 
-func (t tools) create(ctx context.Context, call agent.Call) (string, error) {
+func (t scheduleTools) create(ctx context.Context, call tools.Call) (string, error) {
 	var args struct {
 		Schedule *string  `json:"schedule"`
 		Prompt   *string  `json:"prompt"`
 		Timezone string   `json:"timezone"`
 		Notify   []string `json:"notify"`
 	}
-	if err := decodeArgs(call.Arguments, &args); err != nil {
+	if err := tools.Decode(call.Arguments, &args); err != nil {
 		return "", fmt.Errorf(`%s: %w; pass {"schedule": "0 9 * * *", "prompt": "...", "timezone": "Europe/Berlin"}`, CreateToolName, err)
 	}
 	owner, err := callerOwner(CreateToolName, call.Key)
@@ -201,8 +201,8 @@ func (t tools) create(ctx context.Context, call agent.Call) (string, error) {
 	return b.String(), nil
 }
 
-func (t tools) list(ctx context.Context, call agent.Call) (string, error) {
-	if err := decodeArgs(call.Arguments, &struct{}{}); err != nil {
+func (t scheduleTools) list(ctx context.Context, call tools.Call) (string, error) {
+	if err := tools.Decode(call.Arguments, &struct{}{}); err != nil {
 		return "", fmt.Errorf("%s: %w; pass {}", ListToolName, err)
 	}
 	owner, err := callerOwner(ListToolName, call.Key)
@@ -230,7 +230,7 @@ func (t tools) list(ctx context.Context, call agent.Call) (string, error) {
 		if j.Disabled {
 			b.WriteString(" (disabled)")
 		}
-		fmt.Fprintf(&b, "\n  prompt: %s", clip(j.Prompt, 200))
+		fmt.Fprintf(&b, "\n  prompt: %s", textcut.Runes(strings.Join(strings.Fields(j.Prompt), " "), 200, "…"))
 		if len(j.Notify) > 0 {
 			fmt.Fprintf(&b, "\n  sends results to: %s", joinTargets(j.Notify))
 		}
@@ -245,11 +245,11 @@ func (t tools) list(ctx context.Context, call agent.Call) (string, error) {
 	return b.String(), nil
 }
 
-func (t tools) delete(ctx context.Context, call agent.Call) (string, error) {
+func (t scheduleTools) delete(ctx context.Context, call tools.Call) (string, error) {
 	var args struct {
 		ID *string `json:"id"`
 	}
-	if err := decodeArgs(call.Arguments, &args); err != nil {
+	if err := tools.Decode(call.Arguments, &args); err != nil {
 		return "", fmt.Errorf(`%s: %w; pass {"id": "..."}`, DeleteToolName, err)
 	}
 	owner, err := callerOwner(DeleteToolName, call.Key)
@@ -273,7 +273,7 @@ func (t tools) delete(ctx context.Context, call agent.Call) (string, error) {
 
 // storeError is what the model sees of a store error: bad input as it is,
 // anything else logged here and told in short.
-func (t tools) storeError(ctx context.Context, tool string, err error) error {
+func (t scheduleTools) storeError(ctx context.Context, tool string, err error) error {
 	if errors.Is(err, ErrInvalidJob) || errors.Is(err, ErrInvalidSchedule) || errors.Is(err, ErrInvalidTarget) {
 		return fmt.Errorf("%s: %w", tool, err)
 	}
@@ -312,30 +312,4 @@ func joinTargets(ts []Target) string {
 		ss[i] = t.String()
 	}
 	return strings.Join(ss, ", ")
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
-
-// decodeArgs reads a tool's arguments strictly: unknown fields and wrong
-// types are errors the model can act on.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("%s must be a %s, not a JSON %s", te.Field, te.Type.Kind(), te.Value)
-		}
-		return fmt.Errorf("arguments are not a valid object: %v", err)
-	}
-	return nil
 }

@@ -7,22 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // toolSet registers the tools (so their schemas compile) and calls them as
 // the agent loop would.
 type toolSet struct {
 	t     *testing.T
-	tools map[string]agent.Tool
+	tools map[string]tools.Tool
 }
 
 func newToolSet(t *testing.T, s *cron.Scheduler, opts cron.ToolOptions) toolSet {
-	reg := agent.NewRegistry()
-	ts := toolSet{t: t, tools: map[string]agent.Tool{}}
+	reg := tools.NewRegistry()
+	ts := toolSet{t: t, tools: map[string]tools.Tool{}}
 	for _, tool := range s.Tools(opts) {
 		if err := reg.Register(tool); err != nil {
 			t.Fatal(err)
@@ -38,7 +38,7 @@ func (ts toolSet) call(name string, key sessions.Key, args any) (string, error) 
 	if err != nil {
 		ts.t.Fatal(err)
 	}
-	return ts.tools[name].Run(context.Background(), agent.Call{SessionID: "s", Key: key, ID: "call-1", Arguments: raw})
+	return ts.tools[name].Run(context.Background(), tools.Call{SessionID: "s", Key: key, ID: "call-1", Arguments: raw})
 }
 
 // chatTarget is the daemon's TargetFor in these tests: telegram sessions

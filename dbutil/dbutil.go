@@ -105,10 +105,15 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		busy = 5 * time.Second
 	}
 	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := os.MkdirAll(dir, dataDirMode); err != nil {
 			return nil, fmt.Errorf("open sqlite: create the directory of database.url: %w", err)
 		}
 	}
+	// Created 0600 here, the WAL and shared-memory files take its mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, dataFileMode); err == nil {
+		f.Close()
+	}
+	tightenModes(path)
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),

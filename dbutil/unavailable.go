@@ -1,10 +1,10 @@
 package dbutil
 
 import (
+	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"strings"
 
@@ -27,10 +27,11 @@ const (
 // or could not take the write (a connection refused or cut, a server
 // restarting or out of resources, a full disk), as opposed to a statement
 // it refused. Such a failure passes: what met it may be tried again once
-// the database answers. An HTTP call's error (*url.Error) is never the
-// database's, so a model provider's outage is not taken for one.
+// the database answers. Only the drivers' own errors count: a model
+// provider's dropped connection (a bare network error, an unexpected EOF)
+// is never taken for the database's, nor is a cancelled or expired context.
 func Unavailable(err error) bool {
-	if err == nil {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	var ue *url.Error
@@ -56,14 +57,11 @@ func Unavailable(err error) bool {
 		}
 		return false
 	}
+	// pgconn's connection-level errors (a connection that could not be
+	// made, or died under a statement: "conn closed", "failed to receive
+	// message") are the ones that say whether a retry is safe.
 	var ce *pgconn.ConnectError
-	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return true
-	}
-	// pgx reports a connection that died under a query in plain text.
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset by peer") ||
-		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect")
+	var pgconnErr interface{ SafeToRetry() bool }
+	return errors.As(err, &ce) || errors.As(err, &pgconnErr) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Target is a parsed database.url.
@@ -29,6 +31,18 @@ func ParseURL(raw string) (Target, error) {
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
 		if _, err := url.Parse(s); err != nil {
 			return Target{}, errors.New("database.url is not a valid postgres URL (%-escape special characters in the password); " + forms)
+		}
+		// The driver ends the user and password at the first "@": the rest
+		// of a password holding another would become the host or the
+		// database name, and show in every connection error.
+		if _, rest, _ := strings.Cut(s, "://"); strings.Count(strings.SplitN(rest, "?", 2)[0], "@") > 1 {
+			return Target{}, errors.New("database.url has more than one @ before its host; %-escape an @ in the password as %40")
+		}
+		// What the driver refuses is refused here, by config check too; its
+		// error may quote the URL, so it is not repeated.
+		scheme, rest, _ := strings.Cut(s, "://")
+		if _, err := pgconn.ParseConfig(strings.ToLower(scheme) + "://" + rest); err != nil {
+			return Target{}, errors.New("database.url is not a postgres URL the driver accepts (check the port, sslmode and other parameters, and %-escape special characters in the password); " + forms)
 		}
 		return Target{Dialect: Postgres, URL: s}, nil
 	}

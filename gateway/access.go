@@ -123,17 +123,24 @@ func (g *Gateway) access(ctx context.Context, j job) (decision, error) {
 	if pol.DM != DMPairing {
 		return deny, nil
 	}
-	code, err := g.opts.Store.RequestPairing(ctx, j.in)
+	code, created, err := g.opts.Store.requestPairing(ctx, j.in)
 	var text string
 	switch {
 	case errors.Is(err, ErrTooManyPairings):
+		g.opts.Log.InfoContext(ctx, "pairing request refused: too many waiting; approve or let them expire",
+			"adapter", j.in.Adapter, "user_id", j.in.UserID, "waiting", MaxPendingPairings)
 		text = "This bot is waiting on other access requests; please try again in an hour."
 	case err != nil:
 		return deny, err
 	default:
+		if created {
+			// The operator approves it with this code.
+			g.opts.Log.InfoContext(ctx, "pairing requested; approve with parley pairing approve CODE",
+				"adapter", j.in.Adapter, "user_id", j.in.UserID, "display_name", j.in.DisplayName, "code", code, "expires_in", PairingTTL)
+		}
 		text = fmt.Sprintf("I don't know you yet. Your pairing code is %s: ask the bot's operator to run `parley pairing approve %s`. The code expires in an hour.", code, code)
 	}
-	g.complete(ctx, []job{j}, InboundDone, "", "denied: waiting for pairing", j, text)
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied: waiting for pairing", replyTo: j, text: text})
 	return pairingSent, nil
 }
 
@@ -156,9 +163,14 @@ func (s *Store) Allowed(ctx context.Context, adapter adapters.ID, userID string)
 // waiting, or a new one. ErrTooManyPairings means the adapter has
 // MaxPendingPairings waiting already.
 func (s *Store) RequestPairing(ctx context.Context, in adapters.Inbound) (string, error) {
+	code, _, err := s.requestPairing(ctx, in)
+	return code, err
+}
+
+// requestPairing is RequestPairing, also saying whether the code is new.
+func (s *Store) requestPairing(ctx context.Context, in adapters.Inbound) (code string, created bool, err error) {
 	now := s.now()
-	var code string
-	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
+	err = s.db.Tx(ctx, func(q dbutil.Querier) error {
 		err := q.QueryRowContext(ctx, pendingPairingQuery, in.Adapter, in.UserID, dbutil.Millis(now)).Scan(&code)
 		if err == nil {
 			return nil
@@ -178,12 +190,13 @@ func (s *Store) RequestPairing(ctx context.Context, in adapters.Inbound) (string
 		}
 		_, err = q.ExecContext(ctx, insertPairingQuery, code, in.Adapter, in.UserID, in.ChatID, in.DisplayName,
 			dbutil.Millis(now), dbutil.Millis(now.Add(PairingTTL)))
+		created = err == nil
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrTooManyPairings) {
-		return "", fmt.Errorf("pairing request: %w", err)
+		return "", false, fmt.Errorf("pairing request: %w", err)
 	}
-	return code, err
+	return code, created && err == nil, err
 }
 
 func newPairingCode() (string, error) {

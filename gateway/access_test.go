@@ -1,11 +1,15 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,4 +220,50 @@ func TestCommandForAnotherBot(t *testing.T) {
 	if got[0] == "Started a new conversation." || got[1] != "Started a new conversation." {
 		t.Fatalf("replies %q", got)
 	}
+}
+
+// A new pairing request is logged at info with its code, so the operator
+// can approve it from the log; a sender writing again gets the same code
+// and no second line.
+func TestPairingRequestIsLogged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		var buf bytes.Buffer
+		w := &lockedWriter{w: &buf}
+		r := newRig(t, open(t), echoRun, func(o *gateway.Options) {
+			o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMPairing, Group: gateway.GroupMention}}
+			o.Log = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		})
+		r.deliver(dm("5", "p-1", "hello"))
+		code := codeInReply.FindStringSubmatch(r.sent(1)[0])
+		r.deliver(dm("5", "p-2", "hello again"))
+		r.sent(2)
+		waitUnfinished(t, r.store, 0)
+		if code == nil {
+			t.Fatal("no code in the reply")
+		}
+		w.mu.Lock()
+		logged := buf.String()
+		w.mu.Unlock()
+		var lines []string
+		for _, l := range strings.Split(logged, "\n") {
+			if strings.Contains(l, "pairing requested") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "code="+code[1]) ||
+			!strings.Contains(lines[0], "adapter=tg") || !strings.Contains(lines[0], "user_id=5") {
+			t.Fatalf("pairing log lines %q; want one at info with code=%s", lines, code[1])
+		}
+	})
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -4,63 +4,109 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/sessions"
 )
 
-// Command recognises the in-channel commands: /reset (or /new), /stop,
-// /status and /compact, alone on the message, with an optional @botname
-// suffix. It returns the command's name without the slash.
-func Command(text string) (string, bool) {
-	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n\t") {
-		return "", false
-	}
-	name, _, _ := strings.Cut(t[1:], "@")
-	switch strings.ToLower(name) {
-	case "reset", "new":
-		return "reset", true
-	case "stop":
-		return "stop", true
-	case "status":
-		return "status", true
-	case "compact":
-		return "compact", true
-	}
-	return "", false
+// chatCommands run each command of commands.All in a chat, on the lane for
+// a barrier command and at once otherwise, and return the reply. A test
+// checks that every command in the table has one.
+var chatCommands = map[string]func(g *Gateway, ctx context.Context, j job) string{
+	"reset":   (*Gateway).reset,
+	"stop":    (*Gateway).stop,
+	"status":  (*Gateway).status,
+	"compact": (*Gateway).compact,
+	"help":    func(*Gateway, context.Context, job) string { return commands.Help() },
 }
 
-// runCommand answers /stop and /status at once, outside the lane, so they
-// work while a turn runs. (/reset and /compact run on the lane; see
-// dispatch.)
-func (g *Gateway) runCommand(ctx context.Context, j job, cmd string) {
-	var text string
-	switch cmd {
-	case "stop":
-		if g.lanes.Abort(laneKey(j.key)) {
-			text = "Stopped."
-		} else {
-			text = "Nothing is running."
-		}
-	case "status":
-		s, err := g.opts.Sessions.Active(ctx, j.key)
-		switch {
-		case errors.Is(err, sessions.ErrNotFound):
-			text = fmt.Sprintf("No conversation yet (%s, agent %s).", j.key, j.key.AgentID)
-		case err != nil:
-			g.opts.Log.ErrorContext(ctx, "read session for /status", "session_key", j.key.String(), "error", err)
-			text = "Sorry, I couldn't read this conversation's status; please try again shortly."
-		case g.opts.Status != nil:
-			text = g.opts.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
-		default:
-			state := "idle"
-			if g.lanes.Busy(laneKey(j.key)) {
-				state = "busy"
-			}
-			text = fmt.Sprintf("Session %s, agent %s: %d messages, ~%d tokens; %d queued; %s.",
-				j.key, j.key.AgentID, s.MessageCount, s.Rollup.TokenCount, g.lanes.Depth(laneKey(j.key)), state)
-		}
+// command dispatches a chat command: a barrier command takes its place on
+// the lane, after what was sent before it; any other runs at once, outside
+// the lane, so it works while a turn runs.
+func (g *Gateway) command(ctx context.Context, j job, c commands.Command) {
+	if c.Mode != commands.Barrier {
+		g.runCommand(ctx, j, c.Name)
+		return
 	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
+	if c.Interrupts {
+		// A reset stops the running turn so it comes promptly; a
+		// compaction waits for it.
+		g.lanes.Abort(laneKey(j.key))
+	}
+	j.barrier = c.Name
+	if _, err := g.lanes.EnqueueBarrier(laneKey(j.key), j); err != nil {
+		g.opts.Log.WarnContext(ctx, "/"+c.Name+" left for the next start", "session_key", j.key.String(), "error", err)
+	}
+}
+
+// runCommand runs the command named name and answers it.
+func (g *Gateway) runCommand(ctx context.Context, j job, name string) {
+	text := "/" + name + " is not available here."
+	if run, ok := chatCommands[name]; ok {
+		text = run(g, ctx, j)
+	}
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
+}
+
+// stop aborts the session's running turn.
+func (g *Gateway) stop(_ context.Context, j job) string {
+	if g.lanes.Abort(laneKey(j.key)) {
+		return "Stopped."
+	}
+	return "Nothing is running."
+}
+
+// status describes the session, its queue and its last failure.
+func (g *Gateway) status(ctx context.Context, j job) string {
+	var text string
+	s, err := g.opts.Sessions.Active(ctx, j.key)
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		text = fmt.Sprintf("No conversation yet (%s, agent %s).", j.key, j.key.AgentID)
+	case err != nil:
+		_, text = g.failed(ctx, j.key, "read session for /status", err, "Sorry, I couldn't read this conversation's status")
+	default:
+		text = g.opts.Runner.Status(ctx, s, g.lanes.Depth(laneKey(j.key)))
+	}
+	if err == nil && text == "" {
+		state := "idle"
+		if g.lanes.Busy(laneKey(j.key)) {
+			state = "busy"
+		}
+		text = fmt.Sprintf("Session %s, agent %s: %d messages, ~%d tokens; %d queued; %s.",
+			j.key, j.key.AgentID, s.MessageCount, s.Rollup.TokenCount, g.lanes.Depth(laneKey(j.key)), state)
+	}
+	if err == nil || errors.Is(err, sessions.ErrNotFound) {
+		text += g.statusFailureLine(j.key)
+	}
+	return text
+}
+
+// reset archives the session and starts a new one, between turns.
+func (g *Gateway) reset(ctx context.Context, j job) string {
+	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
+		_, text := g.failed(ctx, j.key, "reset session", err, "Sorry, I couldn't start a new conversation")
+		return text
+	}
+	return "Started a new conversation."
+}
+
+// compact summarizes the session's older messages now, between turns.
+func (g *Gateway) compact(ctx context.Context, j job) string {
+	s, err := g.opts.Sessions.Active(ctx, j.key)
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return "Nothing to compact yet."
+	case err != nil:
+		_, text := g.failed(ctx, j.key, "read session for /compact", err, "Sorry, I couldn't read this conversation")
+		return text
+	}
+	text, err := g.opts.Runner.Compact(ctx, s, j.agent)
+	if errors.Is(err, ErrNoCompaction) {
+		return "Compaction is not available here."
+	}
+	if err != nil {
+		_, text = g.failed(ctx, j.key, "compact session", err, "Sorry, I couldn't compact this conversation", "session_id", s.ID)
+	}
+	return text
 }

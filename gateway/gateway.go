@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
@@ -47,54 +48,29 @@ type TurnInput struct {
 	// OnText, when set, takes the reply's text as it is written, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// Retry marks a try again after the database failed under the last
+	// one, which may have stored the reply already: the runner ends the
+	// turn with that reply instead of asking the model again.
+	Retry bool
 }
-
-// RunFunc runs one agent turn and returns the reply text ("" for none).
-type RunFunc func(ctx context.Context, in TurnInput) (string, error)
-
-// StatusFunc describes a session for /status.
-type StatusFunc func(ctx context.Context, s sessions.Session, queued int) string
 
 // Options configure a Gateway.
 type Options struct {
 	Store    *Store
 	Sessions sessions.Store
 	Sender   *Sender
-	Run      RunFunc
-	Status   StatusFunc
-	// Stream returns the adapter to show replies on as they are written,
-	// when streaming is on for it (it must implement adapters.Editor).
-	Stream func(adapters.ID) (adapters.Adapter, bool)
+	// Runner runs the turns (the agent).
+	Runner Runner
+	// Channels are where replies go; nil: none (replies are recorded only).
+	Channels Channels
 	// Access is each adapter's access policy; adapters without one (the
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
-	// OnDuplicate, if set, hears of each redelivered message dropped.
-	OnDuplicate func()
-	// AfterTurn, if set, runs on the lane after each turn's reply is
-	// queued, before the session's next turn (compaction, for one).
-	AfterTurn func(ctx context.Context, in TurnInput)
-	// Compact summarizes a session's older messages for /compact and says
-	// what it did, in a line for the user.
-	Compact func(ctx context.Context, s sessions.Session, agentID string) (string, error)
 	// Route picks the agent for a message; nil routes everything to Agents[0].
 	Route  func(in adapters.Inbound) string
 	Agents []Agent
-	// Limit returns an adapter's message length limit for chunking (0: none).
-	Limit func(adapters.ID) int
-	// Typing returns the function that shows a typing indicator in one of
-	// the adapter's chats, or nil when the channel has none. It is repeated
-	// while a turn runs.
-	Typing   func(adapter adapters.ID) func(ctx context.Context, chatID string)
+	// Recovery says what to do with messages a crash left unanswered.
 	Recovery Recovery
-	// Repair finalizes a session whose turn a crash interrupted (orphaned
-	// tool calls), before its messages are re-run or marked.
-	Repair func(ctx context.Context, id sessions.ID) error
-	// Answered, if set, says whether a turn already answered the message
-	// stored under id in a session (a crash or a database fault struck
-	// after its reply was stored), and with what text: "" when a later
-	// message of the same turn took the reply. A message it answered is
-	// not run again, so it is never answered twice.
-	Answered func(ctx context.Context, s sessions.ID, id sessions.MessageID) (reply string, ok bool, err error)
 	// StoreRetry is the longest wait between tries of a write that failed
 	// because the database was unavailable (default 2s); the lane holds
 	// its place meanwhile, so its messages keep their order.
@@ -104,9 +80,11 @@ type Options struct {
 	// new conversation, or one replacing a stale session. It runs before
 	// the message is stored and says whether it added anything; its error
 	// is logged, and the message goes on.
-	Seed  func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
-	Lanes LaneOptions[string]
-	Log   *slog.Logger
+	Seed func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
+	// OnDuplicate, if set, hears of each redelivered message dropped.
+	OnDuplicate func()
+	Lanes       LaneOptions[string]
+	Log         *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -116,6 +94,7 @@ type Gateway struct {
 	agents     map[string]Agent
 	duplicates atomic.Int64
 	denied     atomic.Int64
+	failures   failures // each session's last failure, for /status
 }
 
 type job struct {
@@ -123,8 +102,8 @@ type job struct {
 	in        adapters.Inbound
 	key       sessions.Key
 	agent     string
-	// barrier is a command run in order on the lane, between turns:
-	// "reset" or "compact".
+	// barrier is a command run in order on the lane, between turns: the
+	// name of a commands.Barrier command.
 	barrier string
 	// repair is the session a crash interrupted this message's turn in:
 	// it is finalized on the lane before anything runs there.
@@ -149,6 +128,12 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.Recovery == "" {
 		opts.Recovery = RecoveryRerun
+	}
+	if opts.Runner == nil {
+		return nil, errors.New("gateway: no runner configured")
+	}
+	if opts.Channels == nil {
+		opts.Channels = noChannels{}
 	}
 	if opts.StoreRetry <= 0 {
 		opts.StoreRetry = 2 * time.Second
@@ -222,6 +207,13 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
+		if id != "" && g.opts.Store.Shared() && dbutil.Unavailable(err) {
+			// The connection may have died after the commit went through:
+			// settle the message once the database answers. A channel
+			// redelivers it (a duplicate then), so it runs; the API's
+			// client was told to send it again, so its copy doesn't.
+			go g.settle(job{inboundID: id, in: in}, refused == nil)
+		}
 		return err
 	}
 	if dup {
@@ -241,51 +233,46 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
 	switch d, err := g.access(ctx, j); {
+	case err != nil && dbutil.Unavailable(err):
+		// Accepted, but the database went away before the check: the
+		// message runs once it answers.
+		g.opts.Log.WarnContext(ctx, "access check met an unavailable database; the message runs once it answers", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
+		j.refused = nil // the caller has its answer already
+		go g.settle(j, true)
+		return
 	case err != nil:
 		g.opts.Log.ErrorContext(ctx, "access check", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
-		g.complete(ctx, []job{j}, InboundFailed, "", "access check: "+err.Error(), j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "access check: " + err.Error(), replyTo: j})
 		return
 	case d == deny || d == pairingSent:
 		g.denied.Add(1)
 		g.opts.Log.DebugContext(ctx, "message denied by the access policy", "adapter", j.in.Adapter,
 			"chat_id", j.in.ChatID, "user_id", j.in.UserID, "group", j.in.Group, "pairing", d == pairingSent)
 		if d == deny {
-			g.complete(ctx, []job{j}, InboundDone, "", "denied by the access policy", j, "")
+			g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied by the access policy", replyTo: j})
 		}
 		return
 	case d == contextOnly:
 		j.contextOnly = true
 	}
-	if _, ok := Command(j.in.Text); ok && j.contextOnly {
+	c, isCommand := commands.Parse(j.in.Text)
+	if isCommand && j.contextOnly {
 		// A command in a group must address the bot; this one didn't.
-		g.complete(ctx, []job{j}, InboundDone, "", "command not addressed to the bot", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "command not addressed to the bot", replyTo: j})
 		return
 	}
-	if cmd, ok := Command(j.in.Text); ok && !forAnotherBot(j.in) {
-		if cmd == "reset" || cmd == "compact" {
-			// It runs on the lane, after what was sent before it. A reset
-			// stops the running turn so it comes promptly; a compaction
-			// waits for it.
-			if cmd == "reset" {
-				g.lanes.Abort(laneKey(j.key))
-			}
-			j.barrier = cmd
-			if _, err := g.lanes.EnqueueBarrier(laneKey(j.key), j); err != nil {
-				g.opts.Log.WarnContext(ctx, "/"+cmd+" left for the next start", "session_key", j.key.String(), "error", err)
-			}
-			return
-		}
-		g.runCommand(ctx, j, cmd)
+	if isCommand && !forAnotherBot(j.in) {
+		g.command(ctx, j, c)
 		return
 	}
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
 	switch {
 	case errors.Is(err, ErrQueueFull) && j.refused != nil:
 		*j.refused = fmt.Errorf("%w: %d earlier messages of this session are waiting; send this again once they are answered", ErrQueueFull, depth)
-		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "queue full", replyTo: j})
 	case errors.Is(err, ErrQueueFull):
-		g.complete(ctx, []job{j}, InboundFailed, "", "queue full", j,
-			fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth))
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "queue full", replyTo: j,
+			text: fmt.Sprintf("I'm still working through %d earlier messages; please wait a moment and send this again.", depth)})
 	case err != nil: // shutting down: the next start re-runs it
 		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 	}
@@ -331,47 +318,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 			g.runMessages(ctx, items[:i], steer)
 		}
 		if i < len(items) && !shuttingDown(ctx) {
-			if items[i].barrier == "compact" {
-				g.compact(ctx, items[i])
-			} else {
-				g.reset(ctx, items[i])
-			}
+			g.runCommand(ctx, items[i], items[i].barrier)
 			i++
 		}
 		items = items[i:]
 	}
-}
-
-// reset archives the session and starts a new one, between turns.
-func (g *Gateway) reset(ctx context.Context, j job) {
-	text := "Started a new conversation."
-	if _, err := g.opts.Sessions.Reset(ctx, j.key); err != nil {
-		g.opts.Log.ErrorContext(ctx, "reset session", "session_key", j.key.String(), "error", err)
-		text = "Sorry, I couldn't start a new conversation: " + userError(err)
-	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
-}
-
-// compact summarizes the session's older messages now, between turns.
-func (g *Gateway) compact(ctx context.Context, j job) {
-	var text string
-	s, err := g.opts.Sessions.Active(ctx, j.key)
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
-		text = "Nothing to compact yet."
-	case err != nil:
-		g.opts.Log.ErrorContext(ctx, "read session for /compact", "session_key", j.key.String(), "error", err)
-		text = "Sorry, I couldn't read this conversation; please try again shortly."
-	case g.opts.Compact == nil:
-		text = "Compaction is not available here."
-	default:
-		text, err = g.opts.Compact(ctx, s, j.agent)
-		if err != nil {
-			g.opts.Log.ErrorContext(ctx, "compact session", "session_id", s.ID, "error", err)
-			text = "Sorry, I couldn't compact this conversation: " + userError(err)
-		}
-	}
-	g.complete(ctx, []job{j}, InboundDone, "", "", j, text)
 }
 
 // runMessages runs one agent turn for messages, after finishing what a
@@ -390,8 +341,8 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 			continue
 		}
 		if j.mark {
-			g.complete(ctx, []job{j}, InboundMarked, j.repair, "unanswered at restart", j,
-				"Sorry, I restarted before answering your message; please send it again if you still need an answer.")
+			g.complete(ctx, outcome{jobs: []job{j}, status: InboundMarked, session: j.repair, err: "unanswered at restart", replyTo: j,
+				text: "Sorry, I restarted before answering your message; please send it again if you still need an answer."})
 			continue
 		}
 		run = append(run, j)
@@ -429,26 +380,48 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 	sess, err := g.resolve(ctx, j.key, agent.Policy, j.in)
 	if err == nil {
 		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
-			Role: sessions.RoleUser, Content: j.in.Attributed()})
+			Role: sessions.RoleUser, Content: j.in.Attributed(), Parts: fileParts(j.in.Files)})
 	}
 	if err != nil {
 		g.opts.Log.ErrorContext(ctx, "keep a group message as context", "session_key", j.key.String(), "error", err)
-		g.complete(ctx, []job{j}, InboundFailed, "", err.Error(), j, "")
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: err.Error(), replyTo: j})
 		return
 	}
-	g.complete(ctx, []job{j}, InboundDone, sess.ID, "", j, "")
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: sess.ID, replyTo: j})
+}
+
+// settle decides, once the database answers, what becomes of an accepted
+// message a database fault left undecided: if it is stored and still
+// unanswered, run dispatches it; otherwise it is recorded as not run (its
+// sender was told to send it again). It gives up at shutdown, when the
+// next start's recovery takes the message.
+func (g *Gateway) settle(j job, run bool) {
+	ctx := g.lanes.ctx
+	var status InboundStatus
+	err := g.untilStored(ctx, ctx, "settle a message the database failed under", func() (err error) {
+		status, err = g.opts.Store.Status(ctx, j.inboundID)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrNotFound) || status != InboundAccepted && err == nil:
+		return // never stored, or answered already
+	case err != nil:
+		g.opts.Log.WarnContext(ctx, "settle a message the database failed under; the next start takes it", "inbound_id", j.inboundID, "error", err)
+		return
+	case run:
+		g.dispatch(ctx, j)
+	default:
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "not run: its sender was told the database was unavailable", replyTo: j})
+	}
 }
 
 // alreadyAnswered queues the answer a recovered message's turn stored
 // before the crash, if it did, and reports whether it had one.
 func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
-	if g.opts.Answered == nil {
-		return false
-	}
 	var reply string
 	var ok bool
 	err := g.untilStored(ctx, ctx, "read a recovered message's answer", func() (err error) {
-		reply, ok, err = g.opts.Answered(ctx, j.repair, sessions.MessageID(j.inboundID))
+		reply, ok, err = g.opts.Runner.Answered(ctx, j.repair, sessions.MessageID(j.inboundID))
 		return err
 	})
 	if err != nil {
@@ -458,24 +431,9 @@ func (g *Gateway) alreadyAnswered(ctx context.Context, j job) bool {
 	}
 	if ok {
 		g.opts.Log.InfoContext(ctx, "a recovered message was answered before the crash; its answer is sent", "session_id", j.repair, "inbound_id", j.inboundID)
-		g.complete(ctx, []job{j}, InboundDone, j.repair, "", j, reply)
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: j.repair, replyTo: j, text: reply})
 	}
 	return ok
-}
-
-// answeredTurn is whether the turn for jobs stored its reply before it
-// failed (its commit went through, but the answer was lost), and that
-// reply: it is the answer to the last of them.
-func (g *Gateway) answeredTurn(ctx context.Context, sid sessions.ID, jobs []job) (string, bool, error) {
-	if g.opts.Repair != nil {
-		if err := g.opts.Repair(ctx, sid); err != nil && !errors.Is(err, sessions.ErrNotFound) {
-			return "", false, err
-		}
-	}
-	if g.opts.Answered == nil {
-		return "", false, nil
-	}
-	return g.opts.Answered(ctx, sid, sessions.MessageID(jobs[len(jobs)-1].inboundID))
 }
 
 // untilStored runs fn until it succeeds or fails for a reason other than
@@ -506,16 +464,13 @@ func (g *Gateway) untilStored(ctx, wait context.Context, what string, fn func() 
 
 // repair finalizes the sessions a crash interrupted, once each.
 func (g *Gateway) repair(ctx context.Context, items []job) {
-	if g.opts.Repair == nil {
-		return
-	}
 	done := map[sessions.ID]bool{}
 	for _, j := range items {
 		if j.repair == "" || done[j.repair] {
 			continue
 		}
 		done[j.repair] = true
-		if err := g.opts.Repair(ctx, j.repair); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		if err := g.opts.Runner.Repair(ctx, j.repair); err != nil && !errors.Is(err, sessions.ErrNotFound) {
 			g.opts.Log.ErrorContext(ctx, "finalize a session a crash interrupted", "session_id", j.repair, "error", err)
 		}
 	}
@@ -527,9 +482,9 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	last := items[len(items)-1]
 	defer func() {
 		if p := recover(); p != nil {
-			g.opts.Log.ErrorContext(ctx, "turn panicked", "session_key", first.key.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			g.complete(ctx, items, InboundFailed, "", fmt.Sprint("panic: ", p), last,
-				"Sorry, something went wrong while answering; please try again.")
+			err := fmt.Errorf("panic: %v", p)
+			ref, text := g.failed(ctx, first.key, "turn panicked", err, "Sorry, something went wrong while answering", "stack", string(debug.Stack()))
+			g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		}
 	}()
 	agent := g.agents[first.agent]
@@ -542,9 +497,8 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		return // left accepted: the next start runs it
 	}
 	if err != nil {
-		g.opts.Log.ErrorContext(ctx, "resolve session", "session_key", first.key.String(), "error", err)
-		g.complete(ctx, items, InboundFailed, "", err.Error(), last,
-			"Sorry, I couldn't open this conversation's history; please try again shortly.")
+		ref, text := g.failed(ctx, first.key, "resolve session", err, "Sorry, I couldn't open this conversation's history")
+		g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		return
 	}
 	msgs := make([]adapters.Inbound, len(items))
@@ -576,12 +530,12 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	err = g.untilStored(ctx, ctx, "run a turn", func() (err error) {
 		if tries++; tries > 1 {
 			input.OnText = nil // what streamed is shown; the final edit gives the whole reply
-			var ok bool
-			if reply, ok, err = g.answeredTurn(ctx, sess.ID, append(append([]job(nil), items...), steered...)); ok || err != nil {
+			input.Retry = true
+			if err := g.opts.Runner.Repair(ctx, sess.ID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
 				return err
 			}
 		}
-		reply, err = g.opts.Run(ctx, input)
+		reply, err = g.opts.Runner.Run(ctx, input)
 		return err
 	})
 	stopTyping()
@@ -595,15 +549,15 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		g.finish(ctx, all, InboundDone, sess.ID, "aborted", last, reply, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, err: "aborted", replyTo: last, text: reply, shown: shown})
 	case err != nil:
-		g.opts.Log.ErrorContext(ctx, "turn failed", "session_key", first.key.String(), "session_id", sess.ID, "error", err)
-		g.finish(ctx, all, InboundFailed, sess.ID, err.Error(), last, "Sorry, something went wrong while answering: "+userError(err), shown)
+		ref, text := g.failed(ctx, first.key, "turn failed", err, "Sorry, something went wrong while answering", "session_id", sess.ID)
+		g.complete(ctx, outcome{jobs: all, status: InboundFailed, session: sess.ID, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text, shown: shown})
 	default:
-		g.finish(ctx, all, InboundDone, sess.ID, "", last, reply, shown)
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown})
 	}
-	if g.opts.AfterTurn != nil && !shuttingDown(ctx) {
-		g.opts.AfterTurn(ctx, input)
+	if !shuttingDown(ctx) {
+		g.opts.Runner.AfterTurn(ctx, input)
 	}
 }
 
@@ -621,12 +575,16 @@ const (
 // goroutine for it, and stop waits for a request under way, so no
 // indicator is sent after the turn's reply.
 func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop func()) {
-	var typing func(context.Context, string)
-	if g.opts.Typing != nil {
-		typing = g.opts.Typing(in.Adapter)
-	}
-	if typing == nil {
+	ad, _ := g.opts.Channels.Adapter(in.Adapter)
+	typer, ok := ad.(adapters.Typer)
+	if !ok {
 		return func() {}
+	}
+	typing := func(ctx context.Context, chatID string) {
+		// A failure costs only the indicator.
+		if err := typer.Typing(ctx, chatID); err != nil && ctx.Err() == nil {
+			g.opts.Log.DebugContext(ctx, "typing indicator", "adapter", in.Adapter, "error", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex // held while sending, so stop waits for a request under way
@@ -656,50 +614,51 @@ func shuttingDown(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrClosed)
 }
 
-// userError is an error's text for a chat user: one line, no internals.
-func userError(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	if len(msg) > 300 {
-		msg = msg[:300] + "…"
-	}
-	return msg
+// outcome is how a message, or a turn's messages, ended: what is recorded
+// on their inbound records and the reply (if any) queued to the chat.
+type outcome struct {
+	jobs    []job
+	status  InboundStatus
+	session sessions.ID
+	// err is the inbound records' error text, for the operator.
+	err string
+	// replyTo is the message the reply answers, in its chat.
+	replyTo job
+	// text is the reply ("" for none), chunked at the adapter's limit.
+	text string
+	// shown is the message the reply's start was shown in as it streamed:
+	// the reply's first chunk is its final edit.
+	shown string
 }
 
-// complete records how jobs ended and queues text (if any) as the reply to
-// the chat of replyTo, chunked at the adapter's limit, in one transaction;
-// then it wakes the sender. The reply's key makes a repeat a no-op.
-func (g *Gateway) complete(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text string) {
-	g.finish(ctx, jobs, status, sid, errText, replyTo, text, "")
-}
-
-// finish is complete for a reply whose start was shown as it streamed (in
-// the message shown): its first chunk is the final edit of that message.
-func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, sid sessions.ID, errText string, replyTo job, text, shown string) {
+// complete records how o's jobs ended and queues its reply (if any) to the
+// chat of o.replyTo, in one transaction; then it wakes the sender. The
+// reply's key makes a repeat a no-op.
+func (g *Gateway) complete(ctx context.Context, o outcome) {
 	limit := 0
-	if g.opts.Limit != nil {
-		limit = g.opts.Limit(replyTo.in.Adapter)
+	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
+		if l, ok := ad.(adapters.Limiter); ok {
+			limit = l.MaxMessageLength()
+		}
 	}
-	chunks := adapters.Chunk(text, limit)
+	chunks := adapters.Chunk(o.text, limit)
 	replies := make([]Reply, len(chunks))
 	for i, c := range chunks {
-		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", replyTo.inboundID, i), SessionID: string(sid), InboundID: replyTo.inboundID,
-			Adapter: replyTo.in.Adapter, ChatID: replyTo.in.ChatID, ReplyTo: replyTo.in.MessageID, Text: c}
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
 	}
 	if len(replies) > 0 {
-		replies[0].EditMessageID = shown
+		replies[0].EditMessageID = o.shown
 	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
+	ids := make([]string, len(o.jobs))
+	for i, j := range o.jobs {
 		ids[i] = j.inboundID
 	}
 	// Recorded even when the turn was aborted; a database outage is waited
 	// out, until shutdown (the next start then answers them again).
 	record := context.WithoutCancel(ctx)
 	err := g.untilStored(record, g.lanes.ctx, "record the outcome of a message", func() error {
-		err := g.opts.Store.Complete(record, ids, status, string(sid), errText, replies)
+		err := g.opts.Store.Complete(record, ids, o.status, string(o.session), o.err, replies)
 		if errors.Is(err, ErrNotFound) && len(ids) > 0 {
 			// A try whose commit went through though its answer was lost
 			// finished them already; the repeat is a no-op.
@@ -710,7 +669,7 @@ func (g *Gateway) finish(ctx context.Context, jobs []job, status InboundStatus, 
 		return err
 	})
 	if err != nil {
-		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", replyTo.in.Adapter, "chat_id", replyTo.in.ChatID, "error", err)
+		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", o.replyTo.in.Adapter, "chat_id", o.replyTo.in.ChatID, "error", err)
 		return
 	}
 	if len(replies) > 0 && g.opts.Sender != nil {

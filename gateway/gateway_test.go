@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -40,16 +41,8 @@ func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gatew
 		Poll:    10 * time.Millisecond,
 	})
 	sess := sessions.NewStore(db)
-	opts := gateway.Options{Store: store, Sessions: sess, Sender: sender, Run: run,
+	opts := gateway.Options{Store: store, Sessions: sess, Sender: sender, Runner: run, Channels: rigChannels{rec},
 		Agents: []gateway.Agent{{ID: "default", Mode: gateway.ModeFollowup}},
-		Typing: func(id adapters.ID) func(context.Context, string) {
-			if id != "tg" {
-				return nil
-			}
-			return func(ctx context.Context, chat string) { _ = rec.Typing(ctx, chat) }
-		},
-		// Replies to "tg-stream" are shown as they are written.
-		Stream: func(id adapters.ID) (adapters.Adapter, bool) { return rec, id == "tg-stream" },
 	}
 	if mutate != nil {
 		mutate(&opts)
@@ -70,6 +63,39 @@ func newRig(t *testing.T, db *dbutil.DB, run gateway.RunFunc, mutate func(*gatew
 		<-done
 	})
 	return &rig{t: t, db: db, gw: gw, store: store, sess: sess, rec: rec, ctx: ctx}
+}
+
+// rigChannels are the rig's channels: "tg", and "tg-stream", whose
+// replies are shown as they are written (and which shows no typing).
+type rigChannels struct{ rec *adapterstest.Recorder }
+
+func (c rigChannels) Adapter(id adapters.ID) (adapters.Adapter, bool) {
+	switch id {
+	case "tg":
+		return c.rec, true
+	case "tg-stream":
+		return streamingOnly{c.rec, c.rec, c.rec}, true
+	}
+	return nil, false
+}
+
+func (rigChannels) Streams(id adapters.ID) bool { return id == "tg-stream" }
+
+// streamingOnly is a channel that edits messages but shows no typing.
+type streamingOnly struct {
+	adapters.Adapter
+	adapters.Editor
+	adapters.Limiter
+}
+
+// compacting is a runner whose /compact is compact.
+type compacting struct {
+	gateway.Runner
+	compact func(ctx context.Context, s sessions.Session, agentID string) (string, error)
+}
+
+func (c compacting) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+	return c.compact(ctx, s, agentID)
 }
 
 func msg(id, text string) adapters.Inbound {
@@ -160,8 +186,8 @@ func waitUnfinished(t *testing.T, s *gateway.Store, want int) {
 
 func TestRepliesAreChunkedInOrder(t *testing.T) {
 	long := strings.Repeat("word ", 30) // 150 chars
-	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) { return long, nil },
-		func(o *gateway.Options) { o.Limit = func(adapters.ID) int { return 40 } })
+	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) { return long, nil }, nil)
+	r.rec.Limit = 40
 	r.deliver(msg("1", "talk"))
 	got := r.sent(4)
 	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.TrimSpace(long) {
@@ -241,10 +267,12 @@ func TestQueueFullTellsTheSender(t *testing.T) {
 
 func TestTurnErrorIsReported(t *testing.T) {
 	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) {
-		return "", errors.New("model openai/gpt-4o-mini: 401 invalid api key\nstack details")
+		return "", errors.New("model openai/gpt-4o-mini: stream broken\nstack details")
 	}, nil)
 	r.deliver(msg("1", "hi"))
-	if got := r.sent(1)[0]; got != "Sorry, something went wrong while answering: model openai/gpt-4o-mini: 401 invalid api key" {
+	// Plain words and a reference id, never the error's text.
+	if got := r.sent(1)[0]; !refReply.MatchString(got) || !strings.HasPrefix(got, "Sorry, something went wrong while answering (ref ") ||
+		strings.Contains(got, "openai") || strings.Contains(got, "stream broken") {
 		t.Fatalf("error reply %q", got)
 	}
 	waitUnfinished(t, r.store, 0)
@@ -329,11 +357,11 @@ func TestShutdownPastDeadlineLeavesMessagesForRecovery(t *testing.T) {
 	store := gateway.NewStore(db, nil)
 	gw, err := gateway.New(gateway.Options{Store: store, Sessions: sessions.NewStore(db),
 		Agents: []gateway.Agent{{ID: "default"}},
-		Run: func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		Runner: gateway.RunFunc(func(ctx context.Context, in gateway.TurnInput) (string, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return "partial", ctx.Err()
-		}})
+		})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +394,7 @@ func TestShutdownPastDeadlineLeavesMessagesForRecovery(t *testing.T) {
 func TestPanickingTurnIsAnswered(t *testing.T) {
 	r := newRig(t, dbtest.SQLite(t), func(context.Context, gateway.TurnInput) (string, error) { panic("bug") }, nil)
 	r.deliver(msg("1", "hi"))
-	if got := r.sent(1)[0]; got != "Sorry, something went wrong while answering; please try again." {
+	if got := r.sent(1)[0]; !regexp.MustCompile(`^Sorry, something went wrong while answering \(ref [0-9a-f]{8}\); please try again shortly\.$`).MatchString(got) {
 		t.Fatalf("reply %q", got)
 	}
 	waitUnfinished(t, r.store, 0)
@@ -490,7 +518,7 @@ func TestCompactRunsBetweenTurns(t *testing.T) {
 		}
 		return echoRun(ctx, in)
 	}, func(o *gateway.Options) {
-		o.Compact = func(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+		o.Runner = compacting{o.Runner, func(ctx context.Context, s sessions.Session, agentID string) (string, error) {
 			mu.Lock()
 			order = append(order, "compact "+agentID)
 			mu.Unlock()
@@ -498,7 +526,7 @@ func TestCompactRunsBetweenTurns(t *testing.T) {
 				return "", errors.New("no session")
 			}
 			return "Summarized 4 earlier messages.", nil
-		}
+		}}
 	})
 	r.deliver(msg("1", "A"))
 	<-started
@@ -518,9 +546,9 @@ func TestCompactRunsBetweenTurns(t *testing.T) {
 
 func TestCompactWithoutASession(t *testing.T) {
 	r := newRig(t, dbtest.SQLite(t), echoRun, func(o *gateway.Options) {
-		o.Compact = func(context.Context, sessions.Session, string) (string, error) {
+		o.Runner = compacting{o.Runner, func(context.Context, sessions.Session, string) (string, error) {
 			return "", errors.New("must not be called")
-		}
+		}}
 	})
 	r.deliver(msg("1", "/compact@parleybot"))
 	if got := r.sent(1); got[0] != "Nothing to compact yet." {

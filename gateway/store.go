@@ -102,6 +102,9 @@ const (
 	AND status <> 'failed' AND idempotency_key NOT LIKE '` + pairingKeyPrefix + `%'
 	ORDER BY created_at DESC, id DESC LIMIT 200`
 
+	// One chunk of a note, by its key.
+	noteChunkQuery = `SELECT status, attempts, last_error FROM outbox WHERE idempotency_key = $1`
+
 	// pairingKeyPrefix starts the outbox key of a pairing approval's reply.
 	pairingKeyPrefix = "pairing:"
 
@@ -225,7 +228,9 @@ func (s *Store) AcceptWith(ctx context.Context, in adapters.Inbound, also func(q
 		err = s.db.Tx(ctx, store)
 	}
 	if err != nil {
-		return "", false, err
+		// The id goes back with the error: a commit whose answer the
+		// connection lost may have gone through all the same.
+		return u.String(), false, err
 	}
 	return u.String(), n == 0, nil
 }
@@ -405,15 +410,28 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 // outcome recorded (it is no longer waiting for an answer).
 func (s *Store) Finished(ctx context.Context, ids []string) (bool, error) {
 	for _, id := range ids {
-		var status string
-		if err := s.db.Read().QueryRowContext(ctx, "SELECT status FROM inbound WHERE id = $1", id).Scan(&status); err != nil {
-			return false, fmt.Errorf("read inbound %s: %w", id, err)
+		status, err := s.Status(ctx, id)
+		if err != nil {
+			return false, err
 		}
-		if status == string(InboundAccepted) {
+		if status == InboundAccepted {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// Status is where the accepted message id stands, or ErrNotFound.
+func (s *Store) Status(ctx context.Context, id string) (InboundStatus, error) {
+	var status string
+	err := s.db.Read().QueryRowContext(ctx, "SELECT status FROM inbound WHERE id = $1", id).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("inbound %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read inbound %s: %w", id, err)
+	}
+	return InboundStatus(status), nil
 }
 
 // queueReplies writes replies to the outbox inside a transaction.
@@ -569,3 +587,64 @@ func (s *Store) MarkRetry(ctx context.Context, id string, cause error, next time
 
 // ErrNotFound means no record has that id.
 var ErrNotFound = errors.New("not found")
+
+// NoteDelivery is how the notes queued under some keys went out: each
+// note's chunks are outbox rows keyed "<key>:0", "<key>:1", ...
+type NoteDelivery struct {
+	// Notes is how many of the keys have a note queued; Sent, Pending and
+	// Failed count those all sent, still being tried, and given up.
+	Notes, Sent, Pending, Failed int
+	// Attempts is the most any chunk has been tried; LastError is the
+	// newest error of a chunk not sent.
+	Attempts  int
+	LastError string
+}
+
+// NoteDeliveries reports the delivery of the notes queued under keys (a
+// cron run's, one per target), from the outbox rows that carry them.
+func (s *Store) NoteDeliveries(ctx context.Context, keys []string) (NoteDelivery, error) {
+	var d NoteDelivery
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		for _, key := range keys {
+			var chunks, sent, failed int
+			for i := 0; ; i++ {
+				var status, lastErr string
+				var attempts int
+				err := q.QueryRowContext(ctx, noteChunkQuery, fmt.Sprintf("%s:%d", key, i)).Scan(&status, &attempts, &lastErr)
+				if errors.Is(err, sql.ErrNoRows) {
+					break
+				}
+				if err != nil {
+					return err
+				}
+				chunks++
+				d.Attempts = max(d.Attempts, attempts)
+				switch status {
+				case "sent":
+					sent++
+				case "failed":
+					failed++
+				}
+				if status != "sent" && lastErr != "" {
+					d.LastError = lastErr
+				}
+			}
+			switch {
+			case chunks == 0:
+				continue
+			case failed > 0:
+				d.Failed++
+			case sent == chunks:
+				d.Sent++
+			default:
+				d.Pending++
+			}
+			d.Notes++
+		}
+		return nil
+	})
+	if err != nil {
+		return NoteDelivery{}, fmt.Errorf("read the delivery of notes: %w", err)
+	}
+	return d, nil
+}

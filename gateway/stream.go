@@ -39,10 +39,10 @@ type streamer struct {
 // startStream starts streaming the reply to in, or returns nil when its
 // channel doesn't stream.
 func (g *Gateway) startStream(ctx context.Context, in adapters.Inbound) *streamer {
-	if g.opts.Stream == nil {
+	if !g.opts.Channels.Streams(in.Adapter) {
 		return nil
 	}
-	ad, ok := g.opts.Stream(in.Adapter)
+	ad, ok := g.opts.Channels.Adapter(in.Adapter)
 	if !ok {
 		return nil
 	}

@@ -92,3 +92,8 @@ func RetryAfter(err error) time.Duration {
 	}
 	return 0
 }
+
+// ErrNotConfigured is wrapped when a model's provider has no API key (nor a
+// base_url) in the config: the turn fails and the chat is told the
+// assistant isn't configured, rather than answered by another model.
+var ErrNotConfigured = errors.New("the model's provider is not configured")

@@ -13,10 +13,12 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/textcut"
+	"github.com/parleyd/parley/tools"
 )
 
 // EventContextCompacted is published after a compaction commits.
-const EventContextCompacted events.Type = "context_compacted" // Data: ContextCompacted
+const EventContextCompacted events.Type = "context.compacted" // Data: ContextCompacted
 
 // Compaction limits.
 const (
@@ -43,7 +45,7 @@ const (
 	flushMaxSteps    = 4
 )
 
-// ContextCompacted is the data of a context_compacted event.
+// ContextCompacted is the data of a context.compacted event.
 type ContextCompacted struct {
 	SessionID sessions.ID
 	// SummaryID is the summary message, and the compaction id of what it
@@ -164,10 +166,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 		Tx: func(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
 			if c.opts.Memory != nil {
 				// A summary over the item limit is indexed in part rather than not at all.
-				indexed := m.Content
-				if r := []rune(indexed); len(r) > MaxSummaryRunes {
-					indexed = string(r[:MaxSummaryRunes])
-				}
+				indexed := textcut.Runes(m.Content, MaxSummaryRunes, "")
 				if _, err := c.opts.Memory.SummaryTx(ctx, q, scope, Summary{SessionID: id, MessageID: m.ID, Content: indexed}); err != nil {
 					return err
 				}
@@ -229,7 +228,7 @@ func (c *Compactor) flush(ctx context.Context, req agent.CompactionRequest) (age
 	var saved atomic.Int64
 	write := WriteTool(c.opts.Memory)
 	run := write.Run
-	write.Run = func(ctx context.Context, call agent.Call) (string, error) {
+	write.Run = func(ctx context.Context, call tools.Call) (string, error) {
 		out, err := run(ctx, call)
 		if err == nil {
 			saved.Add(1)
@@ -237,7 +236,7 @@ func (c *Compactor) flush(ctx context.Context, req agent.CompactionRequest) (age
 		return out, err
 	}
 	temp := flushTemperature
-	res, err := req.Side(ctx, agent.SideTurn{Name: FlushTurnName, Prompt: FlushPrompt, Tools: []agent.Tool{write},
+	res, err := req.Side(ctx, agent.SideTurn{Name: FlushTurnName, Prompt: FlushPrompt, Tools: []tools.Tool{write},
 		Temperature: &temp, MaxTokens: flushMaxTokens, MaxSteps: flushMaxSteps})
 	return res, int(saved.Load()), err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // seedLiveQuery stores n live messages of a session in one statement.
@@ -59,7 +60,7 @@ func benchCompaction(b *testing.B, db *dbutil.DB, n int) {
 		return llm.Response{Text: "done"}, nil
 	}))
 	models := func(string) (llm.Model, error) { return model, nil }
-	r := agent.New(agent.Options{Store: store, Models: models, DefaultModel: "echo", Tools: agent.NewRegistry(), Now: c.Now,
+	r := agent.New(agent.Options{Store: store, Models: models, DefaultModel: "echo", Tools: tools.NewRegistry(), Now: c.Now,
 		Compactor: NewCompactor(CompactorOptions{Sessions: store, Memory: mem, Models: models, Now: c.Now})})
 	cfg := agent.AgentConfig{ID: "bench", Prompt: "You are a benchmark.", Model: "echo", MaxContextTokens: 128_000, MaxOutputTokens: 4096}
 	text := strings.Repeat("what the user and the agent talk about ", 5)

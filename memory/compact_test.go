@@ -20,6 +20,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 const testSummary = "## Goal\nPlan the teal garden party.\n## Progress\nGuest list drafted.\n## Decisions\nSaturday afternoon.\n## Next steps\nSend the invitations."
@@ -121,13 +122,13 @@ func newCompactEnv(t *testing.T, open dbtest.Opener) *compactEnv {
 			return nil
 		}}})
 	e.rec = &recorder{c: e.comp, store: e.store}
-	tools := agent.NewRegistry()
+	reg := tools.NewRegistry()
 	for _, tool := range Tools(e.mem) {
-		if err := tools.Register(tool); err != nil {
+		if err := reg.Register(tool); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.runner = agent.New(agent.Options{Store: e.store, Models: models, DefaultModel: "echo", Tools: tools, Bus: e.bus, Log: log,
+	e.runner = agent.New(agent.Options{Store: e.store, Models: models, DefaultModel: "echo", Tools: reg, Bus: e.bus, Log: log,
 		Now: c.Now, Compactor: e.rec, ContextWindow: func(spec string) int { return testWindows[spec] },
 		Retry: llm.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}})
 	// A window of 4000 tokens: compaction at 70%, 2800 tokens, about a

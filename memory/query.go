@@ -3,7 +3,8 @@ package memory
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/parleyd/parley/textcut"
 )
 
 // A search query is plain words. Whatever the caller typed (quotes, -, *,
@@ -37,7 +38,7 @@ func parseQuery(text string) query {
 		if len(q.terms) == maxQueryTerms {
 			break
 		}
-		w = strings.ToLower(truncateRunes(w, maxTermRunes))
+		w = strings.ToLower(textcut.Runes(w, maxTermRunes, ""))
 		if !seen[w] {
 			seen[w] = true
 			q.terms = append(q.terms, w)
@@ -50,7 +51,7 @@ func parseQuery(text string) query {
 		if strings.IndexFunc(c, isWordRune) < 0 {
 			continue
 		}
-		c = truncateRunes(c, maxTermRunes)
+		c = textcut.Runes(c, maxTermRunes, "")
 		if !seen[c] {
 			seen[c] = true
 			q.chunks = append(q.chunks, c)
@@ -65,13 +66,6 @@ func (q query) empty() bool { return len(q.terms) == 0 }
 // and private-use code points.
 func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
-}
-
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
 
 // fts5 is the FTS5 MATCH expression for the terms in one scope: the scope

@@ -65,19 +65,34 @@ func ScopeOf(k sessions.Key) Scope {
 	return s
 }
 
-// trimFireTime turns a cron or webhook surface id, "<id>:<unix ms>", into
-// the job or hook id.
+// trimFireTime turns a cron or webhook surface id into the job or hook id:
+// a cron run's is "<job id>:<unix ms>", a webhook delivery's
+// "<hook id>:<unix ms>-<hex>" (the suffix keeps two deliveries in one
+// millisecond apart), so each delivery's random part stays out of the
+// scope and a hook's deliveries share one, as a job's runs do.
 func trimFireTime(id string) string {
 	i := strings.LastIndex(id, ":")
 	if i < 0 {
 		return id
 	}
-	for _, c := range id[i+1:] {
-		if c < '0' || c > '9' {
-			return id
-		}
+	ms, suffix, hasSuffix := strings.Cut(id[i+1:], "-")
+	if !allIn(ms, "0123456789") || (hasSuffix && !allIn(suffix, "0123456789abcdef")) {
+		return id
 	}
 	return id[:i]
+}
+
+// allIn reports whether s is not empty and has only bytes of set.
+func allIn(s, set string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(set, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate says what is wrong with a scope, or returns nil.

@@ -72,6 +72,11 @@ func transcript(msgs []sessions.Message) []entry {
 			b.WriteString("Earlier summary:\n" + m.Content)
 		case m.Role == sessions.RoleUser:
 			b.WriteString("User: " + m.Content)
+			for _, p := range m.Parts {
+				if _, ok := p.File(); ok {
+					fmt.Fprintf(&b, "\n[sent the file %s, %s]", p.Name, p.MediaType)
+				}
+			}
 		case m.Role == sessions.RoleAssistant:
 			b.WriteString("Assistant: " + m.Content)
 			for _, c := range m.ToolCalls {

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/textcut"
+	"github.com/parleyd/parley/tools"
 )
 
 // Tool names.
@@ -52,23 +52,23 @@ var searchSchema = json.RawMessage(fmt.Sprintf(`{
 // Tools returns memory_write and memory_search on store. Each call works in
 // the scope of the calling session, ScopeOf(call.Key): a tool can't name
 // another scope.
-func Tools(store *Store) []agent.Tool {
-	return []agent.Tool{WriteTool(store), SearchTool(store)}
+func Tools(store *Store) []tools.Tool {
+	return []tools.Tool{WriteTool(store), SearchTool(store)}
 }
 
 // WriteTool is memory_write: store a memory in the session's scope.
-func WriteTool(store *Store) agent.Tool {
-	return agent.Tool{
+func WriteTool(store *Store) tools.Tool {
+	return tools.Tool{
 		Name: WriteToolName,
 		Description: "Save a fact to long-term memory, so it can be found in later conversations with this user " +
 			"(or this group) with memory_search. Save durable things: preferences, names, decisions, commitments.",
 		Schema: writeSchema,
-		Run: func(ctx context.Context, call agent.Call) (string, error) {
+		Run: func(ctx context.Context, call tools.Call) (string, error) {
 			var args struct {
 				Content *string  `json:"content"`
 				Tags    []string `json:"tags"`
 			}
-			if err := decodeArgs(call.Arguments, &args); err != nil {
+			if err := tools.Decode(call.Arguments, &args); err != nil {
 				return "", fmt.Errorf(`%s: %w; pass {"content": "...", "tags": ["..."]}`, WriteToolName, err)
 			}
 			if args.Content == nil {
@@ -89,18 +89,18 @@ func WriteTool(store *Store) agent.Tool {
 
 // SearchTool is memory_search: find memories and compaction summaries in
 // the session's scope.
-func SearchTool(store *Store) agent.Tool {
-	return agent.Tool{
+func SearchTool(store *Store) tools.Tool {
+	return tools.Tool{
 		Name: SearchToolName,
 		Description: "Search long-term memory (facts saved with memory_write and summaries of earlier " +
 			"conversation) of this user or group. Returns the best matches first, with where each came from.",
 		Schema: searchSchema,
-		Run: func(ctx context.Context, call agent.Call) (string, error) {
+		Run: func(ctx context.Context, call tools.Call) (string, error) {
 			var args struct {
 				Query *string `json:"query"`
 				Limit *int    `json:"limit"`
 			}
-			if err := decodeArgs(call.Arguments, &args); err != nil {
+			if err := tools.Decode(call.Arguments, &args); err != nil {
 				return "", fmt.Errorf(`%s: %w; pass {"query": "...", "limit": %d}`, SearchToolName, err, DefaultSearchLimit)
 			}
 			if args.Query == nil || strings.TrimSpace(*args.Query) == "" {
@@ -142,36 +142,6 @@ func toolError(ctx context.Context, store *Store, tool string, err error) error 
 	return fmt.Errorf("%s: the memory store failed; try again later", tool)
 }
 
-// decodeArgs reads a tool's arguments strictly: unknown fields and wrong
-// types are errors the model can act on.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("%s must be %s, not a JSON %s", te.Field, jsonTypeName(te.Type.Kind().String()), te.Value)
-		}
-		return fmt.Errorf("arguments are not a valid object: %v", err)
-	}
-	return nil
-}
-
-func jsonTypeName(kind string) string {
-	switch kind {
-	case "int", "int64":
-		return "a whole number"
-	case "slice":
-		return "a list of strings"
-	case "ptr", "string":
-		return "a string"
-	}
-	return "a different type"
-}
-
 func formatResults(q string, results []Result) string {
 	if len(results) == 0 {
 		return fmt.Sprintf("No memories match %q.", q)
@@ -190,7 +160,7 @@ func formatResults(q string, results []Result) string {
 		fmt.Fprintf(&b, " (id %s)\n", r.ID)
 		content := r.Content
 		if n := utf8.RuneCountInString(content); n > maxHitRunes {
-			content = string([]rune(content)[:maxHitRunes]) + fmt.Sprintf(" [… %d more characters]", n-maxHitRunes)
+			content = textcut.Runes(content, maxHitRunes, fmt.Sprintf(" [… %d more characters]", n-maxHitRunes))
 		}
 		b.WriteString("   " + strings.ReplaceAll(content, "\n", "\n   ") + "\n")
 		if len(r.Tags) > 0 {

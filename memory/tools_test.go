@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
-func call(t *testing.T, tool agent.Tool, key sessions.Key, session sessions.ID, args string) (string, error) {
+func call(t *testing.T, tool tools.Tool, key sessions.Key, session sessions.ID, args string) (string, error) {
 	t.Helper()
-	return tool.Run(context.Background(), agent.Call{SessionID: session, Key: key, ID: "call-1", Arguments: json.RawMessage(args)})
+	return tool.Run(context.Background(), tools.Call{SessionID: session, Key: key, ID: "call-1", Arguments: json.RawMessage(args)})
 }
 
 func TestToolsRegister(t *testing.T) {
-	r := agent.NewRegistry()
+	r := tools.NewRegistry()
 	for _, tool := range Tools(NewStore(nil, nopIndex{})) {
 		if err := r.Register(tool); err != nil {
 			t.Fatalf("register %s: %v", tool.Name, err)
@@ -94,7 +94,7 @@ func TestToolsRejectBadArguments(t *testing.T) {
 	s := builtinStore(t, dbtest.SQLite(t), newClock())
 	write, search := WriteTool(s), SearchTool(s)
 	for _, tc := range []struct {
-		tool agent.Tool
+		tool tools.Tool
 		args string
 		want string
 	}{

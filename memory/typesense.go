@@ -17,6 +17,8 @@ import (
 	"github.com/typesense/typesense-go/v3/typesense"
 	"github.com/typesense/typesense-go/v3/typesense/api"
 	"github.com/typesense/typesense-go/v3/typesense/api/pointer"
+
+	"github.com/parleyd/parley/textcut"
 )
 
 // DefaultTypesenseCollection is the collection used when none is configured.
@@ -342,9 +344,7 @@ func (t *Typesense) fail(op string, err error) error {
 	case errors.As(err, &he):
 		// Scrub before cutting, so no part of the key survives a cut.
 		body := strings.TrimSpace(t.scrub(string(he.Body)))
-		if len(body) > maxErrorBody {
-			body = strings.ToValidUTF8(body[:maxErrorBody], "") + "..."
-		}
+		body = textcut.Bytes(body, maxErrorBody, "...")
 		msg = fmt.Sprintf("answered %d: %s", he.Status, body)
 		switch {
 		case he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden:

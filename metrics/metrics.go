@@ -68,6 +68,7 @@ type Metrics struct {
 	outboxReclaimed prometheus.Counter
 	webhooks        *prometheus.CounterVec // status
 	cronRuns        *prometheus.CounterVec // status
+	webhookRefused  *prometheus.CounterVec // hook, reason
 
 	queue, lanes atomic.Pointer[func() int]
 
@@ -114,6 +115,8 @@ func New() *Metrics {
 		"Webhook deliveries, by status.", "status")
 	m.cronRuns = f.counterVec("parley_cron_runs_total",
 		"Cron job runs, by status.", "status")
+	m.webhookRefused = f.counterVec("parley_webhook_refused_total",
+		"Webhook requests refused, by hook id (unknown for a path naming no hook) and reason (the error code answered: unauthorized, stale, not_found, body_too_large, ...).", "hook", "reason")
 
 	// Series of known enums exist from the start, so rate() sees their
 	// first increment.
@@ -226,4 +229,10 @@ func (f factory) histogramVec(name, help string, buckets []float64, labels ...st
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	f.reg.MustRegister(h)
 	return h
+}
+
+// WebhookRefused counts a refused webhook request: the hook it named ("" for
+// none that exists) and the reason, the error code it was answered with.
+func (m *Metrics) WebhookRefused(hook, reason string) {
+	m.webhookRefused.WithLabelValues(label(hook), label(reason)).Inc()
 }

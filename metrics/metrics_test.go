@@ -26,6 +26,9 @@ func TestPlainCounters(t *testing.T) {
 	m.CronRun("ok")
 	m.CronRun("timeout")
 	m.CronRun(secretText)
+	m.WebhookRefused("ci", "stale")
+	m.WebhookRefused("ci", "stale")
+	m.WebhookRefused("", "not_found")
 	var queue atomic.Int64
 	queue.Store(7)
 	m.SetQueue(func() int { return int(queue.Load()) })
@@ -48,6 +51,8 @@ func TestPlainCounters(t *testing.T) {
 		`parley_cron_runs_total{status="ok"} 1`,
 		`parley_cron_runs_total{status="timeout"} 1`,
 		`parley_cron_runs_total{status="other"} 1`,
+		`parley_webhook_refused_total{hook="ci",reason="stale"} 2`,
+		`parley_webhook_refused_total{hook="unknown",reason="not_found"} 1`,
 		`parley_queue_depth 7`,
 		`parley_active_lanes 3`,
 	)

@@ -154,3 +154,13 @@ func Latest(d dbutil.Dialect) (int64, error) {
 	}
 	return latest, nil
 }
+
+// Count is how many migrations this binary ships for d: a fresh install
+// applies that many. Numbers are handed out ahead, so it may be below Latest.
+func Count(d dbutil.Dialect) (int, error) {
+	entries, err := fs.ReadDir(files, string(d))
+	if err != nil {
+		return 0, fmt.Errorf("migrations for %s: %w", d, err)
+	}
+	return len(entries), nil
+}

@@ -28,12 +28,21 @@ func TestFreshInstallMatchesStepwiseUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n < 2 || int64(n) != latest {
-				t.Fatalf("fresh install applied %d migrations, want all %d (and at least 2, so the upgrade path is exercised)", n, latest)
+			// Numbers are handed out ahead, so the files may have gaps.
+			sources, err := migrations.Provider(fresh, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var versions []int64
+			for _, src := range sources.ListSources() {
+				versions = append(versions, src.Version)
+			}
+			if n < 2 || n != len(versions) || versions[len(versions)-1] != latest {
+				t.Fatalf("fresh install applied %d migrations, want all %d up to %d (and at least 2, so the upgrade path is exercised)", n, len(versions), latest)
 			}
 
 			stepwise := e.Raw(t)
-			for v := int64(1); v <= latest; v++ {
+			for _, v := range versions {
 				// A new provider per step, as each release's binary would make.
 				p, err := migrations.Provider(stepwise, nil)
 				if err != nil {

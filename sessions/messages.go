@@ -186,6 +186,11 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 			// The id is taken: undo the seq this claimed.
 			return errAppended
 		}
+		for _, hook := range s.appendHooks {
+			if err := hook(ctx, tx, m); err != nil {
+				return fmt.Errorf("append message to session %s: %w", id, err)
+			}
+		}
 		return nil
 	})
 	if errors.Is(err, errAppended) {

@@ -51,6 +51,8 @@ type SQLStore struct {
 	history *historyCache
 	// actives remembers conversations' active sessions; nil when off.
 	actives *activeCache
+	// appendHooks run in each Append's transaction.
+	appendHooks []AppendHook
 }
 
 var _ Store = (*SQLStore)(nil)

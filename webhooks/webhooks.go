@@ -25,12 +25,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/textcut"
 )
 
 // AdapterID is the adapter webhook deliveries arrive on and replies return to.
@@ -76,19 +78,25 @@ type txSink interface {
 // errRepeat means the delivery key was seen before.
 var errRepeat = errors.New("a repeated delivery")
 
-// Notifier sends a reply to a notify target, "<adapter id>:<chat id>".
-type Notifier func(ctx context.Context, target, text, hookID string) error
+// Notifier sends a reply to a notify target, "<adapter id>:<chat id>",
+// under an idempotency key: a note sent again under the same key (the
+// outbox's retry of Send) goes out once.
+type Notifier func(ctx context.Context, target, text, key string) error
 
 // Options configure a Server.
 type Options struct {
 	// OnDelivery, if set, hears of each delivery's status as it is set:
 	// accepted, answered or failed (metrics).
 	OnDelivery func(status string)
-	Hooks      []config.Hook
-	DB         *dbutil.DB
-	Notify     Notifier
-	Log        *slog.Logger
-	Now        func() time.Time
+	// OnRefused, if set, hears of each refused request: the hook it named
+	// ("" when no hook has that id) and the reason, the error code it was
+	// answered with (unauthorized, stale, not_found, body_too_large...).
+	OnRefused func(hook, reason string)
+	Hooks     []config.Hook
+	DB        *dbutil.DB
+	Notify    Notifier
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Server is the webhook endpoint and the "webhook" adapter.
@@ -147,6 +155,9 @@ func fail(status int, code, format string, args ...any) *apiError {
 // ServeHTTP handles POST /hooks/{id}.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, body := s.handle(r)
+	if status >= 400 && status < 500 {
+		s.refused(r, status, body)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -175,6 +186,9 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 	if e := s.authenticate(hook, r.Header, body); e != nil {
 		return errorBody(e)
 	}
+	if e := checkDeliveryKey(r.Header); e != nil {
+		return errorBody(e)
+	}
 	var payload any
 	if err := json.Unmarshal(body, &payload); err != nil {
 		return errorBody(fail(http.StatusBadRequest, "bad_json", "the body is not JSON: %v", err))
@@ -184,6 +198,27 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 		return errorBody(fail(http.StatusBadRequest, "template_failed", "the payload doesn't fit the hook's prompt template: %v", err))
 	}
 	return s.deliver(r.Context(), hook, deliveryKey(r.Header), prompt.String())
+}
+
+// refused logs a refused request, at warn, without its body (which may be
+// anyone's), and counts it by hook and reason.
+func (s *Server) refused(r *http.Request, status int, body []byte) {
+	var e struct {
+		Error apiError `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	hook := r.PathValue("id")
+	if hook == "" {
+		hook = strings.TrimPrefix(r.URL.Path, "/hooks/")
+	}
+	if _, ok := s.hooks[hook]; !ok {
+		hook = "" // the path is the sender's: only a hook's id is logged or counted
+	}
+	s.opts.Log.WarnContext(r.Context(), "webhook request refused", "hook", hook, "reason", e.Error.Code, "status", status,
+		"remote_addr", r.RemoteAddr, "content_length", r.ContentLength)
+	if s.opts.OnRefused != nil {
+		s.opts.OnRefused(hook, e.Error.Code)
+	}
 }
 
 func errorBody(e *apiError) (int, []byte) {
@@ -248,13 +283,28 @@ func Sign(secret string, ts time.Time, body []byte) (timestamp, signature string
 	return timestamp, "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-func deliveryKey(h http.Header) string {
-	for _, k := range []string{"X-Parley-Delivery", "X-GitHub-Delivery", "Idempotency-Key"} {
+// deliveryKeyHeaders name a delivery, the first one set counting.
+var deliveryKeyHeaders = []string{"X-Parley-Delivery", "X-GitHub-Delivery", "Idempotency-Key"}
+
+// checkDeliveryKey refuses a delivery id that is not UTF-8 text: no engine
+// would store it alike (PostgreSQL refuses it), and a retry would meet the
+// same error forever.
+func checkDeliveryKey(h http.Header) *apiError {
+	for _, k := range deliveryKeyHeaders {
 		if v := strings.TrimSpace(h.Get(k)); v != "" {
-			if len(v) > 200 {
-				v = v[:200]
+			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+				return fail(http.StatusBadRequest, "bad_delivery_id", "%s is not UTF-8 text; send an ASCII or UTF-8 id", k)
 			}
-			return v
+			return nil
+		}
+	}
+	return nil
+}
+
+func deliveryKey(h http.Header) string {
+	for _, k := range deliveryKeyHeaders {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			return textcut.Bytes(v, 200, "")
 		}
 	}
 	return ""
@@ -383,23 +433,29 @@ func (s *Server) repeat(ctx context.Context, h config.Hook, key string) (int, []
 }
 
 // Send takes a delivery's reply from the outbox: it records it, answers a
-// waiting sync request and sends it to the hook's notify targets.
+// waiting sync request and sends it to the hook's notify targets. Each
+// note is keyed by the reply (the outbox's key) and its target, so a
+// retried Send queues none twice; a note that fails to queue fails Send,
+// and the outbox retries it.
 func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
 	hookID, _, _ := strings.Cut(out.ChatID, ":")
-	if _, err := s.opts.DB.Write().ExecContext(ctx, answeredQuery, "webhook:"+out.ChatID, "answered", out.Text, "", dbutil.Millis(s.opts.Now())); err != nil {
+	res, err := s.opts.DB.Write().ExecContext(ctx, answeredQuery, "webhook:"+out.ChatID, "answered", out.Text, "", dbutil.Millis(s.opts.Now()))
+	if err != nil {
 		return adapters.Sent{}, fmt.Errorf("record the reply of webhook %s: %w", hookID, err)
 	}
-	if s.opts.OnDelivery != nil {
+	if n, _ := res.RowsAffected(); n > 0 && s.opts.OnDelivery != nil {
 		s.opts.OnDelivery("answered")
 	}
+	var errs []error
 	if h, ok := s.hooks[hookID]; ok && s.opts.Notify != nil {
 		for _, target := range h.Notify {
-			if err := s.opts.Notify(ctx, target, out.Text, hookID); err != nil {
-				s.opts.Log.WarnContext(ctx, "notify a webhook's target", "hook", hookID, "target", target, "error", err)
+			if err := s.opts.Notify(ctx, target, out.Text, NoteKey(out, target)); err != nil {
+				s.opts.Log.WarnContext(ctx, "notify a webhook's target; the reply is sent again", "hook", hookID, "target", target, "error", err)
+				errs = append(errs, fmt.Errorf("notify %s of webhook %s: %w", target, hookID, err))
 			}
 		}
 	}
-	// A sync request is answered once the targets have it.
+	// A sync request is answered once the targets have it, or failed to.
 	s.mu.Lock()
 	wait := s.waiters[out.ChatID]
 	s.mu.Unlock()
@@ -409,7 +465,22 @@ func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent
 		default:
 		}
 	}
+	if len(errs) > 0 {
+		return adapters.Sent{}, errors.Join(errs...)
+	}
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
+}
+
+// NoteKey is the idempotency key of the note a delivery's reply makes for
+// one target: the reply's outbox key (its delivery's message and chunk),
+// or, for a reply without one, its delivery's chat id and text.
+func NoteKey(out adapters.Outbound, target string) string {
+	key := out.IdempotencyKey
+	if key == "" {
+		sum := sha256.Sum256([]byte(out.Text))
+		key = out.ChatID + ":" + hex.EncodeToString(sum[:8])
+	}
+	return "webhook:" + key + ":" + target
 }
 
 // Delivery is one recorded webhook delivery.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,10 +18,11 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
-const secret = "0123456789abcdef-secret"
+const secret = "0123456789abcdef0123456789abcdef-secret"
 
 // sink stands in for the gateway; with answer set, it replies at once
 // through Send, as the outbox would.
@@ -61,13 +63,19 @@ type notice struct{ target, text string }
 
 func setup(t testing.TB, hooks string, answer string) (*Server, *sink, *httptest.Server, func() []notice) {
 	t.Helper()
+	return setupOn(t, dbtest.SQLite(t), hooks, answer)
+}
+
+// setupOn is setup on the database db.
+func setupOn(t testing.TB, db *dbutil.DB, hooks string, answer string) (*Server, *sink, *httptest.Server, func() []notice) {
+	t.Helper()
 	c, err := config.Parse([]byte(hooks), "parley.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var notices []notice
-	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, text, _ string) error {
+	srv := New(Options{Hooks: c.Hooks, DB: db, Notify: func(_ context.Context, target, text, _ string) error {
 		mu.Lock()
 		notices = append(notices, notice{target, text})
 		mu.Unlock()
@@ -87,7 +95,7 @@ func setup(t testing.TB, hooks string, answer string) (*Server, *sink, *httptest
 	}
 }
 
-const hmacHook = "hooks:\n  - id: ci\n    auth: hmac\n    secret: " + secret + "\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg-main:42\"]\n"
+const hmacHook = "adapters:\n  - id: tg-main\n    type: telegram\nhooks:\n  - id: ci\n    auth: hmac\n    secret: " + secret + "\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg-main:42\"]\n"
 
 func post(t testing.TB, url string, body []byte, hdr map[string]string) (int, map[string]any) {
 	t.Helper()
@@ -192,9 +200,17 @@ func githubSig(body []byte) string {
 // A repeated delivery id gets the first response, and starts nothing.
 func TestDuplicateDelivery(t *testing.T) {
 	_, k, hs, _ := setup(t, hmacHook, "")
+	deliverTwice(t, hs, k, "X-GitHub-Delivery", "abc-123")
+}
+
+// deliverTwice sends one delivery twice under the delivery key header: both
+// are accepted, the repeat gets the first's delivery id, and one delivery
+// starts.
+func deliverTwice(t *testing.T, hs *httptest.Server, k *sink, header, key string) {
+	t.Helper()
 	body := []byte(`{"repo":"parley"}`)
 	hdr := signed(body, time.Now())
-	hdr["X-GitHub-Delivery"] = "abc-123"
+	hdr[header] = key
 	s1, first := post(t, hs.URL+"/hooks/ci", body, hdr)
 	s2, second := post(t, hs.URL+"/hooks/ci", body, hdr)
 	if s1 != 202 || s2 != 202 || first["delivery_id"] != second["delivery_id"] || first["delivery_id"] == nil {
@@ -203,6 +219,16 @@ func TestDuplicateDelivery(t *testing.T) {
 	if n := len(k.delivered()); n != 1 {
 		t.Fatalf("%d deliveries started", n)
 	}
+}
+
+// A delivery key longer than parley keeps is cut on a character boundary:
+// cut mid-character, PostgreSQL refused to store it and the delivery failed.
+func TestLongDeliveryKeyIsCutWhole(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		_, k, hs, _ := setupOn(t, open(t), hmacHook, "")
+		// é spans bytes 199 and 200.
+		deliverTwice(t, hs, k, "Idempotency-Key", strings.Repeat("k", 199)+"é and more")
+	})
 }
 
 // A delivery the gateway couldn't take is answered 503, and the same
@@ -272,4 +298,125 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("the response is not JSON: %q", rr.Body.String())
 		}
 	})
+}
+
+// A note that fails to queue fails Send, so the outbox sends the reply
+// again; the retry notifies under the same key, and a target that already
+// has the note is not given it twice by the notifier.
+func TestNotifyFailureIsRetried(t *testing.T) {
+	c, err := config.Parse([]byte(hmacHook), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	fail := true
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, _, key string) error {
+		keys = append(keys, key)
+		if fail {
+			fail = false
+			return errors.New("database is locked")
+		}
+		return nil
+	}})
+	out := adapters.Outbound{Adapter: AdapterID, ChatID: "ci:1700000000000-abcdef", Text: "red build", IdempotencyKey: "0193-inbound:0"}
+	if _, err := srv.Send(context.Background(), out); err == nil || !strings.Contains(err.Error(), "tg-main:42") {
+		t.Fatalf("first send: %v, want the failed notify's error", err)
+	}
+	if _, err := srv.Send(context.Background(), out); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || !strings.Contains(keys[0], "0193-inbound:0") {
+		t.Fatalf("notify keys %q: want one key, the reply's, twice", keys)
+	}
+	// Another reply chunk, or another target, is another note.
+	if k := NoteKey(adapters.Outbound{ChatID: out.ChatID, IdempotencyKey: "0193-inbound:1"}, "tg-main:42"); k == keys[0] {
+		t.Fatalf("chunk 1 shares chunk 0's key %q", k)
+	}
+	if k := NoteKey(out, "tg-main:43"); k == keys[0] {
+		t.Fatalf("another target shares the key %q", k)
+	}
+}
+
+// A refused request is logged at warn, without its body, and counted by
+// hook and reason; an accepted one is neither.
+func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
+	c, err := config.Parse([]byte(hmacHook), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	var mu sync.Mutex
+	var refused []string
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		OnRefused: func(hook, reason string) {
+			mu.Lock()
+			refused = append(refused, hook+"/"+reason)
+			mu.Unlock()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Start(ctx, &sink{srv: srv}) }()
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/{id}", srv)
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	body := []byte(`{"repo":"BODY-MARKER"}`)
+	bad := signed(body, time.Now())
+	bad["X-Parley-Signature"] = "sha256=" + strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		hdr        map[string]string
+		want       string
+	}{
+		{"bad signature", "/hooks/ci", body, bad, "ci/unauthorized"},
+		{"stale", "/hooks/ci", body, signed(body, time.Now().Add(-10*time.Minute)), "ci/stale"},
+		{"unknown hook", "/hooks/BODY-MARKER-hook", body, signed(body, time.Now()), "/not_found"},
+		{"too large", "/hooks/ci", bytes.Repeat([]byte("BODY-MARKER "), MaxBody/10), nil, "ci/body_too_large"},
+		{"accepted", "/hooks/ci", body, signed(body, time.Now()), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			before := len(refused)
+			mu.Unlock()
+			post(t, hs.URL+tc.path, tc.body, tc.hdr)
+			mu.Lock()
+			got := append([]string(nil), refused[before:]...)
+			mu.Unlock()
+			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+				t.Fatalf("counted %q, want %q", got, tc.want)
+			}
+		})
+	}
+	out := logs.String()
+	if n := strings.Count(out, `"msg":"webhook request refused"`); n != 4 || !strings.Contains(out, `"level":"WARN"`) {
+		t.Fatalf("%d refusals logged at warn, want 4:\n%s", n, out)
+	}
+	for _, reason := range []string{"unauthorized", "stale", "not_found", "body_too_large"} {
+		if !strings.Contains(out, `"reason":"`+reason+`"`) {
+			t.Fatalf("no refusal logged with reason %s:\n%s", reason, out)
+		}
+	}
+	if strings.Contains(out, "BODY-MARKER") {
+		t.Fatalf("a request's body or path reached the log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

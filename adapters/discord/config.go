@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 // Config is a Discord adapter's own section of the config file.
@@ -22,7 +22,7 @@ import (
 type Config struct {
 	// Token is the bot token from the Discord developer portal (Bot →
 	// Reset Token); a leading "Bot " is accepted and dropped.
-	Token config.Secret `yaml:"token"`
+	Token secret.String `yaml:"token"`
 	// APIURL replaces https://discord.com for REST calls, keeping the
 	// /api/v9/... path: a REST proxy, or a fake in tests, e.g.
 	// http://127.0.0.1:8080. Empty means Discord itself.
@@ -43,7 +43,7 @@ type Config struct {
 // Its token is an exported field so fmt reaches Secret's redacting
 // methods (it can't call them through unexported fields).
 type settings struct {
-	Token      config.Secret // without "Bot "
+	Token      secret.String // without "Bot "
 	api        *url.URL      // nil: Discord's own
 	gateway    string        // "": ask GET /gateway
 	shardID    int
@@ -71,7 +71,7 @@ func parseConfig(decode adapters.Decoder) (settings, error) {
 	if tok == "" {
 		return settings{}, fmt.Errorf("%w: token is empty; set token to the bot token from the Discord developer portal (your application → Bot → Reset Token), e.g. token: ${DISCORD_BOT_TOKEN}", adapters.ErrNoCredentials)
 	}
-	s := settings{Token: config.Secret(tok), shardID: c.ShardID, shardCount: c.ShardCount}
+	s := settings{Token: secret.String(tok), shardID: c.ShardID, shardCount: c.ShardCount}
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 

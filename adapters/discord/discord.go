@@ -23,7 +23,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 func init() { adapters.Register("discord", New) }
@@ -44,7 +44,7 @@ const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | disco
 type Adapter struct {
 	id    adapters.ID
 	log   *slog.Logger
-	token config.Secret // set.Token, for redacting
+	token secret.String // set.Token, for redacting
 	set   settings
 	s     *discordgo.Session
 	tr    *transport

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 // ErrUnauthorized means the gateway refused the bot token (close code
@@ -53,7 +53,7 @@ func sessionGone(err error) bool {
 
 // redact returns err with the token taken out of its text, in case a
 // library put it there. The result does not unwrap to err.
-func redact(err error, token config.Secret) error {
+func redact(err error, token secret.String) error {
 	if err == nil {
 		return nil
 	}

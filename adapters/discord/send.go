@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/textcut"
 )
 
 // createMessage is the body of POST /channels/{id}/messages. discordgo's
@@ -76,7 +77,7 @@ func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sen
 	}
 	var m discordgo.Message
 	if err := json.Unmarshal(resp, &m); err != nil || m.ID == "" {
-		return adapters.Sent{}, fmt.Errorf("discord send message: the reply has no message id: %s", truncate(string(resp), 200))
+		return adapters.Sent{}, fmt.Errorf("discord send message: the reply has no message id: %s", textcut.Bytes(string(resp), 200, "…"))
 	}
 	return adapters.Sent{MessageID: m.ID}, nil
 }
@@ -186,7 +187,7 @@ func (a *Adapter) apiError(op string, err error) error {
 		if re.Message != nil {
 			e.Code, e.Message = re.Message.Code, re.Message.Message
 		} else {
-			e.Message = truncate(string(re.ResponseBody), 200)
+			e.Message = textcut.Bytes(string(re.ResponseBody), 200, "…")
 		}
 		e.Message = redactString(e.Message, a.token.Reveal())
 		return e
@@ -195,14 +196,4 @@ func (a *Adapter) apiError(op string, err error) error {
 		return fmt.Errorf("discord %s: %w", op, err)
 	}
 	return fmt.Errorf("discord %s: %w", op, redact(err, a.token))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -13,7 +13,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 // requestTimeout bounds a Bot API call other than a long poll when the
@@ -28,7 +28,7 @@ type api struct {
 	redactor *strings.Replacer
 }
 
-func newAPI(token config.Secret, endpoint string, client *http.Client) *api {
+func newAPI(token secret.String, endpoint string, client *http.Client) *api {
 	// BotAPI is built by hand: the library's constructors call getMe with
 	// no way to cancel, and Start does that itself.
 	bot := &tgbotapi.BotAPI{Token: token.Reveal(), Client: client}
@@ -47,12 +47,12 @@ func newTransport() *http.Transport {
 
 // newRedactor hides the token, and its secret half on its own, as written
 // and as escaped in a URL.
-func newRedactor(token config.Secret) *strings.Replacer {
+func newRedactor(token secret.String) *strings.Replacer {
 	t := token.Reveal()
 	var pairs []string
 	add := func(s string) {
 		if len(s) >= 6 {
-			pairs = append(pairs, s, config.Redacted)
+			pairs = append(pairs, s, secret.Redacted)
 		}
 	}
 	add(t)

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 // Config is an adapter's own section of the config file.
@@ -21,7 +21,7 @@ import (
 //	    token: ${TELEGRAM_BOT_TOKEN}
 type Config struct {
 	// Token is the bot token from @BotFather.
-	Token config.Secret `yaml:"token"`
+	Token secret.String `yaml:"token"`
 	// APIEndpoint is the Bot API address: a format with two %s, the token
 	// and the method, or a base URL such as http://localhost:8081 for a
 	// local Bot API server, to which "/bot%s/%s" is added.
@@ -46,9 +46,9 @@ type Config struct {
 type WebhookConfig struct {
 	// URL is the public https address Telegram posts updates to.
 	URL string `yaml:"url"`
-	// SecretToken is sent by Telegram in X-Telegram-Bot-Api-config.Secret-Token
+	// SecretToken is sent by Telegram in X-Telegram-Bot-Api-Secret-Token
 	// with every update: 1 to 256 of A-Z, a-z, 0-9, _ and -.
-	SecretToken config.Secret `yaml:"secret_token"`
+	SecretToken secret.String `yaml:"secret_token"`
 	// Path is where the handler is mounted on parley's HTTP server; it
 	// defaults to the URL's path, or /telegram/<adapter id>.
 	Path string `yaml:"path"`
@@ -82,12 +82,12 @@ var (
 
 // settings is a validated Config with its defaults filled in.
 type settings struct {
-	token       config.Secret
+	token       secret.String
 	endpoint    string // format with %s for token and method
 	custom      bool   // endpoint is not Telegram's own
 	mode        string
 	webhookURL  string
-	secretToken config.Secret
+	secretToken secret.String
 	path        string // e.g. /telegram/tg-main
 	pollTimeout int
 	parseMode   string
@@ -102,7 +102,7 @@ func parseConfig(id adapters.ID, decode adapters.Decoder, log *slog.Logger) (set
 			return settings{}, fmt.Errorf("telegram settings: %w", err)
 		}
 	}
-	s := settings{token: config.Secret(strings.TrimSpace(c.Token.Reveal()))}
+	s := settings{token: secret.String(strings.TrimSpace(c.Token.Reveal()))}
 	if s.token == "" {
 		return settings{}, fmt.Errorf("%w: token is empty; set token to the bot token from @BotFather, e.g. token: ${TELEGRAM_BOT_TOKEN}", adapters.ErrNoCredentials)
 	}
@@ -153,7 +153,7 @@ func parseConfig(id adapters.ID, decode adapters.Decoder, log *slog.Logger) (set
 	w := c.Webhook
 	w.URL = strings.TrimSpace(w.URL)
 	w.Path = strings.TrimSpace(w.Path)
-	s.secretToken = config.Secret(strings.TrimSpace(w.SecretToken.Reveal()))
+	s.secretToken = secret.String(strings.TrimSpace(w.SecretToken.Reveal()))
 	if s.mode == ModeWebhook {
 		s.webhookURL, s.path = w.URL, w.Path
 		checkWebhook(&s, id, bad)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 const testToken = telegramtest.Token
@@ -156,7 +156,7 @@ func TestSecretNeverPrints(t *testing.T) {
 			t.Errorf("secret printed: %s", s)
 		}
 	}
-	if !strings.Contains(string(j), "[redacted]") || c.Token.String() != "[redacted]" || config.Secret("").String() != "" {
+	if !strings.Contains(string(j), "[redacted]") || c.Token.String() != "[redacted]" || secret.String("").String() != "" {
 		t.Errorf("redacted forms: %s %q", j, c.Token.String())
 	}
 }

@@ -32,7 +32,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 )
 
 // MaxMessageLength is Telegram's limit on one message's text.
@@ -99,7 +99,7 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter,
 }
 
 // botIDFromToken is the bot's user id, the part of its token before ":".
-func botIDFromToken(token config.Secret) int64 {
+func botIDFromToken(token secret.String) int64 {
 	s, _, _ := strings.Cut(token.Reveal(), ":")
 	id, _ := strconv.ParseInt(s, 10, 64)
 	return id

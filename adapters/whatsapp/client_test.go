@@ -31,18 +31,6 @@ func TestLoggerBridge(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{{"hello", 10, "hello"}, {"hello", 5, "hello"}, {"héllo wörld", 4, "héll…"}, {"", 3, ""}} {
-		if got := truncate(tc.in, tc.n); got != tc.want {
-			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestQuoteCacheKeepsTheLatest(t *testing.T) {
 	q := newQuoteCache(2)
 	q.put("c", "1", quote{text: "one"})

@@ -13,6 +13,7 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/textcut"
 )
 
 // keepAliveMaxFail is how long failing keepalives are borne before the
@@ -264,7 +265,7 @@ func (a *Adapter) receive(ctx context.Context, c client, sink adapters.Sink, evt
 	case dropped:
 		return true
 	}
-	a.quotes.put(in.ChatID, in.MessageID, quote{sender: evt.Info.Sender.ToNonAD(), text: truncate(in.Text, quoteRunes)})
+	a.quotes.put(in.ChatID, in.MessageID, quote{sender: evt.Info.Sender.ToNonAD(), text: textcut.Runes(in.Text, quoteRunes, "…")})
 	if a.cfg.readReceipts {
 		if err := c.MarkRead(ctx, []types.MessageID{evt.Info.ID}, time.Now(), evt.Info.Chat, evt.Info.Sender); err != nil {
 			a.log.WarnContext(ctx, "whatsapp read receipt not sent", "chat_id", in.ChatID, "message_id", in.MessageID, "error", err)
@@ -311,13 +312,3 @@ func (a *Adapter) deliver(ctx context.Context, sink adapters.Sink, in adapters.I
 
 // quoteRunes is how much of a message a quoted reply repeats.
 const quoteRunes = 500
-
-func truncate(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i] + "…"
-		}
-		n--
-	}
-	return s
-}

@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/sessions"
 )
 
-const apiToken = "test-token-0123456789"
+const apiToken = "test-token-0123456789abcdef0123456789"
 
 // The HTTP API drives a session through the whole daemon: create it, send a
 // message, watch the run stream over SSE, read the reply back.
@@ -111,15 +112,15 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 	if status, st := call("GET", "/v1/sessions/"+id+"/status", nil, apiToken); status != 200 || st["state"] == nil {
 		t.Fatalf("status: %d %v", status, st)
 	}
-	// A model for one message answers that message (no key here: the
-	// offline model stands in, under the model's name).
-	if status, run := call("POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": "again", "model": "openai/gpt-4o-mini"}, apiToken); status != 202 {
+	// A model for one message answers that message (echo under another
+	// name here: a provider without a key is not configured).
+	if status, run := call("POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": "again", "model": "echo/other"}, apiToken); status != 202 {
 		t.Fatalf("send with a model: %d %v", status, run)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, msgs := call("GET", "/v1/sessions/"+id+"/messages", nil, apiToken)
-		if strings.Contains(toJSON(msgs), `"model":"openai/gpt-4o-mini"`) {
+		if strings.Contains(toJSON(msgs), `"model":"echo/other"`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -134,7 +135,14 @@ func TestAPIThroughTheDaemon(t *testing.T) {
 // the client, the session's id and the two run ids.
 func sendTwoAtOnce(t *testing.T, ctx context.Context, first, second map[string]any) (*apiClient, string, [2]string) {
 	t.Helper()
-	_, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
+	return sendTwoAtOnceTo(t, ctx, nil, first, second)
+}
+
+// sendTwoAtOnceTo is sendTwoAtOnce with prepare run on the new session
+// first.
+func sendTwoAtOnceTo(t *testing.T, ctx context.Context, prepare func(d *daemon, id sessions.ID), first, second map[string]any) (*apiClient, string, [2]string) {
+	t.Helper()
+	d, url, stop := testDaemon(t, "gateway:\n  debounce: 400ms\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
 	t.Cleanup(stop)
 	c := &apiClient{base: url, token: apiToken}
 	var sess struct {
@@ -142,6 +150,9 @@ func sendTwoAtOnce(t *testing.T, ctx context.Context, first, second map[string]a
 	}
 	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "two at once"}, &sess); err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(d, sessions.ID(sess.ID))
 	}
 	var runs [2]string
 	for i, body := range []map[string]any{first, second} {
@@ -208,13 +219,21 @@ func TestAPIMessagesAnsweredTogether(t *testing.T) {
 	t.Fatal("the stream ended without a turn.started")
 }
 
-// A run answering two messages that fails before it starts (the second
-// names a model nobody has) ends both messages' streams; a chat command
-// sent as a message is refused, with the route that does its work.
+// A run answering two messages that fails before it starts (the session's
+// model override names a provider nobody has: the API refuses one, so it
+// is set in the store, as an older parley could have) ends both messages'
+// streams; a chat command sent as a message is refused, with the route
+// that does its work.
 func TestAPIMessagesThatGetNoReply(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, sess, runs := sendTwoAtOnce(t, ctx, map[string]any{"content": "first"}, map[string]any{"content": "second", "model": "nosuch/model"})
+	badModel := func(d *daemon, id sessions.ID) {
+		model := "nosuch/model"
+		if _, err := d.sessions.Update(ctx, id, sessions.Update{Model: &model}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, sess, runs := sendTwoAtOnceTo(t, ctx, badModel, map[string]any{"content": "first"}, map[string]any{"content": "second"})
 	for i := range runs {
 		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 		var out strings.Builder

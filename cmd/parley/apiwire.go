@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
@@ -30,12 +31,15 @@ func (apiChannel) Send(_ context.Context, out adapters.Outbound) (adapters.Sent,
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }
 
-// commandRoutes say which route does what each chat command does.
-var commandRoutes = map[string]string{
-	"reset":   "POST /v1/agent/reset with {\"session_id\": ...} starts a new session",
-	"stop":    "POST /v1/sessions/{id}/abort stops the run",
-	"status":  "GET /v1/sessions/{id}/status tells the run's state (and GET /v1/sessions/{id} the session's)",
-	"compact": "POST /v1/sessions/{id}/compact compacts the session",
+// commandRefusal is the API's answer to a chat command sent as a message:
+// its answer would go to the chat, which over the API is nowhere, so it
+// names the route that does the command's work (for /help, every route).
+func commandRefusal(c commands.Command) error {
+	route := c.Route
+	if route == "" {
+		route = "each command has a route: " + commands.Routes()
+	}
+	return fmt.Errorf("%w: /%s is a chat command; over the API, %s", api.ErrInvalid, c.Name, route)
 }
 
 // apiRunner drives runs for the API through the gateway and the agent.
@@ -48,22 +52,22 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	if err != nil {
 		return "", err
 	}
-	if cmd, ok := gateway.Command(req.Content); ok {
-		// Its answer would go to the chat, which over the API is nowhere.
-		return "", fmt.Errorf("%w: /%s is a chat command; over the API, %s", api.ErrInvalid, cmd, commandRoutes[cmd])
+	if c, ok := commands.Parse(req.Content); ok {
+		return "", commandRefusal(c)
 	}
 	if req.IfIdle && r.d.gw.Busy(s.Key) {
 		return "", fmt.Errorf("session %s: %w", s.ID, api.ErrBusy)
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	// A session without a user is keyed like a group's; its sender is "api".
+	// What the client sends is what is stored: no sender's name before it.
 	user := s.Key.UserID
 	if user == "" {
 		user = "api"
 	}
 	in := adapters.Inbound{Adapter: apiAdapterID, Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
 		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model,
-		Time: time.Now()}
+		Time: time.Now(), Unattributed: true}
 	if err := r.d.gw.Submit(ctx, in); err != nil {
 		switch {
 		case errors.Is(err, adapters.ErrInvalidInbound):
@@ -121,6 +125,7 @@ func (d *daemon) apiHandler() http.Handler {
 	}
 	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks,
+		MaxTitleChars: d.cfg.HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg.HTTP.MaxMetadataBytes,
 		DefaultAgent: d.cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg.Agent(id); return ok }, Log: d.log})
 }
 
@@ -132,7 +137,7 @@ func (d *daemon) metricsHandler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)
-	return mux
+	return securityHeaders(mux)
 }
 
 // watchChannels samples each channel's health every few seconds and counts

@@ -23,6 +23,9 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB) (map[ada
 	out := map[adapters.ID]adapters.Adapter{}
 	var errs []error
 	for _, a := range cfg.Adapters {
+		if a.Type == "" {
+			continue // the config reports it
+		}
 		id := adapters.ID(a.ID)
 		deps := adapters.Deps{Log: log.With("adapter", a.ID)}
 		if db != nil {
@@ -33,7 +36,11 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB) (map[ada
 		case errors.Is(err, adapters.ErrNoCredentials):
 			log.Info("channel skipped: no credentials", "adapter", a.ID, "type", a.Type, "reason", err.Error())
 		case err != nil:
-			errs = append(errs, fmt.Errorf("%s: %w", a.Path(), err))
+			if ps := (config.Problems)(nil); errors.As(err, &ps) {
+				errs = append(errs, ps)
+			} else {
+				errs = append(errs, cfg.Problem(a.Path(), err.Error()))
+			}
 		default:
 			out[id] = ad
 		}

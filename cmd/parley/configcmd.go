@@ -1,15 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"slices"
 
 	"github.com/parleyd/parley/config"
 )
 
+// cmdConfig checks a config as `parley run` would, without starting
+// anything: the config's own problems, each channel's keys (nothing
+// connects), the cron schedules and the agents' tool names, all at once.
 func cmdConfig(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
 		return fmt.Errorf("%w: parley config check [--config FILE]", errUsage)
@@ -19,39 +25,55 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	if _, err := parseFlags(fs, args[1:], 0); err != nil {
 		return err
 	}
+	cfg, used, err := config.LoadForCheck(*path)
 	var problems config.Problems
-	cfg, used, err := config.LoadOrDefault(*path)
-	if err == nil {
-		// Each channel checks its own keys as it is built (nothing connects).
-		_, err = buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil && !errors.As(err, &problems) {
+		return err // no file to check
+	}
+	if cfg != nil {
+		names, err := builtinToolNames()
+		if err != nil {
+			return err
+		}
+		_, adapterErr := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
 		_, cronErr := cronJobs(cfg)
-		err = errors.Join(err, cronErr)
-		problems = nil
-		for _, e := range unjoin(err) {
-			var ps config.Problems
-			if errors.As(e, &ps) {
-				problems = append(problems, ps...)
-			} else if e != nil {
-				fmt.Fprintln(stdout, e.Error())
-			}
-		}
-		if err != nil && len(problems) == 0 {
-			return fmt.Errorf("%s: the channels have problems", displayPath(used))
-		}
-	} else {
-		errors.As(err, &problems)
+		problems = append(problems, asProblems(errors.Join(adapterErr, cronErr, checkTools(cfg, names)), used)...)
 	}
-	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stdout, p.Error())
+	if len(problems) == 0 {
+		fmt.Fprintf(stdout, "ok: %s\n", displayPath(used))
+		return nil
+	}
+	slices.SortStableFunc(problems, func(a, b config.Problem) int { return cmp.Compare(lineOrLast(a), lineOrLast(b)) })
+	for _, p := range problems {
+		fmt.Fprintln(stdout, p.Error())
+	}
+	return fmt.Errorf("%s: %d problem(s)", displayPath(used), len(problems))
+}
+
+// asProblems lists the problems in err, each error that is not one (a
+// channel's own complaint) as a problem of the file.
+func asProblems(err error, file string) config.Problems {
+	var out config.Problems
+	for _, e := range unjoin(err) {
+		var ps config.Problems
+		var p config.Problem
+		switch {
+		case errors.As(e, &ps):
+			out = append(out, ps...)
+		case errors.As(e, &p):
+			out = append(out, p)
+		default:
+			out = append(out, config.Problem{File: file, Message: e.Error()})
 		}
-		return fmt.Errorf("%s: %d problem(s)", displayPath(used), len(problems))
 	}
-	if err != nil {
-		return err
+	return out
+}
+
+func lineOrLast(p config.Problem) int {
+	if p.Line == 0 {
+		return math.MaxInt
 	}
-	fmt.Fprintf(stdout, "ok: %s\n", displayPath(used))
-	return nil
+	return p.Line
 }
 
 // unjoin lists the errors inside (nested) errors.Join, or err itself.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/textcut"
 )
 
 // cmdCron manages stored jobs and shows their receipts. It works beside a
@@ -49,7 +51,11 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, db, err := openConfigured(ctx, *path)
+	var uses []string
+	if sub == "add" {
+		uses = []string{"agents[].id"} // --agent and its default
+	}
+	cfg, db, err := openConfigured(ctx, *path, uses...)
 	if err != nil {
 		return err
 	}
@@ -127,9 +133,18 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "no runs of job %s yet\n", rest[0])
 			return nil
 		}
+		var targets []cron.Target
+		if j, err := store.Job(ctx, rest[0]); err == nil {
+			targets = j.Notify
+		}
+		outbox := gateway.NewStore(db, nil)
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "SCHEDULED\tSTATUS\tTOOK\tSESSION\tRESULT")
+		fmt.Fprintln(w, "SCHEDULED\tSTATUS\tTOOK\tSESSION\tNOTIFY\tRESULT")
 		for _, r := range runs {
+			notify, err := notifyState(ctx, outbox, r, targets)
+			if err != nil {
+				return err
+			}
 			took := "-"
 			if !r.EndedAt.IsZero() && !r.StartedAt.IsZero() {
 				took = r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
@@ -138,12 +153,44 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 			if r.Error != "" {
 				result = r.Error
 			}
-			if len(result) > 60 {
-				result = result[:60] + "…"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ScheduledAt.Local().Format(time.DateTime), r.Status, took, r.SessionID, strings.ReplaceAll(result, "\n", " "))
+			result = textcut.Runes(result, 60, "…")
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ScheduledAt.Local().Format(time.DateTime), r.Status, took, r.SessionID, notify,
+				strings.ReplaceAll(result, "\n", " "))
 		}
 		return w.Flush()
 	}
 	return nil
+}
+
+// notifyState says whether a run's result reached the job's notify
+// targets, from the outbox rows its notes went out as: "delivered",
+// "queued", "retrying (N tries): <error>", "failed after N tries:
+// <error>", "not queued", or "-" when there was nothing to send. A run
+// that is ok with a notify that keeps failing says so here.
+func notifyState(ctx context.Context, outbox *gateway.Store, r cron.Run, targets []cron.Target) (string, error) {
+	if len(targets) == 0 || !r.Status.Finished() || r.Status == cron.StatusSkipped ||
+		(r.Status == cron.StatusOK && strings.TrimSpace(r.Result) == "") {
+		return "-", nil
+	}
+	keys := make([]string, len(targets))
+	for i, t := range targets {
+		keys[i] = cron.NoticeKey(r.ID, t)
+	}
+	d, err := outbox.NoteDeliveries(ctx, keys)
+	if err != nil {
+		return "", err
+	}
+	lastErr := strings.ReplaceAll(d.LastError, "\n", " ")
+	lastErr = textcut.Runes(lastErr, 60, "…")
+	switch {
+	case d.Notes == 0:
+		return "not queued", nil
+	case d.Failed > 0:
+		return fmt.Sprintf("failed after %d tries: %s", d.Attempts, lastErr), nil
+	case d.Sent == len(targets):
+		return "delivered", nil
+	case d.Attempts > 0 && lastErr != "":
+		return fmt.Sprintf("retrying (%d tries): %s", d.Attempts, lastErr), nil
+	}
+	return "queued", nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 // daemon is everything `parley run` and `parley chat` start: the store, the
@@ -78,19 +79,25 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
-	d.sessions = sessions.NewStore(db, sessions.WithBus(bus), sessions.WithLogger(log))
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log)}
+	if cfg.HTTP.CallbackSecret.Reveal() != "" {
+		// A reply's callback is queued in the transaction that stores it.
+		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
+	}
+	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
 		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log})
 	}
 	if len(cfg.HTTP.Tokens) > 0 {
 		// The API's run event log, only where the API can be used: it
 		// follows every event of every run.
-		d.events = api.NewEventLog(nil)
+		d.events = api.NewEventLogWith(api.EventLogOptions{MaxBytes: int64(cfg.HTTP.EventLogMB) << 20,
+			Runs: api.NewRunRecords(db), Log: log})
 		d.feed = d.events.Feed(bus) // subscribes now, before any run
 	}
 	for _, id := range cfg.MissingKeys() {
 		a, _ := cfg.Agent(id)
-		log.Warn("no API key for the agent's model; it answers with the offline echo model until providers has a key",
+		log.Warn("no API key for the agent's model; its chats are told the assistant isn't configured until providers has a key",
 			"agent_id", id, "model", a.Model)
 	}
 	fail := func(err error) (*daemon, error) {
@@ -104,40 +111,18 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 	if err := d.openCron(ctx); err != nil {
 		return fail(err)
 	}
-	tools := agent.NewRegistry()
-	for _, t := range d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget}) {
-		if err := tools.Register(t); err != nil {
-			return fail(err)
-		}
-	}
-	for _, t := range memory.Tools(d.memory) {
-		if err := tools.Register(t); err != nil {
-			return fail(err)
-		}
-	}
+	toolReg := tools.NewRegistry()
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
-		Tools: tools, Bus: bus, Log: log, Compactor: compactor})
-	if err := tools.Register(d.runner.SpawnTool(agent.SpawnOptions{
-		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
-			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})
-			return s, err
-		},
-		Config: func(agentID string, root sessions.Key) (agent.AgentConfig, bool) {
-			a, ok := cfg.Agent(agentID)
-			return agentConfig(a, root), ok
-		},
-	})); err != nil {
+		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
+	// The tools are registered where `parley config check` finds them too.
+	if err := d.registerTools(toolReg); err != nil {
 		return fail(err)
 	}
-	for i, a := range cfg.Agents {
-		for j, name := range a.Tools {
-			if _, ok := tools.Tool(name); !ok {
-				return fail(fmt.Errorf("agents[%d].tools[%d]: no tool is called %q; the tools are %s", i, j, name, strings.Join(tools.Names(), ", ")))
-			}
-		}
+	if err := checkTools(cfg, toolReg.Names()); err != nil {
+		return fail(err)
 	}
 
 	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
@@ -157,31 +142,17 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, ads 
 			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
 	}
 	d.gw, err = gateway.New(gateway.Options{
-		Store: store, Sessions: d.sessions, Sender: d.sender, Run: d.runTurn, Status: d.status,
-		Route:    func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
-		Agents:   agents,
-		Limit:    d.limit,
-		Typing:   d.typing,
-		Recovery: gateway.Recovery(cfg.Gateway.Recovery),
-		Repair: func(ctx context.Context, id sessions.ID) error {
-			n, err := d.runner.RepairOrphans(ctx, id)
-			if n > 0 {
-				log.Info("finalized tool calls a restart interrupted", "session_id", id, "count", n)
-			}
-			return err
-		},
-		Answered:    d.runner.Answered,
+		Store: store, Sessions: d.sessions, Sender: d.sender,
+		Runner:      turns{d},
+		Channels:    channelSet{d: d, streams: streams},
+		Route:       func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Agents:      agents,
+		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
-		Compact:     d.compact,
-		AfterTurn:   d.afterTurn,
-		Stream: func(id adapters.ID) (adapters.Adapter, bool) {
-			a, ok := d.adapters[id]
-			return a, ok && streams[id]
-		},
-		Lanes: gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
-		Log:   log,
+		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:         log,
 	})
 	if err != nil {
 		db.Close()
@@ -266,8 +237,9 @@ func (d *daemon) keepLeases(ctx context.Context) {
 
 // modelFactory opens models by spec. Each provider's client is built once
 // and shared by every turn; the runner puts the model's own name in each
-// request. A provider without a key answers through echo, as the start-up
-// warning said.
+// request. A model whose provider has no key fails with
+// llm.ErrNotConfigured, as the start-up warning said: its chats are told
+// the assistant isn't configured, rather than answered by echo.
 func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
 	return modelFactoryWith(cfg, echo.New())
 }
@@ -290,6 +262,10 @@ func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string)
 		if m, ok := clients[provider]; ok {
 			return m, nil
 		}
+		if provider != "echo" {
+			return nil, fmt.Errorf("%w: providers.%s has neither an api_key nor a base_url; set one, or give the agent model: echo",
+				llm.ErrNotConfigured, provider)
+		}
 		return offline, nil
 	}
 }
@@ -306,28 +282,54 @@ func (d *daemon) limit(id adapters.ID) int {
 	return 0
 }
 
-// typing shows the typing indicator where the channel has one; a failure
-// only costs the indicator.
-func (d *daemon) typing(id adapters.ID) func(context.Context, string) {
-	t, ok := d.adapters[id].(adapters.Typer)
-	if !ok {
-		return nil
+// turns is the daemon as the gateway's gateway.Runner: it runs each
+// turn through the agent.
+type turns struct{ *daemon }
+
+var _ gateway.Runner = turns{}
+
+// Repair finalizes the tool calls a restart interrupted in a session.
+func (d turns) Repair(ctx context.Context, id sessions.ID) error {
+	n, err := d.runner.RepairOrphans(ctx, id)
+	if n > 0 {
+		d.log.InfoContext(ctx, "finalized tool calls a restart interrupted", "session_id", id, "count", n)
 	}
-	return func(ctx context.Context, chatID string) {
-		if err := t.Typing(ctx, chatID); err != nil && ctx.Err() == nil {
-			d.log.Debug("typing indicator", "adapter", id, "error", err)
-		}
-	}
+	return err
 }
 
-// runTurn runs one agent turn for the gateway.
-func (d *daemon) runTurn(ctx context.Context, in gateway.TurnInput) (string, error) {
+// Answered says whether a recovered message's turn stored its reply.
+func (d turns) Answered(ctx context.Context, s sessions.ID, id sessions.MessageID) (string, bool, error) {
+	return d.runner.Answered(ctx, s, id)
+}
+
+// channelSet is the daemon's channels as the gateway sees them.
+type channelSet struct {
+	d       *daemon
+	streams map[adapters.ID]bool // channels whose replies show as they are written
+}
+
+var _ gateway.Channels = channelSet{}
+
+func (c channelSet) Adapter(id adapters.ID) (adapters.Adapter, bool) { return c.d.adapter(id) }
+
+func (c channelSet) Streams(id adapters.ID) bool { return c.streams[id] }
+
+// Run runs one agent turn for the gateway.
+func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 	req := d.request(in)
 	a, _ := d.cfg.Agent(in.AgentID)
 	images, notices := d.turnImages(ctx, a, in.Messages)
+	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
+	notices = append(notices, fileNotices...)
+	if in.Steer != nil {
+		req.Steer = d.steerWithFiles(ctx, a, in.Steer)
+	}
 	for i := range req.Inputs {
 		if i < len(images) {
 			req.Inputs[i].Images = images[i]
+		}
+		if i < len(parts) {
+			req.Inputs[i].Parts = parts[i]
 		}
 	}
 	if !a.Vision {
@@ -367,7 +369,7 @@ func (d *daemon) request(in gateway.TurnInput) agent.Request {
 		}
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
-		OnText: in.OnText, DeferCompaction: true}
+		OnText: in.OnText, DeferCompaction: true, Resume: in.Retry}
 	if in.Steer != nil {
 		req.Steer = func() []agent.Input {
 			var out []agent.Input
@@ -389,9 +391,10 @@ func apiRunID(m adapters.Inbound) string {
 	return ""
 }
 
-// afterTurn compacts the session if the turn filled it, on the lane, once
+// AfterTurn compacts the session if the turn filled it, on the lane, once
 // the reply is on its way.
-func (d *daemon) afterTurn(ctx context.Context, in gateway.TurnInput) {
+func (d turns) AfterTurn(ctx context.Context, in gateway.TurnInput) {
+	defer d.retireSession(ctx, in)
 	req := d.request(in)
 	// The session's token count sums every live message's (generous)
 	// estimate, so it bounds what any prompt can hold: below the
@@ -422,8 +425,8 @@ func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 	}
 }
 
-// compact answers /compact.
-func (d *daemon) compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+// Compact answers /compact.
+func (d turns) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
 	a, _ := d.cfg.Agent(agentID)
 	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
 	if err != nil && res.Skipped == "" {
@@ -458,12 +461,14 @@ func historyTurns(a config.Agent, k sessions.Key) int {
 	return a.History.Channels
 }
 
-// status answers /status.
-func (d *daemon) status(ctx context.Context, s sessions.Session, queued int) string {
+// Status answers /status.
+func (d turns) Status(ctx context.Context, s sessions.Session, queued int) string {
 	a, _ := d.cfg.Agent(s.Key.AgentID)
 	st := d.runner.Status(s.ID)
 	state := string(st.State)
-	if st.Message != "" {
+	if st.Message != "" && st.State != agent.StateError {
+		// An error's text is the operator's (the log, the API's status):
+		// the gateway adds its reference id below.
 		state += " (" + st.Message + ")"
 	}
 	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
@@ -513,6 +518,11 @@ func (d *daemon) run(ctx context.Context) error {
 	indexerDone := make(chan struct{})
 	go func() { defer close(indexerDone); _ = d.indexer.Run(indexerCtx) }()
 	defer func() { stopIndexer(); <-indexerDone }()
+	if age := d.cfg.Sessions.PruneArchivedAfter.Std(); age > 0 {
+		pruneDone := make(chan struct{})
+		defer func() { <-pruneDone }()
+		go func() { defer close(pruneDone); d.pruneArchived(ctx, age) }()
+	}
 	if d.store.Shared() {
 		leaseDone := make(chan struct{})
 		defer func() { <-leaseDone }()

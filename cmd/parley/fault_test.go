@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,14 +77,15 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		unavailable atomic.Int64 // 503s met, each with Retry-After
 		stopLoad    = make(chan struct{})
 		wg          sync.WaitGroup
+		followers   sync.WaitGroup
 	)
 	// post sends body until it is taken (2xx), returning the status; a
 	// 503 or a cut connection is sent again, as a client would.
-	post := func(req func() *http.Request) int {
+	post := func(req func() *http.Request) (int, []byte) {
 		for {
 			select {
 			case <-ctx.Done():
-				return 0
+				return 0, nil
 			default:
 			}
 			resp, err := http.DefaultClient.Do(req())
@@ -91,12 +93,13 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			switch {
 			case resp.StatusCode < 300, resp.StatusCode == http.StatusTooManyRequests:
 				// Taken, or refused with the reason (the session's queue is
 				// full): either way the client knows where it stands.
-				return resp.StatusCode
+				return resp.StatusCode, body
 			case resp.StatusCode == http.StatusServiceUnavailable:
 				if resp.Header.Get("Retry-After") == "" && !strings.HasPrefix(req().URL.Path, "/hooks/") {
 					t.Errorf("a 503 without Retry-After")
@@ -105,7 +108,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			default:
 				t.Errorf("%s: %d while the database was unavailable or back; want 2xx or 503", req().URL.Path, resp.StatusCode)
-				return resp.StatusCode
+				return resp.StatusCode, body
 			}
 		}
 	}
@@ -121,16 +124,31 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 				}
 				content := fmt.Sprintf("session %d message %d", i, k)
 				body, _ := json.Marshal(map[string]any{"content": content})
-				if post(func() *http.Request {
+				status, out := post(func() *http.Request {
 					r, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/sessions/"+id+"/messages", bytes.NewReader(body))
 					r.Header.Set("Authorization", "Bearer "+apiToken)
 					r.Header.Set("Content-Type", "application/json")
 					return r
-				}) == http.StatusAccepted {
-					mu.Lock()
-					accepted[id] = append(accepted[id], content)
-					mu.Unlock()
+				})
+				if status != http.StatusAccepted {
+					continue
 				}
+				mu.Lock()
+				accepted[id] = append(accepted[id], content)
+				mu.Unlock()
+				var run struct {
+					RunID string `json:"run_id"`
+				}
+				_ = json.Unmarshal(out, &run)
+				// As the web chat does, follow the run the 202 named: it
+				// must end with the reply, not a failure the retry mends.
+				followers.Add(1)
+				go func() {
+					defer followers.Done()
+					if failure, err := runOutcome(ctx, c, id, run.RunID); err != nil || failure != "" {
+						t.Errorf("%q: its run %s ended with %q (%v); want its reply", content, run.RunID, failure, err)
+					}
+				}()
 			}
 		}()
 	}
@@ -144,14 +162,14 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 			body := []byte(fmt.Sprintf(`{"build":"b%d"}`, k))
-			if post(func() *http.Request {
+			if status, _ := post(func() *http.Request {
 				ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
 				r, _ := http.NewRequestWithContext(ctx, "POST", url+"/hooks/ci", bytes.NewReader(body))
 				r.Header.Set("X-Parley-Timestamp", ts)
 				r.Header.Set("X-Parley-Signature", sig)
 				r.Header.Set("X-Parley-Delivery", fmt.Sprint("delivery-", k))
 				return r
-			}) == http.StatusAccepted {
+			}); status == http.StatusAccepted {
 				hooksOK.Add(1)
 			}
 		}
@@ -180,6 +198,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	time.Sleep(time.Second)
 	close(stopLoad)
 	wg.Wait()
+	followers.Wait()
 	if unavailable.Load() == 0 {
 		t.Fatal("no request met the outage; the cut did not reach the daemon")
 	}
@@ -225,7 +244,9 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		}
 	}
 	var failed, hookAnswered int
-	if err := d.db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM inbound WHERE status <> 'done'").Scan(&failed); err != nil {
+	// A message whose accept met the cut may have committed though its
+	// sender got a 503 and sent it again: that copy is settled as not run.
+	if err := d.db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM inbound WHERE status <> 'done' AND error NOT LIKE 'not run: %'").Scan(&failed); err != nil {
 		t.Fatal(err)
 	}
 	if failed != 0 {
@@ -240,4 +261,16 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d API messages and %d webhook deliveries accepted, each answered once; %d requests met the outage (503); %d backends killed after it; all answered %s after the database came back",
 		total, hooksOK.Load(), unavailable.Load(), killed, answeredIn.Round(time.Millisecond))
+}
+
+// runOutcome follows a run on the session's event stream until it
+// finishes, and returns its error text ("" for a reply).
+func runOutcome(ctx context.Context, c *apiClient, sessionID, runID string) (string, error) {
+	for {
+		failure, err := c.follow(ctx, sessionID, runID, io.Discard)
+		if err == nil || ctx.Err() != nil {
+			return failure, err
+		}
+		time.Sleep(100 * time.Millisecond) // the database is down (503): try again, as the web chat does
+	}
 }

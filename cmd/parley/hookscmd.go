@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"text/tabwriter"
 	"time"
 
+	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -27,7 +29,13 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := loadConfig(*path)
+	uses := []string{"database"}
+	if args[0] == "ls" {
+		// What the listing shows; not the secrets, which the operator's
+		// shell need not have.
+		uses = []string{"http.listen", "agents[].id", "hooks[].id", "hooks[].auth", "hooks[].agent", "hooks[].mode", "hooks[].notify"}
+	}
+	cfg, _, err := loadConfigFor(*path, uses...)
 	if err != nil {
 		return err
 	}
@@ -39,7 +47,7 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "ID\tURL\tAUTH\tAGENT\tMODE\tNOTIFY")
 		for _, h := range cfg.Hooks {
-			fmt.Fprintf(w, "%s\thttp://%s/hooks/%s\t%s\t%s\t%s\t%v\n", h.ID, cfg.HTTP.Listen, h.ID, h.Auth, h.Agent, h.Mode, h.Notify)
+			fmt.Fprintf(w, "%s\t%s/hooks/%s\t%s\t%s\t%s\t%v\n", h.ID, baseURL(cfg.HTTP.Listen), h.ID, h.Auth, h.Agent, h.Mode, h.Notify)
 		}
 		return w.Flush()
 	}
@@ -66,10 +74,21 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 		if d.Err != "" {
 			reply = "error: " + d.Err
 		}
-		if len(reply) > 60 {
-			reply = reply[:60] + "…"
-		}
+		reply = textcut.Runes(reply, 60, "…")
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", d.ReceivedAt.Local().Format(time.DateTime), d.Status, d.HTTPStatus, d.Duration, d.SessionKey, reply)
 	}
 	return w.Flush()
+}
+
+// baseURL is where this machine reaches a daemon listening on listen: its
+// host, or localhost when it listens on every interface.
+func baseURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -18,7 +18,7 @@ Usage:
   parley run [--config FILE]                 start the daemon
   parley chat [--config FILE]                talk to the local agent in this terminal
   parley chat --server URL [--token T]       talk to a running parley through its HTTP API
-  parley config check [--config FILE]        check a config file
+  parley config check [--config FILE]        report every problem parley run would refuse
   parley migrate [--config FILE]             apply pending database migrations
   parley sessions ls [flags]                 list sessions
   parley sessions show ID [--archived]       show a session and its messages

@@ -16,7 +16,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	cfg, _, err := loadConfig(*path)
+	cfg, _, err := loadConfigFor(*path, "database")
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// notify sends text from a job or a hook (source) to a target,
-// "<adapter id>:<chat id>": through the outbox, and into the chat's
-// conversation as something the bot said, so people there can ask about it.
-func (d *daemon) notify(ctx context.Context, target, text, source string) error {
-	return d.notifyKeyed(ctx, target, text, "notify:"+source+":"+uuid.NewString())
+// notify sends text from a hook to a target, "<adapter id>:<chat id>",
+// under the key the hook gives it (stable across a retried reply): through
+// the outbox, and into the chat's conversation as something the bot said,
+// so people there can ask about it.
+func (d *daemon) notify(ctx context.Context, target, text, key string) error {
+	return d.notifyKeyed(ctx, target, text, key)
 }
 
 // notifyKeyed is notify under an idempotency key: a note sent again under

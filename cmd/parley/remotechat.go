@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/commands"
 )
 
 // remoteChat talks to an agent on a running daemon through its HTTP API:
@@ -29,7 +29,7 @@ func remoteChat(ctx context.Context, server, token string, stdin io.Reader, stdo
 	if err := c.do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley chat"}, &sess); err != nil {
 		return fmt.Errorf("open a session on %s: %w", server, err)
 	}
-	fmt.Fprintf(stdout, "connected to %s (session %s); type a message, /status, /reset or /stop\n", server, sess.ID)
+	fmt.Fprintf(stdout, "connected to %s (session %s); type a message, or /help for the commands\n", server, sess.ID)
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -37,8 +37,8 @@ func remoteChat(ctx context.Context, server, token string, stdin io.Reader, stdo
 		if text == "" {
 			continue
 		}
-		if cmd, ok := gateway.Command(text); ok {
-			if err := c.command(ctx, &sess.ID, cmd, stdout); err != nil {
+		if cmd, ok := commands.Parse(text); ok {
+			if err := c.command(ctx, &sess.ID, cmd.Name, stdout); err != nil {
 				fmt.Fprintf(stdout, "! %v\n", err)
 			}
 			continue
@@ -60,71 +60,98 @@ func remoteChat(ctx context.Context, server, token string, stdin io.Reader, stdo
 	return sc.Err()
 }
 
-// command does what a chat command does, through the API's own route:
-// a command sent as a message would be answered to a chat, which over the
-// API is nowhere. /reset moves *session to the new session.
-func (c *apiClient) command(ctx context.Context, session *string, cmd string, out io.Writer) error {
+// remoteCommands do what each chat command of commands.All does, through
+// the API's own routes: a command sent as a message would be answered to a
+// chat, which over the API is nowhere. A test checks every command has one.
+var remoteCommands = map[string]func(c *apiClient, ctx context.Context, session *string, out io.Writer) error{
+	"status":  (*apiClient).status,
+	"stop":    (*apiClient).stop,
+	"reset":   (*apiClient).reset,
+	"compact": (*apiClient).compact,
+	"help": func(_ *apiClient, _ context.Context, _ *string, out io.Writer) error {
+		_, err := fmt.Fprintln(out, commands.Help())
+		return err
+	},
+}
+
+// command runs the chat command named name on *session.
+func (c *apiClient) command(ctx context.Context, session *string, name string, out io.Writer) error {
+	run, ok := remoteCommands[name]
+	if !ok {
+		return fmt.Errorf("/%s doesn't work over the API", name)
+	}
+	return run(c, ctx, session, out)
+}
+
+func (c *apiClient) status(ctx context.Context, session *string, out io.Writer) error {
 	base := "/v1/sessions/" + *session
-	switch cmd {
-	case "status":
-		var st struct {
-			State   string `json:"state"`
-			Message string `json:"message"`
-		}
-		var s struct {
-			MessageCount int64 `json:"message_count"`
-			Rollup       struct {
-				TokenCount int64 `json:"token_count"`
-			} `json:"rollup"`
-		}
-		if err := c.do(ctx, "GET", base+"/status", nil, &st); err != nil {
-			return err
-		}
-		if err := c.do(ctx, "GET", base, nil, &s); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "session %s: %s; %d messages, ~%d tokens", *session, st.State, s.MessageCount, s.Rollup.TokenCount)
-		if st.Message != "" {
-			fmt.Fprintf(out, " (%s)", st.Message)
-		}
-		fmt.Fprintln(out)
-	case "stop":
-		var r struct {
-			Aborted bool `json:"aborted"`
-		}
-		if err := c.do(ctx, "POST", base+"/abort", nil, &r); err != nil {
-			return err
-		}
-		if r.Aborted {
-			fmt.Fprintln(out, "Stopped.")
-		} else {
-			fmt.Fprintln(out, "Nothing is running.")
-		}
-	case "reset":
-		var r struct {
-			Session struct {
-				ID string `json:"id"`
-			} `json:"session"`
-		}
-		if err := c.do(ctx, "POST", "/v1/agent/reset", map[string]any{"session_id": *session}, &r); err != nil {
-			return err
-		}
-		*session = r.Session.ID
-		fmt.Fprintf(out, "New session %s.\n", *session)
-	case "compact":
-		var r struct {
-			Compacted  bool   `json:"compacted"`
-			Skipped    string `json:"skipped"`
-			Summarized int    `json:"summarized"`
-		}
-		if err := c.do(ctx, "POST", base+"/compact", nil, &r); err != nil {
-			return err
-		}
-		if r.Compacted {
-			fmt.Fprintf(out, "Summarized %d earlier messages.\n", r.Summarized)
-		} else {
-			fmt.Fprintf(out, "Not compacted: %s\n", r.Skipped)
-		}
+	var st struct {
+		State   string `json:"state"`
+		Message string `json:"message"`
+	}
+	var s struct {
+		MessageCount int64 `json:"message_count"`
+		Rollup       struct {
+			TokenCount int64 `json:"token_count"`
+		} `json:"rollup"`
+	}
+	if err := c.do(ctx, "GET", base+"/status", nil, &st); err != nil {
+		return err
+	}
+	if err := c.do(ctx, "GET", base, nil, &s); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "session %s: %s; %d messages, ~%d tokens", *session, st.State, s.MessageCount, s.Rollup.TokenCount)
+	if st.Message != "" {
+		fmt.Fprintf(out, " (%s)", st.Message)
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+func (c *apiClient) stop(ctx context.Context, session *string, out io.Writer) error {
+	var r struct {
+		Aborted bool `json:"aborted"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions/"+*session+"/abort", nil, &r); err != nil {
+		return err
+	}
+	if r.Aborted {
+		fmt.Fprintln(out, "Stopped.")
+	} else {
+		fmt.Fprintln(out, "Nothing is running.")
+	}
+	return nil
+}
+
+// reset moves *session to the new session.
+func (c *apiClient) reset(ctx context.Context, session *string, out io.Writer) error {
+	var r struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	if err := c.do(ctx, "POST", "/v1/agent/reset", map[string]any{"session_id": *session}, &r); err != nil {
+		return err
+	}
+	*session = r.Session.ID
+	fmt.Fprintf(out, "New session %s.\n", *session)
+	return nil
+}
+
+func (c *apiClient) compact(ctx context.Context, session *string, out io.Writer) error {
+	var r struct {
+		Compacted  bool   `json:"compacted"`
+		Skipped    string `json:"skipped"`
+		Summarized int    `json:"summarized"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions/"+*session+"/compact", nil, &r); err != nil {
+		return err
+	}
+	if r.Compacted {
+		fmt.Fprintf(out, "Summarized %d earlier messages.\n", r.Summarized)
+	} else {
+		fmt.Fprintf(out, "Not compacted: %s\n", r.Skipped)
 	}
 	return nil
 }
@@ -177,9 +204,16 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 
 // stream prints a run's text as it arrives, until the run finishes.
 func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.Writer) error {
+	_, err := c.follow(ctx, sessionID, runID, out)
+	return err
+}
+
+// follow writes a run's text to out as it arrives, until the run
+// finishes, and returns the run's error text ("" when it replied).
+func (c *apiClient) follow(ctx context.Context, sessionID, runID string, out io.Writer) (failure string, err error) {
 	resp, err := c.request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -195,6 +229,7 @@ func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.
 			RunID string `json:"run_id"`
 			Data  struct {
 				Text   string   `json:"text"`
+				Error  string   `json:"error"`
 				RunIDs []string `json:"run_ids"`
 			} `json:"data"`
 		}
@@ -213,11 +248,11 @@ func (c *apiClient) stream(ctx context.Context, sessionID, runID string, out io.
 		case "message.delta":
 			fmt.Fprint(out, ev.Data.Text)
 		case "turn.finished":
-			return nil
+			return ev.Data.Error, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return "", err
 	}
-	return errors.New("the stream ended before the reply finished")
+	return "", errors.New("the stream ended before the reply finished")
 }

@@ -49,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	channels[adapters.ID(apiAdapterID)] = apiChannel{}
 	if len(cfg.Hooks) > 0 {
 		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log,
-			OnDelivery: d.metrics.WebhookDelivery})
+			OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
 	}
 	d.adapters = channels
 
@@ -58,24 +58,25 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", cfg.HTTP.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())),
+		Handler:           d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions())),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	if cfg.HTTP.OpsListen != "" {
 		// Health and metrics on their own address, the rest on http.listen.
 		app := http.NewServeMux()
 		appRoutes(app, d.adapters, d.apiHandler())
-		srv.Handler = app
+		srv.Handler = securityHeaders(app)
 		opsLn, err := net.Listen("tcp", cfg.HTTP.OpsListen)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", cfg.HTTP.OpsListen, err)
 		}
 		health := http.NewServeMux()
-		healthRoutes(health, d.db, d.adapters)
-		ops := &http.Server{Handler: d.metricsHandler(health), ReadHeaderTimeout: 10 * time.Second}
+		healthRoutes(health, d.db, d.adapters, d.readyOptions())
+		ops := &http.Server{Handler: accessLog(log, d.metricsHandler(health)), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = ops.Serve(opsLn) }()
 		defer ops.Close()
 	}
+	srv.Handler = accessLog(log, srv.Handler)
 	log.InfoContext(ctx, "parley started", "version", version(), "config", displayPath(used),
 		"database", cfg.Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
 		"listen", ln.Addr().String(), "agents", len(cfg.Agents))
@@ -113,44 +114,11 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) http.Handler {
+func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler, ready ...readyOptions) http.Handler {
 	mux := http.NewServeMux()
-	healthRoutes(mux, db, channels)
+	healthRoutes(mux, db, channels, ready...)
 	appRoutes(mux, channels, v1)
-	return mux
-}
-
-// healthRoutes serves /healthz and /readyz.
-func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]adapters.Adapter) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := db.Reader().PingContext(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": err.Error()})
-			return
-		}
-		body := map[string]any{"status": "ready", "database": "ok"}
-		// A channel that can say how it is (WhatsApp: linked, logged out)
-		// shows here. One channel down doesn't make the daemon unready:
-		// restarting it would not bring the channel back.
-		states := map[string]string{}
-		for id, a := range channels {
-			if h, ok := a.(interface{ Health() (bool, string) }); ok {
-				healthy, detail := h.Health()
-				states[string(id)] = detail
-				if !healthy {
-					body["status"] = "degraded"
-				}
-			}
-		}
-		if len(states) > 0 {
-			body["channels"] = states
-		}
-		writeJSON(w, http.StatusOK, body)
-	})
+	return securityHeaders(mux)
 }
 
 // appRoutes serves the API, the web chat and the webhooks.

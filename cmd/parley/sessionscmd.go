@@ -15,7 +15,7 @@ import (
 
 func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: parley sessions ls|show|compact", errUsage)
+		return fmt.Errorf("%w: parley sessions ls|show|compact|prune", errUsage)
 	}
 	switch args[0] {
 	case "ls", "list":
@@ -24,8 +24,10 @@ func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return cmdSessionsShow(ctx, args[1:], stdout)
 	case "compact":
 		return cmdSessionsCompact(ctx, args[1:], stdout, stderr)
+	case "prune":
+		return cmdSessionsPrune(ctx, args[1:], stdout)
 	default:
-		return fmt.Errorf("%w: unknown sessions command %q; use ls, show or compact", errUsage, args[0])
+		return fmt.Errorf("%w: unknown sessions command %q; use ls, show, compact or prune", errUsage, args[0])
 	}
 }
 

@@ -20,6 +20,18 @@ import (
 // ./parley.yaml, or returns the defaults when there is none.
 func loadConfig(path string) (*config.Config, string, error) {
 	cfg, used, err := config.LoadOrDefault(path)
+	return configLoaded(cfg, used, err)
+}
+
+// loadConfigFor is loadConfig for a command that uses only the keys named
+// (see config.LoadOrDefaultFor): an admin command that needs the database
+// works in a shell without, say, the daemon's API token exported.
+func loadConfigFor(path string, keys ...string) (*config.Config, string, error) {
+	cfg, used, err := config.LoadOrDefaultFor(path, keys...)
+	return configLoaded(cfg, used, err)
+}
+
+func configLoaded(cfg *config.Config, used string, err error) (*config.Config, string, error) {
 	if err != nil {
 		if _, ok := err.(config.Problems); ok {
 			return nil, used, fmt.Errorf("config %s has problems:\n%w\nfix them and run \"parley config check\" again", displayPath(used), err)
@@ -93,9 +105,10 @@ func openExisting(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
 }
 
 // openConfigured loads the config at path and opens its existing database,
-// for commands that work beside a running daemon.
-func openConfigured(ctx context.Context, path string) (*config.Config, *dbutil.DB, error) {
-	cfg, _, err := loadConfig(path)
+// for commands that work beside a running daemon. Only the database
+// settings and the keys named must be valid.
+func openConfigured(ctx context.Context, path string, keys ...string) (*config.Config, *dbutil.DB, error) {
+	cfg, _, err := loadConfigFor(path, append([]string{"database"}, keys...)...)
 	if err != nil {
 		return nil, nil, err
 	}

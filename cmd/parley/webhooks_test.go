@@ -18,14 +18,14 @@ import (
 	"github.com/parleyd/parley/webhooks"
 )
 
-const hookSecret = "0123456789abcdef-hook"
+const hookSecret = "0123456789abcdef0123456789abcdef-hook"
 
 // runWithHooks starts the daemon with a recording channel "tg" and the
 // hooks, serving its HTTP handler; it returns the server's URL.
 func runWithHooks(tb testing.TB, hooks string) (*daemon, *adapterstest.Recorder, string, func()) {
 	tb.Helper()
 	rec := adapterstest.New()
-	d, url, stop := testDaemon(tb, "gateway:\n  debounce: 0s\n"+hooks, func(d *daemon) map[adapters.ID]adapters.Adapter {
+	d, url, stop := testDaemon(tb, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n"+hooks, func(d *daemon) map[adapters.ID]adapters.Adapter {
 		return map[adapters.ID]adapters.Adapter{
 			"tg":               rec,
 			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg.Hooks, DB: d.db, Notify: d.notify}),
@@ -59,7 +59,7 @@ func TestWebhookThroughTheDaemon(t *testing.T) {
 	defer stop()
 	// The chat already has a conversation, which the report joins.
 	ctx := context.Background()
-	chatSess, _, err := d.sessions.Resolve(ctx, sessions.ChatKey("tg", "42", "42", "default"), sessions.Policy{})
+	chatSess, _, err := d.sessions.Resolve(ctx, sessions.ChatKey("telegram", "42", "42", "default"), sessions.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package echo is an offline, deterministic llm.Model: the default when no
-// API key is configured, and a scriptable model for tests.
+// Package echo is an offline, deterministic llm.Model: the default agent's
+// model (model: echo), and a scriptable model for tests.
 //
 // By default it replies with the text of the last user message, streamed a
 // word at a time. Tests script it with Then (a queue of responses, used

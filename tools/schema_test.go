@@ -1,4 +1,4 @@
-package agent
+package tools
 
 import (
 	"encoding/json"
@@ -63,7 +63,7 @@ func TestSchemaValidate(t *testing.T) {
 		{`{"n": 1, "meta": {"k": "yes"}}`, "at /meta/k: got string, want boolean"},
 	}
 	for _, tc := range cases {
-		v, err := decodeArgs(json.RawMessage(tc.args))
+		v, err := readValue(json.RawMessage(tc.args))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestSchemaValidate(t *testing.T) {
 			t.Errorf("validate %s = %q, want %q", tc.args, got, tc.want)
 		}
 	}
-	if _, err := decodeArgs(json.RawMessage(`{} {}`)); err == nil {
+	if _, err := readValue(json.RawMessage(`{} {}`)); err == nil {
 		t.Error("trailing data accepted")
 	}
 }

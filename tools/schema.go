@@ -1,7 +1,6 @@
-package agent
+package tools
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -295,17 +294,4 @@ func typeOf(v any) string {
 		return "number"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// decodeArgs parses tool-call arguments for validation.
-func decodeArgs(args json.RawMessage) (any, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(args))
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("extra data after the JSON value")
-	}
-	return v, nil
 }

@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/echo"
+	"github.com/parleyd/parley/sessions"
+)
+
+// A file sent without a caption reaches the model as a line naming it and
+// the text read of it, in its own run and in later runs' history; the
+// stored message keeps the text as sent and the file as a part.
+func TestFilesReachTheModelWithTheirMessage(t *testing.T) {
+	m := echo.New()
+	e := newEnv(t, m)
+	s := e.session(sessions.ChatKey("telegram", "1", "1", "a"))
+	note := sessions.FilePart("notes.txt", "text/plain", sessions.FileData{ID: "f1", Size: 5}, "hello")
+	odd := sessions.FilePart("song.mp3", "audio/mpeg", sessions.FileData{ID: "f2", Size: 2_500_000, Note: "parley can't read this type of file"}, "")
+	want := "[File: notes.txt, text/plain, 5 B]\n--- notes.txt ---\nhello\n--- end of notes.txt ---\n" +
+		"[File: song.mp3, audio/mpeg, 2.5 MB; parley can't read this type of file]"
+	res, err := e.runner.Run(context.Background(), Request{Session: s, Agent: AgentConfig{ID: "a", Model: "echo"},
+		Inputs: []Input{{Parts: []sessions.Part{note, odd}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != want {
+		t.Fatalf("the model read %q, want %q", res.Reply, want)
+	}
+	if _, err := e.runner.Run(context.Background(), Request{Session: s, Agent: AgentConfig{ID: "a", Model: "echo"},
+		Inputs: []Input{{Text: "and now?"}}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	if first := reqs[len(reqs)-1].Messages[0]; first.Role != llm.RoleUser || first.Content != want {
+		t.Fatalf("a later run's history holds %+v, want the file lines", first)
+	}
+	stored := e.messages(s.ID)
+	if stored[0].Content != "" || len(stored[0].Parts) != 2 || stored[0].Parts[0].Name != "notes.txt" || stored[0].Parts[0].Text != "hello" {
+		t.Fatalf("stored %+v", stored[0])
+	}
+}
+
+// While the provider can't be reached, the status (which /status shows
+// in a chat) says so, without the provider's address.
+func TestRetryStatusHidesTheAddress(t *testing.T) {
+	unreachable := fmt.Errorf("openai: %w", &url.Error{Op: "Post", URL: "http://10.1.2.3:18599/v1/chat/completions",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}})
+	model := echo.New().ThenError(unreachable)
+	var seen []Status
+	var e *env
+	var id sessions.ID
+	e = newEnv(t, model, func(o *Options) {
+		o.Retry = llm.RetryPolicy{Sleep: func(context.Context, time.Duration) error { seen = append(seen, e.runner.Status(id)); return nil }}
+	})
+	sess := e.cliSession()
+	id = sess.ID
+	if _, err := e.run(Request{Session: sess, Inputs: []Input{{Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || !strings.Contains(seen[0].Message, "the provider couldn't be reached") ||
+		strings.Contains(seen[0].Message, "10.1.2.3") || strings.Contains(seen[0].Message, "18599") {
+		t.Fatalf("status while retrying = %+v", seen)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/commands"
+)
+
+// `parley chat --server` does each command of the table, by its name and
+// each alias, through the route the table names for it (and /help prints
+// the table's help), against a fake of the API at the wire.
+func TestRemoteChatRunsEveryCommand(t *testing.T) {
+	var mu sync.Mutex
+	var requests []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/agent/reset":
+			_, _ = w.Write([]byte(`{"session":{"id":"s1"}}`))
+		case r.Method == "POST" && r.URL.Path == "/v1/sessions":
+			_, _ = w.Write([]byte(`{"id":"s1"}`))
+		default:
+			_, _ = w.Write([]byte(`{}`))
+		}
+	}))
+	defer srv.Close()
+	for _, c := range commands.All {
+		for _, name := range append([]string{c.Name}, c.Aliases...) {
+			t.Run(name, func(t *testing.T) {
+				mu.Lock()
+				requests = nil
+				mu.Unlock()
+				var out strings.Builder
+				if err := remoteChat(context.Background(), srv.URL, "tok", strings.NewReader("/"+name+"\n"), &out); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(out.String(), "! ") {
+					t.Fatalf("/%s failed: %q", name, out.String())
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if c.Route == "" {
+					if !strings.Contains(out.String(), commands.Help()) {
+						t.Fatalf("/%s printed %q, not the table's help", name, out.String())
+					}
+					return
+				}
+				f := strings.Fields(c.Route)
+				want := f[0] + " " + strings.ReplaceAll(f[1], "{id}", "s1")
+				for _, r := range requests {
+					if r == want {
+						return
+					}
+				}
+				t.Fatalf("/%s made requests %q, not its route %q", name, requests, want)
+			})
+		}
+	}
+}
+
+// A chat command sent to the API as a message is refused as invalid,
+// naming the route that does its work; /help names every route.
+func TestAPIRefusalNamesEachCommandsRoute(t *testing.T) {
+	for _, c := range commands.All {
+		t.Run(c.Name, func(t *testing.T) {
+			err := commandRefusal(c)
+			if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "/"+c.Name+" is a chat command") {
+				t.Fatalf("refusal %v", err)
+			}
+			routes := []string{c.Route}
+			if c.Route == "" {
+				routes = nil
+				for _, o := range commands.All {
+					if o.Route != "" {
+						routes = append(routes, o.Route)
+					}
+				}
+			}
+			for _, r := range routes {
+				if !strings.Contains(err.Error(), r) {
+					t.Errorf("the refusal of /%s doesn't name %q: %v", c.Name, r, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+// Package commands is the table of chat commands (/reset, /stop, /status,
+// /compact, /help) and their parsing. The gateway runs them in every chat,
+// `parley chat --server` runs them through the HTTP API's routes, and the
+// API names those routes when a command is sent to it as a message. It
+// imports nothing of parley's, so anything may use it.
+package commands
+
+import "strings"
+
+// Mode says when the gateway runs a command.
+type Mode int
+
+const (
+	// AtOnce commands are answered outside the session's lane, so they
+	// work while a turn runs.
+	AtOnce Mode = iota
+	// Barrier commands take their place in the session's queue and run
+	// between turns: what was sent before them is answered first.
+	Barrier
+)
+
+// Command is one chat command.
+type Command struct {
+	// Name is the command without its slash.
+	Name string
+	// Aliases are other names that run it.
+	Aliases []string
+	// Help says what it does, in a line of the /help reply.
+	Help string
+	Mode Mode
+	// Interrupts stops the session's running turn as the command arrives,
+	// so a barrier command comes promptly.
+	Interrupts bool
+	// Route is the HTTP API route that does the command's work, and what it
+	// does: a command sent to the API as a message is refused naming it.
+	// "" for a command with no route of its own (/help).
+	Route string
+}
+
+// All is every chat command, in the order /help lists them.
+var All = []Command{
+	{Name: "reset", Aliases: []string{"new"}, Mode: Barrier, Interrupts: true,
+		Help:  "start a new conversation; it stops the running turn, and messages sent before it are answered first",
+		Route: `POST /v1/agent/reset with {"session_id": ...} starts a new session`},
+	{Name: "stop", Mode: AtOnce,
+		Help:  "stop the running turn, keeping its partial answer",
+		Route: "POST /v1/sessions/{id}/abort stops the run"},
+	{Name: "status", Mode: AtOnce,
+		Help:  "show the session, its model and tokens, the queue and the last failure",
+		Route: "GET /v1/sessions/{id}/status tells the run's state (and GET /v1/sessions/{id} the session's)"},
+	{Name: "compact", Mode: Barrier,
+		Help:  "summarize the conversation's older messages now, between turns",
+		Route: "POST /v1/sessions/{id}/compact compacts the session"},
+	{Name: "help", Mode: AtOnce,
+		Help: "list these commands"},
+}
+
+// Parse recognises a chat command: a name or alias of one in All, in any
+// case, after a slash, alone on the message, with an optional @botname
+// suffix.
+func Parse(text string) (Command, bool) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n\t") {
+		return Command{}, false
+	}
+	name, _, _ := strings.Cut(t[1:], "@")
+	return lookup(name)
+}
+
+// lookup finds a command by its name or an alias, in any case, without the
+// slash.
+func lookup(name string) (Command, bool) {
+	for _, c := range All {
+		if strings.EqualFold(c.Name, name) {
+			return c, true
+		}
+		for _, a := range c.Aliases {
+			if strings.EqualFold(a, name) {
+				return c, true
+			}
+		}
+	}
+	return Command{}, false
+}
+
+// Help is the /help reply: a line for each command, with its aliases.
+func Help() string {
+	var b strings.Builder
+	b.WriteString("Commands:")
+	for _, c := range All {
+		b.WriteString("\n/" + c.Name)
+		for _, a := range c.Aliases {
+			b.WriteString(" (or /" + a + ")")
+		}
+		b.WriteString(": " + c.Help)
+	}
+	return b.String()
+}
+
+// Routes is each command's API route, for a refusal naming them all: "/reset:
+// POST /v1/agent/reset ...; /stop: ...".
+func Routes() string {
+	var rs []string
+	for _, c := range All {
+		if c.Route != "" {
+			rs = append(rs, "/"+c.Name+": "+c.Route)
+		}
+	}
+	return strings.Join(rs, "; ")
+}

@@ -1,0 +1,21 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Sessions configures how long sessions are kept.
+type Sessions struct {
+	// PruneArchivedAfter deletes an archived session, with its messages,
+	// once it has been archived this long (checked hourly); 0, the
+	// default, keeps archived sessions for ever. Active sessions are never
+	// deleted.
+	PruneArchivedAfter Duration `yaml:"prune_archived_after"`
+}
+
+func (s Sessions) validate(ck *checker) {
+	if d := s.PruneArchivedAfter; d < 0 || (d > 0 && d.Std() < time.Hour) {
+		ck.add("sessions.prune_archived_after", fmt.Sprintf(`%s is out of range; use 0 to keep archived sessions, or an age of 1h or more, such as "720h" (30 days)`, d))
+	}
+}

@@ -1,0 +1,163 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Registry holds the tools agents may select, and runs them: Call is the
+// one door every tool call goes through. It is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]registered
+}
+
+type registered struct {
+	tool   Tool
+	schema *schema // nil when the tool has no schema
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{tools: map[string]registered{}}
+}
+
+// Register adds t. A duplicate name, a missing Run or a schema that does not
+// compile is an error.
+func (r *Registry) Register(t Tool) error {
+	if t.Name == "" {
+		return fmt.Errorf("%w: empty name", ErrInvalidTool)
+	}
+	if t.Run == nil {
+		return fmt.Errorf("%w: %s has no Run function", ErrInvalidTool, t.Name)
+	}
+	reg := registered{tool: t}
+	if len(bytes.TrimSpace(t.Schema)) > 0 {
+		sch, err := compileSchema(t.Schema)
+		if err != nil {
+			return fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
+		}
+		reg.schema = sch
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tools == nil {
+		r.tools = map[string]registered{}
+	}
+	if _, ok := r.tools[t.Name]; ok {
+		return fmt.Errorf("%w: %s", ErrDuplicateTool, t.Name)
+	}
+	r.tools[t.Name] = reg
+	return nil
+}
+
+// Tool returns the tool registered as name.
+func (r *Registry) Tool(name string) (Tool, bool) {
+	reg, ok := r.lookup(name)
+	return reg.tool, ok
+}
+
+// Select returns the named tools in the order given, each once; an unknown
+// name is an error that names it.
+func (r *Registry) Select(names []string) ([]Tool, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w: %s (no tool registry)", ErrUnknownTool, names[0])
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Tool, 0, len(names))
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		reg, ok := r.tools[n]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownTool, n)
+		}
+		seen[n] = true
+		out = append(out, reg.tool)
+	}
+	return out, nil
+}
+
+// Names lists the registered tool names, sorted.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Call runs one tool call and returns what the model is given. It is the
+// one way a tool runs: the agent loop sends every call here (after
+// refusing, as unknown, a name its agent was not offered), so what applies
+// to every tool is checked here, once: the name, the arguments against the
+// tool's schema, and (issue 18) the permission rules. A tool's error, a
+// panic (recovered, with its stack in a *PanicError) and a call cut short by
+// ctx come back as failed Results, never as a Go error or a crash.
+func (r *Registry) Call(ctx context.Context, c Call) (res Result) {
+	reg, ok := r.lookup(c.Name)
+	if !ok {
+		return Failed(fmt.Errorf("%w %s", ErrUnknownTool, c.Name))
+	}
+	if msg := reg.validate(c.Arguments); msg != "" {
+		return Failed(fmt.Errorf("%w: %s", ErrInvalidArguments, msg))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res = Failed(&PanicError{Tool: c.Name, Value: p, Stack: debug.Stack()})
+		}
+	}()
+	out, err := reg.tool.Run(ctx, c)
+	switch {
+	case err == nil:
+		return Output(out)
+	case ctx.Err() != nil:
+		return Aborted("aborted", context.Cause(ctx))
+	default:
+		return Failed(err)
+	}
+}
+
+func (r *Registry) lookup(name string) (registered, bool) {
+	if r == nil {
+		return registered{}, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	reg, ok := r.tools[name]
+	return reg, ok
+}
+
+// validate checks args against the tool's schema and returns a message the
+// model can act on, or "" when args are valid.
+func (reg registered) validate(args json.RawMessage) string {
+	v, err := readValue(args)
+	if err != nil {
+		return fmt.Sprintf("arguments are not valid JSON: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return "arguments must be a JSON object"
+	}
+	if reg.schema == nil {
+		return ""
+	}
+	return strings.Join(reg.schema.validate(v, ""), "; ")
+}
