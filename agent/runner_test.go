@@ -482,3 +482,28 @@ func TestTurnRereadsAfterCompactionFromTheDatabase(t *testing.T) {
 		}
 	}
 }
+
+// The reasoning blocks a response carries go back with its assistant
+// message in the next request of the turn (Anthropic requires them after
+// extended thinking with tool use).
+func TestThinkingGoesBackWithinTheTurn(t *testing.T) {
+	thinking := []llm.Thinking{{Text: "call ping", Signature: "sig"}, {Redacted: "enc"}}
+	model := echo.New().
+		Then(llm.Response{Thinking: thinking, ToolCalls: []llm.ToolCall{call("c1", "ping", `{}`)}}).
+		Then(llm.Response{Text: "done"})
+	e := newEnv(t, model)
+	e.register(textTool("ping", "pong"))
+	if _, err := e.run(Request{Session: e.cliSession(), Agent: AgentConfig{Tools: []string{"ping"}}, Inputs: []Input{{Text: "go"}}}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	msgs := model.Requests()[1].Messages
+	var got []llm.Thinking
+	for _, m := range msgs {
+		if m.Role == llm.RoleAssistant {
+			got = m.Thinking
+		}
+	}
+	if len(got) != 2 || got[0] != thinking[0] || got[1] != thinking[1] {
+		t.Errorf("assistant message thinking = %+v, want %+v", got, thinking)
+	}
+}

@@ -511,7 +511,7 @@ func (t *turn) appendAssistant(resp llm.Response) error {
 	u := sessions.Usage{Input: resp.Usage.Input, Output: resp.Usage.Output, Reasoning: resp.Usage.Reasoning,
 		CacheRead: resp.Usage.CacheRead, CacheWrite: resp.Usage.CacheWrite}
 	m := sessions.Message{Role: sessions.RoleAssistant, Content: resp.Text, Model: t.spec, Usage: &u}
-	am := llm.Message{Role: llm.RoleAssistant, Content: resp.Text}
+	am := llm.Message{Role: llm.RoleAssistant, Content: resp.Text, Thinking: resp.Thinking}
 	for _, c := range resp.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, sessions.ToolCall{ID: c.ID, Name: c.Name, Arguments: storableArgs(c.Arguments)})
 		am.ToolCalls = append(am.ToolCalls, c)

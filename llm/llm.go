@@ -32,6 +32,23 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID is set on a RoleTool message: the call this result answers.
 	ToolCallID string
+	// Thinking is set on an assistant message: the reasoning blocks its
+	// response carried (Response.Thinking), sent back unchanged where the
+	// provider requires it (Anthropic, after extended thinking with tools).
+	Thinking []Thinking
+}
+
+// Thinking is one block of a model's reasoning that the provider needs back
+// verbatim in the next request of the same turn. It is not shown to users.
+type Thinking struct {
+	// Text is the reasoning as the provider returned it (summarized, or
+	// empty when the provider omits it).
+	Text string
+	// Signature is the provider's proof that the block is its own.
+	Signature string
+	// Redacted is the encrypted payload of a redacted block; Text and
+	// Signature are then empty.
+	Redacted string
 }
 
 // Image is raw image bytes; providers encode them as they need.
@@ -129,6 +146,9 @@ type Response struct {
 	StopReason string
 	// Model is the model name the provider reported.
 	Model string
+	// Thinking holds the complete reasoning blocks, in order, for the
+	// assistant message that carries this response back (Message.Thinking).
+	Thinking []Thinking
 }
 
 // Delta is one streamed event. Exactly one field is set.

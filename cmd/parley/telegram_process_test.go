@@ -181,17 +181,28 @@ func (p *parleyProcess) stop(timeout time.Duration) {
 // parley in a process of its own, started as `parley run --config FILE`,
 // so its CPU per message is parley's alone; the fake Bot API's (this
 // process) is reported beside it as fake-cpu-ms/msg, and their ratio as
-// cpu/fake-cpu.
+// cpu/fake-cpu. It runs twice: answered by the echo model, and by the
+// OpenAI provider against an instant OpenAI-compatible fake (in this
+// process too, so its CPU counts in fake-cpu-ms/msg), which measures what
+// the provider path costs parley on top.
 func BenchmarkTelegramDaemonProcess(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads the daemon's CPU time from /proc/<pid>/stat, which only Linux has")
 	}
+	b.Run("echo", func(b *testing.B) { benchTelegramDaemonProcess(b, "") })
+	b.Run("openai-compatible", func(b *testing.B) {
+		model := newOpenAIEcho(b, 0)
+		benchTelegramDaemonProcess(b, model.configYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
+	})
+}
+
+func benchTelegramDaemonProcess(b *testing.B, modelYAML string) {
 	tg := telegramtest.NewServer()
 	defer tg.Close()
 	dir := b.TempDir()
 	p := startParley(b, tg, "database:\n  url: "+filepath.Join(dir, "data", "parley.db")+"\n"+
 		"http:\n  listen: 127.0.0.1:0\n"+ // any free port: nothing here calls it
-		"gateway:\n  debounce: 0s\n"+
+		"gateway:\n  debounce: 0s\n"+modelYAML+
 		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
 
 	const chats = 20

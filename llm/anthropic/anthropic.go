@@ -1,51 +1,60 @@
-// Package anthropic is the llm.Model for Anthropic's Messages API, through
-// the official SDK.
+// Package anthropic is the llm.Model for Anthropic's Messages API: a thin
+// client over net/http that streams with a small SSE reader
+// (llm/internal/sse).
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/internal/sse"
+	"github.com/parleyd/parley/llm/internal/wire"
 )
+
+// DefaultBaseURL is Anthropic's API.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// apiVersion is the anthropic-version header: the Messages API version whose
+// request and event shapes this package speaks.
+const apiVersion = "2026-10-21"
 
 // Options configures a Model. Nothing is read from the environment.
 type Options struct {
 	APIKey string
-	// BaseURL defaults to Anthropic's API.
+	// BaseURL defaults to DefaultBaseURL; requests go to BaseURL +
+	// "/v1/messages".
 	BaseURL string
-	// HTTPClient defaults to the SDK's client.
+	// HTTPClient defaults to a shared client that keeps idle connections
+	// for reuse (see wire.DefaultClient).
 	HTTPClient *http.Client
 }
 
-// Model calls Anthropic's Messages API.
+// Model calls Anthropic's Messages API. It is safe for concurrent use.
 type Model struct {
-	client anthropic.Client
-	apiKey string // only to redact it from error messages
+	url    string
+	apiKey string // sent as x-api-key, and redacted from error messages
+	client *http.Client
 }
 
 var _ llm.Model = (*Model)(nil)
 
-// New returns a Model. The SDK's own retries are off: wrap the Model in
+// New returns a Model. It never retries by itself: wrap the Model in
 // llm.WithRetry, which retries visibly.
 func New(o Options) *Model {
-	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
-		option.WithAPIKey(o.APIKey),
-		option.WithMaxRetries(0),
+	base := o.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	if o.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(o.BaseURL))
+	m := &Model{url: strings.TrimRight(base, "/") + "/v1/messages", apiKey: o.APIKey, client: o.HTTPClient}
+	if m.client == nil {
+		m.client = wire.DefaultClient
 	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
-	}
-	return &Model{client: anthropic.NewClient(opts...), apiKey: o.APIKey}
+	return m
 }
 
 // Stream implements llm.Model.
@@ -54,108 +63,53 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("%s: %w", provider, err)
 	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return llm.Response{}, fmt.Errorf("%s: encode request: %w", provider, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, &body)
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("%s: %w", provider, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	hreq.Header.Set("Anthropic-Version", apiVersion)
+	if m.apiKey != "" {
+		hreq.Header.Set("X-Api-Key", m.apiKey)
+	}
+	res, err := m.client.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return llm.Response{}, fmt.Errorf("%s: %w", provider, ctx.Err())
+		}
+		return llm.Response{}, fmt.Errorf("%s: %w", provider, err) // a *url.Error: retryable
+	}
+	if res.StatusCode >= 300 {
+		defer wire.Drain(res.Body)
+		return llm.Response{}, m.statusError(res)
+	}
+	defer res.Body.Close() // not drained: see llm/openai
+
 	emit := func(d llm.Delta) {
 		if onDelta != nil {
 			onDelta(d)
 		}
 	}
-	stream := m.client.Messages.NewStreaming(ctx, p)
-	defer stream.Close()
-
-	var (
-		msg      anthropic.Message
-		text     strings.Builder
-		closed   = map[int64]bool{} // content blocks whose content_block_stop arrived
-		complete bool               // message_stop arrived
-		accErr   error
-	)
-	for !complete && stream.Next() {
-		ev := stream.Current()
-		if accErr = msg.Accumulate(ev); accErr != nil {
-			break
-		}
-		switch ev.Type {
-		case "content_block_start":
-			if cb := ev.ContentBlock; cb.Type == "tool_use" {
-				emit(llm.Delta{ToolCallStarted: &llm.ToolCall{ID: cb.ID, Name: cb.Name}})
-			}
-		case "content_block_delta":
-			if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
-				text.WriteString(ev.Delta.Text)
-				emit(llm.Delta{Text: ev.Delta.Text})
-			}
-		case "content_block_stop":
-			closed[ev.Index] = true
-		case "message_stop":
-			complete = true
-		}
-	}
-	resp := response(&msg, text.String(), func(i int) bool { return complete || closed[int64(i)] })
-	streamErr := stream.Err()
+	acc := accumulator{m: m, model: req.Model, blocks: map[int]*blockAcc{}}
+	sr := sse.NewReader(res.Body)
+	streamErr := acc.read(sr, emit)
+	sr.Release()
+	resp := acc.response()
 	switch {
-	case complete:
+	case streamErr == nil:
 		return resp, nil
 	case ctx.Err() != nil:
 		resp.StopReason = llm.StopAborted
 		return resp, fmt.Errorf("%s: stream: %w", provider, ctx.Err())
-	case streamErr != nil:
-		resp.StopReason = llm.StopError
-		return resp, m.mapError(streamErr)
-	case accErr != nil:
-		resp.StopReason = llm.StopError
-		return resp, fmt.Errorf("%s: stream: %w", provider, accErr)
 	default:
 		resp.StopReason = llm.StopError
-		return resp, fmt.Errorf("%s: %w", provider, llm.ErrIncompleteStream)
+		return resp, streamErr
 	}
-}
-
-// response builds the result from the accumulated message, keeping the
-// tool_use blocks for which done reports true.
-func response(msg *anthropic.Message, text string, done func(i int) bool) llm.Response {
-	r := llm.Response{
-		Text:       text,
-		Usage:      usage(msg.Usage),
-		StopReason: stopReason(string(msg.StopReason)),
-		Model:      string(msg.Model),
-	}
-	for i, cb := range msg.Content {
-		if cb.Type != "tool_use" || !done(i) {
-			continue
-		}
-		args := append([]byte(nil), cb.Input...)
-		if len(args) == 0 {
-			args = []byte("{}")
-		}
-		r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: cb.ID, Name: cb.Name, Arguments: args})
-	}
-	return r
-}
-
-// usage maps Anthropic's counts. input_tokens already excludes the cache
-// counts; thinking tokens come out of output_tokens so the five never
-// overlap.
-func usage(u anthropic.Usage) llm.Usage {
-	thinking := u.OutputTokensDetails.ThinkingTokens
-	return llm.Usage{
-		Input:      u.InputTokens,
-		Output:     max(0, u.OutputTokens-thinking),
-		Reasoning:  thinking,
-		CacheRead:  u.CacheReadInputTokens,
-		CacheWrite: u.CacheCreationInputTokens,
-	}
-}
-
-func stopReason(r string) string {
-	switch anthropic.StopReason(r) {
-	case anthropic.StopReasonEndTurn, anthropic.StopReasonStopSequence:
-		return llm.StopEnd
-	case anthropic.StopReasonToolUse:
-		return llm.StopToolUse
-	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
-		return llm.StopMaxTokens
-	case anthropic.StopReasonRefusal:
-		return llm.StopContentFilter
-	}
-	return r
 }

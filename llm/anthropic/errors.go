@@ -1,13 +1,11 @@
 package anthropic
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/internal/wire"
@@ -18,56 +16,83 @@ const provider = "anthropic"
 // statusOverloaded is Anthropic's "overloaded" status.
 const statusOverloaded = 529
 
-// mapError turns an SDK error into a *llm.StatusError (wrapped with
-// llm.ErrContextLength when the prompt is too long), or wraps a transport
-// error as it is. The SDK's own error text (which holds the request URL and
-// raw body) is not kept.
-func (m *Model) mapError(err error) error {
-	var apiErr *anthropic.Error
-	if !errors.As(err, &apiErr) {
-		return fmt.Errorf("%s: %w", provider, err)
-	}
+// apiError is the "error" object of an error response or error event.
+type apiError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// statusError reads an HTTP error response:
+// {"type":"error","error":{"type":…,"message":…},"request_id":…}. A body
+// in another shape (a proxy's HTML page) is kept as a short snippet.
+func (m *Model) statusError(res *http.Response) error {
+	raw := wire.ReadErrorBody(res.Body)
 	se := &llm.StatusError{
 		Provider:   provider,
-		StatusCode: apiErr.StatusCode,
-		Code:       string(apiErr.Type()),
-		Message:    wire.Redact(apiErr.Message, m.apiKey),
+		StatusCode: res.StatusCode,
+		RetryAfter: wire.RetryAfter(res.Header, time.Now()),
 	}
-	if apiErr.Response != nil {
-		se.RetryAfter = wire.RetryAfter(apiErr.Response.Header, time.Now())
+	var body struct {
+		Error *apiError `json:"error"`
 	}
-	if se.StatusCode < 400 {
-		// An error event mid-stream arrives on a 200 response.
-		se.StatusCode = statusForType(se.Code)
+	if json.Unmarshal(raw, &body) == nil && body.Error != nil {
+		se.Code = body.Error.Type
+		se.Message = wire.Redact(body.Error.Message, m.apiKey)
+	} else {
+		se.Message = m.snippet(raw)
 	}
-	if isContextLength(se) {
-		return fmt.Errorf("%w: %w", llm.ErrContextLength, se)
+	if se.Message == "" {
+		se.Message = http.StatusText(res.StatusCode)
 	}
-	return se
+	return classify(se)
+}
+
+// eventError reads an error event sent mid-stream, which arrives on a 200
+// response, so the status comes from its type (overloaded_error is 529).
+func (m *Model) eventError(e *apiError) error {
+	se := &llm.StatusError{Provider: provider, StatusCode: http.StatusInternalServerError, Message: "error event without details"}
+	if e != nil {
+		se.Code = e.Type
+		se.StatusCode = statusForType(e.Type)
+		if e.Message != "" {
+			se.Message = wire.Redact(e.Message, m.apiKey)
+		}
+	}
+	return classify(se)
 }
 
 func statusForType(t string) int {
-	switch anthropic.ErrorType(t) {
-	case anthropic.ErrorTypeOverloadedError:
+	switch t {
+	case "overloaded_error":
 		return statusOverloaded
-	case anthropic.ErrorTypeRateLimitError:
+	case "rate_limit_error":
 		return http.StatusTooManyRequests
-	case anthropic.ErrorTypeInvalidRequestError:
+	case "invalid_request_error":
 		return http.StatusBadRequest
-	case anthropic.ErrorTypeTimeoutError:
+	case "timeout_error":
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
 }
 
-// isContextLength matches Anthropic's "prompt is too long: N tokens > M
-// maximum" and "input length and `max_tokens` exceed context limit".
-func isContextLength(se *llm.StatusError) bool {
-	if se.StatusCode != http.StatusBadRequest || se.Code != string(anthropic.ErrorTypeInvalidRequestError) {
-		return false
+// classify wraps llm.ErrContextLength around Anthropic's "prompt is too
+// long: N tokens > M maximum" and "input length and `max_tokens` exceed
+// context limit".
+func classify(se *llm.StatusError) error {
+	if se.StatusCode != http.StatusBadRequest || se.Code != "invalid_request_error" {
+		return se
 	}
 	msg := strings.ToLower(se.Message)
-	return strings.Contains(msg, "prompt is too long") ||
+	if strings.Contains(msg, "prompt is too long") ||
 		strings.Contains(msg, "exceed context limit") ||
-		strings.Contains(msg, "context window")
+		strings.Contains(msg, "context window") {
+		return fmt.Errorf("%w: %w", llm.ErrContextLength, se)
+	}
+	return se
+}
+
+// snippet is a body that is not Anthropic's JSON, shortened and with the
+// API key redacted.
+func (m *Model) snippet(raw []byte) string {
+	return wire.Redact(wire.Snippet(raw), m.apiKey)
 }

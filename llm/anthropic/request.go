@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/parleyd/parley/llm"
 )
 
@@ -15,105 +13,169 @@ import (
 // max_tokens.
 const DefaultMaxTokens = 4096
 
-// params turns a neutral request into Messages API parameters.
+// messagesRequest is the body of POST /v1/messages: only the fields parley
+// sends.
+type messagesRequest struct {
+	Model     string      `json:"model"`
+	MaxTokens int         `json:"max_tokens"`
+	System    []block     `json:"system,omitempty"`
+	Messages  []message   `json:"messages"`
+	Tools     []toolParam `json:"tools,omitempty"`
+	Stream    bool        `json:"stream"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is any content block parley sends; the fields a type doesn't use
+// stay empty and are left out.
+type block struct {
+	Type         string        `json:"type"`
+	Text         string        `json:"text,omitempty"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+	// image
+	Source *imageSource `json:"source,omitempty"`
+	// tool_use
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// tool_result
+	ToolUseID string  `json:"tool_use_id,omitempty"`
+	Content   []block `json:"content,omitempty"`
+	// thinking: both fields are required, even when empty
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	// redacted_thinking
+	Data string `json:"data,omitempty"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"` // "ephemeral"
+}
+
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+type imageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+type toolParam struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// params turns a neutral request into a Messages API body.
 //
-// The system prompt is one text block marked cache_control ephemeral, so
-// the tools and system prompt are served from the prompt cache across turns.
-// System messages inside the history (e.g. a compaction summary) follow it
-// as further system blocks, outside the cached prefix.
+// Prompt caching: the system prompt is one text block marked cache_control
+// ephemeral, so the tools and system prompt (which come before it in the
+// prompt) are served from the cache across turns. System messages inside
+// the history (e.g. a compaction summary) follow it as further system
+// blocks, outside that cached prefix. The last block of the conversation
+// is marked too, so each step of a turn, and the next turn, reads the
+// history written by the one before from the cache (Anthropic looks back
+// for the longest cached prefix); a prefix shorter than the model's minimum
+// (1,024 tokens or more) is simply not cached.
 //
-// Request.Temperature is not sent: the Messages API version this SDK speaks
-// (2026-10-21) has no temperature parameter.
-func params(req llm.Request) (anthropic.MessageNewParams, error) {
+// Request.Temperature is not sent: the Messages API version parley speaks
+// (see apiVersion) has no temperature parameter.
+func params(req llm.Request) (*messagesRequest, error) {
 	if req.Model == "" {
-		return anthropic.MessageNewParams{}, errors.New("request has no model")
+		return nil, errors.New("request has no model")
 	}
-	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(req.Model),
-		MaxTokens: DefaultMaxTokens,
-	}
+	p := &messagesRequest{Model: req.Model, MaxTokens: DefaultMaxTokens, Stream: true}
 	if req.MaxTokens > 0 {
-		p.MaxTokens = int64(req.MaxTokens)
+		p.MaxTokens = req.MaxTokens
 	}
 	if req.System != "" {
-		p.System = append(p.System, anthropic.TextBlockParam{
-			Text:         req.System,
-			CacheControl: anthropic.NewCacheControlEphemeralParam(),
-		})
+		p.System = append(p.System, block{Type: "text", Text: req.System, CacheControl: ephemeral})
 	}
 	for _, m := range req.Messages {
 		if m.Role == llm.RoleSystem && m.Content != "" {
-			p.System = append(p.System, anthropic.TextBlockParam{Text: m.Content})
+			p.System = append(p.System, block{Type: "text", Text: m.Content})
 		}
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
-		return p, err
+		return nil, err
+	}
+	if n := len(msgs); n > 0 {
+		last := msgs[n-1].Content
+		if b := &last[len(last)-1]; cacheable(b) {
+			b.CacheControl = ephemeral
+		}
 	}
 	p.Messages = msgs
 	for _, t := range req.Tools {
-		tool, err := tool(t)
+		schema, err := inputSchema(t)
 		if err != nil {
-			return p, err
+			return nil, err
 		}
-		p.Tools = append(p.Tools, tool)
+		p.Tools = append(p.Tools, toolParam{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	return p, nil
+}
+
+// cacheable reports whether a block may carry cache_control: thinking
+// blocks may not.
+func cacheable(b *block) bool {
+	return b.Type != "thinking" && b.Type != "redacted_thinking"
 }
 
 // messages converts the history. Consecutive messages of one role become
 // one turn, so a run of tool results (and any user text after them) is a
 // single user message, as Anthropic requires. Empty messages are dropped:
 // Anthropic rejects empty content.
-func messages(in []llm.Message) ([]anthropic.MessageParam, error) {
-	var out []anthropic.MessageParam
-	add := func(role llm.Role, blocks []anthropic.ContentBlockParamUnion) {
+func messages(in []llm.Message) ([]message, error) {
+	var out []message
+	add := func(role string, blocks []block) {
 		if len(blocks) == 0 {
 			return
 		}
-		if n := len(out); n > 0 {
-			last := &out[n-1]
-			if role == llm.RoleAssistant && last.OfAssistant != nil {
-				last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
-				return
-			}
-			if role == llm.RoleUser && last.OfUser != nil {
-				last.OfUser.Content = append(last.OfUser.Content, blocks...)
-				return
-			}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
 		}
-		if role == llm.RoleAssistant {
-			out = append(out, anthropic.NewAssistantMessage(blocks...))
-		} else {
-			out = append(out, anthropic.NewUserMessage(blocks...))
-		}
+		out = append(out, message{Role: role, Content: blocks})
 	}
 	for i, m := range in {
-		var blocks []anthropic.ContentBlockParamUnion
+		var blocks []block
 		switch m.Role {
 		case llm.RoleSystem:
 			continue // sent as system blocks
 		case llm.RoleUser:
 			if m.Content != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+				blocks = append(blocks, block{Type: "text", Text: m.Content})
 			}
 			for _, img := range m.Images {
 				blocks = append(blocks, image(img))
 			}
-			add(llm.RoleUser, blocks)
+			add("user", blocks)
 		case llm.RoleAssistant:
+			// Thinking blocks come first, unchanged, as the API requires
+			// when the turn goes on with tool results.
+			for _, th := range m.Thinking {
+				blocks = append(blocks, thinking(th))
+			}
 			if m.Content != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+				blocks = append(blocks, block{Type: "text", Text: m.Content})
 			}
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name))
+				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 			}
-			add(llm.RoleAssistant, blocks)
+			if len(blocks) == len(m.Thinking) {
+				blocks = nil // thinking alone is not a message
+			}
+			add("assistant", blocks)
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: tool result has no tool call id", i)
 			}
-			add(llm.RoleUser, []anthropic.ContentBlockParamUnion{toolResult(m)})
+			add("user", []block{toolResult(m)})
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -121,21 +183,27 @@ func messages(in []llm.Message) ([]anthropic.MessageParam, error) {
 	return out, nil
 }
 
-func toolResult(m llm.Message) anthropic.ContentBlockParamUnion {
-	r := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-	if m.Content != "" { // an empty text block is rejected; no content is not
-		r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{
-			OfText: &anthropic.TextBlockParam{Text: m.Content},
-		})
+func thinking(th llm.Thinking) block {
+	if th.Redacted != "" {
+		return block{Type: "redacted_thinking", Data: th.Redacted}
 	}
-	for _, img := range m.Images {
-		r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: image(img).OfImage})
-	}
-	return anthropic.ContentBlockParamUnion{OfToolResult: &r}
+	text, sig := th.Text, th.Signature
+	return block{Type: "thinking", Thinking: &text, Signature: &sig}
 }
 
-func image(img llm.Image) anthropic.ContentBlockParamUnion {
-	return anthropic.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data))
+func toolResult(m llm.Message) block {
+	r := block{Type: "tool_result", ToolUseID: m.ToolCallID}
+	if m.Content != "" { // an empty text block is rejected; no content is not
+		r.Content = append(r.Content, block{Type: "text", Text: m.Content})
+	}
+	for _, img := range m.Images {
+		r.Content = append(r.Content, image(img))
+	}
+	return r
+}
+
+func image(img llm.Image) block {
+	return block{Type: "image", Source: &imageSource{Type: "base64", MediaType: img.MediaType, Data: base64.StdEncoding.EncodeToString(img.Data)}}
 }
 
 // toolInput is the call's arguments as JSON. Arguments that are not a JSON
@@ -149,36 +217,21 @@ func toolInput(args json.RawMessage) json.RawMessage {
 	return args
 }
 
-func tool(t llm.Tool) (anthropic.ToolUnionParam, error) {
-	var schema anthropic.ToolInputSchemaParam
+// inputSchema is the tool's JSON Schema as Anthropic wants it: an object
+// schema with properties, every other keyword kept.
+func inputSchema(t llm.Tool) (json.RawMessage, error) {
+	schema := map[string]json.RawMessage{}
 	if len(t.Schema) > 0 {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(t.Schema, &m); err != nil {
-			return anthropic.ToolUnionParam{}, fmt.Errorf("tool %s: schema: %w", t.Name, err)
+		if err := json.Unmarshal(t.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("tool %s: schema: %w", t.Name, err)
 		}
-		for k, v := range m {
-			switch k {
-			case "type": // always "object"
-			case "properties":
-				schema.Properties = v
-			case "required":
-				if err := json.Unmarshal(v, &schema.Required); err != nil {
-					return anthropic.ToolUnionParam{}, fmt.Errorf("tool %s: schema required: %w", t.Name, err)
-				}
-			default:
-				if schema.ExtraFields == nil {
-					schema.ExtraFields = map[string]any{}
-				}
-				schema.ExtraFields[k] = v
-			}
+		if schema == nil {
+			schema = map[string]json.RawMessage{}
 		}
 	}
-	if schema.Properties == nil {
-		schema.Properties = map[string]any{}
+	schema["type"] = json.RawMessage(`"object"`)
+	if p, ok := schema["properties"]; !ok || string(p) == "null" {
+		schema["properties"] = json.RawMessage(`{}`)
 	}
-	tp := anthropic.ToolParam{Name: t.Name, InputSchema: schema}
-	if t.Description != "" {
-		tp.Description = anthropic.String(t.Description)
-	}
-	return anthropic.ToolUnionParam{OfTool: &tp}, nil
+	return json.Marshal(schema)
 }

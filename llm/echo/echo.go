@@ -66,8 +66,9 @@ func New(opts ...Option) *Model {
 }
 
 // Then queues resp as the answer to the next request not yet answered from
-// the queue. Its Text streams in deltas, its ToolCalls are announced, and a
-// zero Usage is filled in as for an echo.
+// the queue. Its Text streams in deltas, its ToolCalls are announced, its
+// Thinking is returned as it is, and a zero Usage is filled in as for an
+// echo.
 func (m *Model) Then(resp llm.Response) *Model {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -121,7 +122,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 			onDelta(d)
 		}
 	}
-	got := llm.Response{Model: want.Model, Usage: want.Usage}
+	got := llm.Response{Model: want.Model, Usage: want.Usage, Thinking: want.Thinking}
 	for _, piece := range words(want.Text) {
 		if err := m.wait(ctx); err != nil {
 			got.StopReason = llm.StopAborted

@@ -1,18 +1,13 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/internal/wire"
@@ -20,56 +15,123 @@ import (
 
 const provider = "openai"
 
-// mapError turns an SDK error into a *llm.StatusError (wrapped with
-// llm.ErrContextLength when the prompt is too long), or wraps a transport
-// error as it is.
-func (m *Model) mapError(err error) error {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		se := &llm.StatusError{
-			Provider:   provider,
-			StatusCode: apiErr.StatusCode,
-			Code:       firstNonEmpty(apiErr.Code, apiErr.Type),
-			Message:    wire.Redact(apiErr.Message, m.apiKey),
-		}
-		if apiErr.Response != nil {
-			se.RetryAfter = wire.RetryAfter(apiErr.Response.Header, time.Now())
-		}
-		return classify(se)
-	}
-	var streamErr *ssestream.StreamError
-	if errors.As(err, &streamErr) {
-		return classify(m.streamStatusError(streamErr))
-	}
-	return fmt.Errorf("%s: %w", provider, err)
+// errorBody is the error shapes servers send, read leniently:
+//   - OpenAI (and OpenRouter): {"error":{"message","type","param","code"}},
+//     where code is a string, a number (OpenRouter) or null;
+//   - Ollama and LM Studio: {"error":"text"};
+//   - vLLM: {"object":"error","message","type","code"} at the top level.
+type errorBody struct {
+	Error   json.RawMessage `json:"error"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
 }
 
-// streamStatusError reads an error event sent mid-stream, which arrives with
-// HTTP 200, so the status is inferred from its code and type.
-func (m *Model) streamStatusError(e *ssestream.StreamError) *llm.StatusError {
-	var body struct {
-		Error struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		} `json:"error"`
+type errorDetail struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// parseError reads an error body (the whole body, or the "error" value of a
+// stream chunk when inner is set). ok is false when it is none of the
+// known shapes.
+func parseError(raw []byte, inner bool) (d errorDetail, ok bool) {
+	if inner {
+		return parseErrorValue(raw)
 	}
+	var b errorBody
+	if json.Unmarshal(raw, &b) != nil {
+		return d, false
+	}
+	if len(b.Error) > 0 && string(b.Error) != "null" {
+		return parseErrorValue(b.Error)
+	}
+	if b.Message != "" {
+		return errorDetail{Message: b.Message, Type: b.Type, Code: b.Code}, true
+	}
+	return d, false
+}
+
+func parseErrorValue(raw json.RawMessage) (d errorDetail, ok bool) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return errorDetail{Message: text}, true
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return d, false
+	}
+	return d, true
+}
+
+// code is the error's code as text: a JSON string's value, or a number as
+// written; "" for null or none.
+func (d errorDetail) code() string {
+	var s string
+	if json.Unmarshal(d.Code, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(d.Code, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// statusError reads an HTTP error response.
+func (m *Model) statusError(res *http.Response) error {
+	raw := wire.ReadErrorBody(res.Body)
+	se := &llm.StatusError{
+		Provider:   provider,
+		StatusCode: res.StatusCode,
+		RetryAfter: wire.RetryAfter(res.Header, time.Now()),
+	}
+	if d, ok := parseError(raw, false); ok {
+		code := d.code()
+		if _, numeric := strconv.Atoi(code); numeric == nil {
+			code = "" // a number repeating the HTTP status says nothing more
+		}
+		se.Code = firstNonEmpty(code, d.Type)
+		se.Message = wire.Redact(d.Message, m.apiKey)
+	} else {
+		se.Message = m.snippet(raw)
+	}
+	if se.Message == "" {
+		se.Message = http.StatusText(res.StatusCode)
+	}
+	return classify(se)
+}
+
+// streamStatusError reads an error sent mid-stream, which arrives with
+// HTTP 200, so the status is inferred from its code and type.
+func (m *Model) streamStatusError(raw json.RawMessage) *llm.StatusError {
 	se := &llm.StatusError{Provider: provider, StatusCode: http.StatusInternalServerError}
-	if json.Unmarshal(e.Event.Data, &body) != nil {
-		se.Message = wire.Redact(e.Message, m.apiKey)
+	d, ok := parseError(raw, true)
+	if !ok {
+		se.Message = m.snippet(raw)
 		return se
 	}
-	var code string
-	_ = json.Unmarshal(body.Error.Code, &code) // code may be a number or null
-	se.Code = firstNonEmpty(code, body.Error.Type)
-	se.Message = wire.Redact(body.Error.Message, m.apiKey)
-	switch kind := code + " " + body.Error.Type; {
+	code := d.code()
+	se.Code = firstNonEmpty(code, d.Type)
+	se.Message = wire.Redact(d.Message, m.apiKey)
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n < 600 {
+		se.StatusCode = n // OpenRouter sends the HTTP status as the code
+		se.Code = firstNonEmpty(d.Type, code)
+		return se
+	}
+	switch kind := code + " " + d.Type; {
 	case strings.Contains(kind, "rate_limit"):
 		se.StatusCode = http.StatusTooManyRequests
 	case strings.Contains(kind, "context_length"), strings.Contains(kind, "invalid_request"):
 		se.StatusCode = http.StatusBadRequest
 	}
 	return se
+}
+
+// snippet is a body that is not the provider's JSON, shortened and with the
+// API key redacted.
+func (m *Model) snippet(raw []byte) string {
+	return wire.Redact(wire.Snippet(raw), m.apiKey)
 }
 
 // classify wraps llm.ErrContextLength around context-length errors. Besides
@@ -85,6 +147,17 @@ func classify(se *llm.StatusError) error {
 	return se
 }
 
+// refusedStreamOptions reports whether err is a server refusing the
+// stream_options field (OpenAI itself accepts it).
+func refusedStreamOptions(err error) bool {
+	var se *llm.StatusError
+	if !errors.As(err, &se) || (se.StatusCode != http.StatusBadRequest && se.StatusCode != http.StatusUnprocessableEntity) {
+		return false
+	}
+	msg := strings.ToLower(se.Message)
+	return strings.Contains(msg, "stream_options") || strings.Contains(msg, "include_usage")
+}
+
 func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
@@ -92,43 +165,4 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// normalizeErrorBody is SDK middleware for OpenAI-compatible servers whose
-// error bodies differ from OpenAI's {"error":{"message":...}}: Ollama sends
-// {"error":"text"} (on which the SDK fails to build an *openai.Error at all)
-// and vLLM sends {"message":...,"type":...} at the top level (leaving the
-// message empty). Both are rewritten into OpenAI's shape.
-func normalizeErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil || res.StatusCode < 400 || res.Body == nil {
-		return res, err
-	}
-	raw, readErr := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	_ = res.Body.Close()
-	res.Body = io.NopCloser(bytes.NewReader(raw))
-	if readErr != nil {
-		return res, nil // the SDK reports the status without a message
-	}
-	var body map[string]json.RawMessage
-	if json.Unmarshal(raw, &body) != nil {
-		return res, nil
-	}
-	var fixed any
-	if e, ok := body["error"]; ok {
-		var text string
-		if json.Unmarshal(e, &text) != nil {
-			return res, nil // already OpenAI's shape
-		}
-		fixed = map[string]any{"error": map[string]any{"message": text}}
-	} else if _, ok := body["message"]; ok {
-		fixed = map[string]any{"error": body}
-	} else {
-		return res, nil
-	}
-	if b, err := json.Marshal(fixed); err == nil {
-		res.Body = io.NopCloser(bytes.NewReader(b))
-		res.ContentLength = int64(len(b))
-	}
-	return res, nil
 }

@@ -1,19 +1,22 @@
-// Package openai is the llm.Model for OpenAI's Chat Completions API, through
-// the official SDK. With BaseURL it also serves OpenAI-compatible servers
-// (Ollama, vLLM, OpenRouter).
+// Package openai is the llm.Model for OpenAI's Chat Completions API: a thin
+// client over net/http that streams with a small SSE reader
+// (llm/internal/sse). With BaseURL it also serves OpenAI-compatible servers
+// (Ollama, vLLM, OpenRouter, LM Studio, llama.cpp), whose known quirks it
+// tolerates; see stream.go.
 package openai
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+	"sync/atomic"
 
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/internal/sse"
+	"github.com/parleyd/parley/llm/internal/wire"
 )
 
 // DefaultBaseURL is OpenAI's API.
@@ -25,189 +28,146 @@ type Options struct {
 	// BaseURL points at an OpenAI-compatible server, e.g.
 	// "http://localhost:11434/v1" for Ollama; empty means DefaultBaseURL.
 	BaseURL string
-	// HTTPClient defaults to http.DefaultClient.
+	// HTTPClient defaults to a shared client that keeps idle connections
+	// for reuse (see wire.DefaultClient).
 	HTTPClient *http.Client
 }
 
-// Model calls one OpenAI-compatible endpoint.
+// Model calls one OpenAI-compatible endpoint. It is safe for concurrent
+// use.
 type Model struct {
-	client openai.Client
-	apiKey string // only to redact it from error messages
+	url    string // …/chat/completions
+	apiKey string // sent as a bearer token, and redacted from error messages
+	client *http.Client
+	// noUsageOption is set once the server refused stream_options (some
+	// compatible servers answer 400 to a field they don't know): later
+	// calls leave it out and go without usage figures.
+	noUsageOption atomic.Bool
 }
 
 var _ llm.Model = (*Model)(nil)
 
-// New returns a Model. The SDK's own retries are off: wrap the Model in
+// New returns a Model. It never retries by itself: wrap the Model in
 // llm.WithRetry, which retries visibly.
 func New(o Options) *Model {
 	base := o.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	opts := []option.RequestOption{
-		option.WithAPIKey(o.APIKey),
-		option.WithBaseURL(base),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(normalizeErrorBody),
+	m := &Model{url: strings.TrimRight(base, "/") + "/chat/completions", apiKey: o.APIKey, client: o.HTTPClient}
+	if m.client == nil {
+		m.client = wire.DefaultClient
 	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
-	}
-	return &Model{client: openai.NewClient(opts...), apiKey: o.APIKey}
+	return m
 }
 
 // Stream implements llm.Model.
 func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	p, err := params(req)
-	if err != nil {
-		return llm.Response{}, fmt.Errorf("%s: %w", provider, err)
+	includeUsage := !m.noUsageOption.Load()
+	res, err := m.post(ctx, req, includeUsage)
+	if err != nil && includeUsage && refusedStreamOptions(err) {
+		// Quirk: a server that rejects stream_options (older vLLM, LM Studio
+		// and llama.cpp builds, some proxies) is asked again without it.
+		m.noUsageOption.Store(true)
+		res, err = m.post(ctx, req, false)
 	}
+	if err != nil {
+		return llm.Response{}, err
+	}
+	// Closed, not drained: a stream that failed, or a server that keeps the
+	// response open after [DONE], must not hold the call. The transport
+	// keeps the connection when the body was read to its end, which the
+	// last read of a finished stream normally reaches.
+	defer res.Body.Close()
+
 	emit := func(d llm.Delta) {
 		if onDelta != nil {
 			onDelta(d)
 		}
 	}
-	stream := m.client.Chat.Completions.NewStreaming(ctx, p)
-	defer stream.Close()
-	var acc accumulator
-	for stream.Next() {
-		acc.add(stream.Current(), emit)
+	acc := accumulator{m: m, model: req.Model}
+	var (
+		body      io.Reader = res.Body
+		whole     bool
+		streamErr error
+	)
+	if isJSON(res.Header.Get("Content-Type")) {
+		// Either a server that ignored "stream" and sent one JSON
+		// completion, or one that streams under the wrong Content-Type:
+		// the first byte tells.
+		br := bufio.NewReader(res.Body)
+		first, _ := firstByte(br)
+		body, whole = br, first == '{'
 	}
-	streamErr := stream.Err()
+	if whole {
+		streamErr = acc.whole(body, emit)
+	} else {
+		sr := sse.NewReader(body)
+		streamErr = acc.read(sr, emit)
+		sr.Release()
+	}
 	switch {
-	case streamErr == nil && acc.finish != "":
+	case streamErr == nil:
 		return acc.response(true), nil
 	case ctx.Err() != nil:
 		resp := acc.response(false)
 		resp.StopReason = llm.StopAborted
 		return resp, fmt.Errorf("%s: stream: %w", provider, ctx.Err())
-	case streamErr != nil:
-		resp := acc.response(false)
-		resp.StopReason = llm.StopError
-		return resp, m.mapError(streamErr)
 	default:
 		resp := acc.response(false)
 		resp.StopReason = llm.StopError
-		return resp, fmt.Errorf("%s: %w", provider, llm.ErrIncompleteStream)
+		return resp, streamErr
 	}
 }
 
-// accumulator folds chunks into a response. Only choice 0 is read.
-type accumulator struct {
-	text   strings.Builder
-	calls  []*callAcc // in order of first appearance
-	finish string
-	model  string
-	usage  llm.Usage
-}
-
-type callAcc struct {
-	index   int64
-	id      string
-	name    string
-	args    strings.Builder
-	started bool
-}
-
-func (a *accumulator) add(c openai.ChatCompletionChunk, emit func(llm.Delta)) {
-	if a.model == "" {
-		a.model = c.Model
-	}
-	if c.JSON.Usage.Valid() {
-		a.usage = usage(c.Usage)
-	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue
+// firstByte peeks at the first byte that is not white space.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, err
 		}
-		for _, text := range []string{ch.Delta.Content, ch.Delta.Refusal} {
-			if text != "" {
-				a.text.WriteString(text)
-				emit(llm.Delta{Text: text})
-			}
-		}
-		for _, tc := range ch.Delta.ToolCalls {
-			call := a.call(tc.Index)
-			if call.id == "" {
-				call.id = tc.ID
-			}
-			call.name += tc.Function.Name
-			call.args.WriteString(tc.Function.Arguments)
-			if !call.started && call.id != "" && call.name != "" {
-				call.started = true
-				emit(llm.Delta{ToolCallStarted: &llm.ToolCall{ID: call.id, Name: call.name}})
-			}
-		}
-		if ch.FinishReason != "" {
-			a.finish = ch.FinishReason
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.ReadByte()
+		default:
+			return b[0], nil
 		}
 	}
 }
 
-func (a *accumulator) call(index int64) *callAcc {
-	for _, c := range a.calls {
-		if c.index == index {
-			return c
-		}
-	}
-	c := &callAcc{index: index}
-	a.calls = append(a.calls, c)
-	return c
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
-// response builds the result. Unless finished, the last tool call is left
-// out: calls stream one after another, so only it can be cut off.
-func (a *accumulator) response(finished bool) llm.Response {
-	r := llm.Response{
-		Text:       a.text.String(),
-		Usage:      a.usage,
-		StopReason: stopReason(a.finish),
-		Model:      a.model,
+// post sends the request and returns the 2xx response, or the error the
+// server answered with.
+func (m *Model) post(ctx context.Context, req llm.Request, includeUsage bool) (*http.Response, error) {
+	body, err := encodeRequest(wire.Body(sizeHint(req)), req, includeUsage)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", provider, err)
 	}
-	calls := a.calls
-	if !finished && len(calls) > 0 {
-		calls = calls[:len(calls)-1]
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, wire.NewBody(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", provider, err)
 	}
-	for _, c := range calls {
-		id := c.id
-		if id == "" { // some compatible servers send none
-			id = "call_" + strconv.FormatInt(c.index, 10)
+	hreq.ContentLength = int64(len(body))
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if m.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+m.apiKey)
+	}
+	res, err := m.client.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", provider, ctx.Err())
 		}
-		args := c.args.String()
-		if args == "" {
-			args = "{}"
-		}
-		r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: id, Name: c.name, Arguments: []byte(args)})
+		return nil, fmt.Errorf("%s: %w", provider, err) // a *url.Error: retryable
 	}
-	return r
-}
-
-// usage maps OpenAI's counts so the five never overlap: cached and
-// cache-written tokens come out of prompt_tokens, reasoning tokens out of
-// completion_tokens.
-func usage(u openai.CompletionUsage) llm.Usage {
-	cacheRead := u.PromptTokensDetails.CachedTokens
-	cacheWrite := u.PromptTokensDetails.CacheWriteTokens
-	reasoning := u.CompletionTokensDetails.ReasoningTokens
-	return llm.Usage{
-		Input:      max(0, u.PromptTokens-cacheRead-cacheWrite),
-		Output:     max(0, u.CompletionTokens-reasoning),
-		Reasoning:  reasoning,
-		CacheRead:  cacheRead,
-		CacheWrite: cacheWrite,
+	if res.StatusCode >= 300 {
+		defer wire.Drain(res.Body)
+		return nil, m.statusError(res)
 	}
-}
-
-func stopReason(finish string) string {
-	switch finish {
-	case "stop":
-		return llm.StopEnd
-	case "tool_calls", "function_call":
-		return llm.StopToolUse
-	case "length":
-		return llm.StopMaxTokens
-	case "content_filter":
-		return llm.StopContentFilter
-	}
-	return finish
+	return res, nil
 }

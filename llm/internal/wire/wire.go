@@ -2,10 +2,14 @@
 package wire
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // RetryAfter reads the wait a provider asked for: retry-after-ms
@@ -45,4 +49,143 @@ func Redact(s, secret string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, secret, "[redacted]")
+}
+
+// DefaultClient is the providers' HTTP client when the config gives none.
+// Unlike http.DefaultClient it keeps up to 64 idle connections per host
+// (net/http's default is 2): a burst of chats talking to one provider
+// otherwise opens, and tears down, a connection per call beyond the second.
+// It has no overall timeout, since a stream lasts as long as the model
+// writes; the caller's context ends a call.
+var DefaultClient = &http.Client{Transport: defaultTransport()}
+
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
+// MaxErrorBody is how much of an error response is read.
+const MaxErrorBody = 64 << 10
+
+// ReadErrorBody reads (a bounded part of) an error response's body.
+func ReadErrorBody(body io.Reader) []byte {
+	b, _ := io.ReadAll(io.LimitReader(body, MaxErrorBody))
+	return b
+}
+
+// Drain reads what is left of a response body (up to a bound) and closes
+// it, so its connection goes back to the pool instead of being closed.
+func Drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
+}
+
+// Snippet is a short, single-line excerpt of a body that is not the
+// provider's JSON (an HTML page from a proxy, a plain-text error), for an
+// error message.
+func Snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string. It escapes what JSON
+// requires (quotes, backslashes, control characters) and U+2028/U+2029,
+// and replaces invalid UTF-8 with U+FFFD, as encoding/json does; unlike
+// encoding/json it leaves <, > and & as they are. The providers build
+// their request bodies with it: a turn's request carries the whole history,
+// and encoding it by reflection cost more CPU than the rest of the call.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// bodyPool recycles request bodies: a turn's body holds the whole history,
+// and allocating it afresh each call made the garbage collector run more
+// often than everything else the call does.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// Body returns an empty buffer with at least n bytes of room, to fill and
+// pass to NewBody.
+func Body(n int) []byte {
+	p := bodyPool.Get().(*[]byte)
+	b := (*p)[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, n)
+	}
+	return b
+}
+
+// NewBody wraps b as a request body that goes back to the pool when the
+// HTTP transport closes it (which it does once it has written it, or
+// failed to). Set the request's ContentLength to len(b).
+func NewBody(b []byte) io.ReadCloser {
+	return &pooledBody{Reader: bytes.NewReader(b), b: b}
+}
+
+type pooledBody struct {
+	*bytes.Reader
+	b    []byte
+	once sync.Once
+}
+
+func (p *pooledBody) Close() error {
+	p.once.Do(func() {
+		if cap(p.b) <= 1<<20 { // don't keep an outsized one
+			b := p.b[:0]
+			bodyPool.Put(&b)
+		}
+	})
+	return nil
 }

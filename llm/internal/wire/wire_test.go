@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -41,5 +44,36 @@ func TestRedact(t *testing.T) {
 	}
 	if got := Redact("unchanged", ""); got != "unchanged" {
 		t.Errorf("Redact with empty secret = %q", got)
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	tests := []string{
+		"", "plain", `quote " and \ backslash`, "new\nline\r\ttab", "ctrl \x00\x01\x1f\x7f",
+		"<html> & friends", "héllo wörld ✓ 😀", "line\u2028sep\u2029para", "bad \xff\xfe utf8", "\xe2\x82",
+	}
+	for _, s := range tests {
+		b := AppendJSONString([]byte("x"), s)
+		if b[0] != 'x' {
+			t.Fatalf("%q: prefix lost", s)
+		}
+		var got string
+		if err := json.Unmarshal(b[1:], &got); err != nil {
+			t.Fatalf("%q: %s is not a JSON string: %v", s, b[1:], err)
+		}
+		want := strings.ToValidUTF8(s, "\ufffd")
+		if s == "bad \xff\xfe utf8" {
+			want = "bad \ufffd\ufffd utf8" // one replacement per invalid byte, as encoding/json
+		}
+		if s == "\xe2\x82" {
+			want = "\ufffd\ufffd"
+		}
+		if got != want {
+			t.Errorf("%q round-trips to %q, want %q", s, got, want)
+		}
+		std, _ := json.Marshal(s)
+		if !json.Valid(b[1:]) || (utf8.ValidString(s) && !strings.Contains(s, "<") && string(std) != string(b[1:])) {
+			t.Errorf("%q: got %s, encoding/json gives %s", s, b[1:], std)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -145,4 +146,36 @@ func Data(v any) string {
 // Event is an SSE frame with an event line and v as JSON data.
 func Event(name string, v any) string {
 	return "event: " + name + "\n" + Data(v)
+}
+
+// Raw answers 200 with body exactly as given (a recorded transcript) and
+// the Content-Type given, flushing once at the end.
+func Raw(contentType string, body []byte) Step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+}
+
+// File is Raw with a testdata file's contents; the test fails if it can't
+// be read.
+func File(t testing.TB, contentType, path string) Step {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read transcript: %v", err)
+	}
+	return Raw(contentType, b)
+}
+
+// NewLoop starts a server that answers every request with step, for
+// benchmarks. It records nothing. It is closed at cleanup.
+func NewLoop(tb testing.TB, step Step) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		step(w, r)
+	}))
+	tb.Cleanup(s.Close)
+	return s
 }
