@@ -52,6 +52,15 @@ type TurnInput struct {
 	// one, which may have stored the reply already: the runner ends the
 	// turn with that reply instead of asking the model again.
 	Retry bool
+	// Finish, when set, records the turn's outcome (its messages answered,
+	// the reply queued in the outbox) in q, the transaction that stores
+	// the reply in the session, given the reply text the RunFunc returns:
+	// the reply, the outcome and the outbox rows then commit together, in
+	// one durable write instead of two. A RunFunc that called it and
+	// returns no error has finished the turn; the gateway records nothing
+	// more. It is nil when the reply streams (its final edit is known
+	// only once the stream ends).
+	Finish func(ctx context.Context, q dbutil.Querier, reply string) error
 }
 
 // RunFunc runs one agent turn and returns the reply text ("" for none).
@@ -549,12 +558,27 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	if stream != nil {
 		input.OnText = stream.add
 	}
+	// Without a stream, the reply's append records the turn's outcome.
+	finished := false
+	if stream == nil {
+		input.Finish = func(fctx context.Context, q dbutil.Querier, reply string) error {
+			all := append(append([]job(nil), items...), steered...)
+			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply}
+			ids, replies := g.record(o)
+			if err := g.opts.Store.CompleteIn(fctx, q, ids, o.status, string(o.session), o.err, replies); err != nil {
+				return err
+			}
+			finished = true
+			return nil
+		}
+	}
 	stopTyping := g.keepTyping(ctx, first.in)
 	var reply string
 	tries := 0
 	// A turn the database failed under is run again once it answers, on
 	// this lane, so the session's later messages still wait their turn.
 	err = g.untilStored(ctx, ctx, "run a turn", func() (err error) {
+		finished = false
 		if tries++; tries > 1 {
 			input.OnText = nil // what streamed is shown; the final edit gives the whole reply
 			input.Retry = true
@@ -570,6 +594,16 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	stopTyping()
 	shown := stream.finish()
 	all := append(append([]job(nil), items...), steered...)
+	if finished && err == nil {
+		// Its outcome and reply committed with the reply's append.
+		if g.opts.Sender != nil {
+			g.opts.Sender.Wake()
+		}
+		if g.opts.AfterTurn != nil && !shuttingDown(ctx) {
+			g.opts.AfterTurn(ctx, input)
+		}
+		return
+	}
 	if shuttingDown(ctx) {
 		// Cut short by shutdown: the messages stay accepted, so the next
 		// start repairs the session and runs them again.
@@ -660,23 +694,7 @@ type outcome struct {
 // chat of o.replyTo, in one transaction; then it wakes the sender. The
 // reply's key makes a repeat a no-op.
 func (g *Gateway) complete(ctx context.Context, o outcome) {
-	limit := 0
-	if g.opts.Limit != nil {
-		limit = g.opts.Limit(o.replyTo.in.Adapter)
-	}
-	chunks := adapters.Chunk(o.text, limit)
-	replies := make([]Reply, len(chunks))
-	for i, c := range chunks {
-		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
-			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
-	}
-	if len(replies) > 0 {
-		replies[0].EditMessageID = o.shown
-	}
-	ids := make([]string, len(o.jobs))
-	for i, j := range o.jobs {
-		ids[i] = j.inboundID
-	}
+	ids, replies := g.record(o)
 	// Recorded even when the turn was aborted; a database outage is waited
 	// out, until shutdown (the next start then answers them again).
 	record := context.WithoutCancel(ctx)
@@ -698,6 +716,29 @@ func (g *Gateway) complete(ctx context.Context, o outcome) {
 	if len(replies) > 0 && g.opts.Sender != nil {
 		g.opts.Sender.Wake()
 	}
+}
+
+// record is what complete stores of o: its inbound records' ids and the
+// outbox rows of its reply, chunked at the adapter's limit.
+func (g *Gateway) record(o outcome) (ids []string, replies []Reply) {
+	limit := 0
+	if g.opts.Limit != nil {
+		limit = g.opts.Limit(o.replyTo.in.Adapter)
+	}
+	chunks := adapters.Chunk(o.text, limit)
+	replies = make([]Reply, len(chunks))
+	for i, c := range chunks {
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
+	}
+	if len(replies) > 0 {
+		replies[0].EditMessageID = o.shown
+	}
+	ids = make([]string, len(o.jobs))
+	for i, j := range o.jobs {
+		ids[i] = j.inboundID
+	}
+	return ids, replies
 }
 
 // Recover handles messages a crash left unanswered: runs them again or
