@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -54,7 +55,10 @@ type benchResult struct {
 	// CPUmsPerTurn and RawCPUmsPerAppend are the process's CPU time (user
 	// and system, every goroutine) per turn under load and per raw append
 	// (Linux only).
-	CPUmsPerTurn      float64 `json:"cpu_ms_per_turn,omitempty"`
+	CPUmsPerTurn float64 `json:"cpu_ms_per_turn,omitempty"`
+	// ReadsPerTurn counts the reads (DB.View) under load: on PostgreSQL
+	// each is a transaction of the server's too.
+	ReadsPerTurn      float64 `json:"reads_per_turn"`
 	RawCPUmsPerAppend float64 `json:"raw_cpu_ms_per_append,omitempty"`
 }
 
@@ -171,6 +175,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	txBefore := d.db.Transactions()
 	framesBefore := walFrames(ctx, d.db)
 	cpuBefore := processCPU()
+	// Count the reads beside the daemon's own observer (its metrics).
+	var reads atomic.Int64
+	daemonObserver := d.metrics.ObserveDB()
+	d.db.Observe(func(op dbutil.Op, start time.Time, took time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+		daemonObserver(op, start, took)
+	})
 	if profile != nil {
 		// The profile covers the turns under load, what turns/s measures.
 		if err := pprof.StartCPUProfile(profile); err != nil {
@@ -186,6 +199,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return halt(err)
 	}
 	elapsed := time.Since(start)
+	d.db.Observe(daemonObserver)
 	cpu := processCPU() - cpuBefore
 	appends := d.db.Transactions() - txBefore
 	frames := walFrames(ctx, d.db) - framesBefore
@@ -218,6 +232,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		AppendsPerTurn:    float64(appends) / float64(len(lat)),
 		CPUmsPerTurn:      float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
 		RawCPUmsPerAppend: rawCPU,
+		ReadsPerTurn:      float64(reads.Load()) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
 	if d.db.Dialect == dbutil.SQLite {
@@ -235,7 +250,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		r.OverheadP50ms, r.OverheadP99ms, r.OverheadMaxms, r.OverheadTurns, r.StoreWaitP50ms)
 	fmt.Fprintf(stdout, "peak RSS          %.1f MB\n", r.PeakRSSMB)
 	fmt.Fprintf(stdout, "raw durable appends/s %.0f (same database, same durability)\n", r.RawAppendPerSec)
-	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions)\n", r.AppendsPerTurn)
+	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions) · %.1f reads\n", r.AppendsPerTurn, r.ReadsPerTurn)
 	fmt.Fprintf(stdout, "limit ratio       %.2f (turn rate ÷ (raw rate ÷ appends per turn))\n", r.LimitRatio)
 	if r.CPUmsPerTurn > 0 {
 		fmt.Fprintf(stdout, "CPU               %.3f ms per turn · %.3f ms per raw append (the whole process)\n", r.CPUmsPerTurn, r.RawCPUmsPerAppend)
