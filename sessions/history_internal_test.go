@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
