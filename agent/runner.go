@@ -207,6 +207,13 @@ type Request struct {
 	// OnText, if set, takes the reply's text as the model writes it, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// Finish, if set (with DeferCompaction, so the result is final), runs
+	// in the transaction that stores the turn's reply (its last assistant
+	// message, which calls no tools), given the result as the run returns
+	// it: the caller records there what the reply answered, so the reply
+	// and that record commit together, in one durable write. Its error
+	// fails the append, and the run. Result.Finished says it committed.
+	Finish func(ctx context.Context, q dbutil.Querier, res Result) error
 }
 
 // Result is what a run produced.
@@ -221,6 +228,8 @@ type Result struct {
 	// Notices are one-line notices for the user, such as "summarized 24
 	// earlier messages" when compaction ran and the agent asks to be told.
 	Notices []string
+	// Finished: Request.Finish committed with the reply.
+	Finished bool
 }
 
 // Runner runs agent turns. One run per session at a time.

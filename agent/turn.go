@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
@@ -85,12 +86,16 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 		if err != nil {
 			return t.fail(ctx, resp, err)
 		}
-		if err := t.appendAssistant(resp); err != nil {
-			return t.res, err
-		}
 		if len(resp.ToolCalls) == 0 {
 			t.res.Reply = resp.Text
+			if err := t.appendReply(resp); err != nil {
+				t.res.Reply = ""
+				return t.res, err
+			}
 			return t.res, nil
+		}
+		if err := t.appendAssistant(resp); err != nil {
+			return t.res, err
 		}
 		results := t.runTools(ctx, resp.ToolCalls)
 		if err := t.appendResults(resp.ToolCalls, results); err != nil {
@@ -507,15 +512,44 @@ func (t *turn) checkDoomLoop(calls []llm.ToolCall) error {
 	return nil
 }
 
-func (t *turn) appendAssistant(resp llm.Response) error {
+// appendReply stores the turn's reply, the model's last answer, which
+// calls no tools. With Request.Finish, what the caller records of the
+// turn's outcome commits in the same transaction.
+func (t *turn) appendReply(resp llm.Response) error {
+	if t.req.Finish == nil || !t.req.DeferCompaction || t.side != nil {
+		return t.appendAssistant(resp)
+	}
+	m, am := assistantMessage(resp, t.spec)
+	stored, err := t.r.opts.Store.AppendWith(t.pctx, t.id, m, func(ctx context.Context, q dbutil.Querier, stored sessions.Message) error {
+		res := t.res
+		res.Messages = append(res.Messages[:len(res.Messages):len(res.Messages)], stored)
+		res.Finished = true
+		return t.req.Finish(ctx, q, res)
+	})
+	if err != nil {
+		return fmt.Errorf("append %s message to session %s: %w", m.Role, t.id, err)
+	}
+	t.res.Messages = append(t.res.Messages, stored)
+	t.res.Finished = true
+	t.call.Messages = append(t.call.Messages, am)
+	return nil
+}
+
+// assistantMessage is resp as stored and as the model sees it next.
+func assistantMessage(resp llm.Response, spec string) (sessions.Message, llm.Message) {
 	u := sessions.Usage{Input: resp.Usage.Input, Output: resp.Usage.Output, Reasoning: resp.Usage.Reasoning,
 		CacheRead: resp.Usage.CacheRead, CacheWrite: resp.Usage.CacheWrite}
-	m := sessions.Message{Role: sessions.RoleAssistant, Content: resp.Text, Model: t.spec, Usage: &u}
+	m := sessions.Message{Role: sessions.RoleAssistant, Content: resp.Text, Model: spec, Usage: &u}
 	am := llm.Message{Role: llm.RoleAssistant, Content: resp.Text, Thinking: resp.Thinking}
 	for _, c := range resp.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, sessions.ToolCall{ID: c.ID, Name: c.Name, Arguments: storableArgs(c.Arguments)})
 		am.ToolCalls = append(am.ToolCalls, c)
 	}
+	return m, am
+}
+
+func (t *turn) appendAssistant(resp llm.Response) error {
+	m, am := assistantMessage(resp, t.spec)
 	if err := t.append(m); err != nil {
 		return err
 	}

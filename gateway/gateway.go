@@ -49,6 +49,15 @@ type TurnInput struct {
 	// OnText, when set, takes the reply's text as it is written, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// Finish, when set, records the turn's outcome (its messages answered,
+	// the reply queued in the outbox) in q, the transaction that stores
+	// the reply in the session, given the reply text Run returns:
+	// the reply, the outcome and the outbox rows then commit together, in
+	// one durable write instead of two. A Run that called it and
+	// returns no error has finished the turn; the gateway records nothing
+	// more. It is nil when the reply streams (its final edit is known
+	// only once the stream ends).
+	Finish func(ctx context.Context, q dbutil.Querier, reply string) error
 }
 
 // Options configure a Gateway.
@@ -572,13 +581,42 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	if stream != nil {
 		input.OnText = stream.add
 	}
+	// Without a stream, the reply's append records the turn's outcome.
+	finished := false
+	if stream == nil {
+		input.Finish = func(fctx context.Context, q dbutil.Querier, reply string) error {
+			all := append(append([]job(nil), items...), steered...)
+			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply}
+			ids, replies := g.record(o)
+			if err := g.opts.Store.CompleteIn(fctx, q, ids, o.status, string(o.session), o.err, replies); err != nil {
+				return err
+			}
+			finished = true
+			return nil
+		}
+	}
 	stopTyping := g.keepTyping(ctx, first.in)
 	// A try the database fails under is tried again within Run, once the
 	// database answers; the lane holds its place meanwhile.
 	reply, err := g.opts.Runner.Run(ctx, input)
+	if err != nil {
+		// A try's Finish may have run in a transaction that didn't
+		// commit: the outcome is recorded below, as for any failure.
+		finished = false
+	}
 	stopTyping()
 	shown := stream.finish()
 	all := append(append([]job(nil), items...), steered...)
+	if finished && err == nil {
+		// Its outcome and reply committed with the reply's append.
+		if g.opts.Sender != nil {
+			g.opts.Sender.Wake()
+		}
+		if !shuttingDown(ctx) {
+			g.opts.Runner.AfterTurn(ctx, input)
+		}
+		return
+	}
 	if shuttingDown(ctx) {
 		// Cut short by shutdown: the messages stay accepted, so the next
 		// start repairs the session and runs them again.
@@ -673,25 +711,7 @@ type outcome struct {
 // chat of o.replyTo, in one transaction; then it wakes the sender. The
 // reply's key makes a repeat a no-op.
 func (g *Gateway) complete(ctx context.Context, o outcome) {
-	limit := 0
-	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
-		if l, ok := ad.(adapters.Limiter); ok {
-			limit = l.MaxMessageLength()
-		}
-	}
-	chunks := adapters.Chunk(o.text, limit)
-	replies := make([]Reply, len(chunks))
-	for i, c := range chunks {
-		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
-			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
-	}
-	if len(replies) > 0 {
-		replies[0].EditMessageID = o.shown
-	}
-	ids := make([]string, len(o.jobs))
-	for i, j := range o.jobs {
-		ids[i] = j.inboundID
-	}
+	ids, replies := g.record(o)
 	// Recorded even when the turn was aborted; a database outage is waited
 	// out, until shutdown (the next start then answers them again).
 	record := context.WithoutCancel(ctx)
@@ -713,6 +733,31 @@ func (g *Gateway) complete(ctx context.Context, o outcome) {
 	if len(replies) > 0 && g.opts.Sender != nil {
 		g.opts.Sender.Wake()
 	}
+}
+
+// record is what complete stores of o: its inbound records' ids and the
+// outbox rows of its reply, chunked at the adapter's limit.
+func (g *Gateway) record(o outcome) (ids []string, replies []Reply) {
+	limit := 0
+	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
+		if l, ok := ad.(adapters.Limiter); ok {
+			limit = l.MaxMessageLength()
+		}
+	}
+	chunks := adapters.Chunk(o.text, limit)
+	replies = make([]Reply, len(chunks))
+	for i, c := range chunks {
+		replies[i] = Reply{Key: fmt.Sprintf("%s:%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: c}
+	}
+	if len(replies) > 0 {
+		replies[0].EditMessageID = o.shown
+	}
+	ids = make([]string, len(o.jobs))
+	for i, j := range o.jobs {
+		ids[i] = j.inboundID
+	}
+	return ids, replies
 }
 
 // Recover handles messages a crash left unanswered: runs them again or

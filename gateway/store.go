@@ -388,21 +388,28 @@ func (s *Store) QueueReplies(ctx context.Context, replies []Reply) error {
 // one transaction, so a message is never marked answered without its reply,
 // nor its reply queued while it still looks unanswered.
 func (s *Store) Complete(ctx context.Context, inboundIDs []string, status InboundStatus, sessionID, errText string, replies []Reply) error {
+	return s.db.Tx(ctx, func(q dbutil.Querier) error {
+		return s.CompleteIn(ctx, q, inboundIDs, status, sessionID, errText, replies)
+	})
+}
+
+// CompleteIn is Complete inside the caller's transaction q: a turn's
+// reply, stored in its session, commits with its outcome (see
+// TurnInput.Finish). A message answered already fails it with ErrNotFound.
+func (s *Store) CompleteIn(ctx context.Context, q dbutil.Querier, inboundIDs []string, status InboundStatus, sessionID, errText string, replies []Reply) error {
 	nowT := s.now()
 	now := dbutil.Millis(nowT)
 	sid := sql.NullString{String: sessionID, Valid: sessionID != ""}
-	return s.db.Tx(ctx, func(q dbutil.Querier) error {
-		for _, id := range inboundIDs {
-			res, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now)
-			if err != nil {
-				return fmt.Errorf("finish inbound %s: %w", id, err)
-			}
-			if n, err := res.RowsAffected(); err == nil && n == 0 {
-				return fmt.Errorf("finish inbound %s (unknown, or answered already): %w", id, ErrNotFound)
-			}
+	for _, id := range inboundIDs {
+		res, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now)
+		if err != nil {
+			return fmt.Errorf("finish inbound %s: %w", id, err)
 		}
-		return queueReplies(ctx, q, nowT, replies)
-	})
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("finish inbound %s (unknown, or answered already): %w", id, ErrNotFound)
+		}
+	}
+	return queueReplies(ctx, q, nowT, replies)
 }
 
 // Finished reports whether every one of the accepted messages ids has an

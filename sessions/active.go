@@ -137,6 +137,20 @@ func (c *activeCache) appended(id ID, at stamp, tokens int64, u Usage) {
 	s.Rollup.CostUSD += u.CostUSD
 }
 
+// tokens is the token count of session id's remembered copy, which the
+// store's own appends keep current.
+func (c *activeCache) tokens(id ID) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[id]; ok {
+		return e.s.Rollup.TokenCount, true
+	}
+	return 0, false
+}
+
 // cachedActive is key's active session from the cache, if the database
 // still holds it as it was remembered: one read of its revision and status.
 func (s *SQLStore) cachedActive(ctx context.Context, key Key) (Session, bool) {

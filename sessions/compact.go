@@ -168,6 +168,7 @@ func (s *SQLStore) Compact(ctx context.Context, id ID, in CompactInput) (Compact
 		return nil
 	})
 	s.history.drop(id)
+	s.actives.forget(id) // its token count changed
 	if err != nil {
 		return CompactResult{}, fmt.Errorf("compact session %s: %w", id, err)
 	}

@@ -359,11 +359,14 @@ func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns 
 const tokenCountQuery = `SELECT token_count FROM sessions WHERE id = $1`
 
 // TokenCount returns the session's token_count rollup. A session whose
-// history the store caches answers from the cache, which this store's own
-// appends keep current, without a read; a change another process made since
+// history or active session the store caches answers from the cache,
+// which this store's own appends keep current, without a read; a change another process made since
 // shows at the next read of the history.
 func (s *SQLStore) TokenCount(ctx context.Context, id ID) (int64, error) {
 	if n, ok := s.history.tokens(id); ok {
+		return n, nil
+	}
+	if n, ok := s.actives.tokens(id); ok {
 		return n, nil
 	}
 	var n int64

@@ -3,8 +3,11 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
@@ -128,5 +131,54 @@ func TestHistoryCacheKeepsOnlySessionsReadAgain(t *testing.T) {
 	}
 	if len(c.seen) != seenLimit || len(c.order) != seenLimit {
 		t.Fatalf("remembers %d sessions (%d in order), limit %d", len(c.seen), len(c.order), seenLimit)
+	}
+}
+
+// A conversation's active session, which the store remembers and its own
+// appends keep current, answers TokenCount without a read even when its
+// history is not cached (more conversations than the history cache
+// holds); a compaction or a rewind, which change the count, make the next
+// answer a read again.
+func TestTokenCountFromTheActiveSession(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	st := NewStore(db, WithHistoryCache(0))
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	defer db.Observe(nil)
+	s, _, err := st.Resolve(ctx, ChatKey("telegram", "1", "1", "a"), Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last Message
+	for i := range 3 {
+		if last, err = st.Append(ctx, s.ID, Message{Role: RoleUser, Content: fmt.Sprint("a longer message, number ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row, err := st.Session(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := reads.Load()
+	if n, err := st.TokenCount(ctx, s.ID); err != nil || n != row.Rollup.TokenCount {
+		t.Fatalf("token count %d %v, the row says %d", n, err, row.Rollup.TokenCount)
+	}
+	if n := reads.Load() - before; n != 0 {
+		t.Fatalf("TokenCount read the database %d times, want the remembered session's count", n)
+	}
+	if _, err := st.Compact(ctx, s.ID, CompactInput{Through: last.Seq - 1, Expect: 2, Summary: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	row, err = st.Session(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.TokenCount(ctx, s.ID); err != nil || n != row.Rollup.TokenCount {
+		t.Fatalf("after compaction: token count %d %v, the row says %d", n, err, row.Rollup.TokenCount)
 	}
 }

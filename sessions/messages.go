@@ -125,6 +125,12 @@ type MessagesOptions struct {
 // to an archived session is allowed, so that a turn in flight when its
 // session resets still records its reply beside its question.
 func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error) {
+	return s.AppendWith(ctx, id, m, nil)
+}
+
+// AppendWith implements Store. A message appended before (its id taken)
+// is returned as Append returns it, and also doesn't run.
+func (s *SQLStore) AppendWith(ctx context.Context, id ID, m Message, also AppendHook) (Message, error) {
 	if !m.Role.Valid() {
 		return Message{}, fmt.Errorf("%w: role %q; use user, assistant, system or tool", ErrInvalidMessage, m.Role)
 	}
@@ -188,6 +194,11 @@ func (s *SQLStore) Append(ctx context.Context, id ID, m Message) (Message, error
 		}
 		for _, hook := range s.appendHooks {
 			if err := hook(ctx, tx, m); err != nil {
+				return fmt.Errorf("append message to session %s: %w", id, err)
+			}
+		}
+		if also != nil {
+			if err := also(ctx, tx, m); err != nil {
 				return fmt.Errorf("append message to session %s: %w", id, err)
 			}
 		}

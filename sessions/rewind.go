@@ -157,6 +157,7 @@ func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResul
 		return err
 	})
 	s.history.drop(id)
+	s.actives.forget(id) // its token count changed
 	if err != nil {
 		return RewindResult{}, fmt.Errorf("rewind session %s: %w", id, err)
 	}
@@ -312,6 +313,7 @@ func (s *SQLStore) Unrewind(ctx context.Context, id ID) (RewindResult, error) {
 		return err
 	})
 	s.history.drop(id)
+	s.actives.forget(id) // its token count changed
 	if err != nil {
 		return RewindResult{}, fmt.Errorf("unrewind session %s: %w", id, err)
 	}

@@ -35,6 +35,12 @@ type Store interface {
 	// Append adds a message at the end of a session's log and updates the
 	// session's rollups in the same transaction.
 	Append(ctx context.Context, id ID, m Message) (Message, error)
+	// AppendWith is Append that also runs also in the append's
+	// transaction, once m is stored: what also writes commits with the
+	// message, or neither does, and its error fails the append. A caller
+	// records there what must not outlive or predate the message (a
+	// turn's outcome with its reply), in one durable write.
+	AppendWith(ctx context.Context, id ID, m Message, also AppendHook) (Message, error)
 	// Messages returns the live context, or with opts the full history.
 	// The messages may be shared with other readers (the store's cache):
 	// copy one before changing it.

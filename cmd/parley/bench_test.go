@@ -18,7 +18,8 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 	}
 	for _, k := range []string{"turns_per_sec", "overhead_p50_ms", "overhead_p99_ms", "overhead_max_ms", "peak_rss_mb",
 		"raw_append_per_sec", "appends_per_turn", "limit_ratio", "engine", "sessions", "turns",
-		"overhead_turns", "store_wait_p50_ms", "latency_p50_ms", "latency_p99_ms", "latency_max_ms"} {
+		"overhead_turns", "store_wait_p50_ms", "latency_p50_ms", "latency_p99_ms", "latency_max_ms",
+		"wal_frames_per_turn", "raw_wal_frames_per_append"} {
 		v, ok := r[k]
 		if !ok {
 			t.Errorf("missing %q", k)

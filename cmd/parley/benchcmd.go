@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -45,6 +47,19 @@ type benchResult struct {
 	RawAppendPerSec float64 `json:"raw_append_per_sec"`
 	AppendsPerTurn  float64 `json:"appends_per_turn"`
 	LimitRatio      float64 `json:"limit_ratio"`
+	// WALFramesPerTurn and RawWALFramesPerAppend are the pages SQLite
+	// wrote to its write-ahead log per turn and per raw append (0 on
+	// PostgreSQL).
+	WALFramesPerTurn      float64 `json:"wal_frames_per_turn,omitempty"`
+	RawWALFramesPerAppend float64 `json:"raw_wal_frames_per_append,omitempty"`
+	// CPUmsPerTurn and RawCPUmsPerAppend are the process's CPU time (user
+	// and system, every goroutine) per turn under load and per raw append
+	// (Linux only).
+	CPUmsPerTurn float64 `json:"cpu_ms_per_turn,omitempty"`
+	// ReadsPerTurn counts the reads (DB.View) under load: on PostgreSQL
+	// each is a transaction of the server's too.
+	ReadsPerTurn      float64 `json:"reads_per_turn"`
+	RawCPUmsPerAppend float64 `json:"raw_cpu_ms_per_append,omitempty"`
 }
 
 // benchAdapter stands in for a channel: it hands each reply to the bench's
@@ -75,7 +90,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nTurns := fs.Int("turns", 10, "turns per conversation, each sent after the previous reply")
 	database := fs.String("database", "", "a postgres:// URL to measure PostgreSQL (default: SQLite in a temporary directory)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the turns under load to this file (go tool pprof reads it)")
 	idle := fs.Bool("idle", false, "instead, start `parley run` with no channels and measure exec-to-ready time and idle RSS")
 	runs := fs.Int("runs", 5, "with --idle: how many starts (the median is reported)")
 	binary := fs.String("binary", "", "with --idle: the parley binary to start (default: this one)")
@@ -132,21 +147,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// under load, not its start-up's.
 	trimResident()
 	resetPeakRSS()
-	raw, err := rawAppendRate(ctx, rawStore, writers, max(2000, 20*writers))
+	raw, rawFrames, rawCPU, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
 	if err != nil {
 		return err
 	}
 
+	var profile *os.File
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
+		if profile, err = os.Create(*cpuProfile); err != nil {
 			return fmt.Errorf("cpu profile: %w", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer profile.Close()
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -162,24 +173,49 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	b := &benchRun{d: d, ad: ad, convs: make([]benchConv, *nSessions)}
 	txBefore := d.db.Transactions()
+	framesBefore := walFrames(ctx, d.db)
+	cpuBefore := processCPU()
+	// Count the reads beside the daemon's own observer (its metrics).
+	var reads atomic.Int64
+	daemonObserver := d.metrics.ObserveDB()
+	d.db.Observe(func(op dbutil.Op, start time.Time, took time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+		daemonObserver(op, start, took)
+	})
+	if profile != nil {
+		// The profile covers the turns under load, what turns/s measures.
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			return halt(fmt.Errorf("cpu profile: %w", err))
+		}
+	}
 	start := time.Now()
 	lat, err := b.load(ctx, *nTurns)
+	if profile != nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return halt(err)
 	}
 	elapsed := time.Since(start)
+	d.db.Observe(daemonObserver)
+	cpu := processCPU() - cpuBefore
 	appends := d.db.Transactions() - txBefore
+	frames := walFrames(ctx, d.db) - framesBefore
 	over, wait, err := b.serial(ctx, min(*nSessions, 1000))
 	if err != nil {
 		return halt(err)
 	}
 	// Measure the limit again after the turns and take the mean: the
 	// machine's load drifts, and both figures should see the same.
-	rawAfter, err := rawAppendRate(ctx, rawStore, writers, max(2000, 20*writers))
+	rawAfter, rawFramesAfter, rawCPUAfter, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
 	if err != nil {
 		return halt(err)
 	}
 	raw = (raw + rawAfter) / 2
+	rawFrames = (rawFrames + rawFramesAfter) / 2
+	rawCPU = (rawCPU + rawCPUAfter) / 2
 	if err := halt(nil); err != nil {
 		return err
 	}
@@ -191,11 +227,18 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		OverheadTurns:  len(over),
 		StoreWaitP50ms: quantileMs(wait, 0.50),
 		LatencyP50ms:   quantileMs(lat, 0.50), LatencyP99ms: quantileMs(lat, 0.99), LatencyMaxms: quantileMs(lat, 1),
-		PeakRSSMB:       peakRSSMB(),
-		RawAppendPerSec: raw,
-		AppendsPerTurn:  float64(appends) / float64(len(lat)),
+		PeakRSSMB:         peakRSSMB(),
+		RawAppendPerSec:   raw,
+		AppendsPerTurn:    float64(appends) / float64(len(lat)),
+		CPUmsPerTurn:      float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
+		RawCPUmsPerAppend: rawCPU,
+		ReadsPerTurn:      float64(reads.Load()) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
+	if d.db.Dialect == dbutil.SQLite {
+		r.WALFramesPerTurn = float64(frames) / float64(len(lat))
+		r.RawWALFramesPerAppend = rawFrames
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(r)
 	}
@@ -207,8 +250,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		r.OverheadP50ms, r.OverheadP99ms, r.OverheadMaxms, r.OverheadTurns, r.StoreWaitP50ms)
 	fmt.Fprintf(stdout, "peak RSS          %.1f MB\n", r.PeakRSSMB)
 	fmt.Fprintf(stdout, "raw durable appends/s %.0f (same database, same durability)\n", r.RawAppendPerSec)
-	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions)\n", r.AppendsPerTurn)
+	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions) · %.1f reads\n", r.AppendsPerTurn, r.ReadsPerTurn)
 	fmt.Fprintf(stdout, "limit ratio       %.2f (turn rate ÷ (raw rate ÷ appends per turn))\n", r.LimitRatio)
+	if r.CPUmsPerTurn > 0 {
+		fmt.Fprintf(stdout, "CPU               %.3f ms per turn · %.3f ms per raw append (the whole process)\n", r.CPUmsPerTurn, r.RawCPUmsPerAppend)
+	}
+	if r.WALFramesPerTurn > 0 {
+		fmt.Fprintf(stdout, "WAL frames        %.1f per turn · %.2f per raw append (pages written to SQLite's log)\n", r.WALFramesPerTurn, r.RawWALFramesPerAppend)
+	}
 	return nil
 }
 
@@ -405,18 +454,30 @@ func quantileMs(d []time.Duration, q float64) float64 {
 	return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000
 }
 
+// walFrames is the pages SQLite has written to its log so far (0 on
+// PostgreSQL, or if the driver can't say).
+func walFrames(ctx context.Context, db *dbutil.DB) int64 {
+	n, err := db.WALFrames(ctx)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // rawAppendRate measures durable appends per second on the same database with
 // the same durability, from `workers` writers at once: the physical limit a
-// turn's commits share.
-func rawAppendRate(ctx context.Context, store sessions.Store, workers, total int) (float64, error) {
+// turn's commits share. It also returns the WAL frames per append.
+func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, workers, total int) (rate, frames, cpuMs float64, err error) {
 	ids := make([]sessions.ID, workers)
 	for i := range ids {
 		s, _, err := store.Resolve(ctx, sessions.ChatKey("bench-raw", strconv.Itoa(i), "raw", config.DefaultAgentID), sessions.Policy{})
 		if err != nil {
-			return 0, err
+			return 0, 0, 0, err
 		}
 		ids[i] = s.ID
 	}
+	framesBefore := walFrames(ctx, db)
+	cpuBefore := processCPU()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	start := time.Now()
@@ -433,11 +494,31 @@ func rawAppendRate(ctx context.Context, store sessions.Store, workers, total int
 		}()
 	}
 	wg.Wait()
+	took := time.Since(start)
+	cpu := processCPU() - cpuBefore
 	close(errs)
 	for err := range errs {
-		return 0, err
+		return 0, 0, 0, err
 	}
-	return float64(total/workers*workers) / time.Since(start).Seconds(), nil
+	n := float64(total / workers * workers)
+	return n / took.Seconds(), float64(walFrames(ctx, db)-framesBefore) / n, float64(cpu.Microseconds()) / 1000 / n, nil
+}
+
+// processCPU is the CPU time the process has used, user and system (Linux:
+// /proc/self/stat, in clock ticks of 10 ms; 0 elsewhere).
+func processCPU() time.Duration {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // resetPeakRSS starts VmHWM again from the current resident set (Linux:

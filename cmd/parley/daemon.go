@@ -340,6 +340,13 @@ func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 			}
 		}
 	}
+	if in.Finish != nil {
+		// The reply's append records the turn's outcome, with the reply
+		// text this returns.
+		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
+			return in.Finish(ctx, q, replyText(notices, res))
+		}
+	}
 	res, err := d.runner.Run(ctx, req)
 	if first := in.Messages[0]; first.Adapter == "cron" && d.cron != nil {
 		// The receipt gets the session and the outcome, an empty reply or
@@ -348,12 +355,17 @@ func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 			d.log.WarnContext(ctx, "record a cron run's outcome", "chat_id", first.ChatID, "error", ferr)
 		}
 	}
-	notices = append(notices, res.Notices...)
-	reply := res.Reply
-	if len(notices) > 0 && reply != "" {
-		reply = strings.Join(notices, "\n") + "\n\n" + reply
+	return replyText(notices, res), err
+}
+
+// replyText is a turn's reply as the chat gets it: the notices (the
+// daemon's, then the run's) before the model's text.
+func replyText(notices []string, res agent.Result) string {
+	notices = append(notices[:len(notices):len(notices)], res.Notices...)
+	if len(notices) > 0 && res.Reply != "" {
+		return strings.Join(notices, "\n") + "\n\n" + res.Reply
 	}
-	return reply, err
+	return res.Reply
 }
 
 // request is the agent run for a gateway turn. Compaction after the turn
