@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyd/parley/signing"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/sessions"
-	"github.com/parleyd/parley/webhooks"
 )
 
 const (
@@ -414,7 +414,7 @@ func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ts, sig := webhooks.Sign(c.opts.Secret, c.opts.Now(), body)
+	ts, sig := signing.Sign(c.opts.Secret, c.opts.Now(), body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "parley-callbacks")
 	req.Header.Set("X-Parley-Timestamp", ts)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/parleyd/parley/signing"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,6 @@ import (
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm/echo"
-	"github.com/parleyd/parley/webhooks"
 )
 
 const callbackSecret = "callback-secret"
@@ -165,7 +165,7 @@ func TestCallbackURLValidation(t *testing.T) {
 
 func signature(ts string, body []byte) string {
 	sec, _ := strconv.ParseInt(ts, 10, 64)
-	_, sig := webhooks.Sign(callbackSecret, time.Unix(sec, 0), body)
+	_, sig := signing.Sign(callbackSecret, time.Unix(sec, 0), body)
 	return sig
 }
 

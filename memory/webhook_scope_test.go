@@ -3,6 +3,7 @@ package memory_test
 import (
 	"bytes"
 	"context"
+	"github.com/parleyd/parley/signing"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -49,7 +50,7 @@ func TestWebhookDeliveriesShareTheHooksScope(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
-		ts, sig := webhooks.Sign(secret, time.Now(), []byte(body))
+		ts, sig := signing.Sign(secret, time.Now(), []byte(body))
 		req, _ := http.NewRequest("POST", hs.URL+"/hooks/ci", bytes.NewReader([]byte(body)))
 		req.Header.Set("X-Parley-Timestamp", ts)
 		req.Header.Set("X-Parley-Signature", sig)

@@ -9,7 +9,6 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -18,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyd/parley/signing"
 	"io"
 	"log/slog"
 	"net/http"
@@ -254,7 +254,7 @@ func (s *Server) authenticate(h config.Hook, hdr http.Header, body []byte) *apiE
 			return fail(http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer with the hook's secret")
 		}
 	case "github":
-		if !validSignature(hdr.Get("X-Hub-Signature-256"), secret, body) {
+		if !signing.Valid(hdr.Get("X-Hub-Signature-256"), secret, body) {
 			return fail(http.StatusUnauthorized, "unauthorized", "X-Hub-Signature-256 is missing or doesn't match the body; check the hook's secret")
 		}
 	default: // hmac
@@ -270,35 +270,11 @@ func (s *Server) authenticate(h config.Hook, hdr http.Header, body []byte) *apiE
 		if d := s.opts.Now().Sub(time.Unix(secs, 0)); d > ReplayWindow || d < -ReplayWindow {
 			return fail(http.StatusUnauthorized, "stale", "X-Parley-Timestamp is more than 5 minutes from now; sign each request when you send it")
 		}
-		if !validSignature(sig, secret, append([]byte(ts+"."), body...)) {
+		if !signing.Valid(sig, secret, append([]byte(ts+"."), body...)) {
 			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Signature doesn't match; sign timestamp + \".\" + body with the hook's secret")
 		}
 	}
 	return nil
-}
-
-// validSignature checks a "sha256=<hex>" header against HMAC-SHA256(secret, msg).
-func validSignature(header string, secret, msg []byte) bool {
-	hexSig, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(msg)
-	return hmac.Equal(got, mac.Sum(nil))
-}
-
-// Sign is the X-Parley-Signature value for a body sent at ts.
-func Sign(secret string, ts time.Time, body []byte) (timestamp, signature string) {
-	timestamp = strconv.FormatInt(ts.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestamp + "."))
-	mac.Write(body)
-	return timestamp, "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // deliveryKeyHeaders name a delivery, the first one set counting.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/parleyd/parley/signing"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -114,7 +115,7 @@ func post(t testing.TB, url string, body []byte, hdr map[string]string) (int, ma
 }
 
 func signed(body []byte, at time.Time) map[string]string {
-	ts, sig := Sign(secret, at, body)
+	ts, sig := signing.Sign(secret, at, body)
 	return map[string]string{"X-Parley-Timestamp": ts, "X-Parley-Signature": sig}
 }
 
@@ -172,7 +173,7 @@ func TestGitHubAndTokenAuth(t *testing.T) {
 		"  - id: tok\n    auth: token\n    secret: " + secret + "\n    prompt: \"hi\"\n"
 	_, k, hs, _ := setup(t, hooks, "")
 	body := []byte(`{"pull_request":{"title":"Fix it"},"sender":{"login":"ann"}}`)
-	_, sig := Sign(secret, time.Now(), nil) // a wrong kind of signature: it covers "ts."
+	_, sig := signing.Sign(secret, time.Now(), nil) // a wrong kind of signature: it covers "ts."
 	if status, _ := post(t, hs.URL+"/hooks/gh", body, map[string]string{"X-Hub-Signature-256": sig}); status != 401 {
 		t.Fatalf("bad github signature: %d", status)
 	}

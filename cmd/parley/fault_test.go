@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/parleyd/parley/signing"
 	"io"
 	"net/http"
 	"os"
@@ -163,7 +164,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 			}
 			body := []byte(fmt.Sprintf(`{"build":"b%d"}`, k))
 			if status, _ := post(func() *http.Request {
-				ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
+				ts, sig := signing.Sign(hookSecret, time.Now(), body)
 				r, _ := http.NewRequestWithContext(ctx, "POST", url+"/hooks/ci", bytes.NewReader(body))
 				r.Header.Set("X-Parley-Timestamp", ts)
 				r.Header.Set("X-Parley-Signature", sig)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/parleyd/parley/signing"
 	"net/http"
 	"os"
 	"runtime"
@@ -11,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/parleyd/parley/webhooks"
 )
 
 // BenchmarkWebhookLoadRSS runs parley as its own process under a steady
@@ -49,7 +48,7 @@ func BenchmarkWebhookLoadRSS(b *testing.B) {
 	var sent, failed atomic.Int64
 	post := func(i int64) {
 		body := []byte(fmt.Sprintf(`{"repo":"r%d"}`, i))
-		ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
+		ts, sig := signing.Sign(hookSecret, time.Now(), body)
 		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 		req.Header.Set("X-Parley-Timestamp", ts)
 		req.Header.Set("X-Parley-Signature", sig)

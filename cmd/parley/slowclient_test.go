@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/parleyd/parley/signing"
 	"io"
 	"net"
 	"net/http"
@@ -21,8 +22,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/parleyd/parley/webhooks"
 )
 
 // startParleyHTTP runs `parley run` on config (which listens on
@@ -160,7 +159,7 @@ func (c *normalClient) do(method, path string, body any, hdr map[string]string) 
 		req.Header.Set(k, v)
 	}
 	if strings.HasPrefix(path, "/hooks/") {
-		ts, sig := webhooks.Sign(hookSecret, time.Now(), raw)
+		ts, sig := signing.Sign(hookSecret, time.Now(), raw)
 		req.Header.Set("X-Parley-Timestamp", ts)
 		req.Header.Set("X-Parley-Signature", sig)
 	}
@@ -324,7 +323,7 @@ func TestSlowClientsDontStarveOthers(t *testing.T) {
 	t.Logf("usual time: sync hook %s, API %s; RSS %.1f MB", baseHook, baseAPI, float64(baseRSS)/(1<<20))
 
 	body := `{"repo":"parley"}`
-	ts, sig := webhooks.Sign(hookSecret, time.Now(), []byte(body))
+	ts, sig := signing.Sign(hookSecret, time.Now(), []byte(body))
 	heads := []string{
 		// Headers that never end.
 		"POST /hooks/ci HTTP/1.1\r\nHost: x\r\nX-Parley-Timestamp: " + ts + "\r\n",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/parleyd/parley/signing"
 	"net/http"
 	"slices"
 	"strings"
@@ -36,7 +37,7 @@ func runWithHooks(tb testing.TB, hooks string) (*daemon, *adapterstest.Recorder,
 
 func postHook(tb testing.TB, client *http.Client, url string, body []byte) (int, map[string]any) {
 	tb.Helper()
-	ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
+	ts, sig := signing.Sign(hookSecret, time.Now(), body)
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 	req.Header.Set("X-Parley-Timestamp", ts)
 	req.Header.Set("X-Parley-Signature", sig)
@@ -133,7 +134,7 @@ func TestWebhookRepeatThroughTheDaemon(t *testing.T) {
 	defer stop()
 	body := []byte(`{"repo":"parley"}`)
 	send := func() (int, map[string]any) {
-		ts, sig := webhooks.Sign(hookSecret, time.Now(), body)
+		ts, sig := signing.Sign(hookSecret, time.Now(), body)
 		req, _ := http.NewRequest("POST", url+"/hooks/ci", bytes.NewReader(body))
 		req.Header.Set("X-Parley-Timestamp", ts)
 		req.Header.Set("X-Parley-Signature", sig)
