@@ -26,7 +26,7 @@ const (
 	DefaultBusyTimeout      = 5 * time.Second
 	DefaultPostgresMaxConns = 10
 	DefaultListen           = "127.0.0.1:8080"
-	DefaultEventLogMB       = 32
+	DefaultEventLogMB       = 4
 	DefaultMinFreeMB        = 100
 	DefaultMaxTitleChars    = 200
 	DefaultMaxMetadataBytes = 16 << 10

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // envRunMain makes the test binary act as the parley binary, so a test can
@@ -26,6 +28,22 @@ func TestMain(m *testing.M) {
 			if err == nil && pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
+		}
+		// PARLEY_TEST_MEMPROFILE=FILE writes parley's heap profile after
+		// PARLEY_TEST_MEMPROFILE_AFTER (a duration; default 60s), for the
+		// benchmarks that watch its memory.
+		if path := os.Getenv("PARLEY_TEST_MEMPROFILE"); path != "" {
+			after, err := time.ParseDuration(os.Getenv("PARLEY_TEST_MEMPROFILE_AFTER"))
+			if err != nil {
+				after = time.Minute
+			}
+			time.AfterFunc(after, func() {
+				if f, err := os.Create(path); err == nil {
+					runtime.GC()
+					_ = pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			})
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
