@@ -248,8 +248,11 @@ func TestConnectionsReused(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if n := len(conns); n != burst {
-		t.Errorf("%d connections for two bursts of %d calls, want %d", n, burst, burst)
+	// A connection of the first burst may not be back in the pool when the
+	// second starts (its body is closed as the call returns), so allow two
+	// more; net/http's default of 2 idle connections per host opens 14.
+	if n := len(conns); n > burst+2 {
+		t.Errorf("%d connections for two bursts of %d calls, want at most %d", n, burst, burst+2)
 	}
 }
 
