@@ -422,12 +422,29 @@ func (g *Gateway) settle(j job, run bool) {
 	defer g.settles.Done()
 	ctx := g.lanes.ctx
 	var status InboundStatus
-	err := g.untilStored(ctx, ctx, "settle a message the database failed under", func() (err error) {
-		status, err = g.opts.Store.Status(ctx, j.inboundID)
-		return err
-	})
+	var err error
+	// A commit whose connection died may land a moment after the error
+	// came back: a message not found is looked for once more.
+	for look := range 2 {
+		if look > 0 {
+			t := time.NewTimer(settleRecheck)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		err = g.untilStored(ctx, ctx, "settle a message the database failed under", func() (err error) {
+			status, err = g.opts.Store.Status(ctx, j.inboundID)
+			return err
+		})
+		if !errors.Is(err, ErrNotFound) {
+			break
+		}
+	}
 	switch {
 	case errors.Is(err, ErrNotFound) || status != InboundAccepted && err == nil:
+		g.takeSettling(j.in)
 		return // never stored, or answered already
 	case err != nil:
 		g.opts.Log.WarnContext(ctx, "settle a message the database failed under; the next start takes it", "inbound_id", j.inboundID, "error", err)
@@ -440,6 +457,10 @@ func (g *Gateway) settle(j job, run bool) {
 		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: "not run: its sender was told the database was unavailable", replyTo: j})
 	}
 }
+
+// settleRecheck is how long settle waits before looking again for a
+// message it didn't find.
+const settleRecheck = 2 * time.Second
 
 // settleKey names a platform message.
 type settleKey struct{ adapter, chat, message string }

@@ -211,7 +211,16 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 			break
 		}
 		if time.Since(back) > 10*time.Second {
-			t.Fatalf("%d accepted messages still unanswered 10 s after the database came back (%v)", n, err)
+			var stuck []string
+			if rows, qerr := d.db.Reader().QueryContext(ctx, "SELECT id, adapter, chat_id, COALESCE(session_id, ''), instance FROM inbound WHERE status = 'accepted'"); qerr == nil {
+				for rows.Next() {
+					var id, adapter, chat, sess, instance string
+					_ = rows.Scan(&id, &adapter, &chat, &sess, &instance)
+					stuck = append(stuck, fmt.Sprintf("%s (%s %s, session %q, instance %s)", id, adapter, chat, sess, instance))
+				}
+				rows.Close()
+			}
+			t.Fatalf("%d accepted messages still unanswered 10 s after the database came back (%v): %s", n, err, strings.Join(stuck, "; "))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

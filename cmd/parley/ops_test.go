@@ -253,7 +253,9 @@ func TestHTTPAccessLog(t *testing.T) {
 	resp.Body.Close()
 	cancel()
 	if code := <-done; code != 0 {
-		t.Fatalf("run exited %d", code)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		t.Fatalf("run exited %d: %s", code, errOut.String())
 	}
 	w.mu.Lock()
 	logged := errOut.String()
