@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
@@ -190,23 +191,38 @@ func (l *EventLog) noteMessage(sessionID string, m sessions.Message) {
 	sl.run.lastSeq = max(sl.run.lastSeq, m.Seq)
 }
 
-// recordTimeout bounds storing a run's record, which holds up the feed.
-const recordTimeout = 5 * time.Second
+// recordTimeout bounds one try at storing a run's record, which holds up
+// the feed; recordPatience bounds the tries while the database is
+// unavailable.
+const (
+	recordTimeout  = 5 * time.Second
+	recordPatience = 30 * time.Second
+)
 
-// saveRecords stores the records of the runs that just finished. A failure
-// is logged: only a replay of such a run after the log dropped it misses it.
+// saveRecords stores the records of the runs that just finished, trying
+// again for a while when the database is unavailable (a run whose record
+// is missing can't be replayed once the log drops it, and a client that
+// asks for it would wait for it for ever). A failure past that is logged.
 func (l *EventLog) saveRecords() {
 	l.mu.Lock()
 	recs := l.pending
 	l.pending = nil
 	l.mu.Unlock()
 	for _, rec := range recs {
-		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-		err := l.opts.Runs.save(ctx, rec)
-		cancel()
-		if err != nil {
-			l.opts.Log.Warn("run record not stored; a replay of the run after it leaves memory finds nothing",
-				"session_id", rec.sessionID, "run_id", rec.runIDs[0], "error", err)
+		deadline := time.Now().Add(recordPatience)
+		for delay := 100 * time.Millisecond; ; delay = min(delay*2, 2*time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+			err := l.opts.Runs.save(ctx, rec)
+			cancel()
+			if err == nil {
+				break
+			}
+			if !dbutil.Unavailable(err) || time.Now().Add(delay).After(deadline) {
+				l.opts.Log.Warn("run record not stored; a replay of the run after it leaves memory finds nothing",
+					"session_id", rec.sessionID, "run_id", rec.runIDs[0], "error", err)
+				break
+			}
+			time.Sleep(delay)
 		}
 	}
 }
