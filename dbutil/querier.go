@@ -13,8 +13,18 @@ import (
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) *Row
 }
+
+// Row is sql.Row whose error, a bare transport error included, is marked
+// as the database's (see Unavailable).
+type Row struct{ row *sql.Row }
+
+// Scan is sql.Row.Scan.
+func (r *Row) Scan(dest ...any) error { return fromDB(r.row.Scan(dest...)) }
+
+// Err is sql.Row.Err.
+func (r *Row) Err() error { return fromDB(r.row.Err()) }
 
 // querier prepares each query once per handle on SQLite, where parsing is a
 // large share of a lookup's cost. On PostgreSQL (cache is nil) pgx already
@@ -107,18 +117,18 @@ func (q querier) QueryContext(ctx context.Context, query string, args ...any) (*
 	return rows, fromDB(err)
 }
 
-func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (q querier) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
 	if q.detach {
 		ctx = context.WithoutCancel(ctx)
 	}
 	q.count()
 	if st := q.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
+		return &Row{st.QueryRowContext(ctx, args...)}
 	}
 	if q.tx != nil {
-		return q.tx.QueryRowContext(ctx, query, args...)
+		return &Row{q.tx.QueryRowContext(ctx, query, args...)}
 	}
-	return q.db.QueryRowContext(ctx, query, args...)
+	return &Row{q.db.QueryRowContext(ctx, query, args...)}
 }
 
 // stmtCache holds prepared statements for one handle.

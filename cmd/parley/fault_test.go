@@ -260,7 +260,16 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if failed != 0 {
-		t.Fatalf("%d accepted messages failed or were marked; want every one answered", failed)
+		var why []string
+		if rows, err := d.db.Reader().QueryContext(ctx, "SELECT adapter, status, error FROM inbound WHERE status <> 'done' AND error NOT LIKE 'not run: %'"); err == nil {
+			for rows.Next() {
+				var adapter, status, e string
+				_ = rows.Scan(&adapter, &status, &e)
+				why = append(why, adapter+" "+status+": "+e)
+			}
+			rows.Close()
+		}
+		t.Fatalf("%d accepted messages failed or were marked; want every one answered: %s", failed, strings.Join(why, "; "))
 	}
 	if err := d.db.Reader().QueryRowContext(ctx,
 		"SELECT COUNT(DISTINCT m.session_id) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.surface = 'webhook' AND m.role = 'assistant'").Scan(&hookAnswered); err != nil {
