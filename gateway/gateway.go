@@ -480,7 +480,18 @@ func (g *Gateway) startSettle(j job, run bool) {
 		g.settling[keyOf(j.in)] = j
 		g.settlingMu.Unlock()
 	}
-	g.settles.Add(1)
+	// Once the lanes are closed, Close may be waiting for the settles:
+	// none starts then (the next start's recovery takes the message).
+	g.lanes.mu.Lock()
+	closed := g.lanes.closed
+	if !closed {
+		g.settles.Add(1)
+	}
+	g.lanes.mu.Unlock()
+	if closed {
+		g.takeSettling(j.in)
+		return
+	}
 	go g.settle(j, run)
 }
 
