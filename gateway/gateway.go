@@ -698,6 +698,9 @@ func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop fun
 	var mu sync.Mutex // held while sending, so stop waits for a request under way
 	stopped := false
 	var t *time.Timer
+	// t is set under mu, which the timer's function takes first: on a busy
+	// machine it can fire before AfterFunc has returned.
+	mu.Lock()
 	t = time.AfterFunc(typingAfter, func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -707,6 +710,7 @@ func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop fun
 		typing(ctx, in.ChatID)
 		t.Reset(typingEvery)
 	})
+	mu.Unlock()
 	return func() {
 		cancel() // ends a request under way
 		mu.Lock()
