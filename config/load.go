@@ -342,3 +342,12 @@ func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// DisplayPath is a config path as messages show it: the path, or "(built-in
+// defaults)" when no file was read.
+func DisplayPath(p string) string {
+	if p == "" {
+		return "(built-in defaults)"
+	}
+	return p
+}

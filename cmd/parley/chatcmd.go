@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/parleyd/parley/client"
+	"github.com/parleyd/parley/daemon"
+
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/cli"
 	"github.com/parleyd/parley/dbutil"
@@ -25,7 +28,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	if *server != "" {
-		return remoteChat(ctx, *server, *token, stdin, stdout)
+		return client.Chat(ctx, *server, *token, stdin, stdout)
 	}
 	cfg, _, err := loadConfig(*path)
 	if err != nil {
@@ -41,7 +44,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		name = u.Username
 	}
 	term := cli.New("cli", stdin, stdout, name)
-	d, err := startDaemon(ctx, cfg, log, map[adapters.ID]adapters.Adapter{"cli": term})
+	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(map[adapters.ID]adapters.Adapter{"cli": term}))
 	if errors.Is(err, dbutil.ErrLocked) {
 		// A daemon holds the database: talk to it instead, through its API.
 		tok := *token
@@ -52,11 +55,11 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return fmt.Errorf("%w\nto talk to that daemon instead, give it an API token (http.tokens in its config) and run parley chat --token", err)
 		}
 		fmt.Fprintf(stderr, "a running parley holds the database; talking to it at %s\n", cfg.HTTP.Listen)
-		return remoteChat(ctx, cfg.HTTP.Listen, tok, stdin, stdout)
+		return client.Chat(ctx, cfg.HTTP.Listen, tok, stdin, stdout)
 	}
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	return d.run(ctx)
+	defer d.Close()
+	return d.Run(ctx)
 }

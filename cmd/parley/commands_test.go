@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/client"
+
 	"github.com/parleyd/parley/commands"
 )
 
@@ -41,7 +41,7 @@ func TestRemoteChatRunsEveryCommand(t *testing.T) {
 				requests = nil
 				mu.Unlock()
 				var out strings.Builder
-				if err := remoteChat(context.Background(), srv.URL, "tok", strings.NewReader("/"+name+"\n"), &out); err != nil {
+				if err := client.Chat(context.Background(), srv.URL, "tok", strings.NewReader("/"+name+"\n"), &out); err != nil {
 					t.Fatal(err)
 				}
 				if strings.Contains(out.String(), "! ") {
@@ -70,27 +70,3 @@ func TestRemoteChatRunsEveryCommand(t *testing.T) {
 
 // A chat command sent to the API as a message is refused as invalid,
 // naming the route that does its work; /help names every route.
-func TestAPIRefusalNamesEachCommandsRoute(t *testing.T) {
-	for _, c := range commands.All {
-		t.Run(c.Name, func(t *testing.T) {
-			err := commandRefusal(c)
-			if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "/"+c.Name+" is a chat command") {
-				t.Fatalf("refusal %v", err)
-			}
-			routes := []string{c.Route}
-			if c.Route == "" {
-				routes = nil
-				for _, o := range commands.All {
-					if o.Route != "" {
-						routes = append(routes, o.Route)
-					}
-				}
-			}
-			for _, r := range routes {
-				if !strings.Contains(err.Error(), r) {
-					t.Errorf("the refusal of /%s doesn't name %q: %v", c.Name, r, err)
-				}
-			}
-		})
-	}
-}

@@ -6,9 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"slices"
+
+	"github.com/parleyd/parley/daemon"
 
 	"github.com/parleyd/parley/config"
 )
@@ -31,23 +32,17 @@ func cmdConfig(args []string, stdout io.Writer) error {
 		return err // no file to check
 	}
 	if cfg != nil {
-		names, err := builtinToolNames()
-		if err != nil {
-			return err
-		}
-		_, adapterErr := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
-		_, cronErr := cronJobs(cfg)
-		problems = append(problems, asProblems(errors.Join(adapterErr, cronErr, checkTools(cfg, names)), used)...)
+		problems = append(problems, asProblems(daemon.Check(cfg), used)...)
 	}
 	if len(problems) == 0 {
-		fmt.Fprintf(stdout, "ok: %s\n", displayPath(used))
+		fmt.Fprintf(stdout, "ok: %s\n", config.DisplayPath(used))
 		return nil
 	}
 	slices.SortStableFunc(problems, func(a, b config.Problem) int { return cmp.Compare(lineOrLast(a), lineOrLast(b)) })
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p.Error())
 	}
-	return fmt.Errorf("%s: %d problem(s)", displayPath(used), len(problems))
+	return fmt.Errorf("%s: %d problem(s)", config.DisplayPath(used), len(problems))
 }
 
 // asProblems lists the problems in err, each error that is not one (a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -185,7 +186,7 @@ func TestCrashesMidBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, _, err := openDatabase(ctx, c, slog.New(slog.DiscardHandler))
+	db, _, err := daemon.OpenDatabase(ctx, c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

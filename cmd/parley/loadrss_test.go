@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"github.com/parleyd/parley/signing"
 	"net/http"
 	"os"
 	"runtime"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/signing"
 )
 
 // BenchmarkWebhookLoadRSS runs parley as its own process under a steady

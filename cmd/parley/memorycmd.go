@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/parleyd/parley/daemon"
 )
 
 func cmdMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -21,15 +23,15 @@ func cmdMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	log := newLogger(stderr, cfg.Log)
-	d, err := startDaemon(ctx, cfg, log, nil)
+	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(nil))
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	n, err := d.memory.Reindex(ctx)
+	defer d.Close()
+	n, index, err := d.ReindexMemory(ctx)
 	if err != nil {
-		return fmt.Errorf("reindex memory: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "reindexed %d memory items into the %s index\n", n, d.memory.Index().Name())
+	fmt.Fprintf(stdout, "reindexed %d memory items into the %s index\n", n, index)
 	return nil
 }

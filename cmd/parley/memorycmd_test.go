@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
@@ -24,26 +25,20 @@ func TestMemoryReindex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, closeMem := openMemory(t, ctx, cfg)
 	scope := memory.ScopeOf(sessions.ChatKey("telegram", "42", "7", config.DefaultAgentID))
-	if _, err := d.memory.Write(ctx, scope, memory.Memory{Content: "the milk is in the blue fridge"}); err != nil {
+	if _, err := mem.Write(ctx, scope, memory.Memory{Content: "the milk is in the blue fridge"}); err != nil {
 		t.Fatal(err)
 	}
-	d.close()
+	closeMem()
 
 	code, out, errOut = parley(t, ctx, "memory", "reindex", "--config", path)
 	if code != 0 || !strings.Contains(out, "reindexed 1 memory items") {
 		t.Fatalf("exit %d: %q %q", code, out, errOut)
 	}
-	d, err = startDaemon(ctx, cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
-	hits, err := d.memory.Search(ctx, scope, "fridge", 5)
+	mem, closeMem = openMemory(t, ctx, cfg)
+	defer closeMem()
+	hits, err := mem.Search(ctx, scope, "fridge", 5)
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("search after reindex: %v %v", hits, err)
 	}
@@ -61,4 +56,20 @@ func TestUnknownToolStopsTheStart(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `agents[0].tools[1]: no tool is called "web_search"; the tools are memory_search, memory_write`) {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
+}
+
+// openMemory opens the configured database's memory on the built-in index,
+// as the daemon does.
+func openMemory(t *testing.T, ctx context.Context, cfg *config.Config) (*memory.Store, func()) {
+	t.Helper()
+	db, _, err := daemon.OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := memory.NewBuiltin(ctx, db)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return memory.NewStore(db, index), func() { db.Close() }
 }

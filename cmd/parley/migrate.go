@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/parleyd/parley/daemon"
+
 	"github.com/parleyd/parley/migrations"
 )
 
@@ -20,7 +22,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, applied, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	db, applied, err := daemon.OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

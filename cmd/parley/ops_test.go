@@ -5,17 +5,12 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/parleyd/parley/config"
 )
 
 // config check reports everything `parley run` refuses, every problem at
@@ -80,39 +75,6 @@ func TestConfigCheckOfTheExample(t *testing.T) {
 	code, out, errOut := parley(t, context.Background(), "config", "check", "--config", "../../config.example.yaml")
 	if code != 0 || out != "ok: ../../config.example.yaml\n" {
 		t.Fatalf("exit %d, %q %q", code, out, errOut)
-	}
-}
-
-// Every built-in tool config check knows is one the start accepts.
-func TestBuiltinToolNamesStart(t *testing.T) {
-	names, err := builtinToolNames()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"memory_write", "memory_search", "schedule_create", "schedule_list", "schedule_delete", "sessions_spawn"} {
-		if !slices.Contains(names, n) {
-			t.Errorf("builtinToolNames() = %q, missing %s", names, n)
-		}
-	}
-	path, _ := writeConfig(t, "agents:\n  - id: default\n    tools: ["+strings.Join(names, ", ")+"]\n")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatalf("start with every built-in tool: %v", err)
-	}
-	d.close()
-	// The example lists them for the reader.
-	example, err := os.ReadFile("../../config.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if !strings.Contains(string(example), n) {
-			t.Errorf("config.example.yaml does not name the tool %s", n)
-		}
 	}
 }
 
@@ -272,30 +234,6 @@ func TestHTTPAccessLog(t *testing.T) {
 		if strings.Contains(logged, secret) {
 			t.Errorf("the log shows %q:\n%s", secret, logged)
 		}
-	}
-}
-
-// Below debug level the access log costs nothing: the handler is the
-// server's own; and a streamed response can still flush through it.
-func TestAccessLogOnlyAtDebug(t *testing.T) {
-	mux := http.NewServeMux()
-	if got := accessLog(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), mux); got != http.Handler(mux) {
-		t.Fatalf("at info, accessLog wrapped the handler: %T", got)
-	}
-	var buf bytes.Buffer
-	h := accessLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := w.(http.Flusher)
-		if !ok {
-			t.Error("the access log's writer can't flush: server-sent events would stall")
-			return
-		}
-		_, _ = w.Write([]byte("data: x\n\n"))
-		f.Flush()
-	}))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/sessions/s/events?token=abc", nil))
-	if !rec.Flushed || !strings.Contains(buf.String(), "path=/v1/sessions/s/events status=200") || strings.Contains(buf.String(), "abc") {
-		t.Fatalf("flushed %v, log %q", rec.Flushed, buf.String())
 	}
 }
 

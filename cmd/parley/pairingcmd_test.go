@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/gateway"
 )
 
@@ -18,7 +19,7 @@ func TestPairingCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, _, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	db, _, err := daemon.OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/parleyd/parley/daemon"
+
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -46,24 +48,16 @@ func cmdSessionsCompact(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	d, err := startDaemon(ctx, cfg, newLogger(stderr, cfg.Log), nil)
+	d, err := daemon.New(ctx, cfg, newLogger(stderr, cfg.Log), daemon.WithChannels(nil))
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	s, err := d.sessions.Session(ctx, sessions.ID(rest[0]))
+	defer d.Close()
+	line, err := d.CompactSession(ctx, sessions.ID(rest[0]))
 	if err != nil {
 		return err
 	}
-	a, ok := cfg.Agent(s.Key.AgentID)
-	if !ok {
-		return fmt.Errorf("session %s belongs to agent %q, which is not in the config any more", s.ID, s.Key.AgentID)
-	}
-	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
-	if err != nil && res.Skipped == "" {
-		return fmt.Errorf("compact session %s: %w", s.ID, err)
-	}
-	fmt.Fprintln(stdout, compactionLine(res))
+	fmt.Fprintln(stdout, line)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/migrations"
 )
@@ -34,18 +35,11 @@ func loadConfigFor(path string, keys ...string) (*config.Config, string, error) 
 func configLoaded(cfg *config.Config, used string, err error) (*config.Config, string, error) {
 	if err != nil {
 		if _, ok := err.(config.Problems); ok {
-			return nil, used, fmt.Errorf("config %s has problems:\n%w\nfix them and run \"parley config check\" again", displayPath(used), err)
+			return nil, used, fmt.Errorf("config %s has problems:\n%w\nfix them and run \"parley config check\" again", config.DisplayPath(used), err)
 		}
 		return nil, used, err
 	}
 	return cfg, used, nil
-}
-
-func displayPath(p string) string {
-	if p == "" {
-		return "(built-in defaults)"
-	}
-	return p
 }
 
 func configFlag(fs *flag.FlagSet) *string {
@@ -69,21 +63,6 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openDatabase opens the configured database and brings its schema up to
-// date. The caller closes it.
-func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*dbutil.DB, int, error) {
-	db, err := dial(ctx, cfg)
-	if err != nil {
-		return nil, 0, err
-	}
-	n, err := migrations.Up(ctx, db, log)
-	if err != nil {
-		db.Close()
-		return nil, n, err
-	}
-	return db, n, nil
-}
-
 // openExisting opens the configured database for a command that only reads:
 // it changes nothing, and says so when the database is missing or its
 // schema is not the one this binary knows.
@@ -93,7 +72,7 @@ func openExisting(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
 			return nil, fmt.Errorf("no database at %s yet; start \"parley run\" or run \"parley migrate\" to create it, or check database.url", t.Path)
 		}
 	}
-	db, err := dial(ctx, cfg)
+	db, err := daemon.Dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +96,4 @@ func openConfigured(ctx context.Context, path string, keys ...string) (*config.C
 		return nil, nil, err
 	}
 	return cfg, db, nil
-}
-
-func dial(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
-	return dbutil.Open(ctx, dbutil.Options{
-		URL:         cfg.Database.URL.Reveal(),
-		Synchronous: cfg.Database.SQLite.Synchronous,
-		BusyTimeout: cfg.Database.SQLite.BusyTimeout.Std(),
-		MaxConns:    cfg.Database.Postgres.MaxConns,
-	})
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/parleyd/parley/signing"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/signing"
 )
 
 // startParleyHTTP runs `parley run` on config (which listens on

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/parleyd/parley/daemon"
+
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/whatsapp"
 	"github.com/parleyd/parley/config"
@@ -44,7 +46,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer release()
 	}
 	log := newLogger(stderr, cfg.Log)
-	db, _, err := openDatabase(ctx, cfg, log)
+	db, _, err := daemon.OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

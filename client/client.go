@@ -1,0 +1,265 @@
+// Package client talks to a running parley over its HTTP API: the chat
+// of `parley chat --server`, and the requests other commands make.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/parleyd/parley/commands"
+)
+
+// Chat talks to an agent on a running daemon through its HTTP API:
+// a session of its own, each reply printed as it is written.
+func Chat(ctx context.Context, server, token string, stdin io.Reader, stdout io.Writer) error {
+	server = strings.TrimRight(server, "/")
+	if !strings.HasPrefix(server, "http://") && !strings.HasPrefix(server, "https://") {
+		server = "http://" + server
+	}
+	c := &Client{Base: server, Token: token}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley chat"}, &sess); err != nil {
+		return fmt.Errorf("open a session on %s: %w", server, err)
+	}
+	fmt.Fprintf(stdout, "connected to %s (session %s); type a message, or /help for the commands\n", server, sess.ID)
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		if cmd, ok := commands.Parse(text); ok {
+			if err := c.Command(ctx, &sess.ID, cmd.Name, stdout); err != nil {
+				fmt.Fprintf(stdout, "! %v\n", err)
+			}
+			continue
+		}
+		var run struct {
+			RunID string `json:"run_id"`
+		}
+		if err := c.Do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": text}, &run); err != nil {
+			fmt.Fprintf(stdout, "! %v\n", err)
+			continue
+		}
+		fmt.Fprint(stdout, "> ")
+		if err := c.Stream(ctx, sess.ID, run.RunID, stdout); err != nil {
+			fmt.Fprintf(stdout, "\n! %v\n", err)
+			continue
+		}
+		fmt.Fprintln(stdout)
+	}
+	return sc.Err()
+}
+
+// Commands do what each chat command of commands.All does, through
+// the API's own routes: a command sent as a message would be answered to a
+// chat, which over the API is nowhere. A test checks every command has one.
+var Commands = map[string]func(c *Client, ctx context.Context, session *string, out io.Writer) error{
+	"status":  (*Client).status,
+	"stop":    (*Client).stop,
+	"reset":   (*Client).reset,
+	"compact": (*Client).compact,
+	"help": func(_ *Client, _ context.Context, _ *string, out io.Writer) error {
+		_, err := fmt.Fprintln(out, commands.Help())
+		return err
+	},
+}
+
+// Command runs the chat command named name on *session.
+func (c *Client) Command(ctx context.Context, session *string, name string, out io.Writer) error {
+	run, ok := Commands[name]
+	if !ok {
+		return fmt.Errorf("/%s doesn't work over the API", name)
+	}
+	return run(c, ctx, session, out)
+}
+
+func (c *Client) status(ctx context.Context, session *string, out io.Writer) error {
+	base := "/v1/sessions/" + *session
+	var st struct {
+		State   string `json:"state"`
+		Message string `json:"message"`
+	}
+	var s struct {
+		MessageCount int64 `json:"message_count"`
+		Rollup       struct {
+			TokenCount int64 `json:"token_count"`
+		} `json:"rollup"`
+	}
+	if err := c.Do(ctx, "GET", base+"/status", nil, &st); err != nil {
+		return err
+	}
+	if err := c.Do(ctx, "GET", base, nil, &s); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "session %s: %s; %d messages, ~%d tokens", *session, st.State, s.MessageCount, s.Rollup.TokenCount)
+	if st.Message != "" {
+		fmt.Fprintf(out, " (%s)", st.Message)
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+func (c *Client) stop(ctx context.Context, session *string, out io.Writer) error {
+	var r struct {
+		Aborted bool `json:"aborted"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/sessions/"+*session+"/abort", nil, &r); err != nil {
+		return err
+	}
+	if r.Aborted {
+		fmt.Fprintln(out, "Stopped.")
+	} else {
+		fmt.Fprintln(out, "Nothing is running.")
+	}
+	return nil
+}
+
+// reset moves *session to the new session.
+func (c *Client) reset(ctx context.Context, session *string, out io.Writer) error {
+	var r struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/agent/reset", map[string]any{"session_id": *session}, &r); err != nil {
+		return err
+	}
+	*session = r.Session.ID
+	fmt.Fprintf(out, "New session %s.\n", *session)
+	return nil
+}
+
+func (c *Client) compact(ctx context.Context, session *string, out io.Writer) error {
+	var r struct {
+		Compacted  bool   `json:"compacted"`
+		Skipped    string `json:"skipped"`
+		Summarized int    `json:"summarized"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/sessions/"+*session+"/compact", nil, &r); err != nil {
+		return err
+	}
+	if r.Compacted {
+		fmt.Fprintf(out, "Summarized %d earlier messages.\n", r.Summarized)
+	} else {
+		fmt.Fprintf(out, "Not compacted: %s\n", r.Skipped)
+	}
+	return nil
+}
+
+// Client makes requests of one parley's API with one of its tokens.
+type Client struct {
+	Base  string // the server's URL, e.g. http://127.0.0.1:8080
+	Token string // one of its http.tokens
+}
+
+// Request sends one request; a status of 300 or more is an error that says
+// what the server answered.
+func (c *Client) Request(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		if resp.StatusCode == http.StatusUnauthorized {
+			return nil, errors.New("the server refused the token; pass one of its http.tokens with --token or PARLEY_API_TOKEN")
+		}
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, e.Error.Message)
+	}
+	return resp, nil
+}
+
+// Do sends one request and decodes the JSON answer into out.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.Request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Stream prints a run's text as it arrives, until the run finishes.
+func (c *Client) Stream(ctx context.Context, sessionID, runID string, out io.Writer) error {
+	_, err := c.Follow(ctx, sessionID, runID, out)
+	return err
+}
+
+// Follow writes a run's text to out as it arrives, until the run
+// finishes, and returns the run's error text ("" when it replied).
+func (c *Client) Follow(ctx context.Context, sessionID, runID string, out io.Writer) (failure string, err error) {
+	resp, err := c.Request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	run := runID
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			RunID string `json:"run_id"`
+			Data  struct {
+				Text   string   `json:"text"`
+				Error  string   `json:"error"`
+				RunIDs []string `json:"run_ids"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(data), &ev) != nil {
+			continue
+		}
+		if slices.Contains(ev.Data.RunIDs, runID) {
+			// The message is answered together with others, in a run
+			// under another's id.
+			run = ev.RunID
+		}
+		if ev.RunID != run {
+			continue
+		}
+		switch ev.Type {
+		case "message.delta":
+			fmt.Fprint(out, ev.Data.Text)
+		case "turn.finished":
+			return ev.Data.Error, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", errors.New("the stream ended before the reply finished")
+}

@@ -1,0 +1,227 @@
+package daemon
+
+import (
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// idleResult is what `parley bench --idle --json` prints. The runs restart
+// the daemon on the database its first start created and migrated; the
+// first start is reported apart.
+type idleResult struct {
+	FirstReadyMs    float64   `json:"first_start_ready_ms"`
+	FirstRSSMB      float64   `json:"first_start_idle_rss_mb"`
+	Runs            int       `json:"runs"`
+	ReadyMsMedian   float64   `json:"ready_ms_median"`
+	ReadyMs         []float64 `json:"ready_ms"`
+	IdleRSSMBMedian float64   `json:"idle_rss_mb_median"`
+	IdleRSSMB       []float64 `json:"idle_rss_mb"`
+	Cgo             bool      `json:"cgo"`
+}
+
+// idleSettle is how long a started daemon idles before its RSS is read.
+const idleSettle = 3 * time.Second
+
+// BenchIdle starts `parley run` with no channels on a new SQLite database,
+// then restarts it runs times on that database. Each time it measures the
+// time from exec to the first 200 from /readyz, then the resident set once
+// the daemon has idled.
+func BenchIdle(ctx context.Context, exe string, runs int, asJSON bool, stdout io.Writer) error {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this binary: %w", err)
+		}
+	}
+	cgo, err := builtWithCgo(exe)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "parley-idle-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// The daemon runs from a copy of the binary, as a deployed one does:
+	// its code pages are then its own, not shared with this process's
+	// mapping of the same file, and RSS counts what the daemon holds.
+	if exe, err = copyBinary(exe, filepath.Join(dir, "parley")); err != nil {
+		return err
+	}
+	r := idleResult{Runs: runs, Cgo: cgo}
+	ready, rss, err := idleOnce(ctx, exe, dir)
+	if err != nil {
+		return fmt.Errorf("first start: %w", err)
+	}
+	r.FirstReadyMs, r.FirstRSSMB = float64(ready.Microseconds())/1000, rss
+	for i := range runs {
+		ready, rss, err := idleOnce(ctx, exe, dir)
+		if err != nil {
+			return fmt.Errorf("restart %d: %w", i+1, err)
+		}
+		r.ReadyMs = append(r.ReadyMs, float64(ready.Microseconds())/1000)
+		r.IdleRSSMB = append(r.IdleRSSMB, rss)
+	}
+	r.ReadyMsMedian, r.IdleRSSMBMedian = median(r.ReadyMs), median(r.IdleRSSMB)
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(r)
+	}
+	fmt.Fprintf(stdout, "ready (exec to /readyz 200)  median %.1f ms over %d restarts %v\n", r.ReadyMsMedian, r.Runs, r.ReadyMs)
+	fmt.Fprintf(stdout, "idle RSS after %s           median %.1f MB %v\n", idleSettle, r.IdleRSSMBMedian, r.IdleRSSMB)
+	fmt.Fprintf(stdout, "first start (new database)   ready %.1f ms, idle RSS %.1f MB\n", r.FirstReadyMs, r.FirstRSSMB)
+	if r.Cgo {
+		fmt.Fprintln(stdout, "this binary links libc (cgo); CGO_ENABLED=0 go build gives a static one, which holds a little less")
+	}
+	return nil
+}
+
+func idleOnce(ctx context.Context, exe, dir string) (time.Duration, float64, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "parley.yaml")
+	body := fmt.Sprintf("database:\n  url: %s\nhttp:\n  listen: %s\nlog:\n  level: error\n", filepath.Join(dir, "parley.db"), addr)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.Command(exe, "run", "--config", cfg)
+	cmd.Env = idleEnv()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	url := "http://" + addr + "/readyz"
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	var ready time.Duration
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = time.Since(start)
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			return 0, 0, fmt.Errorf("parley run exited before it was ready: %v", err)
+		case <-ctx.Done():
+			stop()
+			return 0, 0, ctx.Err()
+		case <-time.After(200 * time.Microsecond):
+		}
+		if time.Since(start) > 30*time.Second {
+			stop()
+			return 0, 0, errors.New("parley run was not ready within 30s")
+		}
+	}
+	time.Sleep(idleSettle)
+	rss, err := rssMB(cmd.Process.Pid)
+	stop()
+	return ready, rss, err
+}
+
+func copyBinary(from, to string) (string, error) {
+	src, err := os.Open(from)
+	if err != nil {
+		return "", fmt.Errorf("copy the binary: %w", err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return "", fmt.Errorf("copy the binary: %w", err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return "", fmt.Errorf("copy the binary: %w", err)
+	}
+	return to, dst.Close()
+}
+
+// idleEnv is this environment without provider keys, so the daemon starts
+// on its offline defaults.
+func idleEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "PARLEY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// rssMB reads a process's current resident set (VmRSS), in MB.
+func rssMB(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, fmt.Errorf("read the daemon's memory: %w (the idle figures need Linux's /proc)", err)
+	}
+	return statusMB(string(b), "VmRSS:"), nil
+}
+
+// statusMB reads a kB figure from /proc/*/status text, in MB.
+func statusMB(status, field string) float64 {
+	for _, line := range strings.Split(status, "\n") {
+		if strings.HasPrefix(line, field) {
+			if f := strings.Fields(line); len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// builtWithCgo reports whether the Go binary at path links libc.
+func builtWithCgo(path string) (bool, error) {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("read the build of %s: %w; --binary takes a parley binary", path, err)
+	}
+	for _, s := range info.Settings {
+		if s.Key == "CGO_ENABLED" {
+			return s.Value == "1", nil
+		}
+	}
+	return false, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}

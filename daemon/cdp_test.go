@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// cdpPage is one page of a headless Chromium driven over the DevTools
+// protocol: enough to load a page, run script in it and read the result.
+type cdpPage struct {
+	t       *testing.T
+	conn    *websocket.Conn
+	session string
+	next    int
+}
+
+// openBrowserPage starts Debian's chromium and opens url in a page.
+func openBrowserPage(t *testing.T, ctx context.Context, url string) *cdpPage {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs Debian's chromium package")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium); the web chat's browser tests need it")
+	}
+	// Not t.TempDir: chromium's helpers may still write there as it ends.
+	dir, err := os.MkdirTemp("", "parley-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(bctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir="+dir, "--remote-debugging-port=0", "about:blank")
+	// Its helper processes go with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("chromium: %v", err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	// Chromium writes the port it chose and the browser's path here.
+	var ws string
+	deadline := time.Now().Add(60 * time.Second)
+	for ws == "" {
+		b, _ := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
+		if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) == 2 {
+			ws = "ws://127.0.0.1:" + lines[0] + lines[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("chromium never opened its DevTools port")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, ws, nil)
+	if err != nil {
+		t.Fatalf("dial chromium: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	p := &cdpPage{t: t, conn: conn}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	p.call("Target.createTarget", map[string]any{"url": url}, &target)
+	var attached struct {
+		SessionID string `json:"sessionId"`
+	}
+	p.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
+	p.session = attached.SessionID
+	p.waitTrue(`location.href !== "about:blank" && document.readyState === "complete"`, 60*time.Second)
+	return p
+}
+
+// call sends one command and waits for its answer, skipping events.
+func (p *cdpPage) call(method string, params any, out any) {
+	p.t.Helper()
+	p.next++
+	id := p.next
+	msg := map[string]any{"id": id, "method": method, "params": params}
+	if p.session != "" {
+		msg["sessionId"] = p.session
+	}
+	_ = p.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if err := p.conn.WriteJSON(msg); err != nil {
+		p.t.Fatalf("%s: %v", method, err)
+	}
+	for {
+		_ = p.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var reply struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := p.conn.ReadJSON(&reply); err != nil {
+			p.t.Fatalf("%s: %v", method, err)
+		}
+		if reply.ID != id {
+			continue
+		}
+		if reply.Error != nil {
+			p.t.Fatalf("%s: %s", method, reply.Error.Message)
+		}
+		if out != nil {
+			if err := json.Unmarshal(reply.Result, out); err != nil {
+				p.t.Fatalf("%s: %v", method, err)
+			}
+		}
+		return
+	}
+}
+
+// eval runs expr in the page (awaiting a promise) and decodes its value.
+func (p *cdpPage) eval(expr string, out any) {
+	p.t.Helper()
+	var res struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	p.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	if res.ExceptionDetails != nil {
+		p.t.Fatalf("eval %s: %s %s", expr, res.ExceptionDetails.Text, res.ExceptionDetails.Exception.Description)
+	}
+	if out != nil && len(res.Result.Value) > 0 {
+		if err := json.Unmarshal(res.Result.Value, out); err != nil {
+			p.t.Fatalf("eval %s: %v", expr, err)
+		}
+	}
+}
+
+// waitTrue evaluates expr until it is true.
+func (p *cdpPage) waitTrue(expr string, within time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var ok bool
+		p.eval("(() => { try { return Boolean("+expr+") } catch (e) { return false } })()", &ok)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var dom string
+			p.eval("document.documentElement.outerHTML", &dom)
+			p.t.Fatalf("never true: %s\n%s", expr, dom)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

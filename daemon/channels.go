@@ -1,0 +1,73 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/parleyd/parley/adapters"
+	// The channels parley ships.
+	_ "github.com/parleyd/parley/adapters/discord"
+	_ "github.com/parleyd/parley/adapters/telegram"
+	_ "github.com/parleyd/parley/adapters/whatsapp"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+)
+
+// buildAdapters makes the configured channels. An adapter without
+// credentials is skipped with a log line, so the same config runs with
+// whichever tokens the environment has; any other problem stops the start.
+// db is nil when the config is only being checked.
+func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB) (map[adapters.ID]adapters.Adapter, error) {
+	out := map[adapters.ID]adapters.Adapter{}
+	var errs []error
+	for _, a := range cfg.Adapters {
+		if a.Type == "" {
+			continue // the config reports it
+		}
+		id := adapters.ID(a.ID)
+		deps := adapters.Deps{Log: log.With("adapter", a.ID)}
+		if db != nil {
+			deps.DB, deps.Dialect = db.Writer(), string(db.Dialect)
+		}
+		ad, err := adapters.New(a.Type, id, a.Decode, deps)
+		switch {
+		case errors.Is(err, adapters.ErrNoCredentials):
+			log.Info("channel skipped: no credentials", "adapter", a.ID, "type", a.Type, "reason", err.Error())
+		case err != nil:
+			if ps := (config.Problems)(nil); errors.As(err, &ps) {
+				errs = append(errs, ps)
+			} else {
+				errs = append(errs, cfg.Problem(a.Path(), err.Error()))
+			}
+		default:
+			out[id] = ad
+		}
+	}
+	// Two channels can't take webhooks on one path.
+	paths := map[string]adapters.ID{}
+	for id, a := range out {
+		if wh, ok := a.(adapters.WebhookHandler); ok {
+			if p, _ := wh.Webhook(); p != "" {
+				if other, dup := paths[p]; dup {
+					errs = append(errs, fmt.Errorf("adapters %s and %s both take webhooks at %q; give one a different webhook path", other, id, p))
+				}
+				paths[p] = id
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// mountWebhooks serves the channels that take webhooks on parley's HTTP
+// server.
+func mountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter) {
+	for _, a := range channels {
+		if wh, ok := a.(adapters.WebhookHandler); ok {
+			if p, h := wh.Webhook(); p != "" {
+				mux.Handle(p, h)
+			}
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/sessions"
+)
+
+// The whole daemon compacts a conversation that outgrows its context: the
+// live context becomes a summary plus the recent messages, the archive
+// keeps the rest, /status forecasts, /compact answers, and
+// `parley sessions compact` works on the stopped daemon's database.
+func TestCompactionThroughTheDaemon(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\nagents:\n  - id: default\n    max_context_tokens: 2048\n    max_output_tokens: 512\n    compaction:\n      threshold: 0.5\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := adapterstest.New()
+	d, err := build(ctx, cfg, slog.New(slog.DiscardHandler), map[adapters.ID]adapters.Adapter{"tg": rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		d.Close()
+	}
+	say := func(n int, text string) string {
+		t.Helper()
+		in := adapters.Inbound{Adapter: "tg", Surface: "telegram", ChatID: "42", UserID: "7", MessageID: fmt.Sprint("m", n), Text: text, Time: time.Now()}
+		if err := d.gw.Deliver(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		wctx, c := context.WithTimeout(ctx, 20*time.Second)
+		defer c()
+		sent, err := rec.WaitSent(wctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sent[n-1].Text
+	}
+	long := strings.Repeat("the quick brown fox jumps over the lazy dog ", 10) // ~110 tokens
+	for i := 1; i <= 16; i++ {
+		say(i, fmt.Sprintf("message %d: %s", i, long))
+	}
+	key := sessions.ChatKey("telegram", "42", "7", "default")
+	s, err := d.sessions.Active(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := d.sessions.Messages(ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := d.sessions.Messages(ctx, s.ID, sessions.MessagesOptions{Archived: true, Hidden: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live) == 0 || !live[0].Summary {
+		t.Fatalf("the live context doesn't start with a summary: %d messages, first %+v", len(live), live[0])
+	}
+	asked := 0
+	for _, m := range all {
+		if m.Role == sessions.RoleUser && strings.HasPrefix(m.Content, "message ") {
+			asked++
+		}
+	}
+	if asked != 16 {
+		t.Fatalf("the full history holds %d of the 16 user messages", asked)
+	}
+	if len(all) <= len(live) {
+		t.Fatalf("nothing was archived: %d live, %d in all", len(live), len(all))
+	}
+	if status := say(17, "/status"); !strings.Contains(status, "Compaction at ~") {
+		t.Fatalf("/status has no forecast: %q", status)
+	}
+	if got := say(18, "/compact"); !strings.HasPrefix(got, "Summarized ") && !strings.HasPrefix(got, "Nothing to compact: ") {
+		t.Fatalf("/compact answered %q", got)
+	}
+	for i := 19; i <= 30; i++ {
+		say(i, fmt.Sprintf("message %d: short", i))
+	}
+	stop()
+	code, out, errOut := parley(t, ctx, "sessions", "compact", string(s.ID), "--config", path)
+	if code != 0 || !strings.HasPrefix(out, "Summarized ") {
+		t.Fatalf("parley sessions compact: exit %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := parley(t, ctx, "sessions", "compact", "01a200f4-0000-7000-8000-000000000000", "--config", path); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("an unknown session: exit %d %q", code, errOut)
+	}
+}

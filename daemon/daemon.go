@@ -1,0 +1,504 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/anthropic"
+	"github.com/parleyd/parley/llm/echo"
+	"github.com/parleyd/parley/llm/openai"
+	"github.com/parleyd/parley/memory"
+	"github.com/parleyd/parley/metrics"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
+)
+
+// Daemon is parley running: the store, the agent runner, the gateway with
+// its lanes, the outbox sender, the adapters and the HTTP server. Build it
+// with New, then Start it and Stop it (or Run it, which does both), and
+// Close it.
+type Daemon struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	db       *dbutil.DB
+	sessions *sessions.SQLStore
+	runner   *agent.Runner
+	gw       *gateway.Gateway
+	sender   *gateway.Sender
+	memory   *memory.Store
+	cron     *cron.Scheduler
+	metrics  *metrics.Metrics
+	events   *api.EventLog
+	// callbacks POSTs replies to API sessions' webhook_url; nil without a
+	// callback secret.
+	callbacks *api.Callbacks
+	feed      func(context.Context) error // fills events from the bus
+	// metricsFeed counts turns, tokens and compactions from the bus.
+	metricsFeed func(context.Context) error
+	offline     *echo.Model // answers for agents without a provider key
+	indexer     *memory.Indexer
+	store       *gateway.Store
+	adapters    map[adapters.ID]adapters.Adapter
+	release     func()
+	applied     int
+
+	// What Start started, for Stop.
+	serve       bool         // serve HTTP (parley run; not parley chat)
+	configUsed  string       // the config file's path, for the start-up line
+	version     string       // the build's, for the start-up line
+	srv, ops    *http.Server // the app's server and the optional ops server
+	serveErr    chan error   // the app server's end
+	loops       []stopper    // background loops, stopped last to first
+	adapterStop context.CancelFunc
+	adapterWG   sync.WaitGroup
+	allStopped  chan struct{} // closed when every adapter has stopped
+	failMu      sync.Mutex
+	failed      error // adapters that stopped with an error
+}
+
+// build opens the database (locking a SQLite file against a second
+// daemon), migrates it and builds the data path with the channels given
+// (tests and parley chat add theirs). Close it with Close.
+func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, log: log, adapters: ads, release: func() {}}
+	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
+		release, err := dbutil.LockSQLite(t.Path)
+		if err != nil {
+			return nil, err
+		}
+		d.release = release
+	}
+	db, applied, err := OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		d.release()
+		return nil, err
+	}
+	d.db, d.applied = db, applied
+
+	d.metrics = metrics.New()
+	db.Observe(d.metrics.ObserveDB())
+	bus := events.New()
+	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log)}
+	if cfg.HTTP.CallbackSecret.Reveal() != "" {
+		// A reply's callback is queued in the transaction that stores it.
+		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
+	}
+	d.sessions = sessions.NewStore(db, storeOpts...)
+	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
+		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log,
+			Allow: cfg.HTTP.CallbackAllow})
+	}
+	if len(cfg.HTTP.Tokens) > 0 {
+		// The API's run event log, only where the API can be used: it
+		// follows every event of every run.
+		d.events = api.NewEventLogWith(api.EventLogOptions{MaxBytes: int64(cfg.HTTP.EventLogMB) << 20,
+			Runs: api.NewRunRecords(db), Log: log})
+		d.feed = d.events.Feed(bus) // subscribes now, before any run
+	}
+	for _, id := range cfg.MissingKeys() {
+		a, _ := cfg.Agent(id)
+		log.Warn("no API key for the agent's model; its chats are told the assistant isn't configured until providers has a key",
+			"agent_id", id, "model", a.Model)
+	}
+	fail := func(err error) (*Daemon, error) {
+		db.Close()
+		d.release()
+		return nil, err
+	}
+	if err := d.openMemory(ctx); err != nil {
+		return fail(err)
+	}
+	if err := d.openCron(ctx); err != nil {
+		return fail(err)
+	}
+	toolReg := tools.NewRegistry()
+	d.offline = echo.New()
+	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
+	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
+		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
+	// The tools are registered where `parley config check` finds them too.
+	if err := d.registerTools(toolReg); err != nil {
+		return fail(err)
+	}
+	if err := checkTools(cfg, toolReg.Names()); err != nil {
+		return fail(err)
+	}
+
+	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
+	d.store = store
+	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log,
+		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
+		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed})
+
+	streams := map[adapters.ID]bool{}
+	for _, a := range cfg.Adapters {
+		streams[adapters.ID(a.ID)] = a.Stream
+	}
+	agents := make([]gateway.Agent, len(cfg.Agents))
+	for i, a := range cfg.Agents {
+		hour, daily := a.DailyReset()
+		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Policy: sessions.Policy{
+			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
+	}
+	d.gw, err = gateway.New(gateway.Options{
+		Store: store, Sessions: d.sessions, Sender: d.sender,
+		Runner:      turns{d},
+		Channels:    channelSet{d: d, streams: streams},
+		Route:       func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Agents:      agents,
+		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
+		Seed:        d.seed,
+		Access:      accessPolicies(cfg),
+		OnDuplicate: d.metrics.DuplicateDropped,
+		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Log:         log,
+	})
+	if err != nil {
+		db.Close()
+		d.release()
+		return nil, err
+	}
+	return d, nil
+}
+
+// accessPolicies is each configured channel's access policy.
+func accessPolicies(cfg *config.Config) map[adapters.ID]gateway.Access {
+	out := map[adapters.ID]gateway.Access{}
+	for _, a := range cfg.Adapters {
+		allow := map[string]bool{}
+		for _, u := range a.Allow {
+			allow[u] = true
+		}
+		out[adapters.ID(a.ID)] = gateway.Access{DM: gateway.DMPolicy(a.DMPolicy), Group: gateway.GroupPolicy(a.GroupPolicy), Allow: allow}
+	}
+	return out
+}
+
+// openMemory builds long-term memory on the configured index. A Typesense
+// server that is down at start is not fatal: writes wait in the durable
+// queue and the collection is created once it answers.
+func (d *Daemon) openMemory(ctx context.Context) error {
+	var index memory.Index
+	switch d.cfg.Memory.Index {
+	case "typesense":
+		ts := d.cfg.Memory.Typesense
+		t, err := memory.NewTypesense(memory.TypesenseOptions{URL: ts.URL, APIKey: ts.APIKey.Reveal(),
+			Collection: ts.Collection, Timeout: ts.Timeout.Std()})
+		if err != nil {
+			return fmt.Errorf("memory.typesense: %w", err)
+		}
+		if err := t.Ensure(ctx); err != nil {
+			d.log.Warn("typesense is not answering; memory writes wait in the queue until it does", "error", err)
+		}
+		index = t
+	default:
+		b, err := memory.NewBuiltin(ctx, d.db)
+		if err != nil {
+			return fmt.Errorf("memory index: %w", err)
+		}
+		index = b
+	}
+	d.memory = memory.NewStore(d.db, index, memory.WithLogger(d.log))
+	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.log))
+	return nil
+}
+
+// channelWatchEvery is how often channels' health is sampled for metrics.
+const channelWatchEvery = 5 * time.Second
+
+// keepLeases renews this replica's lease on the messages it is answering
+// and takes over those of replicas that stopped renewing theirs, until ctx
+// ends. Only replicas sharing PostgreSQL need it.
+func (d *Daemon) keepLeases(ctx context.Context) {
+	renew := time.NewTicker(gateway.DefaultLease / 6)
+	defer renew.Stop()
+	takeOver := time.NewTicker(gateway.DefaultLease / 2)
+	defer takeOver.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+			if err := d.store.Renew(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("renew message leases; another replica may take this one's messages over", "error", err)
+			}
+		case <-takeOver.C:
+			n, err := d.gw.TakeOver(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.log.Warn("take over messages of a stopped replica", "error", err)
+			}
+			if n > 0 {
+				d.log.Info("took over messages another replica stopped answering", "count", n)
+			}
+		}
+	}
+}
+
+// modelFactory opens models by spec. Each provider's client is built once
+// and shared by every turn; the runner puts the model's own name in each
+// request. A model whose provider has no key fails with
+// llm.ErrNotConfigured, as the start-up warning said: its chats are told
+// the assistant isn't configured, rather than answered by echo.
+func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
+	return modelFactoryWith(cfg, echo.New())
+}
+
+// modelFactoryWith is modelFactory answering offline through the given echo
+// model, which tests read.
+func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string) (llm.Model, error) {
+	clients := map[string]llm.Model{}
+	if p := cfg.Providers.OpenAI; p.Configured() {
+		clients["openai"] = openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
+	}
+	if p := cfg.Providers.Anthropic; p.Configured() {
+		clients["anthropic"] = anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
+	}
+	return func(spec string) (llm.Model, error) {
+		provider, _, err := llm.ParseModel(spec)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := clients[provider]; ok {
+			return m, nil
+		}
+		if provider != "echo" {
+			return nil, fmt.Errorf("%w: providers.%s has neither an api_key nor a base_url; set one, or give the agent model: echo",
+				llm.ErrNotConfigured, provider)
+		}
+		return offline, nil
+	}
+}
+
+func (d *Daemon) adapter(id adapters.ID) (adapters.Adapter, bool) {
+	a, ok := d.adapters[id]
+	return a, ok
+}
+
+func (d *Daemon) limit(id adapters.ID) int {
+	if l, ok := d.adapters[id].(adapters.Limiter); ok {
+		return l.MaxMessageLength()
+	}
+	return 0
+}
+
+// turns is the daemon as the gateway's gateway.Runner: it runs each
+// turn through the agent.
+type turns struct{ *Daemon }
+
+var _ gateway.Runner = turns{}
+
+// Repair finalizes the tool calls a restart interrupted in a session.
+func (d turns) Repair(ctx context.Context, id sessions.ID) error {
+	n, err := d.runner.RepairOrphans(ctx, id)
+	if n > 0 {
+		d.log.InfoContext(ctx, "finalized tool calls a restart interrupted", "session_id", id, "count", n)
+	}
+	return err
+}
+
+// Answered says whether a recovered message's turn stored its reply.
+func (d turns) Answered(ctx context.Context, s sessions.ID, id sessions.MessageID) (string, bool, error) {
+	return d.runner.Answered(ctx, s, id)
+}
+
+// channelSet is the daemon's channels as the gateway sees them.
+type channelSet struct {
+	d       *Daemon
+	streams map[adapters.ID]bool // channels whose replies show as they are written
+}
+
+var _ gateway.Channels = channelSet{}
+
+func (c channelSet) Adapter(id adapters.ID) (adapters.Adapter, bool) { return c.d.adapter(id) }
+
+func (c channelSet) Streams(id adapters.ID) bool { return c.streams[id] }
+
+// Run runs one agent turn for the gateway.
+func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
+	req := d.request(in)
+	a, _ := d.cfg.Agent(in.AgentID)
+	images, notices := d.turnImages(ctx, a, in.Messages)
+	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
+	notices = append(notices, fileNotices...)
+	if in.Steer != nil {
+		req.Steer = d.steerWithFiles(ctx, a, in.Steer)
+	}
+	for i := range req.Inputs {
+		if i < len(images) {
+			req.Inputs[i].Images = images[i]
+		}
+		if i < len(parts) {
+			req.Inputs[i].Parts = parts[i]
+		}
+	}
+	if !a.Vision {
+		for i, m := range in.Messages {
+			if n := countImages(m); n > 0 && i < len(req.Inputs) {
+				req.Inputs[i].Text += fmt.Sprintf("\n[The user sent %d image(s), which this model can't see.]", n)
+			}
+		}
+	}
+	if in.Finish != nil {
+		// The reply's append records the turn's outcome, with the reply
+		// text this returns.
+		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
+			return in.Finish(ctx, q, replyText(notices, res))
+		}
+	}
+	res, err := d.runner.Run(ctx, req)
+	if first := in.Messages[0]; first.Adapter == "cron" && d.cron != nil {
+		// The receipt gets the session and the outcome, an empty reply or
+		// a failure included, which never reach the scheduler otherwise.
+		if ferr := d.cron.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, res.Reply, err); ferr != nil {
+			d.log.WarnContext(ctx, "record a cron run's outcome", "chat_id", first.ChatID, "error", ferr)
+		}
+	}
+	return replyText(notices, res), err
+}
+
+// replyText is a turn's reply as the chat gets it: the notices (the
+// daemon's, then the run's) before the model's text.
+func replyText(notices []string, res agent.Result) string {
+	notices = append(notices[:len(notices):len(notices)], res.Notices...)
+	if len(notices) > 0 && res.Reply != "" {
+		return strings.Join(notices, "\n") + "\n\n" + res.Reply
+	}
+	return res.Reply
+}
+
+// request is the agent run for a gateway turn. Compaction after the turn
+// is deferred to afterTurn, so it never holds up the reply.
+func (d *Daemon) request(in gateway.TurnInput) agent.Request {
+	a, _ := d.cfg.Agent(in.AgentID)
+	inputs := make([]agent.Input, len(in.Messages))
+	for i, m := range in.Messages {
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, RunID: apiRunID(m)}
+		if i < len(in.IDs) {
+			// The inbound id (a UUID) doubles as the user message's id, so
+			// a re-run after a crash does not store the message twice.
+			inputs[i].ID = sessions.MessageID(in.IDs[i])
+		}
+	}
+	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
+		OnText: in.OnText, DeferCompaction: true}
+	return req
+}
+
+// apiRunID is the run id the API's Send returned for m (its message id),
+// or "" for a message from elsewhere.
+func apiRunID(m adapters.Inbound) string {
+	if m.Adapter == apiAdapterID {
+		return m.MessageID
+	}
+	return ""
+}
+
+// AfterTurn compacts the session if the turn filled it, on the lane, once
+// the reply is on its way.
+func (d turns) AfterTurn(ctx context.Context, in gateway.TurnInput) {
+	defer d.retireSession(ctx, in)
+	req := d.request(in)
+	// The session's token count sums every live message's (generous)
+	// estimate, so it bounds what any prompt can hold: below the
+	// threshold, there is nothing to compact, and the history need not be
+	// read to find that out.
+	if n, err := d.sessions.TokenCount(ctx, in.Session.ID); err == nil && req.Agent.MaxContextTokens > 0 &&
+		n < agent.Threshold(req.Agent, req.Agent.MaxContextTokens) {
+		return
+	}
+	res, err := d.runner.AfterTurn(ctx, req)
+	if err != nil {
+		d.log.WarnContext(ctx, "compaction after a turn failed; the next turn tries again", "session_id", in.Session.ID, "error", err)
+		return
+	}
+	if res.Compacted {
+		d.log.InfoContext(ctx, "session compacted", "session_id", in.Session.ID, "summarized", res.Summarized,
+			"tokens_before", res.TokensBefore, "tokens_after", res.TokensAfter, "duration", res.Duration)
+	}
+}
+
+// agentConfig is the agent's configuration for a turn in a session.
+func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
+	return agent.AgentConfig{
+		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
+		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
+		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
+		Compaction: agent.CompactionConfig{Threshold: a.Compaction.Threshold, Model: a.Compaction.Model, Notify: a.Compaction.Notify},
+	}
+}
+
+// Compact answers /compact.
+func (d turns) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+	a, _ := d.cfg.Agent(agentID)
+	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
+	if err != nil && res.Skipped == "" {
+		return "", err
+	}
+	return compactionLine(res), nil
+}
+
+// compactionLine says what a compaction did, in a line for a person.
+func compactionLine(res agent.CompactionResult) string {
+	if !res.Compacted {
+		return "Nothing to compact: " + res.Skipped + "."
+	}
+	line := fmt.Sprintf("Summarized %d earlier messages: ~%d tokens of context down to ~%d.", res.Summarized, res.TokensBefore, res.TokensAfter)
+	if res.Memories > 0 {
+		line += fmt.Sprintf(" Saved %d memories first.", res.Memories)
+	}
+	return line
+}
+
+func historyTurns(a config.Agent, k sessions.Key) int {
+	switch k.Kind() {
+	case sessions.SurfaceCron:
+		return a.History.Cron
+	case sessions.SurfaceWebhook:
+		return a.History.Webhook
+	case sessions.SurfaceCLI:
+		return a.History.CLI
+	case sessions.SurfaceAPI:
+		return a.History.API
+	}
+	return a.History.Channels
+}
+
+// Status answers /status.
+func (d turns) Status(ctx context.Context, s sessions.Session, queued int) string {
+	a, _ := d.cfg.Agent(s.Key.AgentID)
+	st := d.runner.Status(s.ID)
+	state := string(st.State)
+	if st.Message != "" && st.State != agent.StateError {
+		// An error's text is the operator's (the log, the API's status):
+		// the gateway adds its reference id below.
+		state += " (" + st.Message + ")"
+	}
+	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+		s.Key, a.ID, a.Model, s.Rollup.TokenCount, a.MaxContextTokens, s.MessageCount, queued, state)
+	f, err := d.runner.Forecast(ctx, s, agentConfig(a, s.Key))
+	switch {
+	case err != nil:
+		d.log.WarnContext(ctx, "compaction forecast for /status", "session_id", s.ID, "error", err)
+	case f.Threshold > 0 && f.TurnsLeft >= 0:
+		line += fmt.Sprintf("\nCompaction at ~%d tokens (now ~%d): about %d more turns.", f.Threshold, f.Used, f.TurnsLeft)
+	case f.Threshold > 0:
+		line += fmt.Sprintf("\nCompaction at ~%d tokens (now ~%d).", f.Threshold, f.Used)
+	}
+	return line
+}

@@ -1,0 +1,161 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
+)
+
+// readyOptions tunes /readyz: where its failures are logged, which tokens
+// see their details, and the SQLite data directory whose free space it
+// checks.
+type readyOptions struct {
+	Log *slog.Logger
+	// Tokens are the admin tokens; a request carrying one sees why the
+	// daemon is not ready (the database's error, the free space).
+	Tokens []string
+	// DataDir is the SQLite database's directory ("" on PostgreSQL);
+	// below MinFree bytes free (DiskFree says) the daemon is not ready.
+	DataDir  string
+	MinFree  uint64
+	DiskFree func(dir string) (uint64, error)
+}
+
+// readyOptions are the daemon's: its log, its API tokens, and its SQLite
+// directory with database.sqlite.min_free_mb.
+func (d *Daemon) readyOptions() readyOptions {
+	o := readyOptions{Log: d.log, DiskFree: diskFree}
+	for _, t := range d.cfg.HTTP.Tokens {
+		o.Tokens = append(o.Tokens, t.Reveal())
+	}
+	if t, err := dbutil.ParseURL(d.cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite && d.cfg.Database.SQLite.MinFreeMB > 0 {
+		o.DataDir, o.MinFree = filepath.Dir(t.Path), uint64(d.cfg.Database.SQLite.MinFreeMB)<<20
+	}
+	return o
+}
+
+// diskFree is the space an unprivileged writer has left on dir's filesystem.
+func diskFree(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// healthRoutes serves /healthz and /readyz. /readyz needs no token, so it
+// says what is down, never where: the database's error (which names its
+// user, database and host) goes to the log, and to a request carrying an
+// admin token.
+func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, ready ...readyOptions) {
+	var o readyOptions
+	if len(ready) > 0 {
+		o = ready[0]
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	var tokens [][sha256.Size]byte
+	for _, t := range o.Tokens {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, sha256.Sum256([]byte(t)))
+		}
+	}
+	admin := func(r *http.Request) bool {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || len(tokens) == 0 {
+			return false
+		}
+		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		match := 0
+		for _, t := range tokens {
+			match |= subtle.ConstantTimeCompare(sum[:], t[:])
+		}
+		return match == 1
+	}
+	// The log hears when a check starts failing and when all pass again,
+	// not of every probe.
+	var mu sync.Mutex
+	failing := ""
+	note := func(ctx context.Context, check, detail string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if check == failing {
+			return
+		}
+		if check == "" {
+			o.Log.InfoContext(ctx, "ready again", "check", failing)
+		} else {
+			o.Log.WarnContext(ctx, "not ready", "check", check, "detail", detail)
+		}
+		failing = check
+	}
+
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := db.Reader().PingContext(ctx); err != nil {
+			note(r.Context(), "database", err.Error())
+			body := map[string]any{"status": "unavailable", "database": "unreachable"}
+			if admin(r) {
+				body["detail"] = err.Error()
+			}
+			writeJSON(w, http.StatusServiceUnavailable, body)
+			return
+		}
+		body := map[string]any{"status": "ready", "database": "ok"}
+		if o.DataDir != "" && o.DiskFree != nil {
+			free, err := o.DiskFree(o.DataDir)
+			switch {
+			case err != nil:
+				note(r.Context(), "disk", err.Error())
+				body["status"], body["disk"] = "unavailable", "unknown"
+			case free < o.MinFree:
+				note(r.Context(), "disk", fmt.Sprintf("%d bytes free in the database's directory, under database.sqlite.min_free_mb", free))
+				body["status"], body["disk"] = "unavailable", "full"
+			default:
+				body["disk"] = "ok"
+			}
+			if admin(r) {
+				body["disk_free_bytes"] = free
+			}
+			if body["status"] == "unavailable" {
+				writeJSON(w, http.StatusServiceUnavailable, body)
+				return
+			}
+		}
+		note(r.Context(), "", "")
+		// A channel that can say how it is (WhatsApp: linked, logged out)
+		// shows here. One channel down doesn't make the daemon unready:
+		// restarting it would not bring the channel back.
+		states := map[string]string{}
+		for id, a := range channels {
+			if h, ok := a.(interface{ Health() (bool, string) }); ok {
+				healthy, detail := h.Health()
+				states[string(id)] = detail
+				if !healthy {
+					body["status"] = "degraded"
+				}
+			}
+		}
+		if len(states) > 0 {
+			body["channels"] = states
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+}

@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/webchat"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/webhooks"
+)
+
+// Every HTTP server parley runs bounds what a slow or idle client holds: a
+// request's headers must arrive within readHeaderTimeout and the whole
+// request (its body too) within readTimeout; an idle keep-alive
+// connection is closed after idleTimeout. No write timeout: an event
+// stream and a sync webhook answer for as long as they need. Webhooks
+// bound their bodies more tightly (webhooks.DefaultBodyTimeout).
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+)
+
+// newHTTPServer is an http.Server for h with parley's timeouts.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+}
+
+func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler, ready ...readyOptions) http.Handler {
+	mux := http.NewServeMux()
+	healthRoutes(mux, db, channels, ready...)
+	appRoutes(mux, channels, v1)
+	return securityHeaders(mux)
+}
+
+// appRoutes serves the API, the web chat and the webhooks.
+func appRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) {
+	mountWebhooks(mux, channels)
+	if v1 != nil {
+		mux.Handle("/v1/", v1)
+		mux.Handle("GET /{$}", webchat.Handler())
+	}
+	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
+		// Every method: the hooks answer a wrong one as an unknown hook.
+		mux.Handle("/hooks/{id}", h)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

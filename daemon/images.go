@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/media"
+)
+
+// turnImages fetches the photos of a turn's messages for a vision model, in
+// message order, and says in a line for the user what it couldn't show:
+// a photo is never dropped without a word.
+func (d *Daemon) turnImages(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]llm.Image, []string) {
+	images := make([][]llm.Image, len(msgs))
+	var notices []string
+	note := func(s string) {
+		for _, n := range notices {
+			if n == s {
+				return
+			}
+		}
+		notices = append(notices, s)
+	}
+	total := 0
+	for i, m := range msgs {
+		if countImages(m) == 0 {
+			continue
+		}
+		if !a.Vision {
+			note("(This agent's model can't see images, so I read only the text of your message.)")
+			continue
+		}
+		fetcher, ok := d.adapters[m.Adapter].(adapters.Fetcher)
+		if !ok {
+			note("(I can't fetch images from this channel, so I read only the text of your message.)")
+			continue
+		}
+		for _, f := range m.Files {
+			if !media.IsImage(f.MediaType) {
+				continue
+			}
+			if total == media.MaxImagesPerPrompt {
+				note(fmt.Sprintf("(I looked at the first %d images only.)", media.MaxImagesPerPrompt))
+				break
+			}
+			name := cmp.Or(f.Name, "your image")
+			data, typ, err := fetcher.Fetch(ctx, f, media.MaxFetchBytes)
+			var img llm.Image
+			if err == nil {
+				img, err = media.Prepare(data, cmp.Or(typ, f.MediaType))
+			}
+			switch {
+			case errors.Is(err, adapters.ErrTooLarge) || errors.Is(err, media.ErrTooLarge):
+				note(fmt.Sprintf("(%s is over %d MB, so I couldn't look at it.)", name, media.MaxFetchBytes>>20))
+			case errors.Is(err, media.ErrUnsupported):
+				note(fmt.Sprintf("(%s is in a format I can't read (%s); a JPEG or PNG works.)", name, f.MediaType))
+			case err != nil:
+				d.log.WarnContext(ctx, "fetch an image for the model", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
+				note(fmt.Sprintf("(I couldn't fetch %s; please send it again.)", name))
+			default:
+				images[i] = append(images[i], img)
+				total++
+			}
+		}
+	}
+	return images, notices
+}
+
+func countImages(m adapters.Inbound) int {
+	n := 0
+	for _, f := range m.Files {
+		if media.IsImage(f.MediaType) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,338 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/webhooks"
+)
+
+// trimAfter is when, after start, the pages only start-up used are handed
+// back (trimResident).
+const trimAfter = 300 * time.Millisecond
+
+// shutdownGrace is how long in-flight HTTP requests get after a signal.
+const shutdownGrace = 10 * time.Second
+
+// flushTimeout bounds the last sends after the lanes have drained.
+const flushTimeout = 10 * time.Second
+
+// An Option changes what New builds.
+type Option func(*options)
+
+type options struct {
+	channels   map[adapters.ID]adapters.Adapter
+	configUsed string
+	version    string
+}
+
+// WithChannels runs the daemon with only these channels and no HTTP
+// server: `parley chat` talks through the terminal, and the bench through
+// a channel of its own. Without it, New builds every configured channel,
+// cron, the API and the webhooks, and Start serves HTTP.
+func WithChannels(ch map[adapters.ID]adapters.Adapter) Option {
+	return func(o *options) { o.channels = ch }
+}
+
+// WithConfigPath names the config file the daemon was built from, for its
+// start-up line.
+func WithConfigPath(path string) Option {
+	return func(o *options) { o.configUsed = path }
+}
+
+// WithVersion is the build's version, for the start-up line.
+func WithVersion(v string) Option {
+	return func(o *options) { o.version = v }
+}
+
+// New opens the database (locking a SQLite file against a second daemon),
+// migrates it and builds parley: the data path and its channels. Nothing
+// runs until Start. A failed New leaves nothing open.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Daemon, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d, err := build(ctx, cfg, log, o.channels)
+	if err != nil {
+		return nil, err
+	}
+	d.configUsed, d.version = o.configUsed, o.version
+	if o.channels != nil {
+		return d, nil
+	}
+	channels, err := buildAdapters(cfg, log, d.db)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	channels[adapters.ID("cron")] = d.cron
+	channels[adapters.ID(apiAdapterID)] = apiChannel{}
+	if len(cfg.Hooks) > 0 {
+		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log,
+			OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
+	}
+	d.adapters = channels
+	d.serve = true
+	return d, nil
+}
+
+// A stopper ends one background loop and waits for it.
+type stopper struct {
+	name string
+	stop func()
+}
+
+// goLoop runs fn until Stop, on a context of its own that outlives ctx's
+// cancellation (Stop decides when each part ends).
+func (d *Daemon) goLoop(ctx context.Context, name string, fn func(context.Context)) {
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); fn(loopCtx) }()
+	d.loops = append(d.loops, stopper{name: name, stop: func() { cancel(); <-done }})
+}
+
+// Start brings parley up, in order: the HTTP listeners (so a port in use
+// fails at once), recovery of what a crash left, the outbox sender, the
+// background loops (callbacks, metrics, the API's event feed, the memory
+// indexer, pruning, replica leases), then the channels, and last the HTTP
+// servers. If a step fails, what already started is stopped before Start
+// returns the error.
+func (d *Daemon) Start(ctx context.Context) (err error) {
+	d.allStopped = make(chan struct{})
+	defer func() {
+		if err != nil {
+			d.stopLoops()
+			if d.srv != nil {
+				d.srv.Close()
+			}
+			if d.ops != nil {
+				d.ops.Close()
+			}
+		}
+	}()
+	var ln, opsLn net.Listener
+	if d.serve {
+		if ln, err = net.Listen("tcp", d.cfg.HTTP.Listen); err != nil {
+			return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", d.cfg.HTTP.Listen, err)
+		}
+		defer func() {
+			if err != nil {
+				ln.Close()
+			}
+		}()
+		if d.cfg.HTTP.OpsListen != "" {
+			if opsLn, err = net.Listen("tcp", d.cfg.HTTP.OpsListen); err != nil {
+				return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", d.cfg.HTTP.OpsListen, err)
+			}
+			defer func() {
+				if err != nil {
+					opsLn.Close()
+				}
+			}()
+		}
+	}
+
+	if _, err := d.gw.Recover(ctx); err != nil {
+		return fmt.Errorf("recover unanswered messages: %w", err)
+	}
+	d.goLoop(ctx, "sender", func(ctx context.Context) { _ = d.sender.Run(ctx) })
+	if d.callbacks != nil {
+		d.goLoop(ctx, "callbacks", func(ctx context.Context) { _ = d.callbacks.Run(ctx) })
+	}
+	d.goLoop(ctx, "metrics", func(ctx context.Context) { _ = d.metricsFeed(ctx) })
+	d.goLoop(ctx, "channel health", func(ctx context.Context) { d.watchChannels(ctx, channelWatchEvery) })
+	if d.feed != nil {
+		d.goLoop(ctx, "api events", func(ctx context.Context) { _ = d.feed(ctx) })
+	}
+	d.goLoop(ctx, "memory indexer", func(ctx context.Context) { _ = d.indexer.Run(ctx) })
+	if age := d.cfg.Sessions.PruneArchivedAfter.Std(); age > 0 {
+		d.goLoop(ctx, "pruning", func(ctx context.Context) { d.pruneArchived(ctx, age) })
+	}
+	if d.store.Shared() {
+		d.goLoop(ctx, "replica leases", d.keepLeases)
+	}
+
+	d.startAdapters(ctx)
+
+	if d.serve {
+		d.startHTTP(ctx, ln, opsLn)
+	}
+	// Once start-up is over, hand back the pages only it used.
+	d.goLoop(ctx, "trim", func(ctx context.Context) {
+		select {
+		case <-time.After(trimAfter):
+			trimResident()
+		case <-ctx.Done():
+		}
+	})
+	return nil
+}
+
+// startAdapters starts every channel on a context Stop cancels last.
+func (d *Daemon) startAdapters(ctx context.Context) {
+	adapterCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	d.adapterStop = stop
+	for id, a := range d.adapters {
+		d.adapterWG.Add(1)
+		go func() {
+			defer d.adapterWG.Done()
+			err := a.Start(adapterCtx, d.gw)
+			switch {
+			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
+			case adapterCtx.Err() != nil:
+				// Told to stop: what a call cut short by it says (SQLite's
+				// "interrupted", say) is no failure.
+				d.log.Debug("adapter stopped", "adapter", id, "error", err)
+			default:
+				d.log.Error("adapter stopped", "adapter", id, "error", err)
+				d.metrics.AdapterError(string(id))
+				d.failMu.Lock()
+				d.failed = errors.Join(d.failed, fmt.Errorf("adapter %s: %w", id, err))
+				d.failMu.Unlock()
+			}
+		}()
+	}
+	go func() { d.adapterWG.Wait(); close(d.allStopped) }()
+}
+
+// startHTTP serves the API, the web chat, the webhooks and the health and
+// metrics routes (on http.ops_listen when it is set).
+func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
+	d.srv = newHTTPServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions())))
+	if opsLn != nil {
+		app := http.NewServeMux()
+		appRoutes(app, d.adapters, d.apiHandler())
+		d.srv.Handler = securityHeaders(app)
+		health := http.NewServeMux()
+		healthRoutes(health, d.db, d.adapters, d.readyOptions())
+		d.ops = newHTTPServer(accessLog(d.log, d.metricsHandler(health)))
+		go func() { _ = d.ops.Serve(opsLn) }()
+	}
+	d.srv.Handler = accessLog(d.log, d.srv.Handler)
+	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
+		"database", d.cfg.Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
+		"listen", ln.Addr().String(), "agents", len(d.cfg.Agents))
+	d.serveErr = make(chan error, 1)
+	go func() { d.serveErr <- d.srv.Serve(ln) }()
+}
+
+// Done is closed when the daemon can't go on by itself: every channel has
+// stopped (the terminal closed under parley chat). It never closes for a
+// daemon with no channels.
+func (d *Daemon) Done() <-chan struct{} {
+	if len(d.adapters) == 0 {
+		return nil
+	}
+	return d.allStopped
+}
+
+// ServeErr reports the HTTP server's failure; nil without one.
+func (d *Daemon) ServeErr() <-chan error { return d.serveErr }
+
+// Stop shuts parley down in the order that loses nothing: stop accepting
+// (the HTTP listeners close; requests in flight get shutdownGrace), drain
+// the lanes within the shutdown timeout, stop the sender after its sends
+// in flight, send what is left, and only then stop the channels, so
+// replies from the last turns still have a channel to leave by; then the
+// background loops, last started first. It returns the channels' failures.
+func (d *Daemon) Stop(ctx context.Context) error {
+	var httpErr error
+	httpDone := make(chan struct{})
+	go func() {
+		defer close(httpDone)
+		if d.srv == nil {
+			return
+		}
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if err := d.srv.Shutdown(shutCtx); err != nil {
+			httpErr = fmt.Errorf("http shutdown: %w", err)
+		} else if err := <-d.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			httpErr = fmt.Errorf("http server: %w", err)
+		}
+	}()
+
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Gateway.ShutdownTimeout.Std())
+	defer cancel()
+	if err := d.gw.Close(shutCtx); err != nil {
+		d.log.Warn("turns cut short at shutdown; they run again on the next start", "error", err)
+	}
+	d.stopLoop("sender")
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancelFlush()
+	for {
+		if n, err := d.sender.SendDue(flushCtx); n == 0 || err != nil {
+			break
+		}
+	}
+	if d.adapterStop != nil {
+		d.adapterStop()
+		d.adapterWG.Wait()
+	}
+	<-httpDone
+	d.stopLoops()
+	if d.ops != nil {
+		d.ops.Close()
+	}
+	d.failMu.Lock()
+	defer d.failMu.Unlock()
+	return errors.Join(httpErr, d.failed)
+}
+
+// stopLoop stops the named background loop now.
+func (d *Daemon) stopLoop(name string) {
+	for i, l := range d.loops {
+		if l.name == name {
+			l.stop()
+			d.loops = append(d.loops[:i], d.loops[i+1:]...)
+			return
+		}
+	}
+}
+
+// stopLoops stops the background loops, last started first.
+func (d *Daemon) stopLoops() {
+	for i := len(d.loops) - 1; i >= 0; i-- {
+		d.loops[i].stop()
+	}
+	d.loops = nil
+}
+
+// Run starts parley, runs it until ctx ends (or every channel has stopped,
+// or the HTTP server fails), and stops it.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case <-d.Done():
+	case err := <-d.ServeErr():
+		serveErr = fmt.Errorf("http server: %w", err)
+		d.serveErr <- err // Stop reads the server's end too
+	}
+	if d.serve {
+		d.log.Info("parley stopping")
+	}
+	err := errors.Join(serveErr, d.Stop(ctx))
+	if err == nil && d.serve {
+		d.log.Info("parley stopped")
+	}
+	return err
+}
+
+// Close releases the database and its lock.
+func (d *Daemon) Close() {
+	d.db.Close()
+	d.release()
+}

@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// openAIEcho is an OpenAI-compatible server at the wire: every streamed
+// chat completion answers with the text of the request's last user
+// message, after delay, so a daemon pointed at it (providers.openai.base_url)
+// runs its real provider path and a test can tell which message a reply
+// answers.
+type openAIEcho struct {
+	*httptest.Server
+	delay time.Duration
+	calls atomic.Int64
+	mu    sync.Mutex
+	seen  map[string]int // model calls per last user message
+}
+
+func newOpenAIEcho(tb testing.TB, delay time.Duration) *openAIEcho {
+	f := &openAIEcho{delay: delay, seen: map[string]int{}}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	tb.Cleanup(f.Close)
+	return f
+}
+
+// configYAML is the providers section pointing openai at the fake.
+func (f *openAIEcho) configYAML() string {
+	return "providers:\n  openai:\n    api_key: sk-test-fake-key-000000000000000000000000\n    base_url: " + f.URL + "/v1\n"
+}
+
+func (f *openAIEcho) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	last := ""
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) != nil {
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(m.Content, &parts)
+			s = ""
+			for _, p := range parts {
+				s += p.Text
+			}
+		}
+		last = s
+	}
+	f.calls.Add(1)
+	f.mu.Lock()
+	f.seen[last]++
+	f.mu.Unlock()
+	select {
+	case <-time.After(f.delay):
+	case <-r.Context().Done():
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	chunk(map[string]any{"content": last}, nil)
+	chunk(map[string]any{}, "stop")
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+}

@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+)
+
+// driveChats sends total messages from chats private chats (ids 1000 on)
+// through the fake Bot API, each chat keeping up to window messages
+// unanswered, as people typing ahead of the bot do: within the gateway's
+// per-conversation queue, so every message is answered by the agent. It
+// returns once all are answered, or with an error naming the first reply
+// that is not an answer to its chat's own message.
+func driveChats(ctx context.Context, tg *telegramtest.Server, total, chats, window int) error {
+	injected := make([]int, chats)
+	answered := make([]int, chats)
+	sentSeen, sent := 0, 0
+	next := 0
+	for sent < total {
+		for c := range chats {
+			for injected[c]-answered[c] < window && next < total {
+				chat := int64(1000 + c)
+				tg.InjectText(chat, chat, fmt.Sprintf("message %d from chat %d", next, chat))
+				injected[c]++
+				next++
+			}
+		}
+		if err := tg.WaitFor(ctx, func() bool { return tg.SentCount() > sentSeen }); err != nil {
+			return fmt.Errorf("%d of %d answered: %w", sent, total, err)
+		}
+		for _, m := range tg.SentSince(sentSeen) {
+			sentSeen++
+			c, err := strconv.Atoi(m.ChatID)
+			if err != nil || c < 1000 || c >= 1000+chats {
+				return fmt.Errorf("a reply to chat %q, which sent nothing", m.ChatID)
+			}
+			if !strings.Contains(m.Text, "from chat "+m.ChatID) {
+				return fmt.Errorf("chat %s got %q, not an answer to its message", m.ChatID, m.Text)
+			}
+			answered[c-1000]++
+			sent++
+		}
+	}
+	return nil
+}
