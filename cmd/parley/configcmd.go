@@ -12,14 +12,18 @@ import (
 	"github.com/parleyd/parley/daemon"
 
 	"github.com/parleyd/parley/config"
+	"go.yaml.in/yaml/v3"
 )
 
 // cmdConfig checks a config as `parley run` would, without starting
 // anything: the config's own problems, each channel's keys (nothing
 // connects), the cron schedules and the agents' tool names, all at once.
 func cmdConfig(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "print" {
+		return cmdConfigPrint(args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "check" {
-		return fmt.Errorf("%w: parley config check [--config FILE]", errUsage)
+		return fmt.Errorf("%w: parley config check|print [--config FILE]", errUsage)
 	}
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	path := configFlag(fs)
@@ -84,4 +88,24 @@ func unjoin(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// cmdConfigPrint prints the effective config as YAML: defaults filled in,
+// ${VAR} expanded, and every secret as [redacted].
+func cmdConfigPrint(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("config print", flag.ContinueOnError)
+	path := configFlag(fs)
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	cfg, used, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("print the config: %w", err)
+	}
+	fmt.Fprintf(stdout, "# the effective config of %s; secrets are redacted\n%s", config.DisplayPath(used), out)
+	return nil
 }

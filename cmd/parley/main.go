@@ -9,38 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
-
-const usage = `parley: a chat gateway between people and LLM agents.
-
-Usage:
-  parley run [--config FILE]                 start the daemon
-  parley chat [--config FILE]                talk to the local agent in this terminal
-  parley chat --server URL [--token T]       talk to a running parley through its HTTP API
-  parley config check [--config FILE]        report every problem parley run would refuse
-  parley migrate [--config FILE]             apply pending database migrations
-  parley sessions ls [flags]                 list sessions
-  parley sessions show ID [--archived]       show a session and its messages
-  parley sessions compact ID                 summarize a session's older messages now
-  parley memory reindex [--config FILE]      rebuild the memory search index from the database
-  parley cron add|ls|rm ID|run ID|runs ID     manage scheduled jobs and read their receipts
-  parley hooks ls [--config FILE]            list the incoming webhooks and their URLs
-  parley hooks deliveries ID [--limit N]     a webhook's latest deliveries
-  parley whatsapp link [--adapter ID] [--phone N]
-                                             link a WhatsApp account (QR code, or a pairing code)
-  parley pairing ls [--config FILE]          list direct-chat pairing requests waiting
-  parley pairing approve CODE [--config FILE]
-                                             let a pairing code's sender talk to the bot
-  parley bench [--sessions N] [--turns M] [--database URL] [--json]
-                                             measure the whole path in process
-  parley bench --idle [--runs N] [--json]    measure an idle daemon's start and RSS
-  parley version                             print the version
-
-Run "parley COMMAND --help" for a command's flags.
-Without --config, parley reads $PARLEY_CONFIG, then ./parley.yaml, and
-otherwise runs on its built-in defaults (SQLite at data/parley.db).
-`
 
 // errUsage marks an error the user fixes by changing the command line.
 var errUsage = errors.New("usage")
@@ -61,40 +32,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runWithInput is run with the standard input given, for `parley chat`.
 func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr)
 		return 2
 	}
-	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "run":
-		err = cmdRun(ctx, rest, stderr)
-	case "chat":
-		err = cmdChat(ctx, rest, stdin, stdout, stderr)
-	case "bench":
-		err = cmdBench(ctx, rest, stdout, stderr)
-	case "config":
-		err = cmdConfig(rest, stdout)
-	case "migrate":
-		err = cmdMigrate(ctx, rest, stdout)
-	case "sessions":
-		err = cmdSessions(ctx, rest, stdout, stderr)
-	case "memory":
-		err = cmdMemory(ctx, rest, stdout, stderr)
-	case "pairing":
-		err = cmdPairing(ctx, rest, stdout)
-	case "hooks":
-		err = cmdHooks(ctx, rest, stdout)
-	case "cron":
-		err = cmdCron(ctx, rest, stdout)
-	case "whatsapp":
-		err = cmdWhatsApp(ctx, rest, stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "parley", version())
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, usage)
-	default:
-		err = fmt.Errorf("%w: unknown command %q; run \"parley help\" for the list", errUsage, cmd)
-	}
+	helpOut = stdout
+	err := dispatch(ctx, streams{in: stdin, out: stdout, err: stderr}, args)
 	switch {
 	case err == nil:
 		return 0
@@ -109,6 +51,49 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 }
 
+// dispatch runs the command args name, through the command table. A group
+// run bare or with --help shows its subcommands.
+func dispatch(ctx context.Context, s streams, args []string) error {
+	switch args[0] {
+	case "--help", "-h":
+		args = []string{"help"}
+	case "--version", "-v":
+		args = []string{"version"}
+	}
+	c, _ := findCommand(args[:1])
+	if c == nil {
+		return fmt.Errorf("%w: unknown command %q; run \"parley help\" for the list", errUsage, args[0])
+	}
+	rest := args[1:]
+	if len(c.subs) > 0 {
+		if len(rest) == 0 {
+			writeHelp(s.err, c.name, c, "")
+			return fmt.Errorf("%w: parley %s needs a subcommand", errUsage, c.name)
+		}
+		switch rest[0] {
+		case "--help", "-h", "help":
+			writeHelp(s.out, c.name, c, "")
+			return nil
+		}
+		if sub, n := findCommand([]string{c.name, rest[0]}); n < 2 || sub == nil {
+			return fmt.Errorf("%w: parley %s has no subcommand %q; the subcommands are %s", errUsage, c.name, rest[0], subNames(c))
+		}
+	}
+	return c.run(ctx, s, rest)
+}
+
+func subNames(c *command) string {
+	names := make([]string, len(c.subs))
+	for i, s := range c.subs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// helpOut is where a command's --help goes: the standard output of the
+// command line being run.
+var helpOut io.Writer = os.Stdout
+
 // parseFlags parses flags that may come before, between or after the
 // positional arguments ("sessions show ID --archived"), and returns the
 // positionals. want is how many positionals the command takes.
@@ -116,10 +101,21 @@ func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
+		if collecting {
+			collected = fs
+			return nil, flag.ErrHelp
+		}
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(os.Stdout)
-				fs.Usage()
+				var flags strings.Builder
+				fs.SetOutput(&flags)
+				fs.PrintDefaults()
+				path := strings.Fields(fs.Name())
+				if c, n := findCommand(path); c != nil && n == len(path) {
+					writeHelp(helpOut, fs.Name(), c, flags.String())
+				} else {
+					fmt.Fprintf(helpOut, "Usage of parley %s:\n%s", fs.Name(), flags.String())
+				}
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)

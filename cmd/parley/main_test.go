@@ -57,13 +57,14 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"version"}, 0, "parley "},
 		{[]string{"help"}, 0, "parley run"},
-		{[]string{"sessions"}, 2, "ls|show"},
+		{[]string{"sessions"}, 2, "parley sessions needs a subcommand"},
 		{[]string{"sessions", "ls", "--limit", "0"}, 2, "--limit 0 is out of range"},
 		{[]string{"sessions", "ls", "--limit", "201"}, 2, "use 1 to 200"},
 		{[]string{"sessions", "ls", "--status", "gone"}, 2, "use active or archived"},
 		{[]string{"sessions", "show"}, 2, "takes 1 argument"},
 		{[]string{"sessions", "ls", "--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{[]string{"config"}, 2, "config check"},
+		{[]string{"config"}, 2, "parley config needs a subcommand"},
+		{[]string{"config", "check", "--help"}, 0, "Usage:\n  parley config check [--config FILE]"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
