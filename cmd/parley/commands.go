@@ -40,7 +40,9 @@ func init() {
 			about: "Talks to the default agent in the session cli:chat, kept across runs: in process on the configured database, " +
 				"or, with --server (or when a daemon holds the database), through a running parley's HTTP API. /help lists the chat commands.",
 			examples: []string{"parley chat", "parley chat --server 127.0.0.1:8080 --token $PARLEY_API_TOKEN"},
-			run:      func(ctx context.Context, s streams, args []string) error { return cmdChat(ctx, args, s.in, s.out, s.err) }},
+			run: func(ctx context.Context, s streams, args []string) error {
+				return cmdChat(ctx, args, s.in, s.out, s.err)
+			}},
 		{name: "config", summary: "check the configuration", subs: []*command{
 			{name: "check", args: "[--config FILE]", summary: "report every problem parley run would refuse",
 				about:    "Reads the config as parley run does and lists every problem at its line, with what to do; exits 1 if there is any.",
@@ -103,7 +105,10 @@ func init() {
 			examples: []string{"parley help", "parley help cron add"},
 			run:      func(ctx context.Context, s streams, args []string) error { return cmdHelp(args, s.out) }},
 		{name: "version", summary: "print the version",
-			run: func(ctx context.Context, s streams, args []string) error { _, err := io.WriteString(s.out, "parley "+version()+"\n"); return err }},
+			run: func(ctx context.Context, s streams, args []string) error {
+				_, err := io.WriteString(s.out, "parley "+version()+"\n")
+				return err
+			}},
 	}
 }
 
