@@ -71,3 +71,14 @@ func (s *Statuses) update(id sessions.ID, fn func(*Status)) {
 	}
 	s.m[id] = st
 }
+
+// All returns the status of every session that is not idle.
+func (s *Statuses) All() map[sessions.ID]Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[sessions.ID]Status, len(s.m))
+	for id, st := range s.m {
+		out[id] = st
+	}
+	return out
+}

@@ -60,6 +60,9 @@ type Daemon struct {
 	serve       bool         // serve HTTP (parley run; not parley chat)
 	configUsed  string       // the config file's path, for the start-up line
 	version     string       // the build's, for the start-up line
+	started     time.Time    // when Start began
+	listen      string       // the app server's address, once listening
+	runFile     string       // the run file this daemon wrote
 	srv, ops    *http.Server // the app's server and the optional ops server
 	serveErr    chan error   // the app server's end
 	loops       []stopper    // background loops, stopped last to first

@@ -108,6 +108,7 @@ func (d *Daemon) goLoop(ctx context.Context, name string, fn func(context.Contex
 // returns the error.
 func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.allStopped = make(chan struct{})
+	d.started = time.Now()
 	defer func() {
 		if err != nil {
 			d.stopLoops()
@@ -207,11 +208,12 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 // startHTTP serves the API, the web chat, the webhooks and the health and
 // metrics routes (on http.ops_listen when it is set).
 func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
-	d.srv = newHTTPServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions())))
+	d.listen = ln.Addr().String()
+	d.srv = newHTTPServer(d.metricsHandler(d.withStatus(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions()))))
 	if opsLn != nil {
 		app := http.NewServeMux()
 		appRoutes(app, d.adapters, d.apiHandler())
-		d.srv.Handler = securityHeaders(app)
+		d.srv.Handler = securityHeaders(d.withStatus(app))
 		health := http.NewServeMux()
 		healthRoutes(health, d.db, d.adapters, d.readyOptions())
 		d.ops = newHTTPServer(accessLog(d.log, d.metricsHandler(health)))
@@ -223,6 +225,7 @@ func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 		"listen", ln.Addr().String(), "agents", len(d.cfg.Agents))
 	d.serveErr = make(chan error, 1)
 	go func() { d.serveErr <- d.srv.Serve(ln) }()
+	d.writeRunFile()
 }
 
 // Done is closed when the daemon can't go on by itself: every channel has
@@ -279,6 +282,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		d.adapterWG.Wait()
 	}
 	<-httpDone
+	d.removeRunFile()
 	d.stopLoops()
 	if d.ops != nil {
 		d.ops.Close()

@@ -43,6 +43,18 @@ func init() {
 			run: func(ctx context.Context, s streams, args []string) error {
 				return cmdChat(ctx, args, s.in, s.out, s.err)
 			}},
+		{name: "ask", args: "[flags] QUESTION...", summary: "ask one question and print the answer",
+			about: "Answers once in a fresh session (cli:run:<time>) and exits: through a running daemon's API when one runs on this config, " +
+				"else in process. The question is the arguments, or standard input when there are none (or \"-\"). Exits 1 if the turn failed.",
+			examples: []string{`parley ask "What is the capital of Peru?"`, "git diff | parley ask --json", `parley ask --server 10.0.0.5:8080 --token $TOKEN "status of the build?"`},
+			run: func(ctx context.Context, s streams, args []string) error {
+				return cmdAsk(ctx, args, s.in, s.out, s.err)
+			}},
+		{name: "status", args: "[--server ADDR] [--token T] [--json]", summary: "a running daemon's live state",
+			about: "Asks the daemon running on this config (its run file records its address) for its channels and their health, busy lanes and queued messages, " +
+				"runs in progress, the outbox backlog and cron jobs' next fires. Needs an API token (http.tokens).",
+			examples: []string{"parley status", "parley status --json | jq .outbox"},
+			run:      func(ctx context.Context, s streams, args []string) error { return cmdStatus(ctx, args, s.out) }},
 		{name: "config", summary: "check the configuration", subs: []*command{
 			{name: "check", args: "[--config FILE]", summary: "report every problem parley run would refuse",
 				about:    "Reads the config as parley run does and lists every problem at its line, with what to do; exits 1 if there is any.",

@@ -96,7 +96,7 @@ var helpOut io.Writer = os.Stdout
 
 // parseFlags parses flags that may come before, between or after the
 // positional arguments ("sessions show ID --archived"), and returns the
-// positionals. want is how many positionals the command takes.
+// positionals. want is how many positionals the command takes (-1: any).
 func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -127,7 +127,7 @@ func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	if len(pos) != want {
+	if want >= 0 && len(pos) != want {
 		return nil, fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, fs.Name(), want, len(pos))
 	}
 	return pos, nil

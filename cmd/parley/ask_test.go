@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/daemon"
+)
+
+// parley ask with no daemon running answers in process, in a session of
+// its own each time, from arguments or standard input, and --json prints
+// the session and reply.
+func TestAskInProcess(t *testing.T) {
+	path, _ := writeConfig(t, "")
+	ctx := context.Background()
+	code, out, errOut := parley(t, ctx, "ask", "--config", path, "what", "is", "two")
+	if code != 0 || out != "what is two\n" {
+		t.Fatalf("ask: exit %d %q %q", code, out, errOut)
+	}
+	var outBuf, errBuf bytes.Buffer
+	code = runWithInput(ctx, []string{"ask", "--json", "--config", path}, strings.NewReader("from standard input\n"), &outBuf, &errBuf)
+	var res askResult
+	if code != 0 || json.Unmarshal(outBuf.Bytes(), &res) != nil || res.Reply != "from standard input" ||
+		!strings.HasPrefix(res.Session, "cli:run:") || res.Error != "" {
+		t.Fatalf("ask --json: exit %d %q %q", code, outBuf.String(), errBuf.String())
+	}
+	if code, _, errOut := parley(t, ctx, "ask", "--config", path); code != 2 || !strings.Contains(errOut, "nothing to ask") {
+		t.Fatalf("ask with nothing: exit %d %q", code, errOut)
+	}
+	// Two asks, two sessions.
+	code, out, _ = parley(t, ctx, "sessions", "ls", "--config", path)
+	if code != 0 || strings.Count(out, "cli:run:") != 2 {
+		t.Fatalf("sessions after two asks:\n%s", out)
+	}
+}
+
+// With a daemon running, status and ask find it through its run file and
+// go through its API; the run file goes when the daemon stops.
+func TestAskAndStatusThroughARunningDaemon(t *testing.T) {
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\ncron:\n  jobs:\n    - id: nightly\n      schedule: \"0 3 * * *\"\n      prompt: report\n")
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var errOut bytes.Buffer
+	go func() { done <- run(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &errOut}) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run file at %s", runFile)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	code, out, stderr := parley(t, context.Background(), "status", "--config", path, "--json")
+	var st daemon.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status: exit %d %q %q", code, out, stderr)
+	}
+	if st.Listen != addr || st.Engine != "sqlite" || len(st.CronJobs) != 1 || st.CronJobs[0].ID != "nightly" || st.CronJobs[0].Next.IsZero() {
+		t.Fatalf("status: %+v", st)
+	}
+	code, out, stderr = parley(t, context.Background(), "status", "--config", path)
+	if code != 0 || !strings.Contains(out, "outbox: 0 pending, 0 failed") || !strings.Contains(out, "nightly") {
+		t.Fatalf("status: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = parley(t, context.Background(), "ask", "--config", path, "through the API")
+	if code != 0 || out != "through the API\n" {
+		t.Fatalf("ask through the daemon: exit %d %q %q", code, out, stderr)
+	}
+	// It went through the API: an api session holds it.
+	code, out, _ = parley(t, context.Background(), "sessions", "ls", "--config", path)
+	if code != 0 || !strings.Contains(out, "api:") || strings.Contains(out, "cli:run:") {
+		t.Fatalf("sessions after asking the daemon:\n%s", out)
+	}
+	// Without a token the status route refuses.
+	resp, err := http.Get("http://" + addr + "/v1/status")
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status without a token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut.String())
+	}
+	if _, err := os.Stat(runFile); !os.IsNotExist(err) {
+		t.Fatalf("the run file outlived the daemon: %v", err)
+	}
+	if code, _, stderr := parley(t, context.Background(), "status", "--config", path); code != 1 || !strings.Contains(stderr, "no parley is running") {
+		t.Fatalf("status with none running: exit %d %q", code, stderr)
+	}
+}

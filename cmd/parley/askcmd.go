@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/user"
+	"strings"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/adapters/cli"
+	"github.com/parleyd/parley/daemon"
+)
+
+// askResult is what `parley ask --json` prints.
+type askResult struct {
+	Session string `json:"session"`
+	Reply   string `json:"reply"`
+	Error   string `json:"error,omitempty"`
+}
+
+// cmdAsk answers one question in a fresh session and exits: through a
+// running daemon's API when one runs, else in process.
+func cmdAsk(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
+	path := configFlag(fs)
+	asJSON := fs.Bool("json", false, "print {session, reply, error} as JSON")
+	server := fs.String("server", "", "ask a running parley at this address (default: the one this config's daemon records, if it runs)")
+	token := fs.String("token", "", "an API token of that daemon (default: $PARLEY_API_TOKEN, then the config's first)")
+	rest, err := parseFlags(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	question := strings.TrimSpace(strings.Join(rest, " "))
+	if question == "" || question == "-" {
+		b, err := io.ReadAll(io.LimitReader(stdin, adapters.MaxTextBytes+1))
+		if err != nil {
+			return fmt.Errorf("read the question from standard input: %w", err)
+		}
+		question = strings.TrimSpace(string(b))
+	}
+	if question == "" {
+		return fmt.Errorf("%w: nothing to ask; give the question as arguments or on standard input", errUsage)
+	}
+	cfg, _, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	var res askResult
+	if c, ok := runningDaemon(cfg, *server, *token); ok {
+		if c.Token == "" {
+			return errors.New("a parley runs on this config; asking it needs an API token: set http.tokens, or pass --token or PARLEY_API_TOKEN")
+		}
+		var sess struct {
+			ID string `json:"id"`
+		}
+		if err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley ask"}, &sess); err != nil {
+			return fmt.Errorf("open a session on %s: %w", c.Base, err)
+		}
+		var run struct {
+			RunID string `json:"run_id"`
+		}
+		if err := c.Do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": question}, &run); err != nil {
+			return err
+		}
+		var reply bytes.Buffer
+		out := io.Writer(&reply)
+		if !*asJSON {
+			out = io.MultiWriter(&reply, stdout)
+		}
+		failure, err := c.Follow(ctx, sess.ID, run.RunID, out)
+		if err != nil {
+			return err
+		}
+		res = askResult{Session: sess.ID, Reply: reply.String(), Error: failure}
+		if !*asJSON {
+			fmt.Fprintln(stdout)
+		}
+	} else {
+		quiet := cfg.Log
+		quiet.Level = "warn"
+		name := "local"
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			name = u.Username
+		}
+		once := cli.NewOnce("cli", question, name)
+		d, err := daemon.New(ctx, cfg, newLogger(stderr, quiet), daemon.WithChannels(map[adapters.ID]adapters.Adapter{"cli": once}))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if err := d.Run(ctx); err != nil {
+			return err
+		}
+		res = askResult{Session: cli.Surface + ":" + once.ChatID(), Reply: once.Reply()}
+		if res.Reply == "" && ctx.Err() == nil {
+			res.Error = "no reply came"
+		}
+		if !*asJSON {
+			fmt.Fprintln(stdout, res.Reply)
+		}
+	}
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+	}
+	if res.Error != "" {
+		return fmt.Errorf("the turn failed: %s", res.Error)
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/gateway"
+)
+
+// Status is a running daemon's live state, for `parley status` and
+// GET /v1/status.
+type Status struct {
+	Version  string          `json:"version"`
+	Started  time.Time       `json:"started"`
+	Listen   string          `json:"listen"`
+	Replica  string          `json:"replica"`
+	Engine   string          `json:"engine"`
+	Channels []ChannelStatus `json:"channels"`
+	Lanes    int             `json:"lanes"`  // sessions with a turn running or waiting
+	Queued   int             `json:"queued"` // messages waiting in them
+	Runs     []RunStatus     `json:"runs"`
+	Outbox   gateway.Backlog `json:"outbox"`
+	CronJobs []CronStatus    `json:"cron_jobs"`
+}
+
+// ChannelStatus is one channel and its health.
+type ChannelStatus struct {
+	ID      string `json:"id"`
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// RunStatus is a session whose agent is not idle.
+type RunStatus struct {
+	SessionID string       `json:"session_id"`
+	Status    agent.Status `json:"status"`
+}
+
+// CronStatus is a job and its next fire.
+type CronStatus struct {
+	ID       string    `json:"id"`
+	Schedule string    `json:"schedule"`
+	Enabled  bool      `json:"enabled"`
+	Next     time.Time `json:"next,omitzero"`
+}
+
+// Snapshot is the daemon's live state now.
+func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
+	st := Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.cfg.Gateway.ReplicaID,
+		Engine: string(d.db.Dialect), Lanes: d.gw.ActiveLanes(), Queued: d.gw.QueueDepth(),
+		Channels: []ChannelStatus{}, Runs: []RunStatus{}, CronJobs: []CronStatus{}}
+	for id, a := range d.adapters {
+		c := ChannelStatus{ID: string(id), Healthy: true}
+		if h, ok := a.(interface{ Health() (bool, string) }); ok {
+			c.Healthy, c.Detail = h.Health()
+		}
+		st.Channels = append(st.Channels, c)
+	}
+	slices.SortFunc(st.Channels, func(a, b ChannelStatus) int { return cmp.Compare(a.ID, b.ID) })
+	for id, s := range d.runner.Statuses().All() {
+		st.Runs = append(st.Runs, RunStatus{SessionID: string(id), Status: s})
+	}
+	slices.SortFunc(st.Runs, func(a, b RunStatus) int { return cmp.Compare(a.SessionID, b.SessionID) })
+	var err error
+	if st.Outbox, err = d.store.Backlog(ctx); err != nil {
+		return st, err
+	}
+	if d.cron != nil {
+		jobs, err := d.cron.Store().List(ctx)
+		if err != nil {
+			return st, err
+		}
+		now := time.Now()
+		for _, j := range jobs {
+			c := CronStatus{ID: j.ID, Schedule: j.Schedule, Enabled: j.Enabled()}
+			if s, err := j.ParsedSchedule(); err == nil && j.Enabled() {
+				c.Next = s.Next(now)
+			}
+			st.CronJobs = append(st.CronJobs, c)
+		}
+	}
+	return st, nil
+}
+
+// withStatus serves GET /v1/status beside h.
+func (d *Daemon) withStatus(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	d.statusRoute(mux)
+	mux.Handle("/", h)
+	return mux
+}
+
+// statusRoute serves GET /v1/status to a request with an admin token.
+func (d *Daemon) statusRoute(mux *http.ServeMux) {
+	tokens := make([]string, len(d.cfg.HTTP.Tokens))
+	for i, t := range d.cfg.HTTP.Tokens {
+		tokens[i] = t.Reveal()
+	}
+	admin := adminCheck(tokens)
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		if !admin(r) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized",
+				"message": "GET /v1/status needs one of http.tokens as a bearer token"}})
+			return
+		}
+		st, err := d.Snapshot(r.Context())
+		if err != nil {
+			d.log.WarnContext(r.Context(), "status snapshot", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable",
+				"message": "the database didn't answer; see the daemon's log"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+}
+
+// RunFile is where a daemon on cfg records its address while it runs, for
+// `parley chat`, `parley ask` and `parley status` to find it: beside a
+// SQLite database, or in the user's runtime (or temporary) directory for
+// PostgreSQL. "" when there is nowhere to put it.
+func RunFile(cfg *config.Config) string {
+	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
+		return filepath.Join(filepath.Dir(t.Path), "parley.run.json")
+	}
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "parley-"+cfg.Gateway.ReplicaID+".run.json")
+}
+
+// Running is what a daemon's run file says.
+type Running struct {
+	PID     int       `json:"pid"`
+	Listen  string    `json:"listen"`
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+}
+
+// ReadRunFile reads the run file of a daemon on cfg; ok is false when none
+// runs (no file, or its process is gone).
+func ReadRunFile(cfg *config.Config) (Running, bool) {
+	path := RunFile(cfg)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Running{}, false
+	}
+	var r Running
+	if json.Unmarshal(b, &r) != nil || r.Listen == "" || r.PID <= 0 {
+		return Running{}, false
+	}
+	if p, err := os.FindProcess(r.PID); err != nil || p.Signal(syscall.Signal(0)) != nil {
+		return Running{}, false
+	}
+	return r, true
+}
+
+// writeRunFile records the daemon's address; the file is removed at Stop.
+func (d *Daemon) writeRunFile() {
+	path := RunFile(d.cfg)
+	if path == "" {
+		return
+	}
+	b, _ := json.Marshal(Running{PID: os.Getpid(), Listen: d.listen, Version: d.version, Started: d.started})
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		d.log.Debug("record the daemon's address", "path", path, "error", err)
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		d.log.Debug("record the daemon's address", "path", path, "error", err)
+		return
+	}
+	d.runFile = path
+}
+
+// removeRunFile removes the run file this daemon wrote.
+func (d *Daemon) removeRunFile() {
+	if d.runFile != "" {
+		_ = os.Remove(d.runFile)
+		d.runFile = ""
+	}
+}
