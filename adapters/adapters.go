@@ -145,6 +145,17 @@ type Editor interface {
 	Edit(ctx context.Context, chatID, messageID, text string) error
 }
 
+// StreamingMark ends the text of a reply still being written, as a
+// streamed reply shows it; the final text comes without it.
+const StreamingMark = " …"
+
+// A StreamPacer is a channel that can show a streamed reply more often
+// than once a second (a terminal): StreamEvery is the least time between
+// two updates.
+type StreamPacer interface {
+	StreamEvery() time.Duration
+}
+
 // Fetcher is implemented by adapters that can download a file a message
 // referred to (a photo for a vision model, say). A file over maxBytes is
 // an error wrapping ErrTooLarge, found out before it is all read.

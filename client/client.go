@@ -11,36 +11,88 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/parleyd/parley/commands"
 )
 
-// Chat talks to an agent on a running daemon through its HTTP API:
-// a session of its own, each reply printed as it is written.
+// Chat talks to an agent on a running daemon through its HTTP API: a
+// session of its own, each reply printed as it is written.
 func Chat(ctx context.Context, server, token string, stdin io.Reader, stdout io.Writer) error {
+	return ChatWith(ctx, &Client{Base: baseURL(server), Token: token}, ChatOptions{}, stdin, stdout)
+}
+
+// ChatOptions shape ChatWith.
+type ChatOptions struct {
+	// Session continues this session; "" opens a new one.
+	Session string
+	// Interrupts are Ctrl-C: one stops the reply being written; one while
+	// nothing runs ends the chat.
+	Interrupts <-chan os.Signal
+}
+
+func baseURL(server string) string {
 	server = strings.TrimRight(server, "/")
 	if !strings.HasPrefix(server, "http://") && !strings.HasPrefix(server, "https://") {
 		server = "http://" + server
 	}
-	c := &Client{Base: server, Token: token}
-	var sess struct {
-		ID string `json:"id"`
+	return server
+}
+
+// ChatWith is Chat with a client and options.
+func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	session := o.Session
+	if session == "" {
+		var sess struct {
+			ID string `json:"id"`
+		}
+		if err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley chat"}, &sess); err != nil {
+			return fmt.Errorf("open a session on %s: %w", c.Base, err)
+		}
+		session = sess.ID
 	}
-	if err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley chat"}, &sess); err != nil {
-		return fmt.Errorf("open a session on %s: %w", server, err)
-	}
-	fmt.Fprintf(stdout, "connected to %s (session %s); type a message, or /help for the commands\n", server, sess.ID)
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		text := strings.TrimSpace(sc.Text())
+	fmt.Fprintf(stdout, "connected to %s (session %s); type a message, /help for the commands, /quit to leave\n", c.Base, session)
+	// Lines are read apart, so Ctrl-C is heard while waiting for one.
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		var line string
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.Interrupts:
+			return nil
+		case l, ok := <-lines:
+			if !ok {
+				return nil
+			}
+			line = l
+		}
+		text := strings.TrimSpace(line)
 		if text == "" {
 			continue
 		}
+		switch strings.ToLower(text) {
+		case "/quit", "/exit", "/q":
+			return nil
+		}
 		if cmd, ok := commands.Parse(text); ok {
-			if err := c.Command(ctx, &sess.ID, cmd.Name, stdout); err != nil {
+			if err := c.Command(ctx, &session, cmd.Name, stdout); err != nil {
 				fmt.Fprintf(stdout, "! %v\n", err)
 			}
 			continue
@@ -48,18 +100,55 @@ func Chat(ctx context.Context, server, token string, stdin io.Reader, stdout io.
 		var run struct {
 			RunID string `json:"run_id"`
 		}
-		if err := c.Do(ctx, "POST", "/v1/sessions/"+sess.ID+"/messages", map[string]any{"content": text}, &run); err != nil {
+		if err := c.Do(ctx, "POST", "/v1/sessions/"+session+"/messages", map[string]any{"content": text}, &run); err != nil {
 			fmt.Fprintf(stdout, "! %v\n", err)
 			continue
 		}
 		fmt.Fprint(stdout, "> ")
-		if err := c.Stream(ctx, sess.ID, run.RunID, stdout); err != nil {
+		runCtx, stopRun := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			select {
+			case <-o.Interrupts:
+				fmt.Fprintln(stdout, "\n(stopping)")
+				_ = c.stop(context.WithoutCancel(ctx), &session, stdout)
+				stopRun()
+			case <-runCtx.Done():
+			}
+		}()
+		err := c.Stream(runCtx, session, run.RunID, stdout)
+		stopRun()
+		<-watched
+		if err != nil && runCtx.Err() == nil {
 			fmt.Fprintf(stdout, "\n! %v\n", err)
 			continue
 		}
 		fmt.Fprintln(stdout)
 	}
-	return sc.Err()
+}
+
+// CLISession is the id of the active session cli:chat of the daemon's
+// default agent, the one `parley chat` keeps, or "" when there is none.
+func (c *Client) CLISession(ctx context.Context) (string, error) {
+	var page struct {
+		Sessions []struct {
+			ID  string `json:"id"`
+			Key struct {
+				Surface   string `json:"surface"`
+				SurfaceID string `json:"surface_id"`
+			} `json:"key"`
+		} `json:"sessions"`
+	}
+	if err := c.Do(ctx, "GET", "/v1/sessions?surface=cli&status=active&limit=100", nil, &page); err != nil {
+		return "", err
+	}
+	for _, s := range page.Sessions {
+		if s.Key.SurfaceID == "chat" {
+			return s.ID, nil
+		}
+	}
+	return "", nil
 }
 
 // Commands do what each chat command of commands.All does, through

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,9 @@ func TestCompactionThroughTheDaemon(t *testing.T) {
 	}
 	if status := say(17, "/status"); !strings.Contains(status, "Compaction at ~") {
 		t.Fatalf("/status has no forecast: %q", status)
+	} else if n := len(regexp.MustCompile(`~\d+ (of \d+ )?tokens used|\(now ~\d+\)`).FindAllString(status, -1)); n != 1 {
+		// One figure for what the session holds, not two that disagree.
+		t.Fatalf("/status gives %d token counts: %q", n, status)
 	}
 	if got := say(18, "/compact"); !strings.HasPrefix(got, "Summarized ") && !strings.HasPrefix(got, "Nothing to compact: ") {
 		t.Fatalf("/compact answered %q", got)

@@ -330,7 +330,15 @@ var _ gateway.Channels = channelSet{}
 
 func (c channelSet) Adapter(id adapters.ID) (adapters.Adapter, bool) { return c.d.adapter(id) }
 
-func (c channelSet) Streams(id adapters.ID) bool { return c.streams[id] }
+// Streams says whether id's replies show as they are written: the config
+// says for a configured channel; a channel of the daemon's own (the
+// terminal) says for itself.
+func (c channelSet) Streams(id adapters.ID) bool {
+	if s, ok := c.d.adapters[id].(interface{ Streams() bool }); ok {
+		return s.Streams()
+	}
+	return c.streams[id]
+}
 
 // Run runs one agent turn for the gateway.
 func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
@@ -492,16 +500,23 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 		// the gateway adds its reference id below.
 		state += " (" + st.Message + ")"
 	}
-	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
-		s.Key, a.ID, a.Model, s.Rollup.TokenCount, a.MaxContextTokens, s.MessageCount, queued, state)
+	// One token figure: the forecast's count of what the next prompt
+	// holds, or the session's running total when there is no forecast.
 	f, err := d.runner.Forecast(ctx, s, agentConfig(a, s.Key))
+	used := s.Rollup.TokenCount
+	if err != nil {
+		d.log.WarnContext(ctx, "compaction forecast for /status", "session_id", s.ID, "error", err)
+	} else if f.Threshold > 0 {
+		used = int64(f.Used)
+	}
+	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+		s.Key, a.ID, a.Model, used, a.MaxContextTokens, s.MessageCount, queued, state)
 	switch {
 	case err != nil:
-		d.log.WarnContext(ctx, "compaction forecast for /status", "session_id", s.ID, "error", err)
 	case f.Threshold > 0 && f.TurnsLeft >= 0:
-		line += fmt.Sprintf("\nCompaction at ~%d tokens (now ~%d): about %d more turns.", f.Threshold, f.Used, f.TurnsLeft)
+		line += fmt.Sprintf("\nCompaction at ~%d tokens: about %d more turns.", f.Threshold, f.TurnsLeft)
 	case f.Threshold > 0:
-		line += fmt.Sprintf("\nCompaction at ~%d tokens (now ~%d).", f.Threshold, f.Used)
+		line += fmt.Sprintf("\nCompaction at ~%d tokens.", f.Threshold)
 	}
 	return line
 }

@@ -23,6 +23,7 @@ type streamer struct {
 	chatID  string
 	replyTo string
 	limit   int
+	every   time.Duration // least time between two updates
 	log     func(msg string, args ...any)
 
 	mu     sync.Mutex
@@ -54,7 +55,11 @@ func (g *Gateway) startStream(ctx context.Context, in adapters.Inbound) *streame
 	if l, ok := ad.(adapters.Limiter); ok {
 		limit = l.MaxMessageLength()
 	}
-	s := &streamer{ad: ad, ed: ed, chatID: in.ChatID, replyTo: in.MessageID, limit: limit,
+	every := streamEvery
+	if p, ok := ad.(adapters.StreamPacer); ok && p.StreamEvery() > 0 {
+		every = p.StreamEvery()
+	}
+	s := &streamer{ad: ad, ed: ed, chatID: in.ChatID, replyTo: in.MessageID, limit: limit, every: every,
 		log:  func(msg string, args ...any) { g.opts.Log.DebugContext(ctx, msg, args...) },
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run(context.WithoutCancel(ctx))
@@ -94,7 +99,7 @@ func (s *streamer) run(ctx context.Context) {
 			return
 		case <-s.wake:
 		}
-		if wait := streamEvery - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := s.every - time.Since(last); !last.IsZero() && wait > 0 {
 			select {
 			case <-s.stop:
 				return
@@ -118,14 +123,14 @@ func (s *streamer) run(ctx context.Context) {
 		var err error
 		if id == "" {
 			var sent adapters.Sent
-			sent, err = s.ad.Send(cctx, adapters.Outbound{ChatID: s.chatID, Text: text + " …", ReplyTo: s.replyTo})
+			sent, err = s.ad.Send(cctx, adapters.Outbound{ChatID: s.chatID, Text: text + adapters.StreamingMark, ReplyTo: s.replyTo})
 			if err == nil {
 				s.mu.Lock()
 				s.msgID = sent.MessageID
 				s.mu.Unlock()
 			}
 		} else {
-			err = s.ed.Edit(cctx, s.chatID, id, text+" …")
+			err = s.ed.Edit(cctx, s.chatID, id, text+adapters.StreamingMark)
 		}
 		cancel()
 		if err != nil {

@@ -23,17 +23,36 @@ const (
 	ChatID  = "chat"
 )
 
-// Adapter reads messages from In and writes replies to Out.
+// Adapter reads messages from In and writes replies to Out, as they are
+// written.
 type Adapter struct {
-	id     adapters.ID
-	in     io.Reader
-	out    io.Writer
-	user   string
-	mu     sync.Mutex
-	nextID int
+	id   adapters.ID
+	in   io.Reader
+	out  io.Writer
+	user string
+
+	mu      sync.Mutex
+	nextID  int
+	printed map[string]string // what each streamed reply has shown so far
+	busy    bool              // a message waits for its reply
+	sink    adapters.Sink
+	ctx     context.Context
 }
 
-var _ adapters.Adapter = (*Adapter)(nil)
+var (
+	_ adapters.Adapter     = (*Adapter)(nil)
+	_ adapters.Editor      = (*Adapter)(nil)
+	_ adapters.StreamPacer = (*Adapter)(nil)
+)
+
+// Streams says the terminal shows replies as they are written.
+func (a *Adapter) Streams() bool { return true }
+
+// StreamEvery is how often a reply being written is shown.
+func (a *Adapter) StreamEvery() time.Duration { return 50 * time.Millisecond }
+
+// quitCommands end the chat.
+var quitCommands = map[string]bool{"/quit": true, "/exit": true, "/q": true}
 
 // New returns a CLI adapter for user (the local account name).
 func New(id adapters.ID, in io.Reader, out io.Writer, user string) *Adapter {
@@ -60,6 +79,9 @@ func (a *Adapter) Start(ctx context.Context, sink adapters.Sink) error {
 		}
 		readErr <- sc.Err()
 	}()
+	a.mu.Lock()
+	a.sink, a.ctx = sink, ctx
+	a.mu.Unlock()
 	a.prompt()
 	for {
 		select {
@@ -76,6 +98,12 @@ func (a *Adapter) Start(ctx context.Context, sink adapters.Sink) error {
 				a.prompt()
 				continue
 			}
+			if quitCommands[strings.ToLower(text)] {
+				return io.EOF
+			}
+			if !strings.HasPrefix(text, "/") {
+				a.setBusy(true)
+			}
 			id, err := uuid.NewV7()
 			if err != nil {
 				return err
@@ -83,6 +111,7 @@ func (a *Adapter) Start(ctx context.Context, sink adapters.Sink) error {
 			in := adapters.Inbound{Adapter: a.id, Surface: Surface, ChatID: ChatID, UserID: a.user,
 				DisplayName: a.user, MessageID: id.String(), Text: text, Time: time.Now()}
 			if err := sink.Deliver(ctx, in); err != nil {
+				a.setBusy(false)
 				fmt.Fprintf(a.out, "could not take that message: %v\n", err)
 				a.prompt()
 			}
@@ -98,15 +127,76 @@ func (a *Adapter) prompt() {
 	fmt.Fprint(a.out, "> ")
 }
 
-// Send prints a reply.
+// Send prints a reply, or the start of one being written.
 func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.nextID++
-	n := a.nextID
-	_, err := fmt.Fprintf(a.out, "%s\n> ", out.Text)
-	a.mu.Unlock()
-	if err != nil {
+	id := fmt.Sprintf("cli-%d", a.nextID)
+	if text, partial := strings.CutSuffix(out.Text, adapters.StreamingMark); partial {
+		if a.printed == nil {
+			a.printed = map[string]string{}
+		}
+		a.printed[id] = text
+		_, err := fmt.Fprint(a.out, text)
+		return adapters.Sent{MessageID: id}, err
+	}
+	a.busy = false
+	if _, err := fmt.Fprintf(a.out, "%s\n> ", out.Text); err != nil {
 		return adapters.Sent{}, err
 	}
-	return adapters.Sent{MessageID: fmt.Sprintf("cli-%d", n)}, nil
+	return adapters.Sent{MessageID: id}, nil
+}
+
+// Edit prints what a reply being written added since it was last shown;
+// its final text ends the line.
+func (a *Adapter) Edit(ctx context.Context, chatID, messageID, text string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	shown, known := a.printed[messageID]
+	text, partial := strings.CutSuffix(text, adapters.StreamingMark)
+	var err error
+	if rest, ok := strings.CutPrefix(text, shown); ok && known {
+		_, err = fmt.Fprint(a.out, rest)
+	} else {
+		// Not a continuation of what was shown: show it whole.
+		_, err = fmt.Fprint(a.out, "\n"+text)
+	}
+	if partial {
+		a.printed[messageID] = text
+		return err
+	}
+	delete(a.printed, messageID)
+	a.busy = false
+	if err == nil {
+		_, err = fmt.Fprint(a.out, "\n> ")
+	}
+	return err
+}
+
+func (a *Adapter) setBusy(b bool) {
+	a.mu.Lock()
+	a.busy = b
+	a.mu.Unlock()
+}
+
+// Interrupt is Ctrl-C: while a reply is awaited it stops the turn (as
+// /stop does) and returns true; otherwise it returns false, and the caller
+// ends the chat.
+func (a *Adapter) Interrupt() bool {
+	a.mu.Lock()
+	busy, sink, ctx := a.busy, a.sink, a.ctx
+	a.busy = false
+	a.mu.Unlock()
+	if !busy || sink == nil {
+		return false
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return false
+	}
+	fmt.Fprintln(a.out, "\n(stopping; Ctrl-C again to quit)")
+	err = sink.Deliver(ctx, adapters.Inbound{Adapter: a.id, Surface: Surface, ChatID: ChatID, UserID: a.user,
+		DisplayName: a.user, MessageID: id.String(), Text: "/stop", Time: time.Now()})
+	return err == nil
 }

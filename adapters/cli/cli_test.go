@@ -57,3 +57,73 @@ func TestLinesBecomeMessagesAndRepliesPrint(t *testing.T) {
 		t.Fatalf("printed %q, want %q", out.String(), want)
 	}
 }
+
+// A streamed reply prints what each update adds, on one line, and its
+// final text ends the line with the prompt; a rewrite is shown whole.
+func TestStreamedReplyPrintsAsItIsWritten(t *testing.T) {
+	out := &syncBuf{}
+	a := New("cli", strings.NewReader(""), out, "ann")
+	ctx := context.Background()
+	sent, err := a.Send(ctx, adapters.Outbound{ChatID: ChatID, Text: "Hel" + adapters.StreamingMark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Hello, wo" + adapters.StreamingMark, "Hello, world."} {
+		if err := a.Edit(ctx, ChatID, sent.MessageID, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "Hello, world.\n> "; out.String() != want {
+		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+	sent, _ = a.Send(ctx, adapters.Outbound{ChatID: ChatID, Text: "Draft" + adapters.StreamingMark})
+	if err := a.Edit(ctx, ChatID, sent.MessageID, "Final answer"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Hello, world.\n> Draft\nFinal answer\n> "; out.String() != want {
+		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// /quit ends the chat without sending anything; Ctrl-C (Interrupt) while a
+// reply is awaited sends /stop, and with nothing awaited says to quit.
+func TestQuitAndInterrupt(t *testing.T) {
+	out := &syncBuf{}
+	in, w := io.Pipe()
+	a := New("cli", in, out, "ann")
+	delivered := make(chan string, 4)
+	sink := adapters.SinkFunc(func(ctx context.Context, in adapters.Inbound) error {
+		delivered <- in.Text
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, sink) }()
+	if _, err := io.WriteString(w, "a long question\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-delivered; got != "a long question" {
+		t.Fatalf("delivered %q", got)
+	}
+	if !a.Interrupt() {
+		t.Fatal("Interrupt while a reply is awaited didn't stop the turn")
+	}
+	if got := <-delivered; got != "/stop" {
+		t.Fatalf("Ctrl-C delivered %q, want /stop", got)
+	}
+	if a.Interrupt() {
+		t.Fatal("a second Interrupt, nothing awaited, didn't say to quit")
+	}
+	if _, err := io.WriteString(w, "/quit\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Fatalf("Start after /quit = %v, want io.EOF", err)
+	}
+	select {
+	case got := <-delivered:
+		t.Fatalf("/quit was delivered as %q", got)
+	default:
+	}
+}

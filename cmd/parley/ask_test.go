@@ -102,3 +102,52 @@ func TestAskAndStatusThroughARunningDaemon(t *testing.T) {
 		t.Fatalf("status with none running: exit %d %q", code, stderr)
 	}
 }
+
+// parley chat beside a running daemon finds it through its run file and
+// keeps the session cli:chat: what was said in process before is the same
+// conversation.
+func TestChatBesideTheDaemonKeepsTheCLISession(t *testing.T) {
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader("first words\n"), &out, &errOut); code != 0 {
+		t.Fatalf("chat in process: %d %q %q", code, out.String(), errOut.String())
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run file")
+		}
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader("second words\n"), &out, &errOut); code != 0 ||
+		!strings.Contains(errOut.String(), "talking to it at http://"+addr) || !strings.Contains(out.String(), "second words") {
+		t.Fatalf("chat beside the daemon: %d %q %q", code, out.String(), errOut.String())
+	}
+	cancel()
+	<-done
+	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
+	if code != 0 || strings.Count(list, "cli:chat") != 1 || strings.Contains(list, "api:") {
+		t.Fatalf("sessions: one cli:chat and no API session wanted:\n%s", list)
+	}
+	id := ""
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
+			id = f[0]
+		}
+	}
+	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
+	if code != 0 || !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
+		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
+	}
+}

@@ -7,18 +7,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"os/user"
-
-	"github.com/parleyd/parley/client"
-	"github.com/parleyd/parley/daemon"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/cli"
+	"github.com/parleyd/parley/client"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/dbutil"
 )
 
-// cmdChat talks to the local agent in process, through the same path as
-// every channel: the session cli:chat, kept across runs.
+// cmdChat talks to the local agent through the same path as every
+// channel, in the session cli:chat, kept across runs: in process, or
+// through the daemon that runs on this config (its run file says where),
+// or through the server --server names. Ctrl-C stops the reply being
+// written; Ctrl-C with nothing running, /quit or the end of input leave.
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	path := configFlag(fs)
@@ -27,12 +30,18 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
 	if *server != "" {
-		return client.Chat(ctx, *server, *token, stdin, stdout)
+		return client.ChatWith(ctx, &client.Client{Base: serverURL(*server), Token: *token}, client.ChatOptions{Interrupts: interrupts}, stdin, stdout)
 	}
 	cfg, _, err := loadConfig(*path)
 	if err != nil {
 		return err
+	}
+	if c, ok := runningDaemon(cfg, "", *token); ok && c.Token != "" {
+		return remoteCLIChat(ctx, c, interrupts, stdin, stdout, stderr)
 	}
 	quiet := cfg.Log
 	if quiet.Level == "info" || quiet.Level == "debug" {
@@ -46,20 +55,46 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	term := cli.New("cli", stdin, stdout, name)
 	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(map[adapters.ID]adapters.Adapter{"cli": term}))
 	if errors.Is(err, dbutil.ErrLocked) {
-		// A daemon holds the database: talk to it instead, through its API.
-		tok := *token
-		if tok == "" && len(cfg.HTTP.Tokens) > 0 {
-			tok = cfg.HTTP.Tokens[0].Reveal()
+		// A daemon holds the database: talk to it, at the address its run
+		// file records (or, from an older one, its configured address).
+		c, ok := runningDaemon(cfg, "", *token)
+		if !ok {
+			c, _ = runningDaemon(cfg, cfg.HTTP.Listen, *token)
 		}
-		if tok == "" {
+		if c.Token == "" {
 			return fmt.Errorf("%w\nto talk to that daemon instead, give it an API token (http.tokens in its config) and run parley chat --token", err)
 		}
-		fmt.Fprintf(stderr, "a running parley holds the database; talking to it at %s\n", cfg.HTTP.Listen)
-		return client.Chat(ctx, cfg.HTTP.Listen, tok, stdin, stdout)
+		return remoteCLIChat(ctx, c, interrupts, stdin, stdout, stderr)
 	}
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	ctx, quit := context.WithCancel(ctx)
+	defer quit()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-interrupts:
+				if !term.Interrupt() {
+					quit()
+					return
+				}
+			}
+		}
+	}()
 	return d.Run(ctx)
+}
+
+// remoteCLIChat talks to a running daemon in its session cli:chat (a new
+// API session when there is none yet).
+func remoteCLIChat(ctx context.Context, c *client.Client, interrupts <-chan os.Signal, stdin io.Reader, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "a parley runs on this config; talking to it at %s\n", c.Base)
+	session, err := c.CLISession(ctx)
+	if err != nil {
+		return fmt.Errorf("find the cli:chat session on %s: %w", c.Base, err)
+	}
+	return client.ChatWith(ctx, c, client.ChatOptions{Session: session, Interrupts: interrupts}, stdin, stdout)
 }

@@ -17,10 +17,19 @@ import (
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals(os.Args[1:])...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stopSignals are the signals that stop a command: SIGTERM, and SIGINT
+// but under parley chat, where Ctrl-C stops the reply being written.
+func stopSignals(args []string) []os.Signal {
+	if len(args) > 0 && args[0] == "chat" {
+		return []os.Signal{syscall.SIGTERM}
+	}
+	return []os.Signal{os.Interrupt, syscall.SIGTERM}
 }
 
 // run executes one command line and returns the process exit code:
@@ -76,7 +85,7 @@ func dispatch(ctx context.Context, s streams, args []string) error {
 			return nil
 		}
 		if sub, n := findCommand([]string{c.name, rest[0]}); n < 2 || sub == nil {
-			return fmt.Errorf("%w: parley %s has no subcommand %q; the subcommands are %s", errUsage, c.name, rest[0], subNames(c))
+			return fmt.Errorf("%w: parley %s has no subcommand %q; the subcommands are %s (parley %s --help says more)", errUsage, c.name, rest[0], subNames(c), c.name)
 		}
 	}
 	return c.run(ctx, s, rest)

@@ -43,7 +43,7 @@ func TestMemoryReindex(t *testing.T) {
 		t.Fatalf("search after reindex: %v %v", hits, err)
 	}
 
-	if code, _, errOut := parley(t, ctx, "memory", "forget"); code != 2 || !strings.Contains(errOut, "parley memory reindex") {
+	if code, _, errOut := parley(t, ctx, "memory", "forget"); code != 2 || !strings.Contains(errOut, "subcommands are reindex") {
 		t.Fatalf("unknown subcommand: exit %d, %q", code, errOut)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -45,7 +44,7 @@ func TestMain(m *testing.M) {
 				}
 			})
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(context.Background(), stopSignals(os.Args[1:])...)
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		pprof.StopCPUProfile()
