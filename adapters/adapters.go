@@ -145,6 +145,14 @@ type Editor interface {
 	Edit(ctx context.Context, chatID, messageID, text string) error
 }
 
+// A Checker can tell whether its credentials work without starting:
+// Check asks the platform who the bot is and returns a line that says
+// (e.g. "@family_bot"), or an error that says what is wrong and what to
+// do. parley doctor and parley init call it.
+type Checker interface {
+	Check(ctx context.Context) (string, error)
+}
+
 // StreamingMark ends the text of a reply still being written, as a
 // streamed reply shows it; the final text comes without it.
 const StreamingMark = " …"

@@ -55,6 +55,11 @@ func init() {
 				"runs in progress, the outbox backlog and cron jobs' next fires. Needs an API token (http.tokens).",
 			examples: []string{"parley status", "parley status --json | jq .outbox"},
 			run:      func(ctx context.Context, s streams, args []string) error { return cmdStatus(ctx, args, s.out) }},
+		{name: "doctor", args: "[--config FILE] [--json]", summary: "check everything parley needs, and say what to fix",
+			about: "Checks the config, the database (reachable, schema version, free space for SQLite), each provider key (a one-token call of an agent's model), " +
+				"each channel's token (and, for a Telegram webhook, whether Telegram reaches it), and the clock. Each finding says what is wrong and what to do; exits 1 if any failed.",
+			examples: []string{"parley doctor", "parley doctor --config /etc/parley/parley.yaml --json"},
+			run:      func(ctx context.Context, s streams, args []string) error { return cmdDoctor(ctx, args, s.out) }},
 		{name: "config", summary: "check the configuration", subs: []*command{
 			{name: "check", args: "[--config FILE]", summary: "report every problem parley run would refuse",
 				about:    "Reads the config as parley run does and lists every problem at its line, with what to do; exits 1 if there is any.",
