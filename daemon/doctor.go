@@ -255,3 +255,41 @@ func doctorClock(dates []time.Time) (Finding, bool) {
 	}
 	return Finding{Check: "clock", Status: FindingOK, Detail: "within 30 s of the providers' clock"}, true
 }
+
+// CheckChannel builds the channel id of cfg and asks it, when it can tell,
+// whether its credentials work: what `parley init` does as each token is
+// entered.
+func CheckChannel(ctx context.Context, cfg *config.Config, id string) (string, error) {
+	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		return "", err
+	}
+	ad, ok := chans[adapters.ID(id)]
+	if !ok {
+		return "", fmt.Errorf("channel %s has no credentials", id)
+	}
+	c, ok := ad.(adapters.Checker)
+	if !ok {
+		return "configured", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	return c.Check(ctx)
+}
+
+// CheckAgentModel makes a one-token call of the model of cfg's agent.
+func CheckAgentModel(ctx context.Context, cfg *config.Config, agentID string) error {
+	a, ok := cfg.Agent(agentID)
+	if !ok {
+		return fmt.Errorf("no agent %s", agentID)
+	}
+	_, name, err := llm.ParseModel(a.Model)
+	if err != nil {
+		return err
+	}
+	m, err := modelFactory(cfg)(a.Model)
+	if err != nil {
+		return err
+	}
+	return CheckModel(ctx, m, name)
+}

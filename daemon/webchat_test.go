@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/internal/browsertest"
 )
 
 // A real browser loads the web chat from a link carrying a prompt: the
@@ -18,13 +20,13 @@ func TestWebChatInABrowser(t *testing.T) {
 	defer cancel()
 	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
 	defer stop()
-	p := openBrowserPage(t, ctx, url+"/#token="+apiToken+"&say=hello%20from%20a%20link")
+	p := browsertest.Open(t, ctx, url+"/#token="+apiToken+"&say=hello%20from%20a%20link")
 	var state struct {
 		Text    string `json:"text"`
 		Bubbles int    `json:"bubbles"`
 		URL     string `json:"url"`
 	}
-	p.eval(`({text: document.getElementById("text").value, bubbles: document.getElementById("log").children.length, url: location.href})`, &state)
+	p.Eval(`({text: document.getElementById("text").value, bubbles: document.getElementById("log").children.length, url: location.href})`, &state)
 	// send() adds the user's bubble before its first await, so a sent
 	// prompt would show here already.
 	if state.Text != "hello from a link" || state.Bubbles != 0 {
@@ -34,8 +36,8 @@ func TestWebChatInABrowser(t *testing.T) {
 		t.Fatalf("the token stays in the address bar: %s", state.URL)
 	}
 	// The person sends it.
-	p.eval(`document.querySelector("#send button").click()`, nil)
-	p.waitTrue(`[...document.querySelectorAll(".msg.assistant")].some(b => b.dataset.done && b.textContent.includes("hello from a link"))`, 60*time.Second)
+	p.Eval(`document.querySelector("#send button").click()`, nil)
+	p.WaitTrue(`[...document.querySelectorAll(".msg.assistant")].some(b => b.dataset.done && b.textContent.includes("hello from a link"))`, 60*time.Second)
 }
 
 // Text from a message, a reply or an error is shown as text: markup in any
@@ -45,27 +47,27 @@ func TestWebChatShowsMarkupAsText(t *testing.T) {
 	defer cancel()
 	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
 	defer stop()
-	p := openBrowserPage(t, ctx, url+"/#token="+apiToken)
-	p.waitTrue(`document.readyState === "complete"`, 60*time.Second)
+	p := browsertest.Open(t, ctx, url+"/#token="+apiToken)
+	p.WaitTrue(`document.readyState === "complete"`, 60*time.Second)
 	payloads := []string{
 		`<img src=x onerror="window.__xss='img'">`,
 		`<script>window.__xss='script'</script>`,
 		`"><svg onload="window.__xss='svg'"><iframe src="javascript:parent.__xss='iframe'">`,
 	}
 	for i, payload := range payloads {
-		p.eval(`document.getElementById("text").value = `+jsString(payload)+`; document.querySelector("#send button").click()`, nil)
-		p.waitTrue(fmt.Sprintf(`document.querySelectorAll(".msg.assistant[data-done]").length === %d`, i+1), 60*time.Second)
+		p.Eval(`document.getElementById("text").value = `+browsertest.JSString(payload)+`; document.querySelector("#send button").click()`, nil)
+		p.WaitTrue(fmt.Sprintf(`document.querySelectorAll(".msg.assistant[data-done]").length === %d`, i+1), 60*time.Second)
 	}
 	// An error's text: a session id holding markup comes back in the 404.
-	p.eval(`sessionID = `+jsString(`<img src=x onerror="window.__xss='error'">`)+`; document.getElementById("text").value = "to a missing session"; document.querySelector("#send button").click()`, nil)
-	p.waitTrue(`document.querySelector(".msg.error")`, 60*time.Second)
+	p.Eval(`sessionID = `+browsertest.JSString(`<img src=x onerror="window.__xss='error'">`)+`; document.getElementById("text").value = "to a missing session"; document.querySelector("#send button").click()`, nil)
+	p.WaitTrue(`document.querySelector(".msg.error")`, 60*time.Second)
 	var got struct {
 		XSS      any      `json:"xss"`
 		Elements int      `json:"elements"`
 		Users    []string `json:"users"`
 		Replies  []string `json:"replies"`
 	}
-	p.eval(`({xss: window.__xss === undefined ? null : window.__xss,
+	p.Eval(`({xss: window.__xss === undefined ? null : window.__xss,
 		elements: document.querySelectorAll("#log *:not(.msg)").length,
 		users: [...document.querySelectorAll(".msg.user")].map(b => b.textContent),
 		replies: [...document.querySelectorAll(".msg.assistant")].map(b => b.textContent)})`, &got)
@@ -91,8 +93,8 @@ func TestWebChatRefusesFraming(t *testing.T) {
 		fmt.Fprintf(w, `<!doctype html><iframe id="f" src="%s/#say=framed"></iframe>`, url)
 	}))
 	defer framer.Close()
-	p := openBrowserPage(t, ctx, framer.URL)
-	p.waitTrue(`document.readyState === "complete"`, 60*time.Second)
+	p := browsertest.Open(t, ctx, framer.URL)
+	p.WaitTrue(`document.readyState === "complete"`, 60*time.Second)
 	var tree struct {
 		FrameTree struct {
 			ChildFrames []struct {
@@ -105,7 +107,7 @@ func TestWebChatRefusesFraming(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p.call("Page.getFrameTree", map[string]any{}, &tree)
+		p.Call("Page.getFrameTree", map[string]any{}, &tree)
 		if len(tree.FrameTree.ChildFrames) == 1 && tree.FrameTree.ChildFrames[0].Frame.URL != "about:blank" {
 			break
 		}

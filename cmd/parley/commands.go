@@ -31,6 +31,15 @@ var commandTable []*command
 
 func init() {
 	commandTable = []*command{
+		{name: "init", args: "[--yes] [flags]", summary: "set parley up: write a config, checking each token",
+			about: "A guided first run: asks which channels to set up (Telegram, Discord, WhatsApp) and which model provider, checks each token and key as it is entered " +
+				"(Telegram getMe, Discord's bot user, a one-token call of the model), writes the config with random API token, callback and hook secrets " +
+				"(mode 0600), and prints the next steps. With --yes it asks nothing and takes the flags.",
+			examples: []string{"parley init", "parley init --yes --telegram-token $TELEGRAM_BOT_TOKEN --provider openai --api-key $OPENAI_API_KEY",
+				"parley init --yes --provider openai --base-url http://localhost:11434/v1 --model llama3.2 --config /etc/parley/parley.yaml"},
+			run: func(ctx context.Context, s streams, args []string) error {
+				return cmdInit(ctx, args, s.in, s.out, s.err)
+			}},
 		{name: "run", args: "[--config FILE]", summary: "start the daemon",
 			about: "Starts parley: the configured channels, cron, webhooks, the HTTP API and the web chat, on the configured database. " +
 				"It runs until SIGINT or SIGTERM, then stops accepting, finishes the turns in flight and sends their replies.",

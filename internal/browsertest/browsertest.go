@@ -1,4 +1,7 @@
-package daemon
+// Package browsertest drives a headless Chromium over the DevTools protocol
+// for tests of parley's web pages: load a page, run script in it, read the
+// result.
+package browsertest
 
 import (
 	"context"
@@ -15,17 +18,17 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// cdpPage is one page of a headless Chromium driven over the DevTools
+// Page is one page of a headless Chromium driven over the DevTools
 // protocol: enough to load a page, run script in it and read the result.
-type cdpPage struct {
+type Page struct {
 	t       *testing.T
 	conn    *websocket.Conn
 	session string
 	next    int
 }
 
-// openBrowserPage starts Debian's chromium and opens url in a page.
-func openBrowserPage(t *testing.T, ctx context.Context, url string) *cdpPage {
+// Open starts Debian's chromium and opens url in a page.
+func Open(t *testing.T, ctx context.Context, url string) *Page {
 	t.Helper()
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
@@ -70,22 +73,22 @@ func openBrowserPage(t *testing.T, ctx context.Context, url string) *cdpPage {
 		t.Fatalf("dial chromium: %v", err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	p := &cdpPage{t: t, conn: conn}
+	p := &Page{t: t, conn: conn}
 	var target struct {
 		TargetID string `json:"targetId"`
 	}
-	p.call("Target.createTarget", map[string]any{"url": url}, &target)
+	p.Call("Target.createTarget", map[string]any{"url": url}, &target)
 	var attached struct {
 		SessionID string `json:"sessionId"`
 	}
-	p.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
+	p.Call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
 	p.session = attached.SessionID
-	p.waitTrue(`location.href !== "about:blank" && document.readyState === "complete"`, 60*time.Second)
+	p.WaitTrue(`location.href !== "about:blank" && document.readyState === "complete"`, 60*time.Second)
 	return p
 }
 
-// call sends one command and waits for its answer, skipping events.
-func (p *cdpPage) call(method string, params any, out any) {
+// Call sends one command and waits for its answer, skipping events.
+func (p *Page) Call(method string, params any, out any) {
 	p.t.Helper()
 	p.next++
 	id := p.next
@@ -124,8 +127,8 @@ func (p *cdpPage) call(method string, params any, out any) {
 	}
 }
 
-// eval runs expr in the page (awaiting a promise) and decodes its value.
-func (p *cdpPage) eval(expr string, out any) {
+// Eval runs expr in the page (awaiting a promise) and decodes its value.
+func (p *Page) Eval(expr string, out any) {
 	p.t.Helper()
 	var res struct {
 		Result struct {
@@ -138,7 +141,7 @@ func (p *cdpPage) eval(expr string, out any) {
 			} `json:"exception"`
 		} `json:"exceptionDetails"`
 	}
-	p.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	p.Call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
 	if res.ExceptionDetails != nil {
 		p.t.Fatalf("eval %s: %s %s", expr, res.ExceptionDetails.Text, res.ExceptionDetails.Exception.Description)
 	}
@@ -149,27 +152,27 @@ func (p *cdpPage) eval(expr string, out any) {
 	}
 }
 
-// waitTrue evaluates expr until it is true.
-func (p *cdpPage) waitTrue(expr string, within time.Duration) {
+// WaitTrue evaluates expr until it is true.
+func (p *Page) WaitTrue(expr string, within time.Duration) {
 	p.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		var ok bool
-		p.eval("(() => { try { return Boolean("+expr+") } catch (e) { return false } })()", &ok)
+		p.Eval("(() => { try { return Boolean("+expr+") } catch (e) { return false } })()", &ok)
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
 			var dom string
-			p.eval("document.documentElement.outerHTML", &dom)
+			p.Eval("document.documentElement.outerHTML", &dom)
 			p.t.Fatalf("never true: %s\n%s", expr, dom)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// jsString quotes s as a JavaScript string literal.
-func jsString(s string) string {
+// JSString quotes s as a JavaScript string literal.
+func JSString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }

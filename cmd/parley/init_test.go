@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/internal/browsertest"
+)
+
+// The path a new operator takes: parley init --yes with a Telegram token
+// and an OpenAI-compatible provider (fakes at the wire), then parley run on
+// what it wrote, then a chat through the web page in a browser, answered
+// by the provider.
+func TestInitThenRunThenChatInTheBrowser(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	model := newOpenAIEcho(t, 0)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parley.yaml")
+	addr := freeAddr(t)
+	start := time.Now()
+	code, out, errOut := parley(t, context.Background(), "init", "--yes", "--config", path, "--listen", addr,
+		"--database", filepath.Join(dir, "data", "parley.db"),
+		"--telegram-token", tg.Token, "--telegram-api-endpoint", tg.Endpoint(),
+		"--provider", "openai", "--api-key", "sk-init-test-0000000000000000", "--base-url", model.URL+"/v1", "--model", "gpt-test")
+	if code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"checking the Telegram token... ok @", "checking the key with a one-token call of gpt-test... ok",
+		"parley run --config " + path, "http://" + addr + "/#token=", "parley pairing approve CODE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("init's output has no %q:\n%s", want, out)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the config's mode: %v %v", fi, err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.HTTP.Tokens) != 1 || len(cfg.HTTP.Tokens[0].Reveal()) < 32 || len(cfg.HTTP.CallbackSecret.Reveal()) < 32 ||
+		len(cfg.Adapters) != 1 || cfg.Adapters[0].Type != "telegram" || cfg.Agents[0].Model != "openai/gpt-test" {
+		t.Fatalf("the config written: %+v", cfg)
+	}
+	// A second init doesn't overwrite it.
+	if code, _, errOut := parley(t, context.Background(), "init", "--yes", "--config", path); code != 1 || !strings.Contains(errOut, "--force") {
+		t.Fatalf("init over an existing file: exit %d %q", code, errOut)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	var runErr bytes.Buffer
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &runErr})
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("parley run on init's config never became ready:\n%s", runErr.String())
+		}
+	}
+	p := browsertest.Open(t, ctx, "http://"+addr+"/#token="+cfg.HTTP.Tokens[0].Reveal())
+	p.Eval(`document.getElementById("text").value = "hello from the first run"`, nil)
+	p.Eval(`document.querySelector("#send button").click()`, nil)
+	p.WaitTrue(`[...document.querySelectorAll(".msg.assistant")].some(b => b.dataset.done && b.textContent.includes("hello from the first run"))`, 60*time.Second)
+	t.Logf("init to the first reply in the browser: %s", time.Since(start).Round(time.Millisecond))
+	if model.calls.Load() < 2 { // the init check, and the turn
+		t.Fatalf("the provider had %d calls", model.calls.Load())
+	}
+}
+
+// Asked on its input, init takes the answers, re-asks after a refused
+// token, and writes the offline echo model when no provider is chosen.
+func TestInitAsks(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parley.yaml")
+	answers := strings.Join([]string{
+		"127.0.0.1:0",              // address
+		filepath.Join(dir, "p.db"), // database
+		"1:refused",                // Telegram: refused
+		tg.Token,                   // Telegram again
+		"",                         // Discord: skip
+		"n",                        // WhatsApp: no
+		"echo",                     // provider
+	}, "\n") + "\n"
+	var out, errOut bytes.Buffer
+	code := runWithInput(context.Background(), []string{"init", "--config", path, "--telegram-api-endpoint", tg.Endpoint()},
+		strings.NewReader(answers), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "refused the bot token") || !strings.Contains(out.String(), "checking the Telegram token... ok @") {
+		t.Fatalf("init's dialogue:\n%s", out.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), "model: echo") || !strings.Contains(string(b), tg.Token) || strings.Contains(string(b), "1:refused") {
+		t.Fatalf("the config written:\n%s", b)
+	}
+}
