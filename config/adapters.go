@@ -159,3 +159,19 @@ func (c *Config) validateAdapters(ck *checker) {
 		}
 	}
 }
+
+// SameSettings says whether a and b have the same type-specific keys (a
+// token, an endpoint), as a reload asks: those change only at a restart.
+func (a Adapter) SameSettings(b Adapter) bool {
+	enc := func(n *yaml.Node) string {
+		if n == nil {
+			return ""
+		}
+		out, err := yaml.Marshal(n)
+		if err != nil {
+			return "\x00" + err.Error()
+		}
+		return string(out)
+	}
+	return enc(a.rest) == enc(b.rest)
+}

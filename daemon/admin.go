@@ -14,7 +14,7 @@ func (d *Daemon) CompactSession(ctx context.Context, id sessions.ID) (string, er
 	if err != nil {
 		return "", err
 	}
-	a, ok := d.cfg.Agent(s.Key.AgentID)
+	a, ok := d.cfg().Agent(s.Key.AgentID)
 	if !ok {
 		return "", fmt.Errorf("session %s belongs to agent %q, which is not in the config any more", s.ID, s.Key.AgentID)
 	}

@@ -100,7 +100,7 @@ func (r apiRunner) Compact(ctx context.Context, id sessions.ID) (api.CompactResu
 	if err != nil {
 		return api.CompactResult{}, err
 	}
-	a, ok := r.d.cfg.Agent(s.Key.AgentID)
+	a, ok := r.d.cfg().Agent(s.Key.AgentID)
 	if !ok {
 		return api.CompactResult{}, fmt.Errorf("%w: the session's agent %q is not configured", api.ErrRejected, s.Key.AgentID)
 	}
@@ -119,14 +119,14 @@ func (r apiRunner) Compact(ctx context.Context, id sessions.ID) (api.CompactResu
 
 // apiHandler is the /v1 API over this daemon.
 func (d *Daemon) apiHandler() http.Handler {
-	tokens := make([]string, len(d.cfg.HTTP.Tokens))
-	for i, t := range d.cfg.HTTP.Tokens {
+	tokens := make([]string, len(d.cfg().HTTP.Tokens))
+	for i, t := range d.cfg().HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
 	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks,
-		MaxTitleChars: d.cfg.HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg.HTTP.MaxMetadataBytes,
-		DefaultAgent: d.cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg.Agent(id); return ok }, Log: d.log})
+		MaxTitleChars: d.cfg().HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg().HTTP.MaxMetadataBytes,
+		DefaultAgent: d.cfg().Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log})
 }
 
 // metricsHandler adds /metrics (Prometheus, open like /healthz) and the

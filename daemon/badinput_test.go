@@ -71,7 +71,7 @@ func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 	}
 	d.adapters = map[adapters.ID]adapters.Adapter{
 		"api":              apiChannel{},
-		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg.Hooks, DB: d.db, Notify: d.notify, Log: log}),
+		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify, Log: log}),
 	}
 	hs := httptest.NewServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())))
 	ctx, cancel := context.WithCancel(context.Background())

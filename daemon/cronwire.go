@@ -43,7 +43,7 @@ func cronJobs(cfg *config.Config) ([]cron.Job, error) {
 // jobs written in. It is the "cron" channel: its fires enter the gateway
 // like any message, and their replies come back to it.
 func (d *Daemon) openCron(ctx context.Context) error {
-	jobs, err := cronJobs(d.cfg)
+	jobs, err := cronJobs(d.cfg())
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (d *Daemon) notifyRun(ctx context.Context, n cron.Notice) error {
 // results (the tool says so).
 func (d *Daemon) cronTarget(_ context.Context, key sessions.Key) (cron.Target, bool) {
 	var match []config.Adapter
-	for _, a := range d.cfg.Adapters {
+	for _, a := range d.cfg().Adapters {
 		if a.Type == key.Surface {
 			match = append(match, a)
 		}

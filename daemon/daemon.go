@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -32,7 +33,7 @@ import (
 // with New, then Start it and Stop it (or Run it, which does both), and
 // Close it.
 type Daemon struct {
-	cfg      *config.Config
+	conf     atomic.Pointer[config.Config] // replaced by Reload; read with cfg
 	log      *slog.Logger
 	db       *dbutil.DB
 	sessions *sessions.SQLStore
@@ -57,12 +58,15 @@ type Daemon struct {
 	applied     int
 
 	// What Start started, for Stop.
-	serve       bool         // serve HTTP (parley run; not parley chat)
-	configUsed  string       // the config file's path, for the start-up line
-	version     string       // the build's, for the start-up line
-	started     time.Time    // when Start began
-	listen      string       // the app server's address, once listening
-	runFile     string       // the run file this daemon wrote
+	serve       bool      // serve HTTP (parley run; not parley chat)
+	configUsed  string    // the config file's path, for the start-up line
+	version     string    // the build's, for the start-up line
+	started     time.Time // when Start began
+	listen      string    // the app server's address, once listening
+	runFile     string    // the run file this daemon wrote
+	reloadMu    sync.Mutex
+	reloadedAt  time.Time    // the last reload, ok or not
+	reloadErr   string       // why it failed
 	srv, ops    *http.Server // the app's server and the optional ops server
 	serveErr    chan error   // the app server's end
 	loops       []stopper    // background loops, stopped last to first
@@ -77,7 +81,8 @@ type Daemon struct {
 // daemon), migrates it and builds the data path with the channels given
 // (tests and parley chat add theirs). Close it with Close.
 func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*Daemon, error) {
-	d := &Daemon{cfg: cfg, log: log, adapters: ads, release: func() {}}
+	d := &Daemon{log: log, adapters: ads, release: func() {}}
+	d.conf.Store(cfg)
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		release, err := dbutil.LockSQLite(t.Path)
 		if err != nil {
@@ -153,18 +158,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	for _, a := range cfg.Adapters {
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
-	agents := make([]gateway.Agent, len(cfg.Agents))
-	for i, a := range cfg.Agents {
-		hour, daily := a.DailyReset()
-		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Policy: sessions.Policy{
-			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
-	}
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
 		Runner:      turns{d},
 		Channels:    channelSet{d: d, streams: streams},
-		Route:       func(in adapters.Inbound) string { return cfg.Route(string(in.Adapter), in.ChatID, in.UserID) },
-		Agents:      agents,
+		Route:       func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Agents:      gatewayAgents(cfg),
 		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
@@ -178,6 +177,21 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return nil, err
 	}
 	return d, nil
+}
+
+// cfg is the config the daemon runs on now.
+func (d *Daemon) cfg() *config.Config { return d.conf.Load() }
+
+// gatewayAgents are the agents as the gateway sees them: queue modes and
+// session policies.
+func gatewayAgents(cfg *config.Config) []gateway.Agent {
+	agents := make([]gateway.Agent, len(cfg.Agents))
+	for i, a := range cfg.Agents {
+		hour, daily := a.DailyReset()
+		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Policy: sessions.Policy{
+			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
+	}
+	return agents
 }
 
 // accessPolicies is each configured channel's access policy.
@@ -198,9 +212,9 @@ func accessPolicies(cfg *config.Config) map[adapters.ID]gateway.Access {
 // queue and the collection is created once it answers.
 func (d *Daemon) openMemory(ctx context.Context) error {
 	var index memory.Index
-	switch d.cfg.Memory.Index {
+	switch d.cfg().Memory.Index {
 	case "typesense":
-		ts := d.cfg.Memory.Typesense
+		ts := d.cfg().Memory.Typesense
 		t, err := memory.NewTypesense(memory.TypesenseOptions{URL: ts.URL, APIKey: ts.APIKey.Reveal(),
 			Collection: ts.Collection, Timeout: ts.Timeout.Std()})
 		if err != nil {
@@ -343,7 +357,7 @@ func (c channelSet) Streams(id adapters.ID) bool {
 // Run runs one agent turn for the gateway.
 func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 	req := d.request(in)
-	a, _ := d.cfg.Agent(in.AgentID)
+	a, _ := d.cfg().Agent(in.AgentID)
 	images, notices := d.turnImages(ctx, a, in.Messages)
 	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
 	notices = append(notices, fileNotices...)
@@ -396,7 +410,7 @@ func replyText(notices []string, res agent.Result) string {
 // request is the agent run for a gateway turn. Compaction after the turn
 // is deferred to afterTurn, so it never holds up the reply.
 func (d *Daemon) request(in gateway.TurnInput) agent.Request {
-	a, _ := d.cfg.Agent(in.AgentID)
+	a, _ := d.cfg().Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
 		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, RunID: apiRunID(m)}
@@ -456,7 +470,7 @@ func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 
 // Compact answers /compact.
 func (d turns) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
-	a, _ := d.cfg.Agent(agentID)
+	a, _ := d.cfg().Agent(agentID)
 	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
 	if err != nil && res.Skipped == "" {
 		return "", err
@@ -492,7 +506,7 @@ func historyTurns(a config.Agent, k sessions.Key) int {
 
 // Status answers /status.
 func (d turns) Status(ctx context.Context, s sessions.Session, queued int) string {
-	a, _ := d.cfg.Agent(s.Key.AgentID)
+	a, _ := d.cfg().Agent(s.Key.AgentID)
 	st := d.runner.Status(s.ID)
 	state := string(st.State)
 	if st.Message != "" && st.State != agent.StateError {

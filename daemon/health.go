@@ -37,11 +37,11 @@ type readyOptions struct {
 // directory with database.sqlite.min_free_mb.
 func (d *Daemon) readyOptions() readyOptions {
 	o := readyOptions{Log: d.log, DiskFree: diskFree}
-	for _, t := range d.cfg.HTTP.Tokens {
+	for _, t := range d.cfg().HTTP.Tokens {
 		o.Tokens = append(o.Tokens, t.Reveal())
 	}
-	if t, err := dbutil.ParseURL(d.cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite && d.cfg.Database.SQLite.MinFreeMB > 0 {
-		o.DataDir, o.MinFree = filepath.Dir(t.Path), uint64(d.cfg.Database.SQLite.MinFreeMB)<<20
+	if t, err := dbutil.ParseURL(d.cfg().Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite && d.cfg().Database.SQLite.MinFreeMB > 0 {
+		o.DataDir, o.MinFree = filepath.Dir(t.Path), uint64(d.cfg().Database.SQLite.MinFreeMB)<<20
 	}
 	return o
 }

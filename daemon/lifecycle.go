@@ -122,17 +122,17 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}()
 	var ln, opsLn net.Listener
 	if d.serve {
-		if ln, err = net.Listen("tcp", d.cfg.HTTP.Listen); err != nil {
-			return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", d.cfg.HTTP.Listen, err)
+		if ln, err = net.Listen("tcp", d.cfg().HTTP.Listen); err != nil {
+			return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", d.cfg().HTTP.Listen, err)
 		}
 		defer func() {
 			if err != nil {
 				ln.Close()
 			}
 		}()
-		if d.cfg.HTTP.OpsListen != "" {
-			if opsLn, err = net.Listen("tcp", d.cfg.HTTP.OpsListen); err != nil {
-				return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", d.cfg.HTTP.OpsListen, err)
+		if d.cfg().HTTP.OpsListen != "" {
+			if opsLn, err = net.Listen("tcp", d.cfg().HTTP.OpsListen); err != nil {
+				return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", d.cfg().HTTP.OpsListen, err)
 			}
 			defer func() {
 				if err != nil {
@@ -155,7 +155,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.goLoop(ctx, "api events", func(ctx context.Context) { _ = d.feed(ctx) })
 	}
 	d.goLoop(ctx, "memory indexer", func(ctx context.Context) { _ = d.indexer.Run(ctx) })
-	if age := d.cfg.Sessions.PruneArchivedAfter.Std(); age > 0 {
+	if age := d.cfg().Sessions.PruneArchivedAfter.Std(); age > 0 {
 		d.goLoop(ctx, "pruning", func(ctx context.Context) { d.pruneArchived(ctx, age) })
 	}
 	if d.store.Shared() {
@@ -220,12 +220,12 @@ func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 		go func() { _ = d.ops.Serve(opsLn) }()
 	}
 	d.srv.Handler = accessLog(d.log, d.srv.Handler)
+	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
-		"database", d.cfg.Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
-		"listen", ln.Addr().String(), "agents", len(d.cfg.Agents))
+		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
+		"listen", ln.Addr().String(), "agents", len(d.cfg().Agents))
 	d.serveErr = make(chan error, 1)
 	go func() { d.serveErr <- d.srv.Serve(ln) }()
-	d.writeRunFile()
 }
 
 // Done is closed when the daemon can't go on by itself: every channel has
@@ -264,7 +264,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		}
 	}()
 
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Gateway.ShutdownTimeout.Std())
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg().Gateway.ShutdownTimeout.Std())
 	defer cancel()
 	if err := d.gw.Close(shutCtx); err != nil {
 		d.log.Warn("turns cut short at shutdown; they run again on the next start", "error", err)

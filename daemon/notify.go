@@ -29,7 +29,7 @@ func (d *Daemon) notifyKeyed(ctx context.Context, target, text, key string) erro
 		return fmt.Errorf("notify target %q is not <adapter id>:<chat id>", target)
 	}
 	surface := adapter
-	for _, a := range d.cfg.Adapters {
+	for _, a := range d.cfg().Adapters {
 		if a.ID == adapter {
 			surface = a.Type
 		}

@@ -176,7 +176,9 @@ func TestReadyzDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := (&Daemon{cfg: cfg}).readyOptions()
+	rd := &Daemon{}
+	rd.conf.Store(cfg)
+	ro := rd.readyOptions()
 	if err := os.MkdirAll(ro.DataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,10 @@ type Status struct {
 	Runs     []RunStatus     `json:"runs"`
 	Outbox   gateway.Backlog `json:"outbox"`
 	CronJobs []CronStatus    `json:"cron_jobs"`
+	// Reloaded is when the config was last reloaded (zero: never), and
+	// ReloadError why that failed.
+	Reloaded    time.Time `json:"reloaded,omitzero"`
+	ReloadError string    `json:"reload_error,omitempty"`
 }
 
 // ChannelStatus is one channel and its health.
@@ -56,7 +60,7 @@ type CronStatus struct {
 
 // Snapshot is the daemon's live state now.
 func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
-	st := Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.cfg.Gateway.ReplicaID,
+	st := Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.cfg().Gateway.ReplicaID,
 		Engine: string(d.db.Dialect), Lanes: d.gw.ActiveLanes(), Queued: d.gw.QueueDepth(),
 		Channels: []ChannelStatus{}, Runs: []RunStatus{}, CronJobs: []CronStatus{}}
 	for id, a := range d.adapters {
@@ -71,6 +75,9 @@ func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
 		st.Runs = append(st.Runs, RunStatus{SessionID: string(id), Status: s})
 	}
 	slices.SortFunc(st.Runs, func(a, b RunStatus) int { return cmp.Compare(a.SessionID, b.SessionID) })
+	d.reloadMu.Lock()
+	st.Reloaded, st.ReloadError = d.reloadedAt, d.reloadErr
+	d.reloadMu.Unlock()
 	var err error
 	if st.Outbox, err = d.store.Backlog(ctx); err != nil {
 		return st, err
@@ -102,8 +109,8 @@ func (d *Daemon) withStatus(h http.Handler) http.Handler {
 
 // statusRoute serves GET /v1/status to a request with an admin token.
 func (d *Daemon) statusRoute(mux *http.ServeMux) {
-	tokens := make([]string, len(d.cfg.HTTP.Tokens))
-	for i, t := range d.cfg.HTTP.Tokens {
+	tokens := make([]string, len(d.cfg().HTTP.Tokens))
+	for i, t := range d.cfg().HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
 	admin := adminCheck(tokens)
@@ -168,7 +175,7 @@ func ReadRunFile(cfg *config.Config) (Running, bool) {
 
 // writeRunFile records the daemon's address; the file is removed at Stop.
 func (d *Daemon) writeRunFile() {
-	path := RunFile(d.cfg)
+	path := RunFile(d.cfg())
 	if path == "" {
 		return
 	}

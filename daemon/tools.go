@@ -27,7 +27,7 @@ func (d *Daemon) registerTools(reg *tools.Registry) error {
 			return s, err
 		},
 		Config: func(agentID string, root sessions.Key) (agent.AgentConfig, bool) {
-			a, ok := d.cfg.Agent(agentID)
+			a, ok := d.cfg().Agent(agentID)
 			return agentConfig(a, root), ok
 		},
 	}))

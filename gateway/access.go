@@ -93,7 +93,7 @@ const (
 // access decides what to do with a message under its adapter's policy.
 // It answers a pairing request itself.
 func (g *Gateway) access(ctx context.Context, j job) (decision, error) {
-	pol, ok := g.opts.Access[j.in.Adapter]
+	pol, ok := g.policies().access[j.in.Adapter]
 	if !ok {
 		return admit, nil
 	}

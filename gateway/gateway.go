@@ -103,7 +103,7 @@ type Gateway struct {
 
 	opts       Options
 	lanes      *Lanes[string, job]
-	agents     map[string]Agent
+	pol        atomic.Pointer[policyTable] // agents and access, replaced by a reload
 	duplicates atomic.Int64
 	denied     atomic.Int64
 	failures   failures // each session's last failure, for /status
@@ -150,15 +150,13 @@ func New(opts Options) (*Gateway, error) {
 	if opts.StoreRetry <= 0 {
 		opts.StoreRetry = 2 * time.Second
 	}
-	g := &Gateway{opts: opts, agents: make(map[string]Agent, len(opts.Agents))}
-	for _, a := range opts.Agents {
-		g.agents[a.ID] = a
-	}
+	g := &Gateway{opts: opts}
+	g.SetPolicies(opts.Agents, opts.Access)
 	laneOpts := opts.Lanes
 	laneOpts.Log = opts.Log
 	laneOpts.Mode = func(key string) Mode {
 		agentID, _, _ := strings.Cut(key, "\x00")
-		return g.agents[agentID].Mode
+		return g.policies().agents[agentID].Mode
 	}
 	g.lanes = NewLanes(g.turn, laneOpts)
 	return g, nil
@@ -298,17 +296,43 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 }
 
 func (g *Gateway) route(in adapters.Inbound) string {
-	if _, ok := g.agents[in.AgentID]; ok && in.AgentID != "" {
+	pol := g.policies()
+	if _, ok := pol.agents[in.AgentID]; ok && in.AgentID != "" {
 		return in.AgentID
 	}
 	if g.opts.Route != nil {
 		if id := g.opts.Route(in); id != "" {
-			if _, ok := g.agents[id]; ok {
+			if _, ok := pol.agents[id]; ok {
 				return id
 			}
 		}
 	}
-	return g.opts.Agents[0].ID
+	return pol.first
+}
+
+// policyTable is what a reload can change: the agents (their queue modes
+// and session policies) and each channel's access policy.
+type policyTable struct {
+	agents map[string]Agent
+	first  string // the default agent
+	access map[adapters.ID]Access
+}
+
+func (g *Gateway) policies() *policyTable { return g.pol.Load() }
+
+// SetPolicies replaces the agents and the channels' access policies, as a
+// reload of the config does: messages taken from now on follow them; a
+// turn already running keeps what it started with. It ignores an empty
+// list of agents (New refuses one).
+func (g *Gateway) SetPolicies(agents []Agent, access map[adapters.ID]Access) {
+	if len(agents) == 0 {
+		return
+	}
+	t := &policyTable{agents: make(map[string]Agent, len(agents)), first: agents[0].ID, access: access}
+	for _, a := range agents {
+		t.agents[a.ID] = a
+	}
+	g.pol.Store(t)
 }
 
 // forAnotherBot reports a group command addressed to another bot
@@ -395,7 +419,7 @@ func (g *Gateway) resolve(ctx context.Context, key sessions.Key, policy sessions
 // remember keeps a group message the bot wasn't addressed in: stored in the
 // session as context for later turns, with no reply.
 func (g *Gateway) remember(ctx context.Context, j job) {
-	agent := g.agents[j.agent]
+	agent := g.policies().agents[j.agent]
 	var sess sessions.Session
 	err := g.untilStored(ctx, ctx, "keep a group message as context", func() (err error) {
 		if sess, err = g.resolve(ctx, j.key, agent.Policy, j.in); err != nil {
@@ -576,7 +600,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 			g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		}
 	}()
-	agent := g.agents[first.agent]
+	agent := g.policies().agents[first.agent]
 	var sess sessions.Session
 	err := g.untilStored(ctx, ctx, "open the session", func() (err error) {
 		sess, err = g.resolve(ctx, first.key, agent.Policy, first.in)

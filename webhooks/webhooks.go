@@ -17,15 +17,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyd/parley/signing"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/parleyd/parley/signing"
 
 	"github.com/google/uuid"
 
@@ -110,7 +112,7 @@ type Options struct {
 // Server is the webhook endpoint and the "webhook" adapter.
 type Server struct {
 	opts  Options
-	hooks map[string]config.Hook
+	hooks atomic.Pointer[map[string]config.Hook] // replaced by SetHooks
 
 	mu      sync.Mutex
 	sink    adapters.Sink
@@ -137,11 +139,25 @@ func New(opts Options) *Server {
 	if opts.MaxPendingBodies <= 0 {
 		opts.MaxPendingBodies = DefaultMaxPendingBodies
 	}
-	s := &Server{opts: opts, hooks: map[string]config.Hook{}, waiters: map[string]chan string{}, started: make(chan struct{})}
-	for _, h := range opts.Hooks {
-		s.hooks[h.ID] = h
-	}
+	s := &Server{opts: opts, waiters: map[string]chan string{}, started: make(chan struct{})}
+	s.SetHooks(opts.Hooks)
 	return s
+}
+
+// SetHooks replaces the hooks, as a reload of the config does: a hook
+// removed answers as unknown from now on; a delivery already taken goes on.
+func (s *Server) SetHooks(hooks []config.Hook) {
+	m := make(map[string]config.Hook, len(hooks))
+	for _, h := range hooks {
+		m[h.ID] = h
+	}
+	s.hooks.Store(&m)
+}
+
+// hook is the hook called id.
+func (s *Server) hook(id string) (config.Hook, bool) {
+	h, ok := (*s.hooks.Load())[id]
+	return h, ok
 }
 
 // Start takes the sink deliveries go to and waits for ctx to end.
@@ -193,7 +209,7 @@ func (s *Server) handle(r *http.Request) (int, []byte) {
 	if id == "" {
 		id = strings.TrimPrefix(r.URL.Path, "/hooks/")
 	}
-	hook, ok := s.hooks[id]
+	hook, ok := s.hook(id)
 	if !ok || r.Method != http.MethodPost {
 		return errorBody(notFound())
 	}
@@ -229,7 +245,7 @@ func (s *Server) refused(r *http.Request, status int, body []byte) {
 	if hook == "" {
 		hook = strings.TrimPrefix(r.URL.Path, "/hooks/")
 	}
-	if _, ok := s.hooks[hook]; !ok {
+	if _, ok := s.hook(hook); !ok {
 		hook = "" // the path is the sender's: only a hook's id is logged or counted
 	}
 	s.opts.Log.WarnContext(r.Context(), "webhook request refused", "hook", hook, "reason", e.Error.Code, "status", status,
@@ -449,7 +465,7 @@ func (s *Server) Send(ctx context.Context, out adapters.Outbound) (adapters.Sent
 		s.opts.OnDelivery("answered")
 	}
 	var errs []error
-	if h, ok := s.hooks[hookID]; ok && s.opts.Notify != nil {
+	if h, ok := s.hook(hookID); ok && s.opts.Notify != nil {
 		for _, target := range h.Notify {
 			if err := s.opts.Notify(ctx, target, out.Text, NoteKey(out, target)); err != nil {
 				s.opts.Log.WarnContext(ctx, "notify a webhook's target; the reply is sent again", "hook", hookID, "target", target, "error", err)

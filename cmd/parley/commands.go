@@ -69,6 +69,12 @@ func init() {
 				"each channel's token (and, for a Telegram webhook, whether Telegram reaches it), and the clock. Each finding says what is wrong and what to do; exits 1 if any failed.",
 			examples: []string{"parley doctor", "parley doctor --config /etc/parley/parley.yaml --json"},
 			run:      func(ctx context.Context, s streams, args []string) error { return cmdDoctor(ctx, args, s.out) }},
+		{name: "reload", args: "[--config FILE] [--token T]", summary: "make the running daemon read its config again",
+			about: "Sends SIGHUP to the daemon running on this config. Agents, bindings, access lists, cron jobs and hooks change at once; " +
+				"what only a restart changes (the database, listen addresses, channels and their tokens, API tokens, providers) is named in its log. " +
+				"A config with problems changes nothing. With an API token it waits and says how it went.",
+			examples: []string{"parley reload", "systemctl reload parley"},
+			run:      func(ctx context.Context, s streams, args []string) error { return cmdReload(ctx, args, s.out) }},
 		{name: "config", summary: "check the configuration", subs: []*command{
 			{name: "check", args: "[--config FILE]", summary: "report every problem parley run would refuse",
 				about:    "Reads the config as parley run does and lists every problem at its line, with what to do; exits 1 if there is any.",

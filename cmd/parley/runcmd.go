@@ -4,6 +4,9 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/parleyd/parley/daemon"
 )
@@ -23,5 +26,20 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer d.Close()
+	// SIGHUP (parley reload) reads the config again.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				next, _, err := loadConfig(*path)
+				_ = d.Reload(ctx, next, err)
+			}
+		}
+	}()
 	return d.Run(ctx)
 }
