@@ -145,3 +145,93 @@ func TestHTTPSecurityHeaders(t *testing.T) {
 		}
 	}
 }
+
+// The web chat as people use it: a reply rendered as Markdown (safely), the
+// conversation back after a reload, chat commands typed in the box, the
+// new-chat button, a failed run and a refused token shown as errors, and a
+// phone's width without sideways scrolling.
+func TestWebChatUsable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n"+
+		"agents:\n  - id: default\n    model: echo\n  - id: broken\n    model: openai/gpt-none\n", apiOnly)
+	defer stop()
+	p := browsertest.Open(t, ctx, url+"/#token="+apiToken)
+	say := func(text string) {
+		p.Eval(`document.getElementById("text").value = `+browsertest.JSString(text)+`; document.querySelector("#send button").click()`, nil)
+	}
+	count := func(sel string) int {
+		var n int
+		p.Eval(`document.querySelectorAll(`+browsertest.JSString(sel)+`).length`, &n)
+		return n
+	}
+	// Markdown: the echo model repeats it, and the page renders it.
+	say("**bold** and `x<y` then\n```\nif a < b { <b>not bold</b> }\n```")
+	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-done]").length === 1`, 60*time.Second)
+	var md struct {
+		Strong, Code, Pre string
+		Bold              int
+	}
+	p.Eval(`(() => { const b = document.querySelector(".msg.assistant"); return {
+		Strong: b.querySelector("strong").textContent, Code: b.querySelector(":not(pre) > code").textContent,
+		Pre: b.querySelector("pre code").textContent, Bold: b.querySelectorAll("b").length}; })()`, &md)
+	if md.Strong != "bold" || md.Code != "x<y" || md.Pre != "if a < b { <b>not bold</b> }" || md.Bold != 0 {
+		t.Fatalf("markdown rendered as %+v", md)
+	}
+	say("second message")
+	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-done]").length === 2`, 60*time.Second)
+
+	// A reload brings the conversation back.
+	p.Eval(`location.reload()`, nil)
+	p.WaitTrue(`document.readyState === "complete" && document.querySelectorAll(".msg.assistant").length === 2`, 60*time.Second)
+	var restored []string
+	p.Eval(`[...document.querySelectorAll(".msg")].map(b => b.textContent)`, &restored)
+	if len(restored) != 4 || restored[2] != "second message" || restored[3] != "second message" {
+		t.Fatalf("after a reload the page shows %q", restored)
+	}
+
+	// Commands typed in the box go to the API's routes.
+	say("/status")
+	p.WaitTrue(`[...document.querySelectorAll(".msg.note[data-done]")].some(b => b.textContent.includes("4 messages"))`, 60*time.Second)
+	say("/reset")
+	p.WaitTrue(`[...document.querySelectorAll(".msg.note[data-done]")].some(b => b.textContent === "New conversation.")`, 60*time.Second)
+	if n := count(".msg.user"); n != 0 {
+		t.Fatalf("after /reset the page still shows %d messages", n)
+	}
+	say("after the reset")
+	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-done]").length === 1`, 60*time.Second)
+	p.Eval(`document.getElementById("new").click()`, nil)
+	p.WaitTrue(`document.querySelectorAll(".msg.user").length === 0 && [...document.querySelectorAll(".msg.note")].some(b => b.textContent === "New conversation.")`, 60*time.Second)
+	say("/nonsense")
+	p.WaitTrue(`[...document.querySelectorAll(".msg.error")].some(b => b.textContent.includes("/help lists them"))`, 60*time.Second)
+
+	// A failed run says so, instead of an empty bubble: a session of the
+	// agent whose model has no key.
+	var broken struct {
+		ID string `json:"id"`
+	}
+	p.Eval(`fetch("/v1/sessions", {method: "POST", headers: {"Authorization": "Bearer `+apiToken+`", "Content-Type": "application/json"},
+		body: JSON.stringify({agent: "broken"})}).then(r => r.json())`, &broken)
+	if broken.ID == "" {
+		t.Fatal("no session for the broken agent")
+	}
+	p.Eval(`setSession(`+browsertest.JSString(broken.ID)+`)`, nil)
+	say("will this fail")
+	p.WaitTrue(`[...document.querySelectorAll(".msg.error")].some(b => b.textContent.startsWith("The reply failed"))`, 60*time.Second)
+
+	// A wrong token says what to do.
+	p.Eval(`document.getElementById("token").value = "wrong-token"`, nil)
+	say("with a bad token")
+	p.WaitTrue(`[...document.querySelectorAll(".msg.error")].some(b => b.textContent.includes("token was refused"))`, 60*time.Second)
+
+	// A phone's screen: nothing scrolls sideways.
+	p.Call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 375, "height": 740, "deviceScaleFactor": 2, "mobile": true}, nil)
+	p.Eval(`document.getElementById("token").value = "`+apiToken+`"; forget()`, nil)
+	say("a long line " + strings.Repeat("without-breaks-", 40))
+	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-done]").length >= 1`, 60*time.Second)
+	var width struct{ Scroll, Client int }
+	p.Eval(`({Scroll: document.documentElement.scrollWidth, Client: document.documentElement.clientWidth})`, &width)
+	if width.Scroll > width.Client {
+		t.Fatalf("on a phone the page is %d px wide in a %d px screen", width.Scroll, width.Client)
+	}
+}
