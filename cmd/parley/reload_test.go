@@ -23,7 +23,9 @@ func TestReloadChangesTheConfigLive(t *testing.T) {
 	hook := func(id string) string {
 		return "  - id: " + id + "\n    auth: token\n    secret: \"" + hookSecret + "\"\n    prompt: \"{{.q}}\"\n"
 	}
-	job := func(id string) string { return "    - id: " + id + "\n      schedule: \"0 3 * * *\"\n      prompt: report\n" }
+	job := func(id string) string {
+		return "    - id: " + id + "\n      schedule: \"0 3 * * *\"\n      prompt: report\n"
+	}
 	write := func(listen, hooks, jobs string) string {
 		path := filepath.Join(dir, "parley.yaml")
 		body := "database:\n  url: " + dbPath + "\nhttp:\n  listen: " + listen + "\n  tokens: [\"" + apiToken + "\"]\nhooks:\n" + hooks + "cron:\n  jobs:\n" + jobs
