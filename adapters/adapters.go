@@ -5,6 +5,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -175,6 +176,12 @@ type Fetcher interface {
 type Typer interface {
 	Typing(ctx context.Context, chatID string) error
 }
+
+// ErrUndeliverable is what a Send error wraps when trying again can't
+// help: the person blocked the bot, or the chat is gone. The outbox marks
+// such a reply failed at once (an operator may retry it from the
+// dashboard) instead of retrying it for hours.
+var ErrUndeliverable = errors.New("the platform won't deliver to this chat")
 
 // RateLimitError is returned by Send when the platform asks to slow down.
 type RateLimitError struct {

@@ -99,10 +99,13 @@ func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
-// withStatus serves GET /v1/status beside h.
+// withStatus serves GET /v1/status and the dashboard at /admin beside h.
 func (d *Daemon) withStatus(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	d.statusRoute(mux)
+	dash := d.adminHandler()
+	mux.Handle("/admin", dash)
+	mux.Handle("/admin/", dash)
 	mux.Handle("/", h)
 	return mux
 }

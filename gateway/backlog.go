@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
 )
 
@@ -35,4 +38,84 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 		b.OldestPending = dbutil.Time(oldest)
 	}
 	return b, nil
+}
+
+// Unsent is a reply that is waiting or failed for good, as an operator
+// sees it.
+type Unsent struct {
+	ID        string
+	Adapter   adapters.ID
+	ChatID    string
+	Text      string
+	Status    string // pending or failed
+	Attempts  int
+	LastError string
+	CreatedAt time.Time
+	NextAt    time.Time // the next attempt, for a pending one
+}
+
+const unsentQuery = `SELECT id, adapter, chat_id, text, status, attempts, last_error, created_at, next_attempt_at
+	FROM outbox WHERE status = $1 ORDER BY created_at DESC LIMIT $2`
+
+// Unsent lists the newest replies with status (pending or failed), at
+// most limit.
+func (s *Store) Unsent(ctx context.Context, status string, limit int) ([]Unsent, error) {
+	var out []Unsent
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		rows, err := q.QueryContext(ctx, unsentQuery, status, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var u Unsent
+			var adapter string
+			var created, next int64
+			if err := rows.Scan(&u.ID, &adapter, &u.ChatID, &u.Text, &u.Status, &u.Attempts, &u.LastError, &created, &next); err != nil {
+				return err
+			}
+			u.Adapter, u.CreatedAt, u.NextAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(next)
+			out = append(out, u)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s replies: %w", status, err)
+	}
+	return out, nil
+}
+
+// ErrNotFailed is Retry's error for a reply that isn't failed.
+var ErrNotFailed = errors.New("no failed reply has that id")
+
+const retryQuery = `UPDATE outbox SET status = 'pending', attempts = 0, last_error = '', next_attempt_at = $2, lease_until = 0
+	WHERE id = $1 AND status = 'failed'`
+
+// Retry makes a failed reply pending again, due now: an operator's retry
+// once the cause (a blocked bot, a wrong chat) is fixed.
+func (s *Store) Retry(ctx context.Context, id string) error {
+	res, err := s.db.Write().ExecContext(ctx, retryQuery, id, dbutil.Millis(s.now()))
+	if err != nil {
+		return fmt.Errorf("retry reply %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFailed, id)
+	}
+	return nil
+}
+
+const denyPairingQuery = `DELETE FROM pairing_requests WHERE code = $1 AND approved_at IS NULL`
+
+// DenyPairing drops a waiting pairing request: its sender stays out (and a
+// new message of theirs asks again).
+func (s *Store) DenyPairing(ctx context.Context, code string) error {
+	code = strings.ToUpper(strings.Join(strings.Fields(code), ""))
+	res, err := s.db.Write().ExecContext(ctx, denyPairingQuery, code)
+	if err != nil {
+		return fmt.Errorf("deny pairing %s: %w", code, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%w: no waiting pairing request has code %q", ErrPairingNotFound, code)
+	}
+	return nil
 }

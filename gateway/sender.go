@@ -216,7 +216,7 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 	if errors.As(err, &rl) && rl.RetryAfter > wait {
 		wait = rl.RetryAfter
 	}
-	giveUp := attempt >= s.opts.MaxAttempts
+	giveUp := attempt >= s.opts.MaxAttempts || errors.Is(err, adapters.ErrUndeliverable)
 	if giveUp {
 		s.opts.Log.ErrorContext(ctx, "reply given up", "adapter", r.Adapter, "chat_id", r.ChatID, "reply", r.Key, "attempts", attempt, "error", err)
 	} else {

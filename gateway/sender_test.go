@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,4 +161,44 @@ func TestSenderAfterRestart(t *testing.T) {
 	if got := rec.Sent(); len(got) != 1 {
 		t.Fatalf("sent %d times", len(got))
 	}
+}
+
+// A reply the platform won't deliver (the person blocked the bot) is
+// failed at once, not retried for hours.
+func TestUndeliverableFailsAtOnce(t *testing.T) {
+	undeliverable := fmt.Errorf("telegram sendMessage: 403 Forbidden: bot was blocked by the user: %w", adapters.ErrUndeliverable)
+	if !errors.Is(undeliverable, adapters.ErrUndeliverable) {
+		t.Fatal("the error doesn't wrap ErrUndeliverable")
+	}
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		clock := storetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		store := gateway.NewStore(open(t), clock.Now)
+		rec := adapterstest.New()
+		s := senderFor(store, rec, gateway.SenderOptions{MaxAttempts: 12})
+		if err := store.QueueReplies(ctx, []gateway.Reply{{Key: "b:0", Adapter: "tg", ChatID: "1", Text: "to someone who blocked the bot"}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.FailNext(1, undeliverable)
+		if n, _ := s.SendDue(ctx); n != 0 {
+			t.Fatalf("sent %d", n)
+		}
+		failed, err := store.Unsent(ctx, "failed", 10)
+		if err != nil || len(failed) != 1 || failed[0].Attempts != 1 || !strings.Contains(failed[0].LastError, "blocked") {
+			t.Fatalf("after one undeliverable attempt, failed: %+v %v", failed, err)
+		}
+		// An operator's retry sends it once the cause is gone.
+		if err := store.Retry(ctx, failed[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Retry(ctx, failed[0].ID); !errors.Is(err, gateway.ErrNotFailed) {
+			t.Fatalf("retrying a pending reply: %v", err)
+		}
+		if n, _ := s.SendDue(ctx); n != 1 || len(rec.Sent()) != 1 {
+			t.Fatalf("the retried reply: sent %d", n)
+		}
+		if b, err := store.Backlog(ctx); err != nil || b.Pending != 0 || b.Failed != 0 {
+			t.Fatalf("backlog after the retry: %+v %v", b, err)
+		}
+	})
 }

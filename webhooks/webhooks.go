@@ -121,6 +121,9 @@ type Server struct {
 
 	slotsMu sync.Mutex
 	slots   map[string]chan struct{} // by hook id: pending body reads
+
+	refusalsMu sync.Mutex
+	refusals   []Refusal // the latest, oldest first
 }
 
 var _ adapters.Adapter = (*Server)(nil)
@@ -253,6 +256,7 @@ func (s *Server) refused(r *http.Request, status int, body []byte) {
 	if s.opts.OnRefused != nil {
 		s.opts.OnRefused(hook, e.Error.Code)
 	}
+	s.keepRefusal(Refusal{At: s.opts.Now(), Hook: hook, Status: status, Reason: e.Error.Code, Remote: r.RemoteAddr})
 }
 
 func errorBody(e *apiError) (int, []byte) {

@@ -125,6 +125,16 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("telegram %s: %d %s", e.Method, e.Code, e.Description)
 }
 
+// Is makes a refusal that no retry can change adapters.ErrUndeliverable:
+// 403 (the bot was blocked, or removed from the group) and 400 "chat not
+// found".
+func (e *APIError) Is(target error) bool {
+	if target != adapters.ErrUndeliverable {
+		return false
+	}
+	return e.Code == http.StatusForbidden || e.Code == http.StatusBadRequest && strings.Contains(e.Description, "chat not found")
+}
+
 // MigratedError says a group became a supergroup with a new chat id, so
 // its conversation continues under ChatID.
 type MigratedError struct {

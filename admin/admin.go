@@ -1,0 +1,275 @@
+// Package admin is parley's dashboard at /admin: server-rendered pages,
+// behind an admin token, for what an operator looks at and acts on:
+// sessions and their messages, runs (abort), cron jobs (run now, enable,
+// disable), webhook deliveries and refusals, pairing requests (approve,
+// deny), the outbox (retry a failed send), and the channels' health. No
+// script, no external assets: the pages are html/template and one
+// stylesheet, embedded.
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/webhooks"
+)
+
+//go:embed pages/*.html pages/style.css
+var files embed.FS
+
+// Overview is the daemon's state on the dashboard's first page.
+type Overview struct {
+	Version, Replica, Engine, Listen string
+	Started                          time.Time
+	Channels                         []Channel
+	Lanes, Queued, Runs              int
+	Outbox                           gateway.Backlog
+	Reloaded                         time.Time
+	ReloadError                      string
+}
+
+// Channel is a channel and its health.
+type Channel struct {
+	ID      string
+	Healthy bool
+	Detail  string
+}
+
+// Refusal is a webhook request refused before it became a delivery.
+type Refusal = webhooks.Refusal
+
+// Options are what the dashboard shows and acts on.
+type Options struct {
+	Tokens   []string // the admin tokens (http.tokens)
+	DB       *dbutil.DB
+	Sessions *sessions.SQLStore
+	Outbox   *gateway.Store
+	Cron     *cron.Store // nil: no cron
+	Hooks    func() []config.Hook
+	Refused  func() []Refusal // recent refused webhook requests; nil: none kept
+	Overview func(ctx context.Context) (Overview, error)
+	Runs     func() map[sessions.ID]agent.Status
+	Abort    func(sessions.ID) bool
+	Wake     func() // after a retry: the sender looks at once
+	Log      *slog.Logger
+}
+
+// cookieName holds the dashboard's login: a hash of the admin token.
+const cookieName = "parley_admin"
+
+type server struct {
+	o     Options
+	sums  [][sha256.Size]byte
+	pages map[string]*template.Template
+}
+
+// Handler serves the dashboard under /admin.
+func Handler(o Options) (http.Handler, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{o: o, pages: map[string]*template.Template{}}
+	for _, t := range o.Tokens {
+		if t = strings.TrimSpace(t); t != "" {
+			s.sums = append(s.sums, sha256.Sum256([]byte(t)))
+		}
+	}
+	funcs := template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.Local().Format("2006-01-02 15:04:05")
+		},
+		"ago": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return time.Since(t).Round(time.Second).String()
+		},
+		"cut": func(n int, s string) string {
+			if r := []rune(s); len(r) > n {
+				return string(r[:n]) + "…"
+			}
+			return s
+		},
+		"query": func(k, v string) string { return url.QueryEscape(k) + "=" + url.QueryEscape(v) },
+	}
+	for _, name := range []string{"login", "overview", "sessions", "session", "runs", "cron", "hooks", "pairing", "outbox"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "pages/layout.html", "pages/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("admin page %s: %w", name, err)
+		}
+		s.pages[name] = t
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/style.css", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := files.ReadFile("pages/style.css")
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		_, _ = w.Write(b)
+	})
+	mux.HandleFunc("POST /admin/login", s.login)
+	mux.HandleFunc("POST /admin/logout", s.logout)
+	for path, h := range map[string]func(http.ResponseWriter, *http.Request) error{
+		"GET /admin":                            s.overview,
+		"GET /admin/{$}":                        s.overview,
+		"GET /admin/sessions":                   s.sessionList,
+		"GET /admin/sessions/{id}":              s.session,
+		"GET /admin/runs":                       s.runs,
+		"POST /admin/runs/{id}/abort":           s.abort,
+		"GET /admin/cron":                       s.cron,
+		"POST /admin/cron/{id}/{action}":        s.cronAction,
+		"GET /admin/hooks":                      s.hooks,
+		"GET /admin/pairing":                    s.pairing,
+		"POST /admin/pairing/{code}/{decision}": s.pairingAction,
+		"GET /admin/outbox":                     s.outbox,
+		"POST /admin/outbox/{id}/retry":         s.retry,
+	} {
+		mux.HandleFunc(path, s.guard(h))
+	}
+	return secure(mux), nil
+}
+
+// secure sets the headers every page has: a policy allowing only this
+// origin's stylesheet, no script, no framing.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authorized says whether the request carries the login cookie or an admin
+// bearer token.
+func (s *server) authorized(r *http.Request) bool {
+	var sum [sha256.Size]byte
+	if c, err := r.Cookie(cookieName); err == nil {
+		b, err := hex.DecodeString(c.Value)
+		if err != nil || len(b) != sha256.Size {
+			return false
+		}
+		copy(sum[:], b)
+	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		sum = sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	} else {
+		return false
+	}
+	match := 0
+	for _, t := range s.sums {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	return match == 1
+}
+
+// sameOrigin refuses a form posted from another site: the cookie is
+// SameSite=Strict too.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin"
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// guard shows the login page to a request without the login, refuses a
+// cross-site post, and renders a handler's error in the page.
+func (s *server) guard(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			if len(s.sums) == 0 {
+				http.Error(w, "the dashboard needs an admin token: set http.tokens in parley's config", http.StatusForbidden)
+				return
+			}
+			w.WriteHeader(http.StatusUnauthorized)
+			s.render(w, r, "login", map[string]any{"Next": r.URL.Path})
+			return
+		}
+		if r.Method == http.MethodPost && !sameOrigin(r) {
+			http.Error(w, "a form from another site", http.StatusForbidden)
+			return
+		}
+		if err := h(w, r); err != nil {
+			s.o.Log.WarnContext(r.Context(), "admin page", "path", r.URL.Path, "error", err)
+			status := http.StatusInternalServerError
+			if errors.Is(err, errNotFound) {
+				status = http.StatusNotFound
+			}
+			w.WriteHeader(status)
+			s.render(w, r, "overview", map[string]any{"Error": err.Error()})
+		}
+	}
+}
+
+var errNotFound = errors.New("not found")
+
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "a form from another site", http.StatusForbidden)
+		return
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(r.PostFormValue("token"))))
+	match := 0
+	for _, t := range s.sums {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	if match != 1 {
+		w.WriteHeader(http.StatusUnauthorized)
+		s.render(w, r, "login", map[string]any{"Error": "That token was refused: use one of http.tokens in parley's config."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: hex.EncodeToString(sum[:]), Path: "/admin", HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+	next := r.PostFormValue("next")
+	if !strings.HasPrefix(next, "/admin") || strings.HasPrefix(next, "/admin/login") {
+		next = "/admin"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/admin", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+}
+
+// render writes a page; data's "Flash" is the outcome of the last action.
+func (s *server) render(w http.ResponseWriter, r *http.Request, page string, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["Page"] = page
+	if f := r.URL.Query().Get("flash"); f != "" {
+		data["Flash"] = f
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := s.pages[page].Execute(w, data); err != nil {
+		s.o.Log.Warn("render an admin page", "page", page, "error", err)
+	}
+}
+
+// back redirects to the page an action came from, saying how it went.
+func back(w http.ResponseWriter, r *http.Request, to, flash string) {
+	http.Redirect(w, r, to+"?flash="+url.QueryEscape(flash), http.StatusSeeOther)
+}

@@ -1,0 +1,240 @@
+package admin
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/webhooks"
+)
+
+func (s *server) overview(w http.ResponseWriter, r *http.Request) error {
+	ov, err := s.o.Overview(r.Context())
+	if err != nil {
+		return err
+	}
+	s.render(w, r, "overview", map[string]any{"O": ov})
+	return nil
+}
+
+// sessionList lists sessions by status, surface and agent, and finds the
+// ones whose key or title holds q.
+func (s *server) sessionList(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	opts := sessions.ListOptions{Limit: sessions.MaxPageSize, Cursor: q.Get("cursor"), Status: sessions.Status(q.Get("status")),
+		Surface: q.Get("surface"), AgentID: q.Get("agent")}
+	if opts.Status != "" && opts.Status != sessions.StatusActive && opts.Status != sessions.StatusArchived {
+		opts.Status = ""
+	}
+	page, err := s.o.Sessions.List(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	find := strings.ToLower(strings.TrimSpace(q.Get("q")))
+	var shown []sessions.Session
+	for _, ss := range page.Sessions {
+		if find == "" || strings.Contains(strings.ToLower(ss.Key.String()+" "+ss.Title+" "+string(ss.ID)), find) {
+			shown = append(shown, ss)
+		}
+	}
+	s.render(w, r, "sessions", map[string]any{"Sessions": shown, "Next": page.Next, "Q": q.Get("q"),
+		"Status": string(opts.Status), "Surface": opts.Surface, "Agent": opts.AgentID})
+	return nil
+}
+
+// session shows a session and every message, archived and hidden ones too.
+func (s *server) session(w http.ResponseWriter, r *http.Request) error {
+	id := sessions.ID(r.PathValue("id"))
+	ss, err := s.o.Sessions.Session(r.Context(), id)
+	if err != nil {
+		return errNotFound
+	}
+	msgs, err := s.o.Sessions.Messages(r.Context(), id, sessions.MessagesOptions{Archived: true, Hidden: true, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	st := agent.Status{State: agent.StateIdle}
+	if s.o.Runs != nil {
+		if got, ok := s.o.Runs()[id]; ok {
+			st = got
+		}
+	}
+	s.render(w, r, "session", map[string]any{"S": ss, "Messages": msgs, "Status": st})
+	return nil
+}
+
+// run is a session whose agent is not idle.
+type run struct {
+	Session sessions.ID
+	Status  agent.Status
+}
+
+func (s *server) runs(w http.ResponseWriter, r *http.Request) error {
+	var out []run
+	if s.o.Runs != nil {
+		for id, st := range s.o.Runs() {
+			out = append(out, run{Session: id, Status: st})
+		}
+	}
+	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.Session, b.Session) })
+	s.render(w, r, "runs", map[string]any{"Runs": out})
+	return nil
+}
+
+func (s *server) abort(w http.ResponseWriter, r *http.Request) error {
+	id := sessions.ID(r.PathValue("id"))
+	if s.o.Abort != nil && s.o.Abort(id) {
+		back(w, r, "/admin/runs", "Stopped the run of "+string(id)+".")
+	} else {
+		back(w, r, "/admin/runs", "Nothing was running in "+string(id)+".")
+	}
+	return nil
+}
+
+// job is a cron job with its next fire and latest receipts.
+type job struct {
+	cron.Job
+	Next string
+	Runs []cron.Run
+}
+
+func (s *server) cron(w http.ResponseWriter, r *http.Request) error {
+	var jobs []job
+	if s.o.Cron != nil {
+		list, err := s.o.Cron.List(r.Context())
+		if err != nil {
+			return err
+		}
+		for _, j := range list {
+			v := job{Job: j, Next: "disabled"}
+			if sch, err := j.ParsedSchedule(); err == nil && j.Enabled() {
+				v.Next = sch.Next(nowFunc()).Local().Format("2006-01-02 15:04:05")
+			}
+			if v.Runs, err = s.o.Cron.Runs(r.Context(), j.ID, 5); err != nil {
+				return err
+			}
+			jobs = append(jobs, v)
+		}
+	}
+	s.render(w, r, "cron", map[string]any{"Jobs": jobs, "HasCron": s.o.Cron != nil})
+	return nil
+}
+
+func (s *server) cronAction(w http.ResponseWriter, r *http.Request) error {
+	if s.o.Cron == nil {
+		return errNotFound
+	}
+	id := r.PathValue("id")
+	var err error
+	var done string
+	switch r.PathValue("action") {
+	case "run":
+		_, err = s.o.Cron.RequestRun(r.Context(), id)
+		done = "Asked job " + id + " to run; it starts within 15 s."
+	case "enable", "disable":
+		en := r.PathValue("action") == "enable"
+		err = s.o.Cron.SetEnabled(r.Context(), id, en)
+		done = "Job " + id + " " + r.PathValue("action") + "d."
+	default:
+		return errNotFound
+	}
+	if err != nil {
+		back(w, r, "/admin/cron", err.Error())
+		return nil
+	}
+	back(w, r, "/admin/cron", done)
+	return nil
+}
+
+// hookView is a hook with its latest deliveries.
+type hookView struct {
+	ID, Auth, Mode string
+	Deliveries     []webhooks.Delivery
+}
+
+func (s *server) hooks(w http.ResponseWriter, r *http.Request) error {
+	var out []hookView
+	if s.o.Hooks != nil {
+		for _, h := range s.o.Hooks() {
+			ds, err := webhooks.Deliveries(r.Context(), s.o.DB, h.ID, 20)
+			if err != nil {
+				return err
+			}
+			out = append(out, hookView{ID: h.ID, Auth: h.Auth, Mode: h.Mode, Deliveries: ds})
+		}
+	}
+	var refused []Refusal
+	if s.o.Refused != nil {
+		refused = s.o.Refused()
+	}
+	s.render(w, r, "hooks", map[string]any{"Hooks": out, "Refused": refused})
+	return nil
+}
+
+func (s *server) pairing(w http.ResponseWriter, r *http.Request) error {
+	ps, err := s.o.Outbox.Pairings(r.Context())
+	if err != nil {
+		return err
+	}
+	s.render(w, r, "pairing", map[string]any{"Pairings": ps})
+	return nil
+}
+
+func (s *server) pairingAction(w http.ResponseWriter, r *http.Request) error {
+	code := r.PathValue("code")
+	switch r.PathValue("decision") {
+	case "approve":
+		p, err := s.o.Outbox.ApprovePairing(r.Context(), code)
+		if err != nil {
+			back(w, r, "/admin/pairing", err.Error())
+			return nil
+		}
+		if s.o.Wake != nil {
+			s.o.Wake() // the approval's line to its sender
+		}
+		back(w, r, "/admin/pairing", "Approved "+cmp.Or(p.DisplayName, p.UserID)+" on "+string(p.Adapter)+".")
+	case "deny":
+		if err := s.o.Outbox.DenyPairing(r.Context(), code); err != nil {
+			back(w, r, "/admin/pairing", err.Error())
+			return nil
+		}
+		back(w, r, "/admin/pairing", "Denied "+code+".")
+	default:
+		return errNotFound
+	}
+	return nil
+}
+
+func (s *server) outbox(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.o.Outbox.Backlog(r.Context())
+	if err != nil {
+		return err
+	}
+	pending, err := s.o.Outbox.Unsent(r.Context(), "pending", 50)
+	if err != nil {
+		return err
+	}
+	failed, err := s.o.Outbox.Unsent(r.Context(), "failed", 50)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, "outbox", map[string]any{"Backlog": b, "Pending": pending, "Failed": failed})
+	return nil
+}
+
+func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := s.o.Outbox.Retry(r.Context(), id); err != nil {
+		back(w, r, "/admin/outbox", err.Error())
+		return nil
+	}
+	if s.o.Wake != nil {
+		s.o.Wake()
+	}
+	back(w, r, "/admin/outbox", "Sending "+id+" again.")
+	return nil
+}
