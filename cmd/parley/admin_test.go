@@ -28,7 +28,9 @@ func TestAdminDashboard(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	var runErr bytes.Buffer
-	go func() { done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &runErr}) }()
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &runErr})
+	}()
 	defer func() { stop(); <-done }()
 	base := "http://" + addr
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
