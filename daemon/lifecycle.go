@@ -142,10 +142,13 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}
 
-	if _, err := d.gw.Recover(ctx); err != nil {
+	recovered, err := d.gw.Recover(ctx)
+	if err != nil {
 		return fmt.Errorf("recover unanswered messages: %w", err)
 	}
+	d.logStarted("database", "engine", d.db.Dialect, "migrations_applied", d.applied, "recovered_messages", recovered)
 	d.goLoop(ctx, "sender", func(ctx context.Context) { _ = d.sender.Run(ctx) })
+	d.logStarted("outbox sender")
 	if d.callbacks != nil {
 		d.goLoop(ctx, "callbacks", func(ctx context.Context) { _ = d.callbacks.Run(ctx) })
 	}
@@ -155,6 +158,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.goLoop(ctx, "api events", func(ctx context.Context) { _ = d.feed(ctx) })
 	}
 	d.goLoop(ctx, "memory indexer", func(ctx context.Context) { _ = d.indexer.Run(ctx) })
+	d.logStarted("memory", "index", d.memory.Index().Name())
 	if age := d.cfg().Sessions.PruneArchivedAfter.Std(); age > 0 {
 		d.goLoop(ctx, "pruning", func(ctx context.Context) { d.pruneArchived(ctx, age) })
 	}
@@ -163,6 +167,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 
 	d.startAdapters(ctx)
+	d.adviseWhenBare()
 
 	if d.serve {
 		d.startHTTP(ctx, ln, opsLn)
@@ -183,6 +188,15 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 	adapterCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.adapterStop = stop
 	for id, a := range d.adapters {
+		switch id {
+		case "cron":
+			d.logStarted("cron", "jobs", len(d.cfg().Cron.Jobs))
+		case apiAdapterID:
+		case webhooks.AdapterID:
+			d.logStarted("webhooks", "hooks", len(d.cfg().Hooks))
+		default:
+			d.logStarted("channel", "adapter", id)
+		}
 		d.adapterWG.Add(1)
 		go func() {
 			defer d.adapterWG.Done()
@@ -203,6 +217,33 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 		}()
 	}
 	go func() { d.adapterWG.Wait(); close(d.allStopped) }()
+}
+
+// logStarted logs, at info, that a part of parley started: one line each,
+// so an operator sees what runs.
+func (d *Daemon) logStarted(part string, args ...any) {
+	if d.serve {
+		d.log.Info("started "+part, args...)
+	}
+}
+
+// adviseWhenBare tells an operator who configured no channel, or no API
+// token, how to talk to the agent all the same.
+func (d *Daemon) adviseWhenBare() {
+	if !d.serve {
+		return
+	}
+	cfg := d.cfg()
+	if len(cfg.Adapters) == 0 {
+		if len(cfg.HTTP.Tokens) > 0 {
+			d.log.Info("no chat channels are configured: talk to the agent in the web chat at http://"+cfg.HTTP.Listen+"/ with one of http.tokens, or run parley chat; add Telegram, Discord or WhatsApp with parley init or under adapters")
+		} else {
+			d.log.Info("no chat channels are configured: run parley chat to talk to the agent here, or parley init to set up a channel")
+		}
+	}
+	if len(cfg.HTTP.Tokens) == 0 {
+		d.log.Info("the HTTP API, the web chat and the dashboard are off until http.tokens has a token: parley init writes one, or set one made with openssl rand -hex 32")
+	}
 }
 
 // startHTTP serves the API, the web chat, the webhooks and the health and

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,6 +244,12 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestRunServesHealthAndStopsOnSignal(t *testing.T) {
+	// The signal package's one receiving goroutine starts with the first
+	// signal.Notify (run's, for SIGHUP) and lasts as long as the process:
+	// start it before counting.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR2)
+	signal.Stop(sig)
 	baseline := runtime.NumGoroutine()
 	addr := freeAddr(t)
 	path, _ := writeConfig(t, "http:\n  listen: "+addr+"\n")

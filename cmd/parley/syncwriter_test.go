@@ -16,3 +16,13 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// String is what was written, when w is a *bytes.Buffer.
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.w.(interface{ String() string }); ok {
+		return b.String()
+	}
+	return ""
+}
