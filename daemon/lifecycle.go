@@ -236,7 +236,7 @@ func (d *Daemon) adviseWhenBare() {
 	cfg := d.cfg()
 	if len(cfg.Adapters) == 0 {
 		if len(cfg.HTTP.Tokens) > 0 {
-			d.log.Info("no chat channels are configured: talk to the agent in the web chat at http://"+cfg.HTTP.Listen+"/ with one of http.tokens, or run parley chat; add Telegram, Discord or WhatsApp with parley init or under adapters")
+			d.log.Info("no chat channels are configured: talk to the agent in the web chat at http://" + cfg.HTTP.Listen + "/ with one of http.tokens, or run parley chat; add Telegram, Discord or WhatsApp with parley init or under adapters")
 		} else {
 			d.log.Info("no chat channels are configured: run parley chat to talk to the agent here, or parley init to set up a channel")
 		}
