@@ -75,6 +75,10 @@ func init() {
 				"A config with problems changes nothing. With an API token it waits and says how it went.",
 			examples: []string{"parley reload", "systemctl reload parley"},
 			run:      func(ctx context.Context, s streams, args []string) error { return cmdReload(ctx, args, s.out) }},
+		{name: "healthcheck", args: "[--config FILE] [--url ADDR]", summary: "exit 0 if the running daemon is ready",
+			about:    "GETs /readyz of the daemon on this config (http.ops_listen, else http.listen): a container's HEALTHCHECK, which has no curl.",
+			examples: []string{"parley healthcheck", "parley healthcheck --url 127.0.0.1:9090"},
+			run:      func(ctx context.Context, s streams, args []string) error { return cmdHealthcheck(ctx, args, s.out) }},
 		{name: "config", summary: "check the configuration", subs: []*command{
 			{name: "check", args: "[--config FILE]", summary: "report every problem parley run would refuse",
 				about:    "Reads the config as parley run does and lists every problem at its line, with what to do; exits 1 if there is any.",
