@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,10 +85,15 @@ func TestAdminDashboard(t *testing.T) {
 	if len(channels) == 0 || !strings.Contains(strings.Join(channels, " "), "tg") {
 		t.Fatalf("overview channels: %q", channels)
 	}
+	// PARLEY_TEST_SCREENSHOTS=DIR keeps a picture of each page visited.
+	shots := os.Getenv("PARLEY_TEST_SCREENSHOTS")
 	visit := func(path, h1 string) {
 		t.Helper()
 		p.Eval(`location.href = `+browsertest.JSString(path), nil)
 		p.WaitTrue(`document.readyState === "complete" && location.pathname === `+browsertest.JSString(path)+` && document.querySelector("h1") && document.querySelector("h1").textContent.startsWith(`+browsertest.JSString(h1)+`)`, 30*time.Second)
+		if shots != "" {
+			p.Screenshot(filepath.Join(shots, strings.ReplaceAll(strings.Trim(path, "/"), "/", "_")+".png"))
+		}
 	}
 	visit("/admin/sessions", "Sessions")
 	var sessionLinks int

@@ -5,6 +5,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 
 	"os"
@@ -175,4 +176,20 @@ func (p *Page) WaitTrue(expr string, within time.Duration) {
 func JSString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// Screenshot writes the page as it looks now to a PNG file.
+func (p *Page) Screenshot(path string) {
+	p.t.Helper()
+	var shot struct {
+		Data string `json:"data"`
+	}
+	p.Call("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	b, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		p.t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
 }
