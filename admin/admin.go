@@ -43,6 +43,13 @@ type Overview struct {
 	Outbox                           gateway.Backlog
 	Reloaded                         time.Time
 	ReloadError                      string
+	MCP                              []MCPServer
+}
+
+// MCPServer is an MCP server and its state.
+type MCPServer struct {
+	ID, State, Error string
+	Tools            []string
 }
 
 // Channel is a channel and its health.

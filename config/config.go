@@ -73,7 +73,9 @@ type Config struct {
 	Adapters []Adapter `yaml:"adapters"`
 	// Hooks are the incoming webhooks.
 	Hooks []Hook `yaml:"hooks"`
-	Cron  Cron   `yaml:"cron"`
+	// MCP is the Model Context Protocol servers agents may use tools of.
+	MCP  MCP  `yaml:"mcp"`
+	Cron Cron `yaml:"cron"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
 

@@ -256,6 +256,11 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("example hooks = %+v, want none live", c.Hooks)
 		}
 		want.Cron = c.Cron
+		// The example's MCP server starts only when an agent names it.
+		if len(c.MCP.Servers) != 1 || c.MCP.Servers[0].Command == "" || c.MCP.Servers[0].Timeout != DefaultMCPTimeout {
+			t.Errorf("example mcp = %+v", c.MCP)
+		}
+		want.MCP = c.MCP
 		want.file, want.lines = c.file, c.lines
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)

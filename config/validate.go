@@ -34,6 +34,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateAdapters(ck)
 	c.validateHooks(ck)
 	c.validateCron(ck)
+	c.checkMCP(ck)
 	c.Sessions.validate(ck)
 
 	firstUse := map[string]int{}

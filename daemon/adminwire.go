@@ -50,5 +50,8 @@ func (d *Daemon) overview(ctx context.Context) (admin.Overview, error) {
 	for _, c := range st.Channels {
 		o.Channels = append(o.Channels, admin.Channel{ID: c.ID, Healthy: c.Healthy, Detail: c.Detail})
 	}
+	for _, m := range d.mcp.Statuses() {
+		o.MCP = append(o.MCP, admin.MCPServer{ID: m.ID, State: m.State, Error: m.Error, Tools: m.Tools})
+	}
 	return o, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/llm/openai"
+	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
@@ -53,6 +54,7 @@ type Daemon struct {
 	offline     *echo.Model // answers for agents without a provider key
 	indexer     *memory.Indexer
 	store       *gateway.Store
+	mcp         *mcptools.Manager // the MCP servers' tools
 	adapters    map[adapters.ID]adapters.Adapter
 	release     func()
 	applied     int
@@ -140,6 +142,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
 		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
+	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
 	// The tools are registered where `parley config check` finds them too.
 	if err := d.registerTools(toolReg); err != nil {
 		return fail(err)
@@ -356,7 +359,7 @@ func (c channelSet) Streams(id adapters.ID) bool {
 
 // Run runs one agent turn for the gateway.
 func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
-	req := d.request(in)
+	req := d.request(ctx, in)
 	a, _ := d.cfg().Agent(in.AgentID)
 	images, notices := d.turnImages(ctx, a, in.Messages)
 	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
@@ -409,7 +412,7 @@ func replyText(notices []string, res agent.Result) string {
 
 // request is the agent run for a gateway turn. Compaction after the turn
 // is deferred to afterTurn, so it never holds up the reply.
-func (d *Daemon) request(in gateway.TurnInput) agent.Request {
+func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Request {
 	a, _ := d.cfg().Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
@@ -422,6 +425,9 @@ func (d *Daemon) request(in gateway.TurnInput) agent.Request {
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
 		OnText: in.OnText, DeferCompaction: true}
+	// "mcp:<server>" names every tool the server has now: it starts the
+	// server if no turn has needed it yet.
+	req.Agent.Tools = d.mcp.Expand(ctx, req.Agent.Tools)
 	return req
 }
 
@@ -438,7 +444,7 @@ func apiRunID(m adapters.Inbound) string {
 // the reply is on its way.
 func (d turns) AfterTurn(ctx context.Context, in gateway.TurnInput) {
 	defer d.retireSession(ctx, in)
-	req := d.request(in)
+	req := d.request(ctx, in)
 	// The session's token count sums every live message's (generous)
 	// estimate, so it bounds what any prompt can hold: below the
 	// threshold, there is nothing to compact, and the history need not be

@@ -10,7 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/tools"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
@@ -63,6 +67,7 @@ func Doctor(ctx context.Context, cfg *config.Config, configErr error) []Finding 
 	provider, d := doctorProviders(ctx, cfg)
 	out, dates = append(out, provider...), append(dates, d...)
 	out = append(out, doctorChannels(ctx, cfg)...)
+	out = append(out, doctorMCP(ctx, cfg)...)
 	if f, ok := doctorClock(dates); ok {
 		out = append(out, f)
 	}
@@ -292,4 +297,24 @@ func CheckAgentModel(ctx context.Context, cfg *config.Config, agentID string) er
 		return err
 	}
 	return CheckModel(ctx, m, name)
+}
+
+// doctorMCP starts each MCP server, lists its tools and stops it.
+func doctorMCP(ctx context.Context, cfg *config.Config) []Finding {
+	if len(cfg.MCP.Servers) == 0 {
+		return nil
+	}
+	m := mcptools.New(cfg.MCP.Servers, tools.NewRegistry(), slog.New(slog.DiscardHandler))
+	defer m.Close()
+	m.Start(ctx)
+	var out []Finding
+	for _, st := range m.Statuses() {
+		f := Finding{Check: "mcp " + st.ID, Status: FindingOK, Detail: fmt.Sprintf("%d tool(s): %s", len(st.Tools), strings.Join(st.Tools, ", "))}
+		if st.State != mcptools.StateReady {
+			f = Finding{Check: "mcp " + st.ID, Status: FindingFail, Detail: st.Error,
+				Fix: fmt.Sprintf("check mcp.servers %s: its command (installed, on PATH?) or url, and its env or headers", st.ID)}
+		}
+		out = append(out, f)
+	}
+	return out
 }

@@ -31,12 +31,15 @@ type readyOptions struct {
 	DataDir  string
 	MinFree  uint64
 	DiskFree func(dir string) (uint64, error)
+	// MCPDown names the MCP servers that were started and are down: the
+	// daemon is degraded, not unready (their tools answer errors).
+	MCPDown func() []string
 }
 
 // readyOptions are the daemon's: its log, its API tokens, and its SQLite
 // directory with database.sqlite.min_free_mb.
 func (d *Daemon) readyOptions() readyOptions {
-	o := readyOptions{Log: d.log, DiskFree: diskFree}
+	o := readyOptions{Log: d.log, DiskFree: diskFree, MCPDown: d.mcp.Down}
 	for _, t := range d.cfg().HTTP.Tokens {
 		o.Tokens = append(o.Tokens, t.Reveal())
 	}
@@ -138,6 +141,15 @@ func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]ad
 		}
 		if len(states) > 0 {
 			body["channels"] = states
+		}
+		if o.MCPDown != nil {
+			if down := o.MCPDown(); len(down) > 0 {
+				mcp := map[string]string{}
+				for _, id := range down {
+					mcp[id] = "down"
+				}
+				body["mcp"], body["status"] = mcp, "degraded"
+			}
 		}
 		writeJSON(w, http.StatusOK, body)
 	})

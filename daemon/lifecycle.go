@@ -325,6 +325,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	<-httpDone
 	d.removeRunFile()
 	d.stopLoops()
+	d.mcp.Close()
 	if d.ops != nil {
 		d.ops.Close()
 	}

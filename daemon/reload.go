@@ -13,7 +13,8 @@ import (
 
 // Reload puts cfg in place of the running config, as SIGHUP and parley
 // reload ask: agents (models, prompts, tools, queue modes, session
-// policies), bindings, channels' access lists, cron jobs and hooks change
+// policies), bindings, channels' access lists, cron jobs, hooks and MCP
+// servers change
 // at once, for the messages taken from then on; a turn already running
 // finishes on what it started with. What can't change without a restart
 // (the database, the listen addresses, the channels and their tokens, the
@@ -45,6 +46,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 		d.cron.Reload()
 	}
 	d.conf.Store(cfg)
+	d.mcp.Reload(cfg.MCP.Servers)
 	d.gw.SetPolicies(gatewayAgents(cfg), accessPolicies(cfg))
 	if h, ok := d.adapters[webhooks.AdapterID].(*webhooks.Server); ok {
 		h.SetHooks(cfg.Hooks)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/parleyd/parley/mcptools"
+
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
@@ -28,7 +30,9 @@ func (d *Daemon) registerTools(reg *tools.Registry) error {
 		},
 		Config: func(agentID string, root sessions.Key) (agent.AgentConfig, bool) {
 			a, ok := d.cfg().Agent(agentID)
-			return agentConfig(a, root), ok
+			c := agentConfig(a, root)
+			c.Tools = d.mcp.Expand(context.Background(), c.Tools)
+			return c, ok
 		},
 	}))
 	for _, t := range builtin {
@@ -64,6 +68,14 @@ func checkTools(cfg *config.Config, names []string) error {
 				continue
 			}
 			seen[name] = true
+			if ref, ok := strings.CutPrefix(name, mcptools.Prefix); ok {
+				id, _, _ := strings.Cut(ref, "/")
+				if _, ok := cfg.MCPServer(id); !ok {
+					ps = append(ps, cfg.Problem(fmt.Sprintf("agents[%d].tools[%d]", i, j),
+						fmt.Sprintf("no MCP server is called %q; add it under mcp.servers, or use one of those there", id)))
+				}
+				continue
+			}
 			if !known[name] {
 				ps = append(ps, cfg.Problem(fmt.Sprintf("agents[%d].tools[%d]", i, j),
 					fmt.Sprintf("no tool is called %q; the tools are %s", name, strings.Join(names, ", "))))

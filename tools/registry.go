@@ -161,3 +161,34 @@ func (reg registered) validate(args json.RawMessage) string {
 	}
 	return strings.Join(reg.schema.validate(v, ""), "; ")
 }
+
+// Put registers t, replacing a tool of the same name: tools that come and
+// go while parley runs (an MCP server's) are put and removed. A schema that
+// doesn't compile is an error, and the old tool stays.
+func (r *Registry) Put(t Tool) error {
+	if t.Name == "" || t.Run == nil {
+		return fmt.Errorf("%w: %q has no name or no Run function", ErrInvalidTool, t.Name)
+	}
+	reg := registered{tool: t}
+	if len(bytes.TrimSpace(t.Schema)) > 0 {
+		sch, err := compileSchema(t.Schema)
+		if err != nil {
+			return fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
+		}
+		reg.schema = sch
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tools == nil {
+		r.tools = map[string]registered{}
+	}
+	r.tools[t.Name] = reg
+	return nil
+}
+
+// Remove unregisters the named tool, if there is one.
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.tools, name)
+}

@@ -18,6 +18,10 @@ import (
 const envRunMain = "PARLEY_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envMCPServer) == "1" {
+		serveMCP()
+		os.Exit(0)
+	}
 	if os.Getenv(envRunMain) == "1" {
 		// What main does; main itself can't be called, the test binary owns it.
 		// PARLEY_TEST_CPUPROFILE=FILE writes parley's own CPU profile, for

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"flag"
+
+	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/tools"
+)
+
+// cmdMCP shows the MCP servers of the config: each is started, listed and
+// stopped.
+func cmdMCP(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "ls" {
+		return fmt.Errorf("%w: parley mcp ls [--config FILE] [--json]", errUsage)
+	}
+	fs := flag.NewFlagSet("mcp ls", flag.ContinueOnError)
+	path := configFlag(fs)
+	asJSON := fs.Bool("json", false, "print the servers as JSON")
+	if _, err := parseFlags(fs, args[1:], 0); err != nil {
+		return err
+	}
+	cfg, _, err := loadConfigFor(*path, "mcp")
+	if err != nil {
+		return err
+	}
+	if len(cfg.MCP.Servers) == 0 {
+		fmt.Fprintln(stdout, "no MCP servers; add them under mcp.servers in the config")
+		return nil
+	}
+	m := mcptools.New(cfg.MCP.Servers, tools.NewRegistry(), slog.New(slog.DiscardHandler))
+	defer m.Close()
+	m.Start(ctx)
+	st := m.Statuses()
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(st)
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS")
+	for _, s := range st {
+		detail := strings.Join(s.Tools, ", ")
+		if s.Error != "" {
+			detail = s.Error
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", s.ID, s.State, detail)
+	}
+	return w.Flush()
+}
