@@ -334,20 +334,15 @@ func (c *Callbacks) claim(ctx context.Context) ([]dueCallback, error) {
 	}
 	now := c.opts.Now()
 	var due []dueCallback
-	err := c.opts.DB.Tx(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, fmt.Sprintf(claimCallbacksQuery, lock), dbutil.Millis(now), dbutil.Millis(now.Add(c.opts.Lease)))
+	err := c.opts.DB.Tx(ctx, func(q dbutil.Querier) (err error) {
+		due, err = dbutil.Query(ctx, q, fmt.Sprintf(claimCallbacksQuery, lock), func(r dbutil.Scanner) (dueCallback, error) {
+			var d dueCallback
+			return d, r.Scan(&d.id, &d.url, &d.body, &d.attempt)
+		}, dbutil.Millis(now), dbutil.Millis(now.Add(c.opts.Lease)))
 		if err != nil {
 			return fmt.Errorf("claim due reply callbacks: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var d dueCallback
-			if err := rows.Scan(&d.id, &d.url, &d.body, &d.attempt); err != nil {
-				return err
-			}
-			due = append(due, d)
-		}
-		return rows.Err()
+		return nil
 	})
 	return due, err
 }

@@ -250,21 +250,9 @@ func (s *Store) countOwned(ctx context.Context, o Owner) (int, error) {
 
 func (s *Store) listJobs(ctx context.Context, query string, args ...any) ([]Job, error) {
 	var jobs []Job
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		jobs = jobs[:0]
-		for rows.Next() {
-			j, err := scanJob(rows)
-			if err != nil {
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		return rows.Err()
+	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
+		jobs, err = dbutil.Query(ctx, q, query, func(r dbutil.Scanner) (Job, error) { return scanJob(r) }, args...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list cron jobs: %w", err)
@@ -365,21 +353,9 @@ func (s *Store) oneRun(ctx context.Context, query string, args ...any) (Run, err
 
 func (s *Store) listRuns(ctx context.Context, query string, args ...any) ([]Run, error) {
 	var runs []Run
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		runs = runs[:0]
-		for rows.Next() {
-			r, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			runs = append(runs, r)
-		}
-		return rows.Err()
+	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
+		runs, err = dbutil.Query(ctx, q, query, func(r dbutil.Scanner) (Run, error) { return scanRun(r) }, args...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list cron runs: %w", err)

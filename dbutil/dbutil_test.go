@@ -387,3 +387,33 @@ func TestObserverHearsEveryWait(t *testing.T) {
 		})
 	}
 }
+
+// Query reads every row in order, and gives a scan's error.
+func TestQueryReadsEveryRow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		db := open(t)
+		ctx := context.Background()
+		if _, err := db.Write().ExecContext(ctx, `CREATE TABLE nums (n INTEGER NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{3, 1, 2} {
+			if _, err := db.Write().ExecContext(ctx, `INSERT INTO nums (n) VALUES ($1)`, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := dbutil.Query(ctx, db.Read(), `SELECT n FROM nums WHERE n > $1 ORDER BY n`, func(r dbutil.Scanner) (int, error) {
+			var n int
+			return n, r.Scan(&n)
+		}, 1)
+		if err != nil || len(got) != 2 || got[0] != 2 || got[1] != 3 {
+			t.Fatalf("Query = %v, %v", got, err)
+		}
+		_, err = dbutil.Query(ctx, db.Read(), `SELECT n FROM nums`, func(r dbutil.Scanner) (int, error) {
+			var s struct{}
+			return 0, r.Scan(&s)
+		})
+		if err == nil {
+			t.Fatal("a scan into the wrong type gave no error")
+		}
+	})
+}

@@ -179,3 +179,27 @@ func (c *stmtCache) close() error {
 	c.stmts = nil
 	return errors.Join(errs...)
 }
+
+// Scanner is a row to scan: *sql.Rows in Query's loop.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// Query runs query on q and reads every row with scan, in order: the one
+// loop for reading a list, so no caller forgets rows.Err or Close.
+func Query[T any](ctx context.Context, q Querier, query string, scan func(Scanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -263,23 +263,16 @@ func (s *Store) ApprovePairing(ctx context.Context, code string) (Pairing, error
 // Pairings lists the requests waiting for approval.
 func (s *Store) Pairings(ctx context.Context) ([]Pairing, error) {
 	var out []Pairing
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, listPairingsQuery, dbutil.Millis(s.now()))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
+		out, err = dbutil.Query(ctx, q, listPairingsQuery, func(r dbutil.Scanner) (Pairing, error) {
 			var p Pairing
 			var adapter string
 			var created, expires int64
-			if err := rows.Scan(&p.Code, &adapter, &p.UserID, &p.ChatID, &p.DisplayName, &created, &expires); err != nil {
-				return err
-			}
+			err := r.Scan(&p.Code, &adapter, &p.UserID, &p.ChatID, &p.DisplayName, &created, &expires)
 			p.Adapter, p.CreatedAt, p.ExpiresAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(expires)
-			out = append(out, p)
-		}
-		return rows.Err()
+			return p, err
+		}, dbutil.Millis(s.now()))
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list pairing requests: %w", err)

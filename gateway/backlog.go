@@ -61,23 +61,16 @@ const unsentQuery = `SELECT id, adapter, chat_id, text, status, attempts, last_e
 // most limit.
 func (s *Store) Unsent(ctx context.Context, status string, limit int) ([]Unsent, error) {
 	var out []Unsent
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		rows, err := q.QueryContext(ctx, unsentQuery, status, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
+		out, err = dbutil.Query(ctx, q, unsentQuery, func(r dbutil.Scanner) (Unsent, error) {
 			var u Unsent
 			var adapter string
 			var created, next int64
-			if err := rows.Scan(&u.ID, &adapter, &u.ChatID, &u.Text, &u.Status, &u.Attempts, &u.LastError, &created, &next); err != nil {
-				return err
-			}
+			err := r.Scan(&u.ID, &adapter, &u.ChatID, &u.Text, &u.Status, &u.Attempts, &u.LastError, &created, &next)
 			u.Adapter, u.CreatedAt, u.NextAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(next)
-			out = append(out, u)
-		}
-		return rows.Err()
+			return u, err
+		}, status, limit)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s replies: %w", status, err)

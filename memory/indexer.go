@@ -159,20 +159,10 @@ func (x *Indexer) Flush(ctx context.Context) (int, error) {
 }
 
 func (x *Indexer) due(ctx context.Context) ([]queuedWrite, error) {
-	rows, err := x.store.db.Read().QueryContext(ctx, dueQueueQuery, dbutil.Millis(x.now()), x.batch)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []queuedWrite
-	for rows.Next() {
+	return dbutil.Query(ctx, x.store.db.Read(), dueQueueQuery, func(r dbutil.Scanner) (queuedWrite, error) {
 		var w queuedWrite
-		if err := rows.Scan(&w.itemID, &w.op, &w.generation, &w.attempts); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+		return w, r.Scan(&w.itemID, &w.op, &w.generation, &w.attempts)
+	}, dbutil.Millis(x.now()), x.batch)
 }
 
 // push sends one write. An upsert sends the item as it is now; an item gone

@@ -107,20 +107,9 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 	args = append(args, opts.Limit+1)
 	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
 	var page Page
-	err = s.db.View(ctx, func(r dbutil.Querier) error {
-		rows, err := r.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			sess, err := scanSession(rows)
-			if err != nil {
-				return err
-			}
-			page.Sessions = append(page.Sessions, sess)
-		}
-		return rows.Err()
+	err = s.db.View(ctx, func(r dbutil.Querier) (err error) {
+		page.Sessions, err = dbutil.Query(ctx, r, q, func(row dbutil.Scanner) (Session, error) { return scanSession(row) }, args...)
+		return err
 	})
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
@@ -187,20 +176,9 @@ const activeInChatQuery = `SELECT ` + sessionColumns + ` FROM sessions
 // for the chat, such as a cron report, joins the conversation.
 func (s *SQLStore) ActiveInChat(ctx context.Context, surface, chatID string) ([]Session, error) {
 	var out []Session
-	err := s.db.View(ctx, func(r dbutil.Querier) error {
-		rows, err := r.QueryContext(ctx, activeInChatQuery, surface, chatID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			sess, err := scanSession(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, sess)
-		}
-		return rows.Err()
+	err := s.db.View(ctx, func(r dbutil.Querier) (err error) {
+		out, err = dbutil.Query(ctx, r, activeInChatQuery, func(row dbutil.Scanner) (Session, error) { return scanSession(row) }, surface, chatID)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sessions of chat %s:%s: %w", surface, chatID, err)
