@@ -77,6 +77,9 @@ type Options struct {
 	ID adapters.ID
 	// Notifier delivers results to notify targets; nil records them only.
 	Notifier Notifier
+	// QueueNote queues a fire's report to a target inside the transaction
+	// that stores the reply (Report); nil leaves it all to Notifier.
+	QueueNote QueueNote
 	// Abort stops a run's session turn when it times out; the daemon
 	// passes gateway.Abort.
 	Abort func(key sessions.Key) bool

@@ -69,6 +69,18 @@ func TestCronThroughTheDaemon(t *testing.T) {
 	if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0].Content, "morning report") {
 		t.Fatalf("the chat's conversation: %+v %v", msgs, err)
 	}
+	// The report crossed the outbox once: to the chat, nothing to the
+	// cron channel itself.
+	var toCron, toChat int
+	if err := d.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE adapter = 'cron'`).Scan(&toCron); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE adapter = 'tg' AND chat_id = '42'`).Scan(&toChat); err != nil {
+		t.Fatal(err)
+	}
+	if toCron != 0 || toChat != 1 {
+		t.Fatalf("outbox rows: %d to cron, %d to the chat; want 0 and 1", toCron, toChat)
+	}
 	stop()
 
 	code, out, errOut := parley(t, ctx, "cron", "ls", "--config", path)

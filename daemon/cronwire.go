@@ -8,6 +8,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -54,9 +55,12 @@ func (d *Daemon) openCron(ctx context.Context) error {
 	d.cron, err = cron.New(cron.Options{
 		Store:    store,
 		Notifier: cron.NotifierFunc(d.notifyRun),
-		Abort:    func(k sessions.Key) bool { return d.gw.Abort(k) },
-		OnEnd:    func(st cron.Status) { d.metrics.CronRun(string(st)) },
-		Log:      d.log,
+		QueueNote: func(ctx context.Context, q dbutil.Querier, n cron.Notice) error {
+			return d.queueNote(ctx, q, n.Target.String(), n.Text, n.Key)
+		},
+		Abort: func(k sessions.Key) bool { return d.gw.Abort(k) },
+		OnEnd: func(st cron.Status) { d.metrics.CronRun(string(st)) },
+		Log:   d.log,
 	})
 	return err
 }

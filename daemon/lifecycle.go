@@ -77,7 +77,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	channels[adapters.ID("cron")] = d.cron
 	channels[adapters.ID(apiAdapterID)] = apiChannel{}
 	if len(cfg.Hooks) > 0 {
-		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, Log: log,
+		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: log,
 			OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
 	}
 	d.adapters = channels

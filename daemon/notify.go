@@ -9,9 +9,43 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
+
+// noteRows are the outbox rows of a note to target, chunked at its
+// channel's limit, and the chat's surface and id.
+func (d *Daemon) noteRows(target, text, key string) (replies []gateway.Reply, surface, chat string, err error) {
+	adapter, chat, ok := strings.Cut(target, ":")
+	if !ok || adapter == "" || chat == "" {
+		return nil, "", "", fmt.Errorf("notify target %q is not <adapter id>:<chat id>", target)
+	}
+	surface = adapter
+	for _, a := range d.cfg().Adapters {
+		if a.ID == adapter {
+			surface = a.Type
+		}
+	}
+	if _, ok := d.adapters[adapters.ID(adapter)]; !ok {
+		return nil, "", "", fmt.Errorf("notify target %q: no running channel is called %s", target, adapter)
+	}
+	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
+		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
+	}
+	return replies, surface, chat, nil
+}
+
+// queueNote queues a note to target in q, the transaction that stores the
+// reply of the run that sends it: a cron job's or a webhook's report goes
+// through the outbox once, to its chat.
+func (d *Daemon) queueNote(ctx context.Context, q dbutil.Querier, target, text, key string) error {
+	replies, _, _, err := d.noteRows(target, text, key)
+	if err != nil {
+		return err
+	}
+	return d.store.CompleteIn(ctx, q, nil, "", "", "", replies)
+}
 
 // notify sends text from a hook to a target, "<adapter id>:<chat id>",
 // under the key the hook gives it (stable across a retried reply): through
@@ -24,26 +58,15 @@ func (d *Daemon) notify(ctx context.Context, target, text, key string) error {
 // notifyKeyed is notify under an idempotency key: a note sent again under
 // the same key (a retry after a crash) goes out once.
 func (d *Daemon) notifyKeyed(ctx context.Context, target, text, key string) error {
-	adapter, chat, ok := strings.Cut(target, ":")
-	if !ok || adapter == "" || chat == "" {
-		return fmt.Errorf("notify target %q is not <adapter id>:<chat id>", target)
-	}
-	surface := adapter
-	for _, a := range d.cfg().Adapters {
-		if a.ID == adapter {
-			surface = a.Type
-		}
-	}
-	if _, ok := d.adapters[adapters.ID(adapter)]; !ok {
-		return fmt.Errorf("notify target %q: no running channel is called %s", target, adapter)
-	}
-	var replies []gateway.Reply
-	for i, r := range adapters.Chunk(text, d.limit(adapters.ID(adapter))) {
-		replies = append(replies, gateway.Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: adapters.ID(adapter), ChatID: chat, Text: r})
+	replies, surface, chat, err := d.noteRows(target, text, key)
+	if err != nil {
+		return err
 	}
 	// Queued first, then added to the chat's conversations: a session
 	// created meanwhile is seeded with it (seed), and a message's id made
-	// of the note's and the session's adds it to each session once.
+	// of the note's and the session's adds it to each session once. A run
+	// whose reply queued its notes already (queueNote, in the reply's
+	// transaction) queues nothing here: the keys are the same.
 	if err := d.store.QueueReplies(ctx, replies); err != nil {
 		return fmt.Errorf("queue a note for %s: %w", target, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -21,7 +22,7 @@ func TestWebhookNoteOnceWhenTheReplyIsSentAgain(t *testing.T) {
 		var hooks *webhooks.Server
 		d, url, stop := testDaemonOn(t, dbURL, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\nhooks:\n  - id: ci\n    auth: hmac\n    secret: "+hookSecret+
 			"\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg:42\"]\n", func(d *Daemon) map[adapters.ID]adapters.Adapter {
-			hooks = webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify})
+			hooks = webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote})
 			return map[adapters.ID]adapters.Adapter{"tg": rec, webhooks.AdapterID: hooks}
 		})
 		defer stop()
@@ -33,16 +34,28 @@ func TestWebhookNoteOnceWhenTheReplyIsSentAgain(t *testing.T) {
 		if _, err := rec.WaitSent(wctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		// The reply as the outbox gave it to the hook's channel.
-		var out adapters.Outbound
-		out.Adapter = webhooks.AdapterID
-		if err := d.db.Reader().QueryRowContext(ctx, `SELECT idempotency_key, chat_id, text FROM outbox WHERE adapter = 'webhook'`).
-			Scan(&out.IdempotencyKey, &out.ChatID, &out.Text); err != nil {
+		// The reply crossed the outbox once: straight to the note's chat,
+		// nothing addressed to the hook's own channel.
+		var toHook int
+		if err := d.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE adapter = 'webhook'`).Scan(&toHook); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := hooks.Send(ctx, out); err != nil {
+		if toHook != 0 {
+			t.Fatalf("%d outbox rows addressed to the webhook channel, want none", toHook)
+		}
+		// The reply reported again (a turn run again after a crash) queues
+		// no second note: the same key.
+		var in adapters.Inbound
+		var key, text string
+		if err := d.db.Reader().QueryRowContext(ctx, `SELECT i.id, i.chat_id, s.reply FROM inbound i JOIN webhook_deliveries s ON s.session_key = 'webhook:' || i.chat_id WHERE i.adapter = 'webhook'`).
+			Scan(&key, &in.ChatID, &text); err != nil {
 			t.Fatal(err)
 		}
+		in.Adapter = webhooks.AdapterID
+		if err := d.db.Tx(ctx, func(q dbutil.Querier) error { return hooks.Report(ctx, q, in, key+":0", text, false) }); err != nil {
+			t.Fatal(err)
+		}
+		hooks.Reported(ctx, in, key+":0", text, false)
 		var notes int
 		if err := d.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE adapter = 'tg' AND chat_id = '42'`).Scan(&notes); err != nil {
 			t.Fatal(err)

@@ -639,15 +639,19 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	// Without a stream, the reply's append records the turn's outcome.
 	finished := false
+	var reported *report
 	if stream == nil {
 		input.Finish = func(fctx context.Context, q dbutil.Querier, reply string) error {
 			all := append(append([]job(nil), items...), steered...)
 			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply}
-			ids, replies := g.record(o)
+			ids, replies, rep := g.record(o)
 			if err := g.opts.Store.CompleteIn(fctx, q, ids, o.status, string(o.session), o.err, replies); err != nil {
 				return err
 			}
-			finished = true
+			if err := rep.queue(fctx, q); err != nil {
+				return err
+			}
+			finished, reported = true, rep
 			return nil
 		}
 	}
@@ -665,6 +669,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	all := append(append([]job(nil), items...), steered...)
 	if finished && err == nil {
 		// Its outcome and reply committed with the reply's append.
+		reported.done(ctx)
 		if g.opts.Sender != nil {
 			g.opts.Sender.Wake()
 		}
@@ -771,12 +776,12 @@ type outcome struct {
 // chat of o.replyTo, in one transaction; then it wakes the sender. The
 // reply's key makes a repeat a no-op.
 func (g *Gateway) complete(ctx context.Context, o outcome) {
-	ids, replies := g.record(o)
+	ids, replies, rep := g.record(o)
 	// Recorded even when the turn was aborted; a database outage is waited
 	// out, until shutdown (the next start then answers them again).
 	record := context.WithoutCancel(ctx)
 	err := g.untilStored(record, g.lanes.ctx, "record the outcome of a message", func() error {
-		err := g.opts.Store.Complete(record, ids, o.status, string(o.session), o.err, replies)
+		err := g.opts.Store.CompleteWith(record, ids, o.status, string(o.session), o.err, replies, rep.queue)
 		if errors.Is(err, ErrNotFound) && len(ids) > 0 {
 			// A try whose commit went through though its answer was lost
 			// finished them already; the repeat is a no-op.
@@ -790,16 +795,28 @@ func (g *Gateway) complete(ctx context.Context, o outcome) {
 		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", o.replyTo.in.Adapter, "chat_id", o.replyTo.in.ChatID, "error", err)
 		return
 	}
-	if len(replies) > 0 && g.opts.Sender != nil {
+	rep.done(record)
+	if (len(replies) > 0 || rep != nil) && g.opts.Sender != nil {
 		g.opts.Sender.Wake()
 	}
 }
 
 // record is what complete stores of o: its inbound records' ids and the
-// outbox rows of its reply, chunked at the adapter's limit.
-func (g *Gateway) record(o outcome) (ids []string, replies []Reply) {
+// outbox rows of its reply, chunked at the adapter's limit; or, for a
+// Reporter's message, the report that queues the run's notes instead.
+func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report) {
+	ids = make([]string, len(o.jobs))
+	for i, j := range o.jobs {
+		ids[i] = j.inboundID
+	}
 	limit := 0
 	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
+		if r, ok := ad.(Reporter); ok {
+			if o.text == "" {
+				return ids, nil, nil
+			}
+			return ids, nil, &report{to: r, in: o.replyTo.in, key: o.replyTo.inboundID + ":0", text: o.text, failed: o.status != InboundDone}
+		}
 		if l, ok := ad.(adapters.Limiter); ok {
 			limit = l.MaxMessageLength()
 		}
@@ -813,11 +830,30 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply) {
 	if len(replies) > 0 {
 		replies[0].EditMessageID = o.shown
 	}
-	ids = make([]string, len(o.jobs))
-	for i, j := range o.jobs {
-		ids[i] = j.inboundID
+	return ids, replies, nil
+}
+
+// report is a reply a Reporter reports.
+type report struct {
+	to        Reporter
+	in        adapters.Inbound
+	key, text string
+	failed    bool
+}
+
+// queue queues the report's notes in q; nil does nothing.
+func (rp *report) queue(ctx context.Context, q dbutil.Querier) error {
+	if rp == nil {
+		return nil
 	}
-	return ids, replies
+	return rp.to.Report(ctx, q, rp.in, rp.key, rp.text, rp.failed)
+}
+
+// done tells the Reporter its report committed.
+func (rp *report) done(ctx context.Context) {
+	if rp != nil {
+		rp.to.Reported(ctx, rp.in, rp.key, rp.text, rp.failed)
+	}
 }
 
 // Recover handles messages a crash left unanswered: runs them again or

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -79,3 +80,16 @@ type noChannels struct{}
 
 func (noChannels) Adapter(adapters.ID) (adapters.Adapter, bool) { return nil, false }
 func (noChannels) Streams(adapters.ID) bool                     { return false }
+
+// A Reporter is a channel whose messages are runs that report elsewhere:
+// cron jobs and webhooks. The reply to one of its messages is not queued
+// back to it. Report queues the notes the run sends, in q, the transaction
+// that stores the reply's outcome, so they are queued once, with it, under
+// the run's key (key is the reply's: its message's inbound id and ":0");
+// failed says the turn failed and text is what a chat would have been
+// told. Reported is told after that transaction commits; a crash in
+// between skips it, so what it does must not be needed for delivery.
+type Reporter interface {
+	Report(ctx context.Context, q dbutil.Querier, in adapters.Inbound, key, text string, failed bool) error
+	Reported(ctx context.Context, in adapters.Inbound, key, text string, failed bool)
+}

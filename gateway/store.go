@@ -393,6 +393,18 @@ func (s *Store) Complete(ctx context.Context, inboundIDs []string, status Inboun
 	})
 }
 
+// CompleteWith is Complete, with also run in the same transaction (a
+// Reporter's notes).
+func (s *Store) CompleteWith(ctx context.Context, inboundIDs []string, status InboundStatus, sessionID, errText string, replies []Reply,
+	also func(context.Context, dbutil.Querier) error) error {
+	return s.db.Tx(ctx, func(q dbutil.Querier) error {
+		if err := s.CompleteIn(ctx, q, inboundIDs, status, sessionID, errText, replies); err != nil {
+			return err
+		}
+		return also(ctx, q)
+	})
+}
+
 // CompleteIn is Complete inside the caller's transaction q: a turn's
 // reply, stored in its session, commits with its outcome (see
 // TurnInput.Finish). A message answered already fails it with ErrNotFound.

@@ -99,6 +99,10 @@ type Options struct {
 	Hooks     []config.Hook
 	DB        *dbutil.DB
 	Notify    Notifier
+	// QueueNote queues a reply's note to a target inside the transaction
+	// that stores the reply (Report), under the key Notify uses; nil
+	// leaves the notes to Notify after the commit.
+	QueueNote func(ctx context.Context, q dbutil.Querier, target, text, key string) error
 	Log       *slog.Logger
 	Now       func() time.Time
 	// BodyTimeout bounds a request body's arrival; 0 means
