@@ -155,6 +155,13 @@ type AgentConfig struct {
 	// means unknown, and then nothing is compacted or pruned automatically.
 	MaxContextTokens int
 	Compaction       CompactionConfig
+	// FallbackModels answer, in order, when Model fails in a way another
+	// model may not (a 5xx, an overload, a timeout): the stored message
+	// and the status say which answered.
+	FallbackModels []string
+	// ReasoningEffort ("low", "medium", "high") asks reasoning models to
+	// think more or less; "" leaves the provider's default.
+	ReasoningEffort string
 }
 
 // Input is one user message for a run.

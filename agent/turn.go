@@ -27,7 +27,9 @@ type turn struct {
 	res   Result
 	spec  string
 	model llm.Model
-	call  llm.Request
+	// fallback is how many of the agent's fallback models were tried.
+	fallback int
+	call     llm.Request
 	// reg runs the turn's tool calls; offered are the names the model was
 	// given, the only ones it may call.
 	reg     *tools.Registry
@@ -168,10 +170,11 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		p.DisplayName = displayName(t.req.Inputs)
 	}
 	t.call = llm.Request{
-		Model:     name,
-		System:    BuildSystemPrompt(p),
-		Tools:     llmTools,
-		MaxTokens: cfg.MaxOutputTokens,
+		Model:           name,
+		System:          BuildSystemPrompt(p),
+		Tools:           llmTools,
+		MaxTokens:       cfg.MaxOutputTokens,
+		ReasoningEffort: cfg.ReasoningEffort,
 	}
 	if t.side != nil {
 		t.call.Temperature = t.side.Temperature
@@ -343,6 +346,25 @@ func (t *turn) prune(call llm.Request) ([]llm.Message, PruneStats) {
 // not fit, it prunes tool outputs aggressively and tries once more.
 func (t *turn) callModel(ctx context.Context) (llm.Response, error) {
 	resp, err := t.stream(ctx)
+	// A model that failed in a way another may not (after its own
+	// retries) hands the call to the agent's fallbacks, in order; the one
+	// that answers answers the rest of the turn.
+	for err != nil && ctx.Err() == nil && resp.Text == "" && len(resp.ToolCalls) == 0 && fallbackWorthy(err) && t.fallback < len(t.req.Agent.FallbackModels) {
+		spec := t.req.Agent.FallbackModels[t.fallback]
+		t.fallback++
+		model, name, merr := t.r.model(t.id, spec)
+		if merr != nil {
+			t.r.log.WarnContext(ctx, "fallback model can't be opened", "session_id", t.id, "model", spec, "error", merr)
+			continue
+		}
+		t.r.log.WarnContext(ctx, "model failed; its fallback answers", "session_id", t.id, "model", t.spec, "fallback", spec, "error", err)
+		failed := t.spec
+		t.model, t.spec, t.call.Model = model, spec, name
+		t.r.statuses.update(t.id, func(s *Status) {
+			s.State, s.Message = StateBusy, "answering with fallback model "+spec+" ("+failed+" failed)"
+		})
+		resp, err = t.stream(ctx)
+	}
 	if err == nil || t.aggressive || !errors.Is(err, llm.ErrContextLength) || ctx.Err() != nil ||
 		resp.Text != "" || len(resp.ToolCalls) > 0 {
 		return resp, err
@@ -620,4 +642,12 @@ func joinNonEmpty(parts ...string) string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// fallbackWorthy says whether another model may answer where this one
+// failed: a server error, an overload or rate limit left after retries, a
+// timeout, a connection that failed. A refused request (a bad key, a prompt
+// too long) would fail the same way elsewhere in the agent's setup.
+func fallbackWorthy(err error) bool {
+	return llm.Retryable(err) || errors.Is(err, context.DeadlineExceeded)
 }

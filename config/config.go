@@ -125,6 +125,10 @@ type Provider struct {
 	// OpenAI-compatible server such as Ollama (http://localhost:11434/v1),
 	// vLLM or OpenRouter. It is an http:// or https:// URL when set.
 	BaseURL string `yaml:"base_url"`
+	// MaxConcurrent caps the calls in flight to this provider, so a burst
+	// of chats waits its turn instead of tripping the provider's rate
+	// limits; 0: no cap.
+	MaxConcurrent int `yaml:"max_concurrent"`
 }
 
 // Configured reports whether the provider has an API key or a base URL.
@@ -326,6 +330,12 @@ type Agent struct {
 	History            History    `yaml:"history"`
 	// Files is what the agent reads of the files sent to it.
 	Files AgentFiles `yaml:"files"`
+	// FallbackModels answer, in order, when the model fails in a way
+	// another may not (a 5xx, an overload, a timeout).
+	FallbackModels []string `yaml:"fallback_models"`
+	// ReasoningEffort asks reasoning models to think more or less: low,
+	// medium or high ("": the provider's default).
+	ReasoningEffort string `yaml:"reasoning_effort"`
 
 	loc *time.Location // cached by validation so Location never fails
 }
@@ -511,6 +521,13 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		if len(a.Tools) == 0 {
 			a.Tools = nil // "tools: []" is the same as leaving it out
 		}
+		for j := range a.FallbackModels {
+			a.FallbackModels[j] = strings.TrimSpace(a.FallbackModels[j])
+		}
+		if len(a.FallbackModels) == 0 {
+			a.FallbackModels = nil
+		}
+		a.ReasoningEffort = strings.ToLower(strings.TrimSpace(a.ReasoningEffort))
 		intDefault(&a.MaxSteps, p+"max_steps", DefaultMaxSteps)
 		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
 		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)

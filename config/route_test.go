@@ -230,7 +230,7 @@ func TestAPIKeysRedacted(t *testing.T) {
 	}
 	t.Run("json shape", func(t *testing.T) {
 		out, _ := json.Marshal(c.Providers)
-		want := `{"OpenAI":{"APIKey":"[redacted]","BaseURL":""},"Anthropic":{"APIKey":"[redacted]","BaseURL":""}}`
+		want := `{"OpenAI":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0},"Anthropic":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0}}`
 		if string(out) != want {
 			t.Errorf("json.Marshal(providers) = %s, want %s", out, want)
 		}

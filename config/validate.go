@@ -79,6 +79,9 @@ func (p Provider) validate(ck *checker, prefix string) {
 		// Never quote the key itself.
 		ck.add(prefix+"api_key", "contains spaces or line breaks; an API key is a single word, e.g. ${OPENAI_API_KEY}")
 	}
+	if p.MaxConcurrent < 0 || p.MaxConcurrent > 10000 {
+		ck.add(prefix+"max_concurrent", fmt.Sprintf("%d is out of range; use 1-10000, or 0 for no cap", p.MaxConcurrent))
+	}
 	if p.BaseURL == "" {
 		return
 	}
@@ -261,6 +264,17 @@ func (a *Agent) validate(ck *checker, p string) {
 		ck.add(p+"model", fmt.Sprintf(`%q is not a model: unknown provider %q; %s`, a.Model, provider, modelRule))
 	case provider != "openai" && provider != "anthropic" || model == "" || strings.ContainsAny(a.Model, " \t\r\n"):
 		ck.add(p+"model", fmt.Sprintf(`%q is not a model; %s`, a.Model, modelRule))
+	}
+	for i, f := range a.FallbackModels {
+		fp, fm, ok := strings.Cut(f, "/")
+		if f != "echo" && (!ok || (fp != "openai" && fp != "anthropic") || fm == "" || strings.ContainsAny(f, " \t\r\n")) {
+			ck.add(fmt.Sprintf("%sfallback_models[%d]", p, i), fmt.Sprintf(`%q is not a model; %s`, f, modelRule))
+		}
+	}
+	switch a.ReasoningEffort {
+	case "", "low", "medium", "high":
+	default:
+		ck.add(p+"reasoning_effort", fmt.Sprintf(`%q is not an effort; use low, medium or high, or leave it out`, a.ReasoningEffort))
 	}
 	if a.MaxSteps < 1 || a.MaxSteps > 100 {
 		ck.add(p+"max_steps", fmt.Sprintf("%d is out of range; use 1-100", a.MaxSteps))

@@ -212,3 +212,21 @@ func TestProblemError(t *testing.T) {
 		})
 	}
 }
+
+// Fallback models, a reasoning effort and a provider's concurrency cap are
+// checked like the rest.
+func TestProviderFeatureKeys(t *testing.T) {
+	c, err := Parse([]byte("providers:\n  openai:\n    api_key: sk-x\n    max_concurrent: 4\nagents:\n  - id: default\n    model: openai/gpt-4o\n    fallback_models: [\"anthropic/claude-haiku-4-5\", \"echo\"]\n    reasoning_effort: High\n"), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Providers.OpenAI.MaxConcurrent != 4 || len(c.Agents[0].FallbackModels) != 2 || c.Agents[0].ReasoningEffort != "high" {
+		t.Fatalf("parsed %+v %+v", c.Providers.OpenAI, c.Agents[0])
+	}
+	_, err = Parse([]byte("providers:\n  openai:\n    max_concurrent: -1\nagents:\n  - id: default\n    fallback_models: [\"gpt-4o\"]\n    reasoning_effort: extreme\n"), "parley.yaml", nil)
+	for _, want := range []string{"providers.openai.max_concurrent: -1 is out of range", `agents[0].fallback_models[0]: "gpt-4o" is not a model`, `agents[0].reasoning_effort: "extreme" is not an effort`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems %v; want %q", err, want)
+		}
+	}
+}

@@ -284,10 +284,10 @@ func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
 func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string) (llm.Model, error) {
 	clients := map[string]llm.Model{}
 	if p := cfg.Providers.OpenAI; p.Configured() {
-		clients["openai"] = openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
+		clients["openai"] = llm.WithLimit(openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), p.MaxConcurrent)
 	}
 	if p := cfg.Providers.Anthropic; p.Configured() {
-		clients["anthropic"] = anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL})
+		clients["anthropic"] = llm.WithLimit(anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), p.MaxConcurrent)
 	}
 	return func(spec string) (llm.Model, error) {
 		provider, _, err := llm.ParseModel(spec)
@@ -470,7 +470,8 @@ func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
 		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
-		Compaction: agent.CompactionConfig{Threshold: a.Compaction.Threshold, Model: a.Compaction.Model, Notify: a.Compaction.Notify},
+		Compaction:     agent.CompactionConfig{Threshold: a.Compaction.Threshold, Model: a.Compaction.Model, Notify: a.Compaction.Notify},
+		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort,
 	}
 }
 

@@ -87,6 +87,28 @@ type Request struct {
 	Temperature *float64
 	// MaxTokens caps the output; 0 means the provider's default.
 	MaxTokens int
+	// ReasoningEffort asks a reasoning model to think more or less before
+	// answering: "low", "medium" or "high"; "" leaves the provider's
+	// default. OpenAI takes it as reasoning_effort; Anthropic as extended
+	// thinking with a budget of ThinkingBudget(effort) tokens.
+	ReasoningEffort string
+}
+
+// ReasoningEfforts are the values Request.ReasoningEffort takes.
+var ReasoningEfforts = []string{"low", "medium", "high"}
+
+// ThinkingBudget is the thinking budget, in tokens, an effort maps to for
+// a provider that takes a budget (Anthropic): 0 for "" or an unknown one.
+func ThinkingBudget(effort string) int {
+	switch effort {
+	case "low":
+		return 1024
+	case "medium":
+		return 4096
+	case "high":
+		return 16384
+	}
+	return 0
 }
 
 // Usage counts tokens for one model call. The five counts never overlap, so

@@ -461,3 +461,26 @@ func TestRequestWithoutModel(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A reasoning effort becomes extended thinking with its budget, within a
+// max_tokens above it; none sends no thinking.
+func TestReasoningEffortBecomesThinking(t *testing.T) {
+	s := wiretest.NewServer(t, okStream("ok"), okStream("ok"))
+	req := userReq("think")
+	req.ReasoningEffort, req.MaxTokens = "medium", 1000
+	if _, err := newModel(s).Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newModel(s).Stream(context.Background(), userReq("plain"), nil); err != nil {
+		t.Fatal(err)
+	}
+	body := s.Requests()[0].JSON(t)
+	th, _ := body["thinking"].(map[string]any)
+	if th["type"] != "enabled" || th["budget_tokens"] != float64(llm.ThinkingBudget("medium")) ||
+		body["max_tokens"].(float64) <= float64(llm.ThinkingBudget("medium")) {
+		t.Errorf("body = %s", s.Requests()[0].Body)
+	}
+	if _, ok := s.Requests()[1].JSON(t)["thinking"]; ok {
+		t.Errorf("a request without an effort sent thinking: %s", s.Requests()[1].Body)
+	}
+}

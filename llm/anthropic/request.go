@@ -16,12 +16,19 @@ const DefaultMaxTokens = 4096
 // messagesRequest is the body of POST /v1/messages: only the fields parley
 // sends.
 type messagesRequest struct {
-	Model     string      `json:"model"`
-	MaxTokens int         `json:"max_tokens"`
-	System    []block     `json:"system,omitempty"`
-	Messages  []message   `json:"messages"`
-	Tools     []toolParam `json:"tools,omitempty"`
-	Stream    bool        `json:"stream"`
+	Model     string         `json:"model"`
+	MaxTokens int            `json:"max_tokens"`
+	System    []block        `json:"system,omitempty"`
+	Messages  []message      `json:"messages"`
+	Tools     []toolParam    `json:"tools,omitempty"`
+	Stream    bool           `json:"stream"`
+	Thinking  *thinkingParam `json:"thinking,omitempty"`
+}
+
+// thinkingParam turns extended thinking on with a token budget.
+type thinkingParam struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 type message struct {
@@ -90,6 +97,13 @@ func params(req llm.Request) (*messagesRequest, error) {
 	p := &messagesRequest{Model: req.Model, MaxTokens: DefaultMaxTokens, Stream: true}
 	if req.MaxTokens > 0 {
 		p.MaxTokens = req.MaxTokens
+	}
+	if budget := llm.ThinkingBudget(req.ReasoningEffort); budget > 0 {
+		// The budget counts within max_tokens, which must exceed it.
+		p.Thinking = &thinkingParam{Type: "enabled", BudgetTokens: budget}
+		if p.MaxTokens <= budget {
+			p.MaxTokens = budget + DefaultMaxTokens
+		}
 	}
 	if req.System != "" {
 		p.System = append(p.System, block{Type: "text", Text: req.System, CacheControl: ephemeral})

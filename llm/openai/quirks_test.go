@@ -312,3 +312,22 @@ func TestOpenAfterDone(t *testing.T) {
 		t.Fatal("Stream still waits on a response held open after [DONE]")
 	}
 }
+
+// A reasoning effort goes on the wire as reasoning_effort; none, nothing.
+func TestReasoningEffortOnTheWire(t *testing.T) {
+	s := wiretest.NewServer(t, wiretest.SSE(text("ok"), stop, done), wiretest.SSE(text("ok"), stop, done))
+	req := userReq("think")
+	req.ReasoningEffort = "high"
+	if _, err := newModel(s).Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newModel(s).Stream(context.Background(), userReq("plain"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Requests()[0].JSON(t)["reasoning_effort"]; got != "high" {
+		t.Errorf("reasoning_effort = %v, want high", got)
+	}
+	if _, ok := s.Requests()[1].JSON(t)["reasoning_effort"]; ok {
+		t.Errorf("a request without an effort sent one: %s", s.Requests()[1].Body)
+	}
+}

@@ -46,6 +46,10 @@ func encodeRequest(b []byte, req llm.Request, includeUsage bool) ([]byte, error)
 		b = append(b, `,"max_completion_tokens":`...)
 		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
+	if req.ReasoningEffort != "" {
+		b = append(b, `,"reasoning_effort":`...)
+		b = wire.AppendJSONString(b, req.ReasoningEffort)
+	}
 	b = append(b, `,"messages":[`...)
 	first := true
 	if req.System != "" {
