@@ -31,19 +31,9 @@ func NewRegistry() *Registry {
 // Register adds t. A duplicate name, a missing Run or a schema that does not
 // compile is an error.
 func (r *Registry) Register(t Tool) error {
-	if t.Name == "" {
-		return fmt.Errorf("%w: empty name", ErrInvalidTool)
-	}
-	if t.Run == nil {
-		return fmt.Errorf("%w: %s has no Run function", ErrInvalidTool, t.Name)
-	}
-	reg := registered{tool: t}
-	if len(bytes.TrimSpace(t.Schema)) > 0 {
-		sch, err := compileSchema(t.Schema)
-		if err != nil {
-			return fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
-		}
-		reg.schema = sch
+	reg, err := compile(t)
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -55,6 +45,25 @@ func (r *Registry) Register(t Tool) error {
 	}
 	r.tools[t.Name] = reg
 	return nil
+}
+
+// compile checks t and compiles its schema.
+func compile(t Tool) (registered, error) {
+	if t.Name == "" {
+		return registered{}, fmt.Errorf("%w: empty name", ErrInvalidTool)
+	}
+	if t.Run == nil {
+		return registered{}, fmt.Errorf("%w: %s has no Run function", ErrInvalidTool, t.Name)
+	}
+	reg := registered{tool: t}
+	if len(bytes.TrimSpace(t.Schema)) > 0 {
+		sch, err := compileSchema(t.Schema)
+		if err != nil {
+			return registered{}, fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
+		}
+		reg.schema = sch
+	}
+	return reg, nil
 }
 
 // Tool returns the tool registered as name.
@@ -166,16 +175,9 @@ func (reg registered) validate(args json.RawMessage) string {
 // go while parley runs (an MCP server's) are put and removed. A schema that
 // doesn't compile is an error, and the old tool stays.
 func (r *Registry) Put(t Tool) error {
-	if t.Name == "" || t.Run == nil {
-		return fmt.Errorf("%w: %q has no name or no Run function", ErrInvalidTool, t.Name)
-	}
-	reg := registered{tool: t}
-	if len(bytes.TrimSpace(t.Schema)) > 0 {
-		sch, err := compileSchema(t.Schema)
-		if err != nil {
-			return fmt.Errorf("%w: schema of %s: %w", ErrInvalidTool, t.Name, err)
-		}
-		reg.schema = sch
+	reg, err := compile(t)
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
