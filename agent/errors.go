@@ -14,3 +14,15 @@ var (
 	// was never stored (a crash mid-step).
 	errNoResult = errors.New("no result was recorded")
 )
+
+// RefusedError is a turn refused before it ran, with what to tell the
+// person: the gateway tells them Text as it is.
+type RefusedError struct {
+	Text   string
+	Reason string // for the log, e.g. "session spend cap"
+}
+
+func (e *RefusedError) Error() string { return e.Text }
+
+// UserMessage is what the person is told.
+func (e *RefusedError) UserMessage() string { return e.Text }

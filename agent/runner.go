@@ -111,6 +111,10 @@ func replyOf(msgs []sessions.Message) *sessions.Message {
 // Options configures a Runner.
 type Options struct {
 	Store sessions.Store
+	// Admit, if set, may refuse a turn before a model is called (a spend
+	// cap reached): its error ends the turn. A *RefusedError's text is
+	// what the person is told.
+	Admit func(ctx context.Context, s sessions.Session) error
 	// Models opens a model from a spec like "echo" or "openai/gpt-4o-mini".
 	Models       func(spec string) (llm.Model, error)
 	DefaultModel string

@@ -58,6 +58,13 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 			return t.res, err
 		}
 	}
+	if t.r.opts.Admit != nil && t.side == nil {
+		// A turn the operator's rules refuse (a spend cap reached) ends
+		// here, before any model is called.
+		if err := t.r.opts.Admit(ctx, t.req.Session); err != nil {
+			return t.res, err
+		}
+	}
 	if err := t.prepare(ctx, true); err != nil {
 		return t.res, err
 	}

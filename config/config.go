@@ -74,8 +74,10 @@ type Config struct {
 	// Hooks are the incoming webhooks.
 	Hooks []Hook `yaml:"hooks"`
 	// MCP is the Model Context Protocol servers agents may use tools of.
-	MCP  MCP  `yaml:"mcp"`
-	Cron Cron `yaml:"cron"`
+	MCP MCP `yaml:"mcp"`
+	// Budgets are the daily spend caps.
+	Budgets Budgets `yaml:"budgets"`
+	Cron    Cron    `yaml:"cron"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
 

@@ -261,6 +261,11 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("example mcp = %+v", c.MCP)
 		}
 		want.MCP = c.MCP
+		// The example's price table gives a cost to nothing until a cap is set.
+		if c.Budgets.Any() || len(c.Budgets.Prices) != 1 {
+			t.Errorf("example budgets = %+v", c.Budgets)
+		}
+		want.Budgets = c.Budgets
 		want.file, want.lines = c.file, c.lines
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)

@@ -103,7 +103,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
-	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log)}
+	// The spend caps count each reply's usage with it (nothing while no
+	// cap is set).
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log), sessions.WithAppendHook(d.usageHook)}
 	if cfg.HTTP.CallbackSecret.Reveal() != "" {
 		// A reply's callback is queued in the transaction that stores it.
 		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
@@ -140,7 +142,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
-	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name,
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
 		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
 	// The tools are registered where `parley config check` finds them too.
@@ -538,6 +540,10 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 		line += fmt.Sprintf("\nCompaction at ~%d tokens: about %d more turns.", f.Threshold, f.TurnsLeft)
 	case f.Threshold > 0:
 		line += fmt.Sprintf("\nCompaction at ~%d tokens.", f.Threshold)
+	}
+	// What the spend caps have left today.
+	if b, berr := d.budget(ctx, s.Key, s.ID); berr == nil && b.line() != "" {
+		line += "\n" + b.line()
 	}
 	return line
 }

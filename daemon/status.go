@@ -117,6 +117,7 @@ func (d *Daemon) statusRoute(mux *http.ServeMux) {
 		tokens[i] = t.Reveal()
 	}
 	admin := adminCheck(tokens)
+	d.budgetRoute(mux, admin)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		if !admin(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")

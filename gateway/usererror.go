@@ -92,6 +92,13 @@ func newRef() string {
 // the ref and what to do. A missing or refused provider key says the
 // assistant isn't configured, whatever the apology.
 func (g *Gateway) failed(ctx context.Context, key sessions.Key, msg string, err error, apology string, attrs ...any) (ref, text string) {
+	// A refusal the runner gives in words for the person (a spend cap
+	// reached) is said as it is, and logged at info: nothing failed.
+	var said interface{ UserMessage() string }
+	if errors.As(err, &said) {
+		g.opts.Log.InfoContext(ctx, "turn refused", append([]any{"session_key", key.String(), "reason", err}, attrs...)...)
+		return "", said.UserMessage()
+	}
 	ref = newRef()
 	kind := kindOf(err)
 	g.opts.Log.ErrorContext(ctx, msg, append([]any{"ref", ref, "session_key", key.String(), "error", err}, attrs...)...)

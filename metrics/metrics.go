@@ -68,6 +68,7 @@ type Metrics struct {
 	outboxReclaimed prometheus.Counter
 	webhooks        *prometheus.CounterVec // status
 	cronRuns        *prometheus.CounterVec // status
+	budgetRefusals  *prometheus.CounterVec // scope
 	webhookRefused  *prometheus.CounterVec // hook, reason
 
 	queue, lanes atomic.Pointer[func() int]
@@ -115,6 +116,8 @@ func New() *Metrics {
 		"Webhook deliveries, by status.", "status")
 	m.cronRuns = f.counterVec("parley_cron_runs_total",
 		"Cron job runs, by status.", "status")
+	m.budgetRefusals = f.counterVec("parley_budget_refusals_total",
+		"Turns refused because a daily spend cap was reached, by scope (user, session, agent).", "scope")
 	m.webhookRefused = f.counterVec("parley_webhook_refused_total",
 		"Webhook requests refused, by hook id (unknown for a path naming no hook) and reason (the error code answered: unauthorized, stale, not_found, body_too_large, ...).", "hook", "reason")
 
@@ -179,6 +182,10 @@ func (m *Metrics) WebhookDelivery(status string) { m.webhooks.WithLabelValues(la
 // CronRun counts a finished cron run with its status (cron.Status: ok,
 // error, skipped, timeout).
 func (m *Metrics) CronRun(status string) { m.cronRuns.WithLabelValues(label(status)).Inc() }
+
+// BudgetRefused counts a turn refused because a spend cap (scope: user,
+// session or agent) was reached.
+func (m *Metrics) BudgetRefused(scope string) { m.budgetRefusals.WithLabelValues(label(scope)).Inc() }
 
 // SetQueue sets the function parley_queue_depth reads at each scrape. It
 // runs on the scraping goroutine, so it must be safe to call concurrently

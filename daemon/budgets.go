@@ -1,0 +1,192 @@
+package daemon
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/parleyd/parley/agent"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/sessions"
+)
+
+// The spend caps: usage_daily holds what each user, session and agent used
+// a day (UTC), written with each reply while a cap is set; a turn is
+// refused before it starts once a cap is reached.
+
+const upsertUsageQuery = `INSERT INTO usage_daily (day, scope, tokens, cost) VALUES ($1, $2, $3, $4)
+	ON CONFLICT (day, scope) DO UPDATE SET tokens = usage_daily.tokens + excluded.tokens, cost = usage_daily.cost + excluded.cost`
+
+const sessionKeyQuery = `SELECT user_id, surface, agent_id FROM sessions WHERE id = $1`
+
+// usageDay is the day usage counts in.
+func usageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// scopes are the usage_daily scopes of a session's turn.
+func scopes(key sessions.Key, id sessions.ID) (user, session, agent string) {
+	return "user:" + key.Surface + ":" + key.UserID, "session:" + string(id), "agent:" + key.AgentID
+}
+
+// usageHook records an assistant message's usage against its user, session
+// and agent, in the message's own transaction.
+func (d *Daemon) usageHook(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
+	if m.Role != sessions.RoleAssistant || m.Usage == nil {
+		return nil
+	}
+	u := *m.Usage
+	tokens := u.Input + u.Output + u.Reasoning + u.CacheRead + u.CacheWrite
+	cost := u.CostUSD
+	if cost == 0 {
+		if p, ok := d.cfg().Budgets.Price(m.Model); ok {
+			cost = (float64(u.Input+u.CacheRead+u.CacheWrite)*p.Input + float64(u.Output+u.Reasoning)*p.Output) / 1e6
+		}
+	}
+	if tokens == 0 && cost == 0 {
+		return nil
+	}
+	var key sessions.Key
+	if err := q.QueryRowContext(ctx, sessionKeyQuery, string(m.SessionID)).Scan(&key.UserID, &key.Surface, &key.AgentID); err != nil {
+		return fmt.Errorf("find the session of a reply's usage: %w", err)
+	}
+	day := usageDay(time.Now())
+	user, sess, agent := scopes(key, m.SessionID)
+	for _, scope := range []string{user, sess, agent} {
+		if _, err := q.ExecContext(ctx, upsertUsageQuery, day, scope, tokens, cost); err != nil {
+			return fmt.Errorf("record usage: %w", err)
+		}
+	}
+	return nil
+}
+
+// spent is what a scope used today.
+type spent struct {
+	Tokens int64   `json:"tokens"`
+	USD    float64 `json:"usd"`
+}
+
+// Budget is what is left today of each cap that applies to a session.
+type Budget struct {
+	Day    string     `json:"day"`
+	Limits []CapState `json:"caps"`
+}
+
+// CapState is one cap, what was used of it, and whether it is reached.
+type CapState struct {
+	Scope   string  `json:"scope"` // user, session or agent
+	Unit    string  `json:"unit"`  // tokens or usd
+	Limit   float64 `json:"limit"`
+	Used    float64 `json:"used"`
+	Left    float64 `json:"left"`
+	Reached bool    `json:"reached"`
+}
+
+// budget reads what a session's caps have left today.
+func (d *Daemon) budget(ctx context.Context, key sessions.Key, id sessions.ID) (Budget, error) {
+	b := d.cfg().Budgets
+	out := Budget{Day: usageDay(time.Now()), Limits: []CapState{}}
+	if !b.Any() {
+		return out, nil
+	}
+	user, sess, agent := scopes(key, id)
+	for _, sc := range []struct {
+		name, scope string
+		tokens      int64
+		usd         float64
+	}{{"user", user, b.UserDailyTokens, b.UserDailyUSD}, {"session", sess, b.SessionDailyTokens, b.SessionDailyUSD},
+		{"agent", agent, b.AgentDailyTokens, b.AgentDailyUSD}} {
+		if sc.tokens <= 0 && sc.usd <= 0 {
+			continue
+		}
+		var s spent
+		err := d.db.Reader().QueryRowContext(ctx, `SELECT tokens, cost FROM usage_daily WHERE day = $1 AND scope = $2`, out.Day, sc.scope).Scan(&s.Tokens, &s.USD)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return out, fmt.Errorf("read today's usage: %w", err)
+		}
+		if sc.tokens > 0 {
+			out.Limits = append(out.Limits, capState(sc.name, "tokens", float64(sc.tokens), float64(s.Tokens)))
+		}
+		if sc.usd > 0 {
+			out.Limits = append(out.Limits, capState(sc.name, "usd", sc.usd, s.USD))
+		}
+	}
+	return out, nil
+}
+
+func capState(scope, unit string, limit, used float64) CapState {
+	left := max(limit-used, 0)
+	return CapState{Scope: scope, Unit: unit, Limit: limit, Used: used, Left: left, Reached: used >= limit}
+}
+
+// refusal is the message a turn past a cap gets, or "" when none is
+// reached.
+func (b Budget) refusal() (string, string) {
+	for _, c := range b.Limits {
+		if !c.Reached {
+			continue
+		}
+		who := map[string]string{"user": "you", "session": "this conversation", "agent": "this assistant"}[c.Scope]
+		return fmt.Sprintf("Sorry, %s reached today's usage limit, so I can't answer now. It resets at midnight UTC; the operator can raise it (budgets in parley's config).", who), c.Scope
+	}
+	return "", ""
+}
+
+// line says what is left, for /status.
+func (b Budget) line() string {
+	if len(b.Limits) == 0 {
+		return ""
+	}
+	parts := make([]string, len(b.Limits))
+	for i, c := range b.Limits {
+		if c.Unit == "usd" {
+			parts[i] = fmt.Sprintf("%s $%.2f of $%.2f left", c.Scope, c.Left, c.Limit)
+		} else {
+			parts[i] = fmt.Sprintf("%s %.0f of %.0f tokens left", c.Scope, c.Left, c.Limit)
+		}
+	}
+	return "Today: " + strings.Join(parts, " · ") + "."
+}
+
+// budgetRoute serves GET /v1/sessions/{id}/budget: what the session's caps
+// have left today, to a request with an API token.
+func (d *Daemon) budgetRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
+	mux.HandleFunc("GET /v1/sessions/{id}/budget", func(w http.ResponseWriter, r *http.Request) {
+		if !admin(r) {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized", "message": "send one of http.tokens as a bearer token"}})
+			return
+		}
+		s, err := d.sessions.Session(r.Context(), sessions.ID(r.PathValue("id")))
+		if err != nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]string{"code": "not_found", "message": "no session has that id"}})
+			return
+		}
+		b, err := d.budget(r.Context(), s.Key, s.ID)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable", "message": "the database didn't answer; try again"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, b)
+	})
+}
+
+// admit refuses a turn once a spend cap of its session is reached: the
+// person is told in plain words, and no provider is called.
+func (d *Daemon) admit(ctx context.Context, s sessions.Session) error {
+	if !d.cfg().Budgets.Any() {
+		return nil
+	}
+	b, err := d.budget(ctx, s.Key, s.ID)
+	if err != nil {
+		return err
+	}
+	text, scope := b.refusal()
+	if text == "" {
+		return nil
+	}
+	d.metrics.BudgetRefused(scope)
+	return &agent.RefusedError{Text: text, Reason: scope + " spend cap reached"}
+}

@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+
+	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/sessions"
+)
+
+// A session's daily token cap: the first turn is answered, the next is
+// refused in plain words without calling the model, /status and the API say
+// what is left, and the refusal is counted; another chat is not affected.
+func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dbURL string) {
+		tg := telegramtest.NewServer()
+		defer tg.Close()
+		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\nbudgets:\n  session_daily_tokens: 10\n"+
+			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
+		d, _, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
+			channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return channels
+		})
+		defer stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		say := func(chat int64, text string, n int) string {
+			t.Helper()
+			tg.InjectText(chat, chat, text)
+			sent, err := tg.WaitSent(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sent[n-1].Text
+		}
+		if got := say(7, "a first question that uses some tokens", 1); !strings.Contains(got, "a first question") {
+			t.Fatalf("the first turn: %q", got)
+		}
+		calls := len(d.offline.Requests())
+		if got := say(7, "a second question", 2); !strings.Contains(got, "reached today's usage limit") {
+			t.Fatalf("the turn past the cap: %q", got)
+		}
+		if n := len(d.offline.Requests()); n != calls {
+			t.Fatalf("the model was called past the cap (%d calls, was %d)", n, calls)
+		}
+		if got := say(7, "/status", 3); !strings.Contains(got, "Today: session 0 of 10 tokens left.") {
+			t.Fatalf("/status: %q", got)
+		}
+		if got := say(8, "another chat", 4); !strings.Contains(got, "another chat") {
+			t.Fatalf("another chat's turn: %q", got)
+		}
+		s, err := d.sessions.Active(ctx, sessions.ChatKey("telegram", "7", "7", "default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(d.withStatus(http.NotFoundHandler()))
+		defer hs.Close()
+		req, _ := http.NewRequest("GET", hs.URL+"/v1/sessions/"+string(s.ID)+"/budget", nil)
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b Budget
+		_ = json.NewDecoder(resp.Body).Decode(&b)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(b.Limits) != 1 || !b.Limits[0].Reached || b.Limits[0].Scope != "session" || b.Limits[0].Used < 10 {
+			t.Fatalf("GET budget: %d %+v", resp.StatusCode, b)
+		}
+		rec := httptest.NewRecorder()
+		d.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if !strings.Contains(rec.Body.String(), `parley_budget_refusals_total{scope="session"} 1`) {
+			t.Fatalf("the refusal isn't counted:\n%s", rec.Body.String())
+		}
+	})
+}

@@ -1,0 +1,11 @@
+-- +goose Up
+-- What each user, session and agent spent a day (UTC), for the spend caps:
+-- tokens of every kind, and dollars where the provider or the price table
+-- gives them. Written with each reply, only while a cap is set.
+CREATE TABLE usage_daily (
+    day     TEXT NOT NULL,
+    scope   TEXT NOT NULL,
+    tokens  INTEGER NOT NULL DEFAULT 0,
+    cost    REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (day, scope)
+);
