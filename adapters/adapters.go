@@ -42,6 +42,9 @@ type Inbound struct {
 	// Model, set by the API for one message, overrides the model for the
 	// run that answers it.
 	Model string `json:"model,omitempty"`
+	// ReasoningEffort, set by the API for one message, overrides the
+	// agent's for the run that answers it.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	// Unattributed, set by the API, keeps the text as the client sent it,
 	// without a sender's name, even in a session keyed like a group's
 	// (one created without a user): it is no group member's message.

@@ -55,3 +55,22 @@ func TestFallbackModelAnswers(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// The agent's reasoning effort goes with every call; a message's own
+// overrides it for its run.
+func TestReasoningEffortReachesTheModel(t *testing.T) {
+	model := echo.New()
+	e := newEnv(t, model)
+	s := e.cliSession()
+	cfg := AgentConfig{ID: "a1", Model: "echo", ReasoningEffort: "low"}
+	if _, err := e.run(Request{Session: s, Inputs: []Input{{Text: "one"}}, Agent: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.run(Request{Session: s, Inputs: []Input{{Text: "two", ReasoningEffort: "high"}}, Agent: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || reqs[0].ReasoningEffort != "low" || reqs[1].ReasoningEffort != "high" {
+		t.Fatalf("efforts sent: %+v", reqs)
+	}
+}

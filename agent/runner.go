@@ -176,8 +176,10 @@ type Input struct {
 	Text        string
 	DisplayName string
 	// Model overrides the model spec for this run.
-	Model     string
-	Synthetic bool
+	Model string
+	// ReasoningEffort overrides the agent's for this run.
+	ReasoningEffort string
+	Synthetic       bool
 	// Parts are stored with the message: files sent with it
 	// (sessions.FilePart), which the model reads as a line each, with
 	// the text parley read of them.

@@ -183,6 +183,12 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		MaxTokens:       cfg.MaxOutputTokens,
 		ReasoningEffort: cfg.ReasoningEffort,
 	}
+	for i := len(t.req.Inputs) - 1; i >= 0; i-- {
+		if e := t.req.Inputs[i].ReasoningEffort; e != "" {
+			t.call.ReasoningEffort = e // the message's own, over the agent's
+			break
+		}
+	}
 	if t.side != nil {
 		t.call.Temperature = t.side.Temperature
 		if t.side.MaxTokens > 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
@@ -86,4 +87,18 @@ func TestBadModelOverride(t *testing.T) {
 			t.Fatalf("session %v", got)
 		}
 	})
+}
+
+// A message's reasoning effort is low, medium or high; anything else is
+// 400 naming them.
+func TestBadReasoningEffort(t *testing.T) {
+	e := newEnv(t, func(t testing.TB) *dbutil.DB { return dbtest.SQLite(t) })
+	s := e.createSession(t, `{}`)
+	if r := e.do(t, "POST", "/v1/sessions/"+string(s.ID)+"/messages", `{"content":"hi","reasoning_effort":"extreme"}`); r.status != 400 ||
+		!strings.Contains(string(r.body), "low, medium or high") {
+		t.Fatalf("a bad effort: %d %s", r.status, r.body)
+	}
+	if r := e.do(t, "POST", "/v1/sessions/"+string(s.ID)+"/messages", `{"content":"hi","reasoning_effort":"high"}`); r.status != 202 {
+		t.Fatalf("a good effort: %d %s", r.status, r.body)
+	}
 }

@@ -32,7 +32,9 @@ type SendRequest struct {
 	Content   string
 	// Model overrides the model for this message's run.
 	Model string
-	Files []FileRef
+	// ReasoningEffort overrides the agent's for this message's run.
+	ReasoningEffort string
+	Files           []FileRef
 	// IfIdle refuses (ErrBusy) instead of queueing when the session is busy.
 	IfIdle bool
 }
@@ -77,10 +79,13 @@ func (s *server) runner() (Runner, error) {
 
 // SendMessageRequest is the body of POST /v1/sessions/{id}/messages.
 type SendMessageRequest struct {
-	Content string    `json:"content"`
-	Model   string    `json:"model,omitempty"`
-	Files   []FileRef `json:"files,omitempty"`
-	IfIdle  bool      `json:"if_idle,omitempty"`
+	Content string `json:"content"`
+	Model   string `json:"model,omitempty"`
+	// ReasoningEffort (low, medium, high) overrides the agent's for this
+	// message's run.
+	ReasoningEffort string    `json:"reasoning_effort,omitempty"`
+	Files           []FileRef `json:"files,omitempty"`
+	IfIdle          bool      `json:"if_idle,omitempty"`
 }
 
 // SendMessageResponse answers POST /v1/sessions/{id}/messages (202).
@@ -108,6 +113,11 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	if err := checkModel(req.Model); err != nil {
 		return err
 	}
+	switch req.ReasoningEffort {
+	case "", "low", "medium", "high":
+	default:
+		return badRequest("reasoning_effort must be low, medium or high")
+	}
 	for i, f := range req.Files {
 		if f.ID == "" && f.URL == "" {
 			return badRequest("files[" + strconv.Itoa(i) + "] needs an id or a url")
@@ -124,7 +134,7 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		return ErrBusy
 	}
 	runID, err := run.Send(r.Context(), SendRequest{SessionID: sess.ID, Content: req.Content, Model: strings.TrimSpace(req.Model),
-		Files: req.Files, IfIdle: ifIdle || req.IfIdle})
+		ReasoningEffort: req.ReasoningEffort, Files: req.Files, IfIdle: ifIdle || req.IfIdle})
 	if err != nil {
 		return err
 	}

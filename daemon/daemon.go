@@ -418,7 +418,7 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	a, _ := d.cfg().Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
-		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, RunID: apiRunID(m)}
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, ReasoningEffort: m.ReasoningEffort, RunID: apiRunID(m)}
 		if i < len(in.IDs) {
 			// The inbound id (a UUID) doubles as the user message's id, so
 			// a re-run after a crash does not store the message twice.
