@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -85,45 +84,4 @@ func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
 			t.Fatalf("the refusal isn't counted:\n%s", rec.Body.String())
 		}
 	})
-}
-
-// The kv tools store what an agent keeps for a session; the API reads it.
-func TestSessionStorageThroughTheAPI(t *testing.T) {
-	d, _, stop := testDaemon(t, "http:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
-	defer stop()
-	ctx := context.Background()
-	s, _, err := d.sessions.Resolve(ctx, sessions.CLIKey("u", "default"), sessions.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.kv.Set(ctx, s.ID, "plan", "ship it"); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(d.withStatus(http.NotFoundHandler()))
-	defer hs.Close()
-	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", hs.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+apiToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		_, _ = io.Copy(&b, resp.Body)
-		return resp.StatusCode, b.String()
-	}
-	if code, body := get("/v1/sessions/" + string(s.ID) + "/kv"); code != 200 || !strings.Contains(body, `"key":"plan"`) || !strings.Contains(body, `"value":"ship it"`) {
-		t.Fatalf("list: %d %s", code, body)
-	}
-	if code, body := get("/v1/sessions/" + string(s.ID) + "/kv/plan"); code != 200 || !strings.Contains(body, "ship it") {
-		t.Fatalf("get: %d %s", code, body)
-	}
-	if code, _ := get("/v1/sessions/" + string(s.ID) + "/kv/nope"); code != 404 {
-		t.Fatalf("a missing key: %d", code)
-	}
-	names, err := builtinToolNames()
-	if err != nil || !strings.Contains(strings.Join(names, " "), "kv_set") {
-		t.Fatalf("the kv tools aren't built in: %v %v", names, err)
-	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
-	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
@@ -56,7 +55,6 @@ type Daemon struct {
 	indexer     *memory.Indexer
 	store       *gateway.Store
 	mcp         *mcptools.Manager // the MCP servers' tools
-	kv          *kv.Store         // sessions' own key/value storage
 	adapters    map[adapters.ID]adapters.Adapter
 	release     func()
 	applied     int
@@ -147,7 +145,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
 		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
-	d.kv = kv.New(db)
 	// The tools are registered where `parley config check` finds them too.
 	if err := d.registerTools(toolReg); err != nil {
 		return fail(err)

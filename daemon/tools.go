@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/mcptools"
 
 	"github.com/parleyd/parley/agent"
@@ -24,7 +23,6 @@ import (
 func (d *Daemon) registerTools(reg *tools.Registry) error {
 	builtin := d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget})
 	builtin = append(builtin, memory.Tools(d.memory)...)
-	builtin = append(builtin, kv.Tools(d.kv)...)
 	builtin = append(builtin, d.runner.SpawnTool(agent.SpawnOptions{
 		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
 			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})
