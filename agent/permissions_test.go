@@ -15,7 +15,9 @@ import (
 // askerFunc is an Asker from a function.
 type askerFunc func(ctx context.Context, q permissions.Question) (permissions.Answer, error)
 
-func (f askerFunc) Ask(ctx context.Context, q permissions.Question) (permissions.Answer, error) { return f(ctx, q) }
+func (f askerFunc) Ask(ctx context.Context, q permissions.Question) (permissions.Answer, error) {
+	return f(ctx, q)
+}
 
 // A tool call that must be asked about pauses the turn: the status shows
 // waiting_for_permission, the question and its outcome are published, and
