@@ -76,6 +76,9 @@ type Config struct {
 	// MCP is the Model Context Protocol servers agents may use tools of.
 	MCP  MCP  `yaml:"mcp"`
 	Cron Cron `yaml:"cron"`
+	// Permissions hold the ask timeout and project rules of tool
+	// permissions (agents have their own rules).
+	Permissions Permissions `yaml:"permissions"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
 
@@ -326,6 +329,8 @@ type Agent struct {
 	History            History    `yaml:"history"`
 	// Files is what the agent reads of the files sent to it.
 	Files AgentFiles `yaml:"files"`
+	// Permissions are the agent's own tool permission rules.
+	Permissions []PermissionRule `yaml:"permissions"`
 
 	loc *time.Location // cached by validation so Location never fails
 }

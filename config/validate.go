@@ -35,6 +35,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateHooks(ck)
 	c.validateCron(ck)
 	c.checkMCP(ck)
+	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
 
 	firstUse := map[string]int{}
