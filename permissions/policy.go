@@ -5,7 +5,8 @@ import (
 	"sort"
 )
 
-// ProjectRule is a project rule written in the config: for one agent, and
+// ProjectRule is a project rule written in the config: for one agent (or,
+// with Agent empty, every agent), and
 // for one user ("<surface>:<user id>", as User is everywhere here) or, with
 // User empty, for every user of the agent. It overrides the agent's
 // manifest rules but not its pins.
@@ -69,7 +70,12 @@ func (p *Policy) layers(agent, user string) Layers {
 		return Layers{}
 	}
 	l := Layers{Manifest: p.manifest[agent]}
-	if users := p.project[agent]; users != nil {
+	// Rules for every agent (Agent ""), then the agent's own.
+	for _, a := range [2]string{"", agent} {
+		users := p.project[a]
+		if users == nil || a == "" && agent == "" {
+			continue
+		}
 		if s, ok := users[""]; ok {
 			l.Project = append(l.Project, s)
 		}

@@ -124,6 +124,7 @@ func TestPolicyLayers(t *testing.T) {
 	p, err := NewPolicy(map[string][]Rule{"a": {r("github__*", Deny)}}, []ProjectRule{
 		{Agent: "a", User: "telegram:1", Rule: r("github__list_issues", Allow)},
 		{Agent: "a", Rule: r("github__search", Allow)},
+		{Rule: r("fs__read", Allow)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +137,8 @@ func TestPolicyLayers(t *testing.T) {
 		{"a", "telegram:2", "github__list_issues", Deny},
 		{"a", "telegram:2", "github__search", Allow},
 		{"b", "telegram:1", "github__list_issues", Ask},
+		{"b", "telegram:1", "fs__read", Allow},
+		{"a", "", "fs__read", Allow},
 	} {
 		if v := Evaluate(tc.tool, p.layers(tc.agent, tc.user), true); v.Decision != tc.want {
 			t.Errorf("agent %s user %s tool %s: %s (%s), want %s", tc.agent, tc.user, tc.tool, v.Decision, v.Why(), tc.want)
