@@ -36,8 +36,9 @@ type Options struct {
 // when they say ask, and stores the answers that last. Safe for concurrent
 // use.
 type Checker struct {
-	opts   Options
-	policy atomic.Pointer[Policy]
+	opts    Options
+	policy  atomic.Pointer[Policy]
+	timeout atomic.Int64 // the ask timeout, in nanoseconds
 }
 
 // NewChecker returns a Checker.
@@ -56,6 +57,7 @@ func NewChecker(opts Options) *Checker {
 	}
 	c := &Checker{opts: opts}
 	c.policy.Store(opts.Policy)
+	c.timeout.Store(int64(opts.AskTimeout))
 	return c
 }
 
@@ -64,7 +66,16 @@ func NewChecker(opts Options) *Checker {
 func (c *Checker) SetPolicy(p *Policy) { c.policy.Store(p) }
 
 // AskTimeout is how long a question waits for an answer.
-func (c *Checker) AskTimeout() time.Duration { return c.opts.AskTimeout }
+func (c *Checker) AskTimeout() time.Duration { return time.Duration(c.timeout.Load()) }
+
+// SetAskTimeout changes the ask timeout, as a reload does; 0 is
+// DefaultAskTimeout.
+func (c *Checker) SetAskTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultAskTimeout
+	}
+	c.timeout.Store(int64(d))
+}
 
 // Call is one tool call to judge.
 type Call struct {
@@ -137,7 +148,7 @@ func (c *Checker) ask(ctx context.Context, call Call, v Verdict) error {
 	if v.Pinned {
 		choices = pinnedChoices
 	}
-	timeout := c.opts.AskTimeout
+	timeout := c.AskTimeout()
 	q := Question{ID: uuid.Must(uuid.NewV7()).String(), SessionID: call.SessionID, AgentID: call.AgentID, User: o.User,
 		Tool: call.Tool, Arguments: call.Arguments, Choices: choices, Why: v.Why(), Expires: c.opts.Now().Add(timeout)}
 	actx, cancel := context.WithTimeout(ctx, timeout)
