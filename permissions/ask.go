@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -158,6 +160,23 @@ type Unattended struct {
 	Key string
 	// Allow lists the tools (names or patterns) it allows.
 	Allow []string
+
+	mu     sync.Mutex
+	denied []string
+}
+
+// Denied lists the calls denied so far for want of an answer, each as
+// "<tool>: <why>", for the run's receipt.
+func (u *Unattended) Denied() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.denied)
+}
+
+func (u *Unattended) deny(tool, why string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.denied = append(u.denied, tool+": "+why)
 }
 
 // allows reports whether the run's config allows tool.

@@ -138,8 +138,10 @@ func (c *Checker) ask(ctx context.Context, call Call, v Verdict) error {
 		if u.allows(call.Tool) {
 			return nil
 		}
-		return &DeniedError{Tool: call.Tool, Reason: fmt.Sprintf("it needs a person's approval (%s), and nobody is there to ask in %s; "+
-			"the operator can allow it with %s", v.Why(), u.What, u.Key)}
+		why := fmt.Sprintf("it needs a person's approval (%s), and nobody is there to ask in %s; "+
+			"the operator can allow it with %s", v.Why(), u.What, u.Key)
+		u.deny(call.Tool, why)
+		return &DeniedError{Tool: call.Tool, Reason: why}
 	}
 	if o.Ask == nil {
 		return &DeniedError{Tool: call.Tool, Reason: fmt.Sprintf("it needs a person's approval (%s), and nobody can be asked here", v.Why())}

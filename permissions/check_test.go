@@ -156,6 +156,9 @@ func TestCheckerUnattended(t *testing.T) {
 			t.Errorf("%s: the denial doesn't say why: %v", tc.tool, err)
 		}
 	}
+	if d := u.Denied(); len(d) != 1 || !strings.HasPrefix(d[0], "gh__delete: it needs a person's approval") {
+		t.Errorf("denied %q", d)
+	}
 	err := c.Check(context.Background(), Call{Tool: "gh__list", AgentID: "a"})
 	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "nobody can be asked") {
 		t.Fatalf("no origin: %v", err)
