@@ -18,6 +18,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
 )
@@ -227,6 +228,21 @@ type Request struct {
 	// and that record commit together, in one durable write. Its error
 	// fails the append, and the run. Result.Finished says it committed.
 	Finish func(ctx context.Context, q dbutil.Querier, res Result) error
+	// Asker asks the person the turn answers when a permission rule says
+	// a tool call must be asked about; nil means nobody can be asked, and
+	// such a call is denied (unless Unattended allows it).
+	Asker Asker
+	// User is who the turn answers, "<surface>:<user id>": in a group, the
+	// person who addressed the bot. Their "always" answers apply, and only
+	// they may answer its questions. Empty: the session's own user.
+	User string
+	// Unattended, for a run nobody watches (a cron job, a webhook), says
+	// which tools its config allows without asking.
+	Unattended *permissions.Unattended
+
+	// inherited is a subagent's parent turn's origin: the child's
+	// questions go to the same person, through the parent.
+	inherited *permissions.Origin
 }
 
 // Result is what a run produced.

@@ -15,6 +15,9 @@ const (
 	StateBusy     State = "busy"
 	StateRetrying State = "retrying"
 	StateError    State = "error"
+	// StateWaitingForPermission: the turn waits for the person to answer
+	// whether a tool may run (Message says which).
+	StateWaitingForPermission State = "waiting_for_permission"
 )
 
 // Status is a session's in-memory run state.

@@ -107,7 +107,9 @@ func (r *Runner) SpawnTool(opts SpawnOptions) tools.Tool {
 			defer cancel(nil)
 			stop := context.AfterFunc(ctx, func() { cancel(ErrAbortedByParent) })
 			defer stop()
-			res, err := r.Run(childCtx, Request{Session: child, Agent: cfg, Inputs: []Input{{Text: args.Task}}})
+			// The child's tool calls ask the parent's person, the same way.
+			origin := call.Origin
+			res, err := r.Run(childCtx, Request{Session: child, Agent: cfg, Inputs: []Input{{Text: args.Task}}, inherited: &origin})
 			switch {
 			case errors.Is(context.Cause(childCtx), ErrAbortedByParent):
 				return "", ErrAbortedByParent

@@ -44,6 +44,7 @@ type turn struct {
 	streak  int
 	warned  bool
 
+	asking     asking             // the permission questions open
 	side       *SideTurn          // set on a side turn (the memory flush)
 	window     int                // the model's context window; 0 if unknown
 	history    []sessions.Message // the live context, side turns left out
@@ -511,7 +512,8 @@ func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) tools.Result {
 	if !t.offered[c.Name] {
 		return tools.Failed(fmt.Errorf("%w %s", tools.ErrUnknownTool, c.Name))
 	}
-	res := t.reg.Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments})
+	res := t.reg.Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments,
+		Origin: t.origin()})
 	var pe *tools.PanicError
 	switch {
 	case errors.As(res.Err, &pe):

@@ -69,6 +69,9 @@ type Options struct {
 	// DefaultMaxTitleChars and DefaultMaxMetadataBytes.
 	MaxTitleChars    int
 	MaxMetadataBytes int
+	// Permissions takes the answers to runs' permission questions;
+	// without it that route answers 503.
+	Permissions Permissions
 	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
 	Heartbeat time.Duration
 	Log       *slog.Logger
@@ -119,6 +122,7 @@ func New(opts Options) http.Handler {
 		{"GET /v1/sessions/{id}/status", s.status},
 		{"POST /v1/sessions/{id}/abort", s.abort},
 		{"POST /v1/sessions/{id}/compact", s.compact},
+		{"POST /v1/sessions/{id}/permissions/{request_id}", s.answerPermission},
 		{"GET /v1/sessions/{id}/events", s.events},
 		{"POST /v1/sessions/{id}/rewind", s.rewind},
 		{"POST /v1/sessions/{id}/unrewind", s.unrewind},

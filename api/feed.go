@@ -25,10 +25,14 @@ import (
 //	assistant message usage → usage {message_id, model, input, output, ...}
 //	memory compaction       → context.compacted {summary_id, trigger, archived, ...}, then its copy
 //	                          under the old name context_compacted (until the next release)
+//	agent permission.requested → permission.requested {request_id, tool, arguments, choices, user, why, expires_at},
+//	                          then status {state: waiting_for_permission}
+//	agent permission.resolved  → permission.resolved {request_id, answer}, then status {state: busy}
 //	agent turn.finished     → status {state: idle|error}, then turn.finished {steps, usage, aborted, error}
 func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
-		agent.EventToolCompleted, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended)
+		agent.EventToolCompleted, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended,
+		agent.EventPermissionRequested, agent.EventPermissionResolved)
 	return func(ctx context.Context) error {
 		defer sub.Close()
 		sweepCtx, stopSweep := context.WithCancel(ctx)
@@ -159,6 +163,14 @@ func (l *EventLog) ingest(e events.Event) {
 			TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter, DurationMS: d.Duration.Milliseconds(), Model: d.Model}
 		l.appendToRun(envelope(sid, TypeContextCompacted, e.At, data))
 		l.appendToRun(envelope(sid, TypeContextCompactedOld, e.At, data))
+	case agent.PermissionRequested, agent.PermissionResolved:
+		ev, _ := permissionEvent(sid, e.At, d)
+		st := Status{State: StateWaitingForPermission}
+		if _, done := d.(agent.PermissionResolved); done {
+			st = Status{State: StateBusy}
+		}
+		l.appendToRun(ev)
+		l.appendToRun(envelope(sid, TypeStatus, e.At, st))
 	case agent.TurnFinished:
 		st := Status{State: StateIdle}
 		if d.Error != "" && !d.Aborted {

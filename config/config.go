@@ -78,6 +78,9 @@ type Config struct {
 	// Budgets are the daily spend caps.
 	Budgets Budgets `yaml:"budgets"`
 	Cron    Cron    `yaml:"cron"`
+	// Permissions hold the ask timeout and project rules of tool
+	// permissions (agents have their own rules).
+	Permissions Permissions `yaml:"permissions"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
 
@@ -338,6 +341,8 @@ type Agent struct {
 	// ReasoningEffort asks reasoning models to think more or less: low,
 	// medium or high ("": the provider's default).
 	ReasoningEffort string `yaml:"reasoning_effort"`
+	// Permissions are the agent's own tool permission rules.
+	Permissions []PermissionRule `yaml:"permissions"`
 
 	loc *time.Location // cached by validation so Location never fails
 }

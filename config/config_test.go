@@ -223,9 +223,15 @@ func TestExampleFile(t *testing.T) {
 		if got := c.Agents[1].Location().String(); got != "Europe/Berlin" {
 			t.Errorf("family location = %q, want Europe/Berlin", got)
 		}
-		// The first agent shows every default, so it must equal them.
-		if want := Default().Agents[0]; !reflect.DeepEqual(c.Agents[0], want) {
-			t.Errorf("example agents[0] = %+v, want the defaults %+v", c.Agents[0], want)
+		// The first agent shows every default, so it must equal them, but
+		// for the permission rules it shows (there are none by default).
+		if len(c.Agents[0].Permissions) != 2 {
+			t.Errorf("example agents[0].permissions = %+v, want two rules", c.Agents[0].Permissions)
+		}
+		shown := c.Agents[0]
+		shown.Permissions = nil
+		if want := Default().Agents[0]; !reflect.DeepEqual(shown, want) {
+			t.Errorf("example agents[0] = %+v, want the defaults %+v", shown, want)
 		}
 		// The example's bindings are checked below; there are none by default.
 		wantBindings := []Binding{
@@ -266,6 +272,11 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("example budgets = %+v", c.Budgets)
 		}
 		want.Budgets = c.Budgets
+		// Its project rule is an example; the ask timeout is the default.
+		if len(c.Permissions.Rules) != 1 || c.Permissions.AskTimeout != DefaultAskTimeout {
+			t.Errorf("example permissions = %+v", c.Permissions)
+		}
+		want.Permissions = c.Permissions
 		want.file, want.lines = c.file, c.lines
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)

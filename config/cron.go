@@ -29,6 +29,10 @@ type CronJob struct {
 	// run, once; 0 turns catching up off.
 	CatchUp Duration `yaml:"catch_up"`
 	Timeout Duration `yaml:"timeout"`
+	// AllowTools lists the tools (names or patterns) that may run in the
+	// job's turns where a permission rule says ask: nobody is there to
+	// answer, so any other such call is denied.
+	AllowTools []string `yaml:"allow_tools"`
 }
 
 // IsEnabled reports whether the job fires.

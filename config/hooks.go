@@ -26,6 +26,10 @@ type Hook struct {
 	Timeout Duration `yaml:"timeout"`
 	// Notify lists where the reply goes, as "<adapter id>:<chat id>".
 	Notify []string `yaml:"notify"`
+	// AllowTools lists the tools (names or patterns) that may run in the
+	// hook's turns where a permission rule says ask: nobody is there to
+	// answer, so any other such call is denied.
+	AllowTools []string `yaml:"allow_tools"`
 
 	tmpl *template.Template
 }

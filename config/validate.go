@@ -36,6 +36,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateCron(ck)
 	c.checkMCP(ck)
 	c.Budgets.validate(ck)
+	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
 
 	firstUse := map[string]int{}

@@ -25,6 +25,7 @@ import (
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
 )
@@ -54,7 +55,10 @@ type Daemon struct {
 	offline     *echo.Model // answers for agents without a provider key
 	indexer     *memory.Indexer
 	store       *gateway.Store
-	mcp         *mcptools.Manager // the MCP servers' tools
+	mcp         *mcptools.Manager    // the MCP servers' tools
+	tools       *tools.Registry      // every tool agents may call
+	perms       *permissions.Checker // checks every tool call
+	desk        *permissions.Desk    // permission questions waiting for their answer
 	adapters    map[adapters.ID]adapters.Adapter
 	release     func()
 	applied     int
@@ -145,6 +149,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
 		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
+	d.tools = toolReg
+	if err := d.openPermissions(cfg, toolReg); err != nil {
+		return fail(err)
+	}
 	// The tools are registered where `parley config check` finds them too.
 	if err := d.registerTools(toolReg); err != nil {
 		return fail(err)
@@ -388,18 +396,19 @@ func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 		// The reply's append records the turn's outcome, with the reply
 		// text this returns.
 		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
-			return in.Finish(ctx, q, replyText(notices, res))
+			return in.Finish(ctx, q, replyText(append(notices, deniedNotes(req.Unattended)...), res))
 		}
 	}
 	res, err := d.runner.Run(ctx, req)
 	if first := in.Messages[0]; first.Adapter == "cron" && d.cron != nil {
 		// The receipt gets the session and the outcome, an empty reply or
-		// a failure included, which never reach the scheduler otherwise.
-		if ferr := d.cron.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, res.Reply, err); ferr != nil {
+		// a failure included, which never reach the scheduler otherwise,
+		// and the tool calls denied for want of a person to ask.
+		if ferr := d.cron.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, withNotes(deniedNotes(req.Unattended), res.Reply), err); ferr != nil {
 			d.log.WarnContext(ctx, "record a cron run's outcome", "chat_id", first.ChatID, "error", ferr)
 		}
 	}
-	return replyText(notices, res), err
+	return replyText(append(notices, deniedNotes(req.Unattended)...), res), err
 }
 
 // replyText is a turn's reply as the chat gets it: the notices (the
@@ -430,6 +439,7 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	// "mcp:<server>" names every tool the server has now: it starts the
 	// server if no turn has needed it yet.
 	req.Agent.Tools = d.mcp.Expand(ctx, req.Agent.Tools)
+	d.permit(&req, in)
 	return req
 }
 

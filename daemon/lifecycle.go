@@ -200,7 +200,7 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 		d.adapterWG.Add(1)
 		go func() {
 			defer d.adapterWG.Done()
-			err := a.Start(adapterCtx, d.gw)
+			err := a.Start(adapterCtx, channelSink{d})
 			switch {
 			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
 			case adapterCtx.Err() != nil:

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/parleyd/parley/permissions"
 )
 
 // Registry holds the tools agents may select, and runs them: Call is the
@@ -16,6 +18,7 @@ import (
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]registered
+	perms *permissions.Checker // nil: every call may run
 }
 
 type registered struct {
@@ -114,20 +117,40 @@ func (r *Registry) Names() []string {
 	return names
 }
 
+// SetPermissions makes every call from now on pass p's check before it
+// runs; nil lets every call run.
+func (r *Registry) SetPermissions(p *permissions.Checker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.perms = p
+}
+
 // Call runs one tool call and returns what the model is given. It is the
 // one way a tool runs: the agent loop sends every call here (after
 // refusing, as unknown, a name its agent was not offered), so what applies
 // to every tool is checked here, once: the name, the arguments against the
-// tool's schema, and (issue 18) the permission rules. A tool's error, a
-// panic (recovered, with its stack in a *PanicError) and a call cut short by
-// ctx come back as failed Results, never as a Go error or a crash.
+// tool's schema, and the permission rules (which may ask the person and
+// wait for the answer). A tool's error, a denial, a panic (recovered, with
+// its stack in a *PanicError) and a call cut short by ctx come back as
+// failed Results, never as a Go error or a crash.
 func (r *Registry) Call(ctx context.Context, c Call) (res Result) {
-	reg, ok := r.lookup(c.Name)
+	reg, perms, ok := r.lookupChecked(c.Name)
 	if !ok {
 		return Failed(fmt.Errorf("%w %s", ErrUnknownTool, c.Name))
 	}
 	if msg := reg.validate(c.Arguments); msg != "" {
 		return Failed(fmt.Errorf("%w: %s", ErrInvalidArguments, msg))
+	}
+	if perms != nil {
+		err := perms.Check(ctx, permissions.Call{Tool: c.Name, Arguments: c.Arguments, SessionID: string(c.SessionID),
+			AgentID: c.Key.AgentID, Origin: c.Origin})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return Aborted("aborted", context.Cause(ctx))
+		default:
+			return Failed(err)
+		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -143,6 +166,17 @@ func (r *Registry) Call(ctx context.Context, c Call) (res Result) {
 	default:
 		return Failed(err)
 	}
+}
+
+// lookupChecked is lookup with the permission checker, under one lock.
+func (r *Registry) lookupChecked(name string) (registered, *permissions.Checker, bool) {
+	if r == nil {
+		return registered{}, nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	reg, ok := r.tools[name]
+	return reg, r.perms, ok
 }
 
 func (r *Registry) lookup(name string) (registered, bool) {

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -36,6 +37,9 @@ type Call struct {
 	// ID is the model's tool call id.
 	ID        string
 	Arguments json.RawMessage
+	// Origin is who stands behind the call, for its permission check: the
+	// person the turn answers and how to ask them (see permissions).
+	Origin permissions.Origin
 }
 
 // Result is what one tool call gave: the text the model is given, and

@@ -25,7 +25,13 @@ type Once struct {
 	once  sync.Once
 }
 
-var _ adapters.Adapter = (*Once)(nil)
+var (
+	_ adapters.Adapter = (*Once)(nil)
+	_ adapters.OneShot = (*Once)(nil)
+)
+
+// OneShot says nobody answers questions mid-turn: Send takes the reply.
+func (o *Once) OneShot() bool { return true }
 
 // NewOnce returns a channel that asks text once, as user.
 func NewOnce(id adapters.ID, text, user string) *Once {

@@ -24,8 +24,9 @@ const topicSep = ":topic:"
 // update is an update as the Bot API sends it. The library's types predate
 // forum topics, so its Message is extended with the two fields they need.
 type update struct {
-	UpdateID int      `json:"update_id"`
-	Message  *message `json:"message,omitempty"`
+	UpdateID      int            `json:"update_id"`
+	Message       *message       `json:"message,omitempty"`
+	CallbackQuery *callbackQuery `json:"callback_query,omitempty"`
 }
 
 type message struct {
@@ -34,9 +35,10 @@ type message struct {
 	IsTopicMessage  bool `json:"is_topic_message,omitempty"`
 }
 
-// allowedUpdates are the update kinds asked for. Edits, channel posts,
-// callbacks and the rest are not asked for, and ignored if they come.
-const allowedUpdates = `["message"]`
+// allowedUpdates are the update kinds asked for: new messages, and
+// presses on the buttons of the bot's own questions. Edits, channel posts
+// and the rest are not asked for, and ignored if they come.
+const allowedUpdates = `["message","callback_query"]`
 
 // identity is who the bot is, for telling when it is addressed.
 type identity struct {

@@ -144,6 +144,12 @@ func (p *poller) deliver(ctx context.Context, batch []json.RawMessage) bool {
 		if p.taken[u.UpdateID] {
 			continue
 		}
+		if u.CallbackQuery != nil {
+			// A press waits for no message: it is answered at once.
+			p.a.press(ctx, p.sink, u.CallbackQuery)
+			p.taken[u.UpdateID] = true
+			continue
+		}
 		in, ok := toInbound(p.a.id, me, &u)
 		if ok {
 			ok = p.a.valid(ctx, u.UpdateID, in)

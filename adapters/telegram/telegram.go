@@ -11,10 +11,12 @@
 //
 // Conversations: a private chat or group is ChatID "<chat id>"; a topic of
 // a forum supergroup is "<chat id>:topic:<message_thread_id>", its own
-// session, and Send posts back into that topic. Only new messages are
-// taken (allowed_updates ["message"]): edits, channel posts, callbacks and
-// service messages are not, nor messages with neither text, caption nor a
-// file (stickers, polls, locations).
+// session, and Send posts back into that topic. Only new messages and
+// presses on the bot's own buttons are taken (allowed_updates ["message",
+// "callback_query"]): edits, channel posts and service messages are not,
+// nor messages with neither text, caption nor a file (stickers, polls,
+// locations). A press goes to the sink's adapters.PressSink and is
+// answered with its note (answerCallbackQuery).
 package telegram
 
 import (

@@ -69,6 +69,11 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	if u.CallbackQuery != nil {
+		a.press(ctx, box.Sink, u.CallbackQuery)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	in, ok := toInbound(a.id, a.identity(), &u)
 	if !ok || !a.valid(ctx, u.UpdateID, in) {
 		w.WriteHeader(http.StatusOK) // nothing to take; Telegram need not send it again

@@ -61,7 +61,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	wh := srv.Webhook()
-	if wh.URL != target || wh.SecretToken != hookSecret || wh.AllowedUpdates != `["message"]` {
+	if wh.URL != target || wh.SecretToken != hookSecret || wh.AllowedUpdates != `["message","callback_query"]` {
 		t.Fatalf("setWebhook got %+v", wh)
 	}
 	if err := h.waitHealth(ctx, func(ok bool, detail string) bool {

@@ -93,6 +93,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	case "getFile":
 		result, aerr = s.getFile(params)
+	case "answerCallbackQuery":
+		aerr = s.answerCallbackQuery(params)
+		result = true
+	case "editMessageReplyMarkup":
+		result, aerr = s.editMessageReplyMarkup(params)
 	default:
 		aerr = &apiError{code: 404, desc: "Not Found"}
 	}
@@ -175,8 +180,13 @@ func (s *Server) sendMessage(p url.Values) (any, *apiError) {
 	}
 	thread, _ := strconv.Atoi(p.Get("message_thread_id"))
 	replyTo, _ := strconv.Atoi(p.Get("reply_to_message_id"))
+	markup, aerr := checkMarkup(p.Get("reply_markup"))
+	if aerr != nil {
+		return nil, aerr
+	}
 	s.mu.Lock()
 	id := s.nextMessageLocked(chatID)
+	s.setMarkupLocked(chatID, id, markup)
 	s.sent = append(s.sent, SentMessage{MessageID: id, ChatID: chatID, ThreadID: thread, Text: p.Get("text"), ParseMode: p.Get("parse_mode"), ReplyTo: replyTo})
 	if s.texts[chatID] == nil {
 		s.texts[chatID] = map[int]string{}
@@ -195,16 +205,22 @@ func (s *Server) editMessageText(p url.Values) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	markup, aerr := checkMarkup(p.Get("reply_markup"))
+	if aerr != nil {
+		return nil, aerr
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.texts[chatID][id]
 	switch {
 	case !ok:
 		return nil, badRequest("message to edit not found")
-	case old == p.Get("text"):
+	case old == p.Get("text") && sameButtons(s.markups[chatID][id], markup):
 		return nil, badRequest("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
 	}
 	s.texts[chatID][id] = p.Get("text")
+	// As Telegram does, an edit without reply_markup takes the buttons away.
+	s.setMarkupLocked(chatID, id, markup)
 	s.edits = append(s.edits, EditedMessage{ChatID: chatID, MessageID: id, Text: p.Get("text"), ParseMode: p.Get("parse_mode")})
 	s.broadcast()
 	return sentMessage(id, chatID, 0, text), nil

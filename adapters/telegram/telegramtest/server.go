@@ -112,6 +112,10 @@ type Server struct {
 	failures    map[string][]Failure
 	files       map[string][]byte
 	calls       map[string]int
+	markups     map[string]map[int][][]Button // chat id -> message id -> its inline keyboard
+	callbacks   map[string]bool               // callback query ids given and not yet answered
+	nextQuery   int
+	answers     []CallbackAnswer
 
 	sentCount atomic.Int64
 }
@@ -128,6 +132,8 @@ func NewServer() *Server {
 		failures:    map[string][]Failure{},
 		files:       map[string][]byte{},
 		calls:       map[string]int{},
+		markups:     map[string]map[int][][]Button{},
+		callbacks:   map[string]bool{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -195,7 +201,21 @@ func (s *Server) InjectRaw(raw []byte) {
 	s.insert(stored{head.UpdateID, bytes.Clone(raw)})
 }
 
+// noteQueryLocked lets the press an update carries, if any, be answered
+// once (answerCallbackQuery), as Telegram does for the updates it sends.
+func (s *Server) noteQueryLocked(raw []byte) {
+	var q struct {
+		CallbackQuery *struct {
+			ID string `json:"id"`
+		} `json:"callback_query"`
+	}
+	if json.Unmarshal(raw, &q) == nil && q.CallbackQuery != nil && q.CallbackQuery.ID != "" {
+		s.callbacks[q.CallbackQuery.ID] = true
+	}
+}
+
 func (s *Server) insert(u stored) {
+	s.noteQueryLocked(u.raw)
 	i := len(s.pending)
 	for i > 0 && s.pending[i-1].id > u.id {
 		i--
@@ -393,6 +413,9 @@ func (s *Server) PostWebhook(ctx context.Context, u Update) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.mu.Lock()
+	s.noteQueryLocked(body)
+	s.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
