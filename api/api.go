@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	// Memory is the agents' long-term memory; without it the /v1/memory
 	// routes answer 503.
 	Memory *memory.Store
+	// KV is session storage (the kv_* tools'); without it the
+	// /v1/sessions/{id}/kv routes answer 503.
+	KV *kv.Store
 	// Callbacks delivers reply callbacks (run its Run beside the handler).
 	// Without it, a session can't be created with a webhook_url (400) and
 	// the callbacks route answers 503.
@@ -125,6 +129,8 @@ func New(opts Options) http.Handler {
 		{"POST /v1/sessions/{id}/branch", s.branch},
 		{"POST /v1/agent/reset", s.reset},
 		{"GET /v1/sessions/{id}/callbacks", s.listCallbacks},
+		{"GET /v1/sessions/{id}/kv", s.listKV},
+		{"GET /v1/sessions/{id}/kv/{key...}", s.getKV},
 		{"GET /v1/memory/search", s.searchMemory},
 		{"POST /v1/memory", s.writeMemory},
 	}
