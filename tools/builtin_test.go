@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/skills"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -28,6 +29,7 @@ func TestBuiltinToolsDecodeAlike(t *testing.T) {
 	all = append(all, memory.Tools(nil)...)
 	all = append(all, (*agent.Runner)(nil).SpawnTool(agent.SpawnOptions{}))
 	all = append(all, kv.Tools(nil)...)
+	all = append(all, skills.Tool(nil))
 	for _, tool := range all {
 		byName[tool.Name] = tool
 	}
@@ -49,6 +51,7 @@ func TestBuiltinToolsDecodeAlike(t *testing.T) {
 		kv.SetToolName:        {valid: map[string]any{"key": "k", "value": "v"}, strings: []string{"key", "value"}},
 		kv.ListToolName:       {strings: []string{"prefix", "cursor"}},
 		kv.DeleteToolName:     {valid: map[string]any{"key": "k"}, strings: []string{"key"}},
+		skills.ToolName:       {valid: map[string]any{"name": "s"}, strings: []string{"name", "file"}},
 	}
 	if len(shapes) != len(byName) {
 		t.Fatalf("tools %v; the test knows %d of them", toolNames(byName), len(shapes))
