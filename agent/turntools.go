@@ -142,10 +142,12 @@ func (t *turn) callClient(ctx context.Context, call tools.Call) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	t.waiting(call.ID, true)
+	// The board says waiting before the client hears of the call.
+	st := t.waiting(call.ID, true)
 	t.publish(EventToolRequested, ToolRequested{p.Call()})
+	t.publish(EventStatusChanged, st)
 	res, err := p.Wait(ctx)
-	t.waiting(call.ID, false)
+	t.publish(EventStatusChanged, t.waiting(call.ID, false))
 	switch {
 	case err != nil:
 		return "", err
@@ -156,8 +158,8 @@ func (t *turn) callClient(ctx context.Context, call tools.Call) (string, error) 
 }
 
 // waiting records that the run waits for call id's result (on true) or no
-// longer does, and shows it on the status board and to the run's readers.
-func (t *turn) waiting(id string, on bool) {
+// longer does, on the status board, and returns the status.
+func (t *turn) waiting(id string, on bool) Status {
 	t.waitMu.Lock()
 	defer t.waitMu.Unlock()
 	if on {
@@ -174,7 +176,7 @@ func (t *turn) waiting(id string, on bool) {
 		}
 		st = *s
 	})
-	t.publish(EventStatusChanged, st)
+	return st
 }
 
 // clientTimeout is the error that ends the turn when a client tool call
