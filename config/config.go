@@ -80,6 +80,8 @@ type Config struct {
 	Cron    Cron    `yaml:"cron"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
+	// Skills are the shared skills folders.
+	Skills Skills `yaml:"skills"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string

@@ -37,6 +37,7 @@ func (c *Config) validate(ck *checker) {
 	c.checkMCP(ck)
 	c.Budgets.validate(ck)
 	c.Sessions.validate(ck)
+	c.Skills.check(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
