@@ -3,10 +3,12 @@ package agent
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/skills"
 )
 
 // Tool-output pruning changes only the prompt a model call sees; the stored
@@ -28,14 +30,19 @@ type PruneLimits struct {
 	// KeepAssistants: the last this-many assistant messages, and everything
 	// after the first of them, are never pruned.
 	KeepAssistants int
+	// KeepTools names the tools whose results are never pruned: the skill
+	// tool's are instructions the model goes on following.
+	KeepTools []string
 }
 
 var (
 	// DefaultPruneLimits apply to every model call.
-	DefaultPruneLimits = PruneLimits{MinChars: 50_000, SoftRatio: 0.30, HardRatio: 0.50, HeadTail: 1_500, KeepAssistants: 3}
+	DefaultPruneLimits = PruneLimits{MinChars: 50_000, SoftRatio: 0.30, HardRatio: 0.50, HeadTail: 1_500, KeepAssistants: 3,
+		KeepTools: []string{skills.ToolName}}
 	// AggressivePruneLimits apply to the one retry after the provider said
 	// the prompt does not fit its context window.
-	AggressivePruneLimits = PruneLimits{MinChars: 10_000, SoftRatio: 0, HardRatio: 0.25, HeadTail: 1_500, KeepAssistants: 3}
+	AggressivePruneLimits = PruneLimits{MinChars: 10_000, SoftRatio: 0, HardRatio: 0.25, HeadTail: 1_500, KeepAssistants: 3,
+		KeepTools: []string{skills.ToolName}}
 )
 
 // PruneStats says what pruning did.
@@ -66,6 +73,7 @@ func PruneToolOutputs(req llm.Request, window int, lim PruneLimits) ([]llm.Messa
 			eligible = append(eligible, i)
 		}
 	}
+	eligible = withoutKept(msgs, eligible, lim.KeepTools)
 	if len(eligible) == 0 {
 		return msgs, PruneStats{}
 	}
@@ -170,4 +178,30 @@ func messageTokens(m llm.Message) int64 {
 		n += sessions.EstimateTokens(c.Name) + (int64(len(c.Arguments))+2)/3
 	}
 	return n
+}
+
+// withoutKept drops from eligible the results of calls to the keep tools,
+// found by the call ids of the assistant messages before them.
+func withoutKept(msgs []llm.Message, eligible []int, keep []string) []int {
+	if len(eligible) == 0 || len(keep) == 0 {
+		return eligible
+	}
+	kept := map[string]bool{}
+	for _, m := range msgs[:eligible[len(eligible)-1]] {
+		for _, c := range m.ToolCalls {
+			if slices.Contains(keep, c.Name) {
+				kept[c.ID] = true
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return eligible
+	}
+	out := eligible[:0:0]
+	for _, i := range eligible {
+		if !kept[msgs[i].ToolCallID] {
+			out = append(out, i)
+		}
+	}
+	return out
 }

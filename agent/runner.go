@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyd/parley/clienttools"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
@@ -136,6 +137,9 @@ type Options struct {
 	// StoreRetry is the longest wait between tries of a turn the database
 	// failed under (it was unavailable); default 2s.
 	StoreRetry time.Duration
+	// ClientTools, if set, offers an API session's agent the tools its
+	// client declared, and carries their calls to the client.
+	ClientTools *clienttools.Hub
 }
 
 // AgentConfig is what the runner needs to know about the agent.
@@ -152,8 +156,12 @@ type AgentConfig struct {
 	Location     *time.Location
 	// Minimal selects the minimal prompt mode; cron and webhook sessions
 	// always use it.
-	Minimal         bool
+	Minimal bool
+	// SkillIndex, if set, is the prompt's skill index as it is; else the
+	// skills found in SkillDirs (skills.Load, read each turn) are listed
+	// there, and the skill tool is offered to load them.
 	SkillIndex      string
+	SkillDirs       []string
 	Tools           []string
 	MaxOutputTokens int
 	// MaxContextTokens is the context window of the agent's own model; 0
@@ -270,6 +278,8 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[sessions.ID]context.CancelFunc
+	// warned holds the problems logged once (a broken skill).
+	warned sync.Map
 }
 
 // New returns a Runner.

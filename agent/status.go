@@ -18,6 +18,10 @@ const (
 	// StateWaitingForPermission: the turn waits for the person to answer
 	// whether a tool may run (Message says which).
 	StateWaitingForPermission State = "waiting_for_permission"
+	// StateWaitingForToolResults: the run waits for the client to post
+	// the results of the client tools the model called
+	// (Status.PendingToolCalls).
+	StateWaitingForToolResults State = "waiting_for_tool_results"
 )
 
 // Status is a session's in-memory run state.
@@ -28,6 +32,9 @@ type Status struct {
 	Message string `json:"message,omitempty"`
 	// StartedAt is when the current run started; zero when idle.
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// PendingToolCalls are the ids of the client tool calls the run waits
+	// for, while waiting_for_tool_results.
+	PendingToolCalls []string `json:"pending_tool_calls,omitempty"`
 }
 
 // Statuses is the status board of every session with a run or an error.

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/skills"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -34,6 +35,15 @@ type turn struct {
 	// given, the only ones it may call.
 	reg     *tools.Registry
 	offered map[string]bool
+	// local runs the turn's own tools (turnTools): the skill tool and the
+	// client's; modelSchemas are the schemas the model gets of client
+	// tools whose arguments the client checks itself.
+	local        *tools.Registry
+	modelSchemas map[string]json.RawMessage
+	skills       []skills.Skill
+	// waitingFor are the client tool calls the turn waits for.
+	waitMu     sync.Mutex
+	waitingFor []string
 
 	// joined are the run ids of the inputs steered into the turn.
 	joined []string
@@ -111,6 +121,9 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 		if err := t.appendResults(resp.ToolCalls, results); err != nil {
 			return t.res, err
 		}
+		if err := t.clientTimeout(resp.ToolCalls, results); err != nil {
+			return t.res, err
+		}
 		if ctx.Err() != nil {
 			t.res.Reply = resp.Text
 			return t.abort(ctx)
@@ -153,18 +166,23 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 	if err != nil {
 		return err
 	}
+	extra, err := t.turnTools(ctx, selected)
+	if err != nil {
+		return err
+	}
+	selected = append(selected[:len(selected):len(selected)], extra...)
 	t.offered = make(map[string]bool, len(selected))
 	var llmTools []llm.Tool
 	for _, tool := range selected {
 		t.offered[tool.Name] = true
-		llmTools = append(llmTools, llm.Tool{Name: tool.Name, Description: tool.Description, Schema: tool.Schema})
+		llmTools = append(llmTools, t.llmTool(tool))
 	}
 
 	kind := sess.Key.Kind()
 	minimal := minimalMode(cfg, kind)
 	p := Prompt{
 		Agent:    cfg.Prompt,
-		Skills:   cfg.SkillIndex,
+		Skills:   cmp.Or(cfg.SkillIndex, skills.Index(t.skills)),
 		Now:      t.r.now(),
 		Location: cfg.Location,
 		Surface:  sess.Key.Surface,
@@ -512,7 +530,7 @@ func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) tools.Result {
 	if !t.offered[c.Name] {
 		return tools.Failed(fmt.Errorf("%w %s", tools.ErrUnknownTool, c.Name))
 	}
-	res := t.reg.Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments,
+	res := t.registryFor(c.Name).Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments,
 		Origin: t.origin()})
 	var pe *tools.PanicError
 	switch {

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/clienttools"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
@@ -60,6 +62,16 @@ type Options struct {
 	// Memory is the agents' long-term memory; without it the /v1/memory
 	// routes answer 503.
 	Memory *memory.Store
+	// KV is session storage (the kv_* tools'); without it the
+	// /v1/sessions/{id}/kv routes answer 503.
+	KV *kv.Store
+	// ClientTools keeps the tools API sessions' clients declare and
+	// carries their calls; without it a session can't declare tools (400)
+	// and the tools and tool_results routes answer 503.
+	ClientTools *clienttools.Hub
+	// ToolTaken, if set, says a name is one of parley's own tools, which a
+	// client tool may not take.
+	ToolTaken func(name string) bool
 	// Callbacks delivers reply callbacks (run its Run beside the handler).
 	// Without it, a session can't be created with a webhook_url (400) and
 	// the callbacks route answers 503.
@@ -129,6 +141,11 @@ func New(opts Options) http.Handler {
 		{"POST /v1/sessions/{id}/branch", s.branch},
 		{"POST /v1/agent/reset", s.reset},
 		{"GET /v1/sessions/{id}/callbacks", s.listCallbacks},
+		{"GET /v1/sessions/{id}/tools", s.getClientTools},
+		{"PUT /v1/sessions/{id}/tools", s.putClientTools},
+		{"POST /v1/sessions/{id}/tool_results", s.postToolResults},
+		{"GET /v1/sessions/{id}/kv", s.listKV},
+		{"GET /v1/sessions/{id}/kv/{key...}", s.getKV},
 		{"GET /v1/memory/search", s.searchMemory},
 		{"POST /v1/memory", s.writeMemory},
 	}

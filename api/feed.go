@@ -22,6 +22,8 @@ import (
 //	agent message.delta     → message.delta {text}
 //	agent tool.started      → tool.started {call_id, name, state: input-available}
 //	agent tool.completed    → tool.completed {call_id, name, state: output-available|output-error, result}
+//	agent tool.requested    → tool.requested {call_id, name, arguments, expires_at} (a client tool's call)
+//	agent status.changed    → status {state: waiting_for_tool_results, pending_tool_calls} (or busy again)
 //	assistant message usage → usage {message_id, model, input, output, ...}
 //	memory compaction       → context.compacted {summary_id, trigger, archived, ...}, then its copy
 //	                          under the old name context_compacted (until the next release)
@@ -32,7 +34,8 @@ import (
 func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
 		agent.EventToolCompleted, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended,
-		agent.EventPermissionRequested, agent.EventPermissionResolved)
+		agent.EventPermissionRequested, agent.EventPermissionResolved,
+		agent.EventToolRequested, agent.EventStatusChanged)
 	return func(ctx context.Context) error {
 		defer sub.Close()
 		sweepCtx, stopSweep := context.WithCancel(ctx)
@@ -148,6 +151,12 @@ func (l *EventLog) ingest(e events.Event) {
 			state = "output-error"
 		}
 		l.appendToRun(envelope(sid, TypeToolCompleted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: state, Result: d.Result}))
+	case agent.ToolRequested:
+		l.appendToRun(envelope(sid, TypeToolRequested, e.At, ToolRequestedData{CallID: d.ID, Name: d.Name, Arguments: d.Arguments, ExpiresAt: d.ExpiresAt.UTC()}))
+	case agent.Status:
+		if e.Type == agent.EventStatusChanged {
+			l.appendToRun(envelope(sid, TypeStatus, e.At, d))
+		}
 	case sessions.MessageAppended:
 		m := d.Message
 		l.noteMessage(sid, m)

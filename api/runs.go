@@ -130,6 +130,9 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	if sess.Status != sessions.StatusActive {
 		return errorf(http.StatusConflict, CodeConflict, "session "+string(sess.ID)+" is archived; create or reset a session")
 	}
+	if err := waitingForResults(sess, run.Status(sess.ID)); err != nil {
+		return err
+	}
 	if (ifIdle || req.IfIdle) && s.busy(sess.ID) {
 		return ErrBusy
 	}

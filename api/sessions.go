@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyd/parley/clienttools"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -56,6 +57,9 @@ type CreateSessionRequest struct {
 	// WebhookURL, if set, receives every finished assistant reply (stored
 	// as metadata.webhook_url).
 	WebhookURL string `json:"webhook_url,omitempty"`
+	// Tools are tools the client declares: their calls go to the client
+	// (tool.requested), which answers with POST .../tool_results.
+	Tools []clienttools.Spec `json:"tools,omitempty"`
 }
 
 func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
@@ -80,6 +84,11 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkSessionFields(req.Title, meta); err != nil {
 		return err
 	}
+	if len(req.Tools) > 0 {
+		if req.Tools, err = s.checkClientTools(req.Tools); err != nil {
+			return err
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err
@@ -88,6 +97,11 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.opts.Store.Create(r.Context(), key, sessions.CreateOptions{Title: req.Title, Metadata: meta})
 	if err != nil {
 		return err
+	}
+	if len(req.Tools) > 0 {
+		if err := s.declareOnCreate(r.Context(), sess, req.Tools); err != nil {
+			return err
+		}
 	}
 	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
 	writeJSON(w, http.StatusCreated, sess)

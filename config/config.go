@@ -83,6 +83,8 @@ type Config struct {
 	Permissions Permissions `yaml:"permissions"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
+	// Skills are the shared skills folders.
+	Skills Skills `yaml:"skills"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string

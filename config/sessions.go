@@ -12,9 +12,14 @@ type Sessions struct {
 	// default, keeps archived sessions for ever. Active sessions are never
 	// deleted.
 	PruneArchivedAfter Duration `yaml:"prune_archived_after"`
+	// KV bounds session storage (the kv_* tools).
+	KV SessionKV `yaml:"kv"`
+	// ClientTools configures the tools API clients declare.
+	ClientTools ClientTools `yaml:"client_tools"`
 }
 
-func (s Sessions) validate(ck *checker) {
+func (s *Sessions) validate(ck *checker) {
+	s.checkStorage(ck)
 	if d := s.PruneArchivedAfter; d < 0 || (d > 0 && d.Std() < time.Hour) {
 		ck.add("sessions.prune_archived_after", fmt.Sprintf(`%s is out of range; use 0 to keep archived sessions, or an age of 1h or more, such as "720h" (30 days)`, d))
 	}

@@ -38,6 +38,7 @@ func (c *Config) validate(ck *checker) {
 	c.Budgets.validate(ck)
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
+	c.Skills.check(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {

@@ -9,8 +9,10 @@ import (
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/skills"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -26,6 +28,8 @@ func TestBuiltinToolsDecodeAlike(t *testing.T) {
 	all := (*cron.Scheduler)(nil).Tools(cron.ToolOptions{})
 	all = append(all, memory.Tools(nil)...)
 	all = append(all, (*agent.Runner)(nil).SpawnTool(agent.SpawnOptions{}))
+	all = append(all, kv.Tools(nil)...)
+	all = append(all, skills.Tool(nil))
 	for _, tool := range all {
 		byName[tool.Name] = tool
 	}
@@ -43,6 +47,11 @@ func TestBuiltinToolsDecodeAlike(t *testing.T) {
 		memory.WriteToolName:  {valid: map[string]any{"content": "c"}, strings: []string{"content"}, lists: []string{"tags"}},
 		memory.SearchToolName: {valid: map[string]any{"query": "q"}, strings: []string{"query"}, numbers: []string{"limit"}},
 		"sessions_spawn":      {valid: map[string]any{"task": "t"}, strings: []string{"task", "agent"}},
+		kv.GetToolName:        {valid: map[string]any{"key": "k"}, strings: []string{"key"}},
+		kv.SetToolName:        {valid: map[string]any{"key": "k", "value": "v"}, strings: []string{"key", "value"}},
+		kv.ListToolName:       {strings: []string{"prefix", "cursor"}},
+		kv.DeleteToolName:     {valid: map[string]any{"key": "k"}, strings: []string{"key"}},
+		skills.ToolName:       {valid: map[string]any{"name": "s"}, strings: []string{"name", "file"}},
 	}
 	if len(shapes) != len(byName) {
 		t.Fatalf("tools %v; the test knows %d of them", toolNames(byName), len(shapes))

@@ -76,3 +76,12 @@ func TestSchemaValidate(t *testing.T) {
 		t.Error("trailing data accepted")
 	}
 }
+
+func TestCheckSchema(t *testing.T) {
+	if err := CheckSchema(json.RawMessage(`{"type": "object", "properties": {"q": {"type": "string"}}}`)); err != nil {
+		t.Errorf("a schema in the subset: %v", err)
+	}
+	if err := CheckSchema(json.RawMessage(`{"type": "object", "properties": {"q": {"anyOf": [{"type": "string"}]}}}`)); err == nil || !strings.Contains(err.Error(), "anyOf") {
+		t.Errorf("a schema outside the subset: %v, want an error naming anyOf", err)
+	}
+}

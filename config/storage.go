@@ -1,0 +1,87 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults of session storage and client tools.
+const (
+	DefaultKVMaxValueBytes   = 64 << 10
+	DefaultKVMaxSessionBytes = 1 << 20
+	DefaultKVMaxKeys         = 1000
+	DefaultClientToolTimeout = 5 * time.Minute
+)
+
+// SessionKV bounds session storage: what an agent keeps with kv_set.
+type SessionKV struct {
+	// MaxValueBytes caps one value. Default 64 KiB.
+	MaxValueBytes int `yaml:"max_value_bytes"`
+	// MaxSessionBytes caps one session's keys and values together.
+	// Default 1 MiB.
+	MaxSessionBytes int `yaml:"max_session_bytes"`
+	// MaxKeys caps one session's keys. Default 1000.
+	MaxKeys int `yaml:"max_keys"`
+}
+
+// ClientTools configures the tools API clients declare.
+type ClientTools struct {
+	// Timeout is how long a run waits for a client's tool result before
+	// the turn ends with an error result. Default 5m.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Skills configures where agents find skills besides their workspace's
+// skills folder.
+type Skills struct {
+	// Dirs are folders of skills (each skill a sub-folder with a
+	// SKILL.md) every agent has. An agent's own <workspace>/skills comes
+	// first: a skill there hides one of the same name here.
+	Dirs []string `yaml:"dirs"`
+}
+
+// checkStorage reports session storage's and client tools' problems and
+// fills in their defaults; an explicit 0 is a problem, not a default.
+func (s *Sessions) checkStorage(ck *checker) {
+	intDefault := func(v *int, key string, def int) {
+		if *v == 0 && !ck.set[key] {
+			*v = def
+		}
+	}
+	kv := &s.KV
+	intDefault(&kv.MaxValueBytes, "sessions.kv.max_value_bytes", DefaultKVMaxValueBytes)
+	intDefault(&kv.MaxSessionBytes, "sessions.kv.max_session_bytes", DefaultKVMaxSessionBytes)
+	intDefault(&kv.MaxKeys, "sessions.kv.max_keys", DefaultKVMaxKeys)
+	if n := kv.MaxValueBytes; n < 1 || n > 16<<20 {
+		ck.add("sessions.kv.max_value_bytes", fmt.Sprintf("%d is out of range; use 1 to %d (16 MiB)", n, 16<<20))
+	}
+	switch n := kv.MaxSessionBytes; {
+	case n < 1 || n > 1<<30:
+		ck.add("sessions.kv.max_session_bytes", fmt.Sprintf("%d is out of range; use 1 to %d (1 GiB)", n, 1<<30))
+	case n < kv.MaxValueBytes:
+		ck.add("sessions.kv.max_session_bytes", fmt.Sprintf("%d is below max_value_bytes (%d): one value could never be stored whole; raise it, or lower max_value_bytes", n, kv.MaxValueBytes))
+	}
+	if n := kv.MaxKeys; n < 1 || n > 100000 {
+		ck.add("sessions.kv.max_keys", fmt.Sprintf("%d is out of range; use 1-100000", n))
+	}
+	if s.ClientTools.Timeout == 0 && !ck.set["sessions.client_tools.timeout"] {
+		s.ClientTools.Timeout = Duration(DefaultClientToolTimeout)
+	}
+	if d := s.ClientTools.Timeout.Std(); d < time.Second || d > time.Hour {
+		ck.add("sessions.client_tools.timeout", fmt.Sprintf(`%s is out of range; use a duration from 1s to 1h, such as "5m" (the session's other messages wait while a run waits)`, s.ClientTools.Timeout))
+	}
+}
+
+// check trims the skills folders and reports blank ones.
+func (s *Skills) check(ck *checker) {
+	for i := range s.Dirs {
+		s.Dirs[i] = strings.TrimSpace(s.Dirs[i])
+		if s.Dirs[i] == "" {
+			ck.add(fmt.Sprintf("skills.dirs[%d]", i), "is empty; give a folder of skills, such as /srv/parley/skills, or remove the entry")
+		}
+	}
+	if len(s.Dirs) == 0 {
+		s.Dirs = nil // "dirs: []" is the same as leaving it out
+	}
+}
