@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 }
 
 // An agent in a Telegram chat (the fake Bot API) calls a tool of a stdio
-// MCP server: the server starts for the turn, the model gets the tool's
+// MCP server its rules allow (MCP tools ask by default; the permission
+// tests cover the asking): the server starts for the turn, the model gets the tool's
 // result, and the chat gets the reply. /readyz says when that server is
 // down, and the dashboard's overview lists it.
 func TestAgentCallsAnMCPTool(t *testing.T) {
@@ -48,7 +49,7 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 	defer tg.Close()
 	d, stop := runWithTelegram(t, tg, "http:\n  tokens: [\""+apiToken+"\"]\n"+
 		"mcp:\n  servers:\n    - id: lookup\n      command: "+exe+"\n      env: [\""+envMCPServer+"=1\"]\n"+
-		"agents:\n  - id: default\n    tools: [\"mcp:lookup\"]\n")
+		"agents:\n  - id: default\n    tools: [\"mcp:lookup\"]\n    permissions:\n      - tool: \"lookup__*\"\n        action: allow\n")
 	defer stop()
 	d.offline.Then(llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "lookup__define", Arguments: json.RawMessage(`{"word":"gizmo"}`)}}}).
 		Then(llm.Response{Text: "Looked it up."})
