@@ -55,9 +55,10 @@ type Daemon struct {
 	indexer     *memory.Indexer
 	store       *gateway.Store
 	mcp         *mcptools.Manager // the MCP servers' tools
-	adapters    map[adapters.ID]adapters.Adapter
-	release     func()
-	applied     int
+	sessionTools
+	adapters map[adapters.ID]adapters.Adapter
+	release  func()
+	applied  int
 
 	// What Start started, for Stop.
 	serve       bool      // serve HTTP (parley run; not parley chat)
@@ -142,8 +143,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
+	d.openSessionTools(cfg, toolReg)
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
-		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
+		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
 	// The tools are registered where `parley config check` finds them too.
 	if err := d.registerTools(toolReg); err != nil {
@@ -430,6 +432,7 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	// "mcp:<server>" names every tool the server has now: it starts the
 	// server if no turn has needed it yet.
 	req.Agent.Tools = d.mcp.Expand(ctx, req.Agent.Tools)
+	req.Agent.SkillDirs = skillDirs(d.cfg(), a)
 	return req
 }
 
