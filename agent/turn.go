@@ -121,7 +121,7 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 		if err := t.appendResults(resp.ToolCalls, results); err != nil {
 			return t.res, err
 		}
-		if err := t.clientTimeout(resp.ToolCalls, results); err != nil {
+		if err := clientTimeout(results); err != nil {
 			return t.res, err
 		}
 		if ctx.Err() != nil {

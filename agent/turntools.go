@@ -181,15 +181,11 @@ func (t *turn) waiting(id string, on bool) Status {
 
 // clientTimeout is the error that ends the turn when a client tool call
 // went unanswered until its timeout, or nil.
-func (t *turn) clientTimeout(calls []llm.ToolCall, results []tools.Result) error {
-	if t.r.opts.ClientTools == nil {
-		return nil
-	}
-	for i, r := range results {
+func clientTimeout(results []tools.Result) error {
+	for _, r := range results {
 		if errors.Is(r.Err, clienttools.ErrTimeout) {
-			return fmt.Errorf("%w: the client sent no result for %s (call %s) within %s, so the turn ended; "+
-				"post results to /v1/sessions/{id}/tool_results sooner, or raise sessions.client_tools.timeout",
-				clienttools.ErrTimeout, calls[i].Name, calls[i].ID, t.r.opts.ClientTools.Timeout())
+			return fmt.Errorf("%w, so the turn ended; post results to /v1/sessions/{id}/tool_results sooner, "+
+				"or raise sessions.client_tools.timeout", r.Err)
 		}
 	}
 	return nil

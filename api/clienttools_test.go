@@ -217,7 +217,7 @@ func TestClientToolErrorTimeoutAndAbort(t *testing.T) {
 		e.timeout <- time.Now()
 		fin := stream.until(t, api.TypeTurnFinished)
 		var done api.TurnFinishedData
-		if err := json.Unmarshal(fin[len(fin)-1].Data, &done); err != nil || !strings.Contains(done.Error, "no result for get_location (call call-2) within 1m30s") ||
+		if err := json.Unmarshal(fin[len(fin)-1].Data, &done); err != nil || !strings.Contains(done.Error, "get_location (call call-2) had no result within 1m30s, so the turn ended") ||
 			!strings.Contains(done.Error, "sessions.client_tools.timeout") {
 			t.Fatalf("turn.finished after a timeout = %s", fin[len(fin)-1].Data)
 		}

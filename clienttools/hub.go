@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
@@ -42,8 +43,9 @@ type Options struct {
 // Hub keeps the sessions' declared tools in the database and, in memory,
 // the calls waiting for their results. It is safe for concurrent use.
 type Hub struct {
-	db   *dbutil.DB
-	opts Options
+	db      *dbutil.DB
+	opts    Options
+	timeout atomic.Int64 // nanoseconds
 
 	mu      sync.Mutex
 	pending map[sessions.ID][]*Pending // in the order asked
@@ -60,11 +62,22 @@ func New(db *dbutil.DB, opts Options) *Hub {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Hub{db: db, opts: opts, pending: map[sessions.ID][]*Pending{}}
+	h := &Hub{db: db, opts: opts, pending: map[sessions.ID][]*Pending{}}
+	h.SetTimeout(opts.Timeout)
+	return h
 }
 
 // Timeout is how long a call waits for its result.
-func (h *Hub) Timeout() time.Duration { return h.opts.Timeout }
+func (h *Hub) Timeout() time.Duration { return time.Duration(h.timeout.Load()) }
+
+// SetTimeout changes the timeout of the calls asked from now on (a config
+// reload); 0 means DefaultTimeout.
+func (h *Hub) SetTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultTimeout
+	}
+	h.timeout.Store(int64(d))
+}
 
 // Declare replaces the tools the session's client declared (none removes
 // them). Check specs with Validate first.
@@ -132,9 +145,10 @@ type Result struct {
 
 // Pending is a call waiting for its result.
 type Pending struct {
-	hub  *Hub
-	call Call
-	done chan Result // holds the result once delivered
+	hub     *Hub
+	call    Call
+	timeout time.Duration
+	done    chan Result // holds the result once delivered
 }
 
 // Call is the call as the client is asked it.
@@ -151,8 +165,9 @@ func (h *Hub) Expect(c Call) (*Pending, error) {
 			return nil, fmt.Errorf("%w: call id %q is already waiting in session %s", ErrInvalid, c.ID, c.SessionID)
 		}
 	}
-	c.ExpiresAt = h.opts.Now().Add(h.opts.Timeout)
-	p := &Pending{hub: h, call: c, done: make(chan Result, 1)}
+	timeout := h.Timeout()
+	c.ExpiresAt = h.opts.Now().Add(timeout)
+	p := &Pending{hub: h, call: c, timeout: timeout, done: make(chan Result, 1)}
 	h.pending[c.SessionID] = append(h.pending[c.SessionID], p)
 	return p, nil
 }
@@ -166,8 +181,8 @@ func (p *Pending) Wait(ctx context.Context) (Result, error) {
 		return r, nil
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-p.hub.opts.After(p.hub.opts.Timeout):
-		err = fmt.Errorf("%w: %s (call %s) had no result within %s", ErrTimeout, p.call.Name, p.call.ID, p.hub.opts.Timeout)
+	case <-p.hub.opts.After(p.timeout):
+		err = fmt.Errorf("%w: %s (call %s) had no result within %s", ErrTimeout, p.call.Name, p.call.ID, p.timeout)
 	}
 	if !p.hub.remove(p) {
 		// Delivered meanwhile: the result is the call's answer.

@@ -124,7 +124,7 @@ func (d *Daemon) apiHandler() http.Handler {
 		tokens[i] = t.Reveal()
 	}
 	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
-		Memory: d.memory, Callbacks: d.callbacks, Permissions: apiPermissions{d},
+		Memory: d.memory, Callbacks: d.callbacks, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
 		MaxTitleChars: d.cfg().HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg().HTTP.MaxMetadataBytes,
 		DefaultAgent: d.cfg().Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log})
 }

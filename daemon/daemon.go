@@ -59,9 +59,10 @@ type Daemon struct {
 	tools       *tools.Registry      // every tool agents may call
 	perms       *permissions.Checker // checks every tool call
 	desk        *permissions.Desk    // permission questions waiting for their answer
-	adapters    map[adapters.ID]adapters.Adapter
-	release     func()
-	applied     int
+	sessionTools
+	adapters map[adapters.ID]adapters.Adapter
+	release  func()
+	applied  int
 
 	// What Start started, for Stop.
 	serve       bool      // serve HTTP (parley run; not parley chat)
@@ -146,8 +147,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
+	d.openSessionTools(cfg, toolReg)
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
-		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor})
+		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
 	d.tools = toolReg
 	if err := d.openPermissions(cfg, toolReg); err != nil {
@@ -440,6 +442,7 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	// server if no turn has needed it yet.
 	req.Agent.Tools = d.mcp.Expand(ctx, req.Agent.Tools)
 	d.permit(&req, in)
+	req.Agent.SkillDirs = skillDirs(d.cfg(), a)
 	return req
 }
 

@@ -48,6 +48,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 	d.conf.Store(cfg)
 	d.mcp.Reload(cfg.MCP.Servers)
 	d.reloadPermissions(cfg)
+	d.applySessionTools(cfg)
 	d.gw.SetPolicies(gatewayAgents(cfg), accessPolicies(cfg))
 	if h, ok := d.adapters[webhooks.AdapterID].(*webhooks.Server); ok {
 		h.SetHooks(cfg.Hooks)

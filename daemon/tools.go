@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
@@ -23,6 +24,7 @@ import (
 func (d *Daemon) registerTools(reg *tools.Registry) error {
 	builtin := d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget})
 	builtin = append(builtin, memory.Tools(d.memory)...)
+	builtin = append(builtin, kv.Tools(d.kv)...)
 	builtin = append(builtin, d.runner.SpawnTool(agent.SpawnOptions{
 		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
 			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})
@@ -32,6 +34,7 @@ func (d *Daemon) registerTools(reg *tools.Registry) error {
 			a, ok := d.cfg().Agent(agentID)
 			c := agentConfig(a, root)
 			c.Tools = d.mcp.Expand(context.Background(), c.Tools)
+			c.SkillDirs = skillDirs(d.cfg(), a)
 			return c, ok
 		},
 	}))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -48,7 +49,7 @@ const (
 // use.
 type Store struct {
 	db     *dbutil.DB
-	limits Limits
+	limits atomic.Pointer[Limits]
 	log    *slog.Logger
 	now    func() time.Time
 }
@@ -57,7 +58,7 @@ type Store struct {
 type Option func(*Store)
 
 // WithLimits sets the limits; zero fields keep their defaults.
-func WithLimits(l Limits) Option { return func(s *Store) { s.limits = l.withDefaults() } }
+func WithLimits(l Limits) Option { return func(s *Store) { s.SetLimits(l) } }
 
 // WithLogger sets the logger the tools log store failures to.
 func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
@@ -67,7 +68,8 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // NewStore returns the store on db.
 func NewStore(db *dbutil.DB, opts ...Option) *Store {
-	s := &Store{db: db, limits: DefaultLimits, log: slog.New(slog.DiscardHandler), now: time.Now}
+	s := &Store{db: db, log: slog.New(slog.DiscardHandler), now: time.Now}
+	s.SetLimits(DefaultLimits)
 	for _, o := range opts {
 		o(s)
 	}
@@ -75,7 +77,15 @@ func NewStore(db *dbutil.DB, opts ...Option) *Store {
 }
 
 // Limits are the store's limits.
-func (s *Store) Limits() Limits { return s.limits }
+func (s *Store) Limits() Limits { return *s.limits.Load() }
+
+// SetLimits changes the limits from the next call on (a config reload);
+// zero fields take their defaults. What is stored stays, even over a
+// lowered limit: only new values are refused.
+func (s *Store) SetLimits(l Limits) {
+	l = l.withDefaults()
+	s.limits.Store(&l)
+}
 
 // Get returns the value under key in the session, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id sessions.ID, key string) (Item, error) {
@@ -110,14 +120,15 @@ func (s *Store) Set(ctx context.Context, id sessions.ID, key, value string) (Ite
 	if err := checkValue(value); err != nil {
 		return Item{}, Usage{}, err
 	}
-	if n := len(value); n > s.limits.MaxValueBytes {
+	lim := s.Limits()
+	if n := len(value); n > lim.MaxValueBytes {
 		return Item{}, Usage{}, fmt.Errorf("%w: the value is %d bytes and the limit per value is %d bytes (sessions.kv.max_value_bytes); store less, or split it under several keys",
-			ErrValueTooLarge, n, s.limits.MaxValueBytes)
+			ErrValueTooLarge, n, lim.MaxValueBytes)
 	}
 	size := itemSize(key, value)
 	now := dbutil.Millis(s.now())
 	it := Item{Key: key, Value: &value, Size: size, UpdatedAt: dbutil.Time(now)}
-	usage := Usage{Limits: s.limits}
+	usage := Usage{Limits: lim}
 	lock := lockSessionQuery
 	if s.db.Dialect == dbutil.Postgres {
 		lock += lockSuffix
@@ -134,13 +145,13 @@ func (s *Store) Set(ctx context.Context, id sessions.ID, key, value string) (Ite
 		if err := q.QueryRowContext(ctx, usageExceptQuery, string(id), key).Scan(&others, &otherBytes); err != nil {
 			return err
 		}
-		if others+1 > s.limits.MaxKeys {
+		if others+1 > lim.MaxKeys {
 			return fmt.Errorf("%w: this session stores %d keys and the limit is %d (sessions.kv.max_keys); delete keys it no longer needs (kv_delete)",
-				ErrSessionFull, others, s.limits.MaxKeys)
+				ErrSessionFull, others, lim.MaxKeys)
 		}
-		if total := otherBytes + size; total > int64(s.limits.MaxSessionBytes) {
+		if total := otherBytes + size; total > int64(lim.MaxSessionBytes) {
 			return fmt.Errorf("%w: with %q (%d bytes) this session's storage would hold %d bytes and the limit is %d bytes (sessions.kv.max_session_bytes); delete keys it no longer needs (kv_list shows their sizes)",
-				ErrSessionFull, key, size, total, s.limits.MaxSessionBytes)
+				ErrSessionFull, key, size, total, lim.MaxSessionBytes)
 		}
 		var created int64
 		if err := q.QueryRowContext(ctx, upsertItemQuery, string(id), key, value, size, now).Scan(&created); err != nil {
@@ -177,7 +188,7 @@ func (s *Store) Delete(ctx context.Context, id sessions.ID, key string) (bool, e
 
 // Usage is what the session stores, against the limits.
 func (s *Store) Usage(ctx context.Context, id sessions.ID) (Usage, error) {
-	u := Usage{Limits: s.limits}
+	u := Usage{Limits: s.Limits()}
 	if err := s.db.Read().QueryRowContext(ctx, usageQuery, string(id)).Scan(&u.Keys, &u.Bytes); err != nil {
 		return Usage{}, fmt.Errorf("usage of session %s's storage: %w", id, err)
 	}

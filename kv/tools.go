@@ -91,9 +91,9 @@ func GetTool(store *Store) tools.Tool {
 func SetTool(store *Store) tools.Tool {
 	return tools.Tool{
 		Name: SetToolName,
-		Description: fmt.Sprintf("Keep a piece of text under a key in this conversation's storage, replacing what the key held, "+
-			"to read back later in this conversation with kv_get: notes, lists, drafts, intermediate results. "+
-			"Up to %d bytes a value and %d bytes in all.", store.limitsOrDefault().MaxValueBytes, store.limitsOrDefault().MaxSessionBytes),
+		Description: "Keep a piece of text under a key in this conversation's storage, replacing what the key held, " +
+			"to read back later in this conversation with kv_get: notes, lists, drafts, intermediate results. " +
+			"Values and the storage as a whole are limited in size; the answer says how much is used.",
 		Schema: setSchema,
 		Run: func(ctx context.Context, call tools.Call) (string, error) {
 			var args struct {
@@ -172,15 +172,6 @@ func DeleteTool(store *Store) tools.Tool {
 			return fmt.Sprintf("Deleted %q.", *args.Key), nil
 		},
 	}
-}
-
-// limitsOrDefault are the store's limits; a nil store (config check lists
-// the tools without one) has the defaults.
-func (s *Store) limitsOrDefault() Limits {
-	if s == nil {
-		return DefaultLimits
-	}
-	return s.limits
 }
 
 // toolError is what the model sees of a store error: a refusal is said as
