@@ -220,3 +220,35 @@ func TestPermissionOverTheAPI(t *testing.T) {
 		t.Fatalf("answering twice: %d", status)
 	}
 }
+
+// A webhook has nobody to ask either: the sync reply (and the delivery's
+// record) begins with what was not run and why; a hook whose allow_tools
+// names the tool runs it.
+func TestPermissionWebhookDenies(t *testing.T) {
+	hooks := "hooks:\n" +
+		"  - id: ci\n    auth: hmac\n    secret: " + hookSecret + "\n    mode: sync\n    timeout: 20s\n    prompt: \"CI failed on {{.repo}}\"\n" +
+		"  - id: trusted\n    auth: hmac\n    secret: " + hookSecret + "\n    mode: sync\n    timeout: 20s\n    prompt: \"deploy {{.repo}}\"\n" +
+		"    allow_tools: [memory_search]\n"
+	d, _, url, stop := runWithHooks(t, askingAgent+hooks)
+	defer stop()
+
+	searchTurn(d, "h1", "could not search")
+	status, out := postHook(t, http.DefaultClient, url+"/hooks/ci", []byte(`{"repo":"parley"}`))
+	want := `Not run: memory_search: it needs a person's approval (the agent's config says "memory_search: ask"), ` +
+		`and nobody is there to ask in webhook "ci"; the operator can allow it with hooks[0].allow_tools`
+	if reply, _ := out["reply"].(string); status != 200 || !strings.HasPrefix(reply, want) || !strings.HasSuffix(reply, "could not search") {
+		t.Fatalf("the hook's reply: %d %q", status, out["reply"])
+	}
+	if got := toolResults(d, "h1"); len(got) != 1 || !strings.HasPrefix(got[0], "error: permission denied") {
+		t.Fatalf("tool result: %q", got)
+	}
+
+	searchTurn(d, "h2", "searched")
+	status, out = postHook(t, http.DefaultClient, url+"/hooks/trusted", []byte(`{"repo":"parley"}`))
+	if status != 200 || out["reply"] != "searched" {
+		t.Fatalf("the trusted hook's reply: %d %v", status, out)
+	}
+	if got := toolResults(d, "h2"); len(got) != 1 || strings.HasPrefix(got[0], "error:") {
+		t.Fatalf("tool result: %q", got)
+	}
+}

@@ -74,3 +74,37 @@ func TestCallChecksPermissions(t *testing.T) {
 		t.Fatalf("ran %d calls (want 2), asked %d times (want 2: a denied tool and invalid arguments ask nobody)", ran.Load(), asked.Load())
 	}
 }
+
+// BenchmarkCallPermissions is what the permission check adds to a call
+// at the door: a zero-work tool called without a checker, and with one
+// whose config allows it (no database read; see permissions'
+// BenchmarkCheck for the paths that read stored answers).
+func BenchmarkCallPermissions(b *testing.B) {
+	for _, withChecker := range []bool{false, true} {
+		name := "no checker"
+		if withChecker {
+			name = "checker"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := NewRegistry()
+			if err := r.Register(Tool{Name: "noop", Run: func(context.Context, Call) (string, error) { return "", nil }}); err != nil {
+				b.Fatal(err)
+			}
+			if withChecker {
+				pol, err := permissions.NewPolicy(map[string][]permissions.Rule{"a": {{Tool: "gh__*", Decision: permissions.Ask}}}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.SetPermissions(permissions.NewChecker(permissions.Options{Policy: pol}))
+			}
+			c := Call{Name: "noop", SessionID: "s1", Key: sessions.Key{AgentID: "a"}, Arguments: json.RawMessage(`{}`)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if res := r.Call(ctx, c); res.IsError {
+					b.Fatal(res.Content)
+				}
+			}
+		})
+	}
+}

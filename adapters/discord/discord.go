@@ -235,6 +235,7 @@ func (a *Adapter) newGateway(ctx context.Context, sink adapters.Sink, d *dialer)
 			}
 		}),
 		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { a.onMessage(ctx, sink, m.Message) }),
+		s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { a.onInteraction(ctx, sink, i) }),
 		s.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) { a.onGuildEvent(e) }),
 	}
 	return g, nil

@@ -80,6 +80,9 @@ type Server struct {
 	files      map[string]file // attachments on the fake CDN, by URL path
 	rateLimits []time.Duration // the next requests' 429s
 	failures   []int           // the next requests' error statuses
+
+	interactions map[string]string // dispatched interaction id → its token, until answered
+	responses    []InteractionResponse
 }
 
 type file struct {
@@ -132,6 +135,8 @@ func NewServer(t testing.TB, opts Options) *Server {
 		messages: map[string]*Message{},
 		nonces:   map[string]*Message{},
 		files:    map[string]file{},
+
+		interactions: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway", s.serveGateway)
@@ -142,6 +147,7 @@ func NewServer(t testing.TB, opts Options) *Server {
 	mux.HandleFunc("POST /api/{v}/channels/{channel}/messages", s.rest(true, s.createMessage))
 	mux.HandleFunc("PATCH /api/{v}/channels/{channel}/messages/{message}", s.rest(true, s.editMessage))
 	mux.HandleFunc("POST /api/{v}/channels/{channel}/typing", s.rest(true, s.triggerTyping))
+	mux.HandleFunc("POST /api/{v}/interactions/{id}/{token}/callback", s.rest(false, s.interactionCallback))
 	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.getAttachment)
 	mux.HandleFunc("/", s.rest(true, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
@@ -728,6 +734,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		EnforceNonce     bool              `json:"enforce_nonce"`
 		MessageReference *MessageReference `json:"message_reference"`
 		AllowedMentions  *AllowedMentions  `json:"allowed_mentions"`
+		Components       []Component       `json:"components"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
@@ -739,6 +746,10 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	case n > MaxContent:
 		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: content must be 2000 or fewer in length.")
+		return
+	}
+	if msg := checkComponents(body.Components); msg != "" {
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: components: "+msg)
 		return
 	}
 	nonce := string(body.Nonce)
@@ -757,6 +768,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		ID: s.newIDLocked(), ChannelID: channel, Author: s.opts.Bot, Content: body.Content,
 		Timestamp: time.Now().UTC().Truncate(time.Millisecond), Type: TypeDefault, Nonce: nonce,
 		Mentions: []User{}, MentionRoles: []string{}, Attachments: []Attachment{}, Embeds: []any{},
+		Components: body.Components,
 	}
 	if ref := body.MessageReference; ref != nil && ref.MessageID != "" {
 		m.Type = TypeReply
@@ -777,7 +789,8 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 	channel, id := r.PathValue("channel"), r.PathValue("message")
 	var body struct {
-		Content *string `json:"content"`
+		Content    *string      `json:"content"`
+		Components *[]Component `json:"components"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
@@ -790,6 +803,12 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
 		return
 	}
+	if body.Components != nil {
+		if msg := checkComponents(*body.Components); msg != "" {
+			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: components: "+msg)
+			return
+		}
+	}
 	if body.Content != nil {
 		if n := utf8.RuneCountInString(*body.Content); n > MaxContent {
 			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: content must be 2000 or fewer in length.")
@@ -798,6 +817,9 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 		m.Content = *body.Content
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		m.EditedTimestamp = &now
+	}
+	if body.Components != nil {
+		m.Components = *body.Components
 	}
 	s.edits = append(s.edits, Edit{ChannelID: channel, MessageID: id, Content: m.Content})
 	s.notifyLocked()

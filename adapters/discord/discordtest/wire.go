@@ -67,6 +67,7 @@ type Message struct {
 	WebhookID         string            `json:"webhook_id,omitempty"`
 	MessageReference  *MessageReference `json:"message_reference,omitempty"`
 	ReferencedMessage *Message          `json:"referenced_message,omitempty"`
+	Components        []Component       `json:"components,omitempty"`
 }
 
 // AllowedMentions is the allowed_mentions object of a sent message.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/parleyd/parley/permissions"
+)
+
+// permissionsCommand lists and revokes the "Always" answers people gave
+// when asked whether a tool may run.
+var permissionsCommand = &command{name: "permissions", summary: "the tools people allowed with \"Always\"", subs: []*command{
+	{name: "ls", args: "[--agent ID] [--user USER] [--config FILE]", summary: "list the tools people allowed always, per agent and user",
+		about: "Lists the project rules stored when a person answered \"Always\" to a tool's permission question: the agent, the person " +
+			"(<channel type>:<user id>), the tool and when. Rules written in the config (permissions.rules) are not listed; read them there.",
+		examples: []string{"parley permissions ls", "parley permissions ls --user telegram:123456789"}},
+	{name: "revoke", args: "AGENT USER TOOL [--config FILE]", summary: "take an \"Always\" back: the tool asks that person again",
+		examples: []string{"parley permissions revoke default telegram:123456789 github__create_issue"}},
+}, run: func(ctx context.Context, s streams, args []string) error { return cmdPermissions(ctx, args, s.out) }}
+
+func cmdPermissions(ctx context.Context, args []string, stdout io.Writer) error {
+	const use = "parley permissions ls [--agent ID] [--user USER] | parley permissions revoke AGENT USER TOOL [--config FILE]"
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("permissions "+sub, flag.ContinueOnError)
+	path := configFlag(fs)
+	var agent, user *string
+	want := 0
+	switch sub {
+	case "ls":
+		agent = fs.String("agent", "", "only this agent's")
+		user = fs.String("user", "", "only this person's, as <channel type>:<user id>")
+	case "revoke":
+		want = 3
+	default:
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	rest, err := parseFlags(fs, args[1:], want)
+	if err != nil {
+		return err
+	}
+	_, db, err := openConfigured(ctx, *path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	store := permissions.NewStore(db)
+	if sub == "revoke" {
+		ok, err := store.RevokeProject(ctx, rest[0], rest[1], rest[2])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("no stored permission for %s of agent %s and %s; parley permissions ls lists them", rest[2], rest[0], rest[1])
+		}
+		fmt.Fprintf(stdout, "revoked: %s asks %s again before it runs for agent %s\n", rest[2], rest[1], rest[0])
+		return nil
+	}
+	grants, err := store.ProjectGrants(ctx, *agent, *user)
+	if err != nil {
+		return err
+	}
+	if len(grants) == 0 {
+		fmt.Fprintln(stdout, "no stored permissions")
+		return nil
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "AGENT\tUSER\tTOOL\tACTION\tSINCE")
+	for _, g := range grants {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", g.Agent, g.User, g.Tool, g.Decision, g.Created.Local().Format("2006-01-02 15:04"))
+	}
+	return w.Flush()
+}
