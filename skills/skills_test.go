@@ -13,7 +13,7 @@ import (
 )
 
 // write makes files under dir: path → content.
-func write(t *testing.T, dir string, files map[string]string) {
+func write(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for path, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(path))
