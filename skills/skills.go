@@ -175,10 +175,10 @@ func parse(path string, withBody bool) (frontMatter, string, error) {
 		if !more {
 			return frontMatter{}, "", fmt.Errorf("skill %s: the front matter has no closing --- line", path)
 		}
+		yamlText.WriteString(l + "\n")
 		if yamlText.Len() > maxFrontMatter {
 			return frontMatter{}, "", fmt.Errorf("skill %s: the front matter is over %d KiB; keep it to name and description", path, maxFrontMatter>>10)
 		}
-		yamlText.WriteString(l + "\n")
 	}
 	var fm frontMatter
 	if err := yaml.Unmarshal([]byte(yamlText.String()), &fm); err != nil {
