@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/skills"
 )
@@ -126,5 +127,24 @@ func TestSkillResultsAreNeverPruned(t *testing.T) {
 	lim.KeepTools = nil
 	if out, _ := PruneToolOutputs(req, int(EstimateRequestTokens(req)), lim); out[2].Content == long {
 		t.Error("with no tools kept, the skill result was not pruned either")
+	}
+}
+
+// The turn's own tools pass the same permission rules as the agent's: a
+// skill call the rules would ask about, with nobody to ask, is denied.
+func TestTurnToolsPassThePermissionRules(t *testing.T) {
+	dir := t.TempDir()
+	writeSkill(t, dir, "deploy", "deploy", "Deploy the app.", "Run make deploy.")
+	model := echo.New().
+		Then(llm.Response{ToolCalls: []llm.ToolCall{call("c1", skills.ToolName, `{"name": "deploy"}`)}}).
+		Then(llm.Response{Text: "done"})
+	e := newEnv(t, model)
+	e.tools.SetPermissions(permissions.NewChecker(permissions.Options{External: func(tool string) bool { return tool == skills.ToolName }}))
+	sess := e.cliSession()
+	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{ID: "a1", SkillDirs: []string{dir}}, Inputs: []Input{{Text: "deploy"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.messages(sess.ID)[2]; !strings.HasPrefix(got.Content, "error: permission denied: skill") || strings.Contains(got.Content, "make deploy") {
+		t.Fatalf("skill result under an ask rule with nobody to ask: %q", got.Content)
 	}
 }

@@ -61,6 +61,8 @@ func (t *turn) turnTools(ctx context.Context, selected []tools.Tool) ([]tools.To
 	if err != nil {
 		return nil, err
 	}
+	// The permission rules check these calls as they check the agent's.
+	reg.SetPermissions(t.reg.Permissions())
 	t.local = reg
 	return extra, nil
 }

@@ -7,6 +7,7 @@
 package skills
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ func Load(dirs []string) ([]Skill, []error) {
 // read reads the skill in dir; found is false when dir has no SKILL.md.
 func read(dir string) (Skill, bool, error) {
 	path := filepath.Join(dir, FileName)
-	fm, _, err := parse(path)
+	fm, _, err := parse(path, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Skill{}, false, nil
 	}
@@ -126,52 +127,79 @@ func read(dir string) (Skill, bool, error) {
 	return s, true, nil
 }
 
-// parse reads a SKILL.md: its front matter and its body.
-func parse(path string) (frontMatter, string, error) {
+// maxFrontMatter caps the front matter Load reads of each skill.
+const maxFrontMatter = 16 << 10
+
+// parse reads a SKILL.md's front matter and, with withBody, its body. Load
+// reads only the front matter, so a turn that lists skills reads a few
+// lines of each.
+func parse(path string, withBody bool) (frontMatter, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return frontMatter{}, "", err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxSkillBytes+1))
-	if err != nil {
+	if info, err := f.Stat(); err != nil {
 		return frontMatter{}, "", fmt.Errorf("skill %s can't be read: %w", path, err)
-	}
-	if len(b) > MaxSkillBytes {
+	} else if info.Size() > MaxSkillBytes {
 		return frontMatter{}, "", fmt.Errorf("skill %s is over %d KiB; move details into other files of the skill's folder", path, MaxSkillBytes>>10)
 	}
-	if !utf8.Valid(b) {
-		return frontMatter{}, "", fmt.Errorf("skill %s is not UTF-8 text", path)
-	}
-	text := strings.ReplaceAll(string(bytes.TrimPrefix(b, []byte("\uFEFF"))), "\r\n", "\n")
+	r := bufio.NewReader(io.LimitReader(f, MaxSkillBytes+1))
 	const fence = "---"
-	head, rest, ok := strings.Cut(text, "\n")
-	if !ok || strings.TrimSpace(head) != fence {
+	line := func() (string, bool, error) {
+		l, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", false, fmt.Errorf("skill %s can't be read: %w", path, err)
+		}
+		if !utf8.ValidString(l) {
+			return "", false, fmt.Errorf("skill %s is not UTF-8 text", path)
+		}
+		return strings.TrimRight(l, "\r\n"), err == nil, nil
+	}
+	head, _, err := line()
+	if err != nil {
+		return frontMatter{}, "", err
+	}
+	if strings.TrimSpace(strings.TrimPrefix(head, "\uFEFF")) != fence {
 		return frontMatter{}, "", fmt.Errorf("skill %s has no front matter; start it with a --- line, then name: and description:, then another --- line", path)
 	}
-	var yamlText, body string
+	var yamlText strings.Builder
 	for {
-		line, after, more := strings.Cut(rest, "\n")
-		if strings.TrimSpace(line) == fence {
-			body = after
+		l, more, err := line()
+		if err != nil {
+			return frontMatter{}, "", err
+		}
+		if strings.TrimSpace(l) == fence {
 			break
 		}
-		yamlText += line + "\n"
 		if !more {
 			return frontMatter{}, "", fmt.Errorf("skill %s: the front matter has no closing --- line", path)
 		}
-		rest = after
+		yamlText.WriteString(l + "\n")
+		if yamlText.Len() > maxFrontMatter {
+			return frontMatter{}, "", fmt.Errorf("skill %s: the front matter is over %d KiB; keep it to name and description", path, maxFrontMatter>>10)
+		}
 	}
 	var fm frontMatter
-	if err := yaml.Unmarshal([]byte(yamlText), &fm); err != nil {
+	if err := yaml.Unmarshal([]byte(yamlText.String()), &fm); err != nil {
 		return frontMatter{}, "", fmt.Errorf("skill %s: the front matter is not valid YAML: %v", path, err)
 	}
-	return fm, strings.TrimSpace(body), nil
+	if !withBody {
+		return fm, "", nil
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return frontMatter{}, "", fmt.Errorf("skill %s can't be read: %w", path, err)
+	}
+	if len(b) > MaxSkillBytes || !utf8.Valid(b) {
+		return frontMatter{}, "", fmt.Errorf("skill %s is over %d KiB or not UTF-8 text", path, MaxSkillBytes>>10)
+	}
+	return fm, strings.TrimSpace(strings.ReplaceAll(string(b), "\r\n", "\n")), nil
 }
 
 // Instructions is the body of the skill's SKILL.md, read now.
 func (s Skill) Instructions() (string, error) {
-	_, body, err := parse(filepath.Join(s.Dir, FileName))
+	_, body, err := parse(filepath.Join(s.Dir, FileName), true)
 	return body, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // write makes files under dir: path → content.
-func write(t *testing.T, dir string, files map[string]string) {
+func write(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for path, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(path))
@@ -48,6 +49,7 @@ func TestLoadFindsSkillsAndReportsBrokenOnes(t *testing.T) {
 		"big/SKILL.md":       skillMD("big", "too big", strings.Repeat("x", skills.MaxSkillBytes)),
 		"latin1/SKILL.md":    "---\nname: latin1\ndescription: caf\xe9\n---\n",
 		"sharedpdf/SKILL.md": "",
+		"longfront/SKILL.md": "---\nname: longfront\ndescription: d\nnotes: " + strings.Repeat("n", 17<<10) + "\n---\n",
 	})
 	write(t, shared, map[string]string{
 		"pdf/SKILL.md":    skillMD("pdf-forms", "The shared copy, hidden by the workspace's.", ""),
@@ -72,6 +74,7 @@ func TestLoadFindsSkillsAndReportsBrokenOnes(t *testing.T) {
 		"big/SKILL.md is over 256 KiB",
 		"latin1/SKILL.md is not UTF-8 text",
 		"sharedpdf/SKILL.md has no front matter",
+		"longfront/SKILL.md: the front matter is over 16 KiB",
 	}
 	all := ""
 	for _, p := range problems {
@@ -85,7 +88,8 @@ func TestLoadFindsSkillsAndReportsBrokenOnes(t *testing.T) {
 	if len(problems) != len(wantProblems) {
 		t.Errorf("%d problems, want %d:\n%s", len(problems), len(wantProblems), all)
 	}
-	if body, err := list[2].Instructions(); err != nil || body != "Read the diff." {
+	review := list[slices.IndexFunc(list, func(s skills.Skill) bool { return s.Name == "review" })]
+	if body, err := review.Instructions(); err != nil || body != "Read the diff." {
 		t.Errorf("review's instructions = %q, %v", body, err)
 	}
 }

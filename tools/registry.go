@@ -125,6 +125,16 @@ func (r *Registry) SetPermissions(p *permissions.Checker) {
 	r.perms = p
 }
 
+// Permissions is the checker calls pass, nil when there is none.
+func (r *Registry) Permissions() *permissions.Checker {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.perms
+}
+
 // Call runs one tool call and returns what the model is given. It is the
 // one way a tool runs: the agent loop sends every call here (after
 // refusing, as unknown, a name its agent was not offered), so what applies
