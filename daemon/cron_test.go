@@ -65,7 +65,15 @@ func TestCronThroughTheDaemon(t *testing.T) {
 	if err != nil || sent[0].ChatID != "42" || !strings.Contains(sent[0].Text, "morning report") {
 		t.Fatalf("the target got %+v (%v)", sent, err)
 	}
-	msgs, err := d.sessions.Messages(ctx, chat.ID, sessions.MessagesOptions{})
+	// The note joins the chat's conversation once the run's receipt is
+	// recorded, which may follow the send by a moment.
+	var msgs []sessions.Message
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		msgs, err = d.sessions.Messages(ctx, chat.ID, sessions.MessagesOptions{})
+		if err != nil || len(msgs) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0].Content, "morning report") {
 		t.Fatalf("the chat's conversation: %+v %v", msgs, err)
 	}

@@ -182,8 +182,10 @@ func TestWebChatUsable(t *testing.T) {
 	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-done]").length === 2`, 60*time.Second)
 
 	// A reload brings the conversation back.
-	p.Eval(`location.reload()`, nil)
-	p.WaitTrue(`document.readyState === "complete" && document.querySelectorAll(".msg.assistant").length === 2`, 60*time.Second)
+	// A marker the reloaded page won't have: the wait can't be met by the
+	// page before the reload.
+	p.Eval(`window.__beforeReload = true; location.reload()`, nil)
+	p.WaitTrue(`!window.__beforeReload && document.readyState === "complete" && document.querySelectorAll(".msg.assistant").length === 2`, 60*time.Second)
 	var restored []string
 	p.Eval(`[...document.querySelectorAll(".msg")].map(b => b.textContent)`, &restored)
 	if len(restored) != 4 || restored[2] != "second message" || restored[3] != "second message" {
