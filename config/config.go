@@ -50,6 +50,10 @@ const (
 	DefaultQueueCap        = 20
 	DefaultDebounce        = 500 * time.Millisecond
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultReplicaLease and DefaultReplicaHeartbeat give failover within
+	// about six seconds of a replica's last heartbeat.
+	DefaultReplicaLease     = 5 * time.Second
+	DefaultReplicaHeartbeat = time.Second
 
 	DefaultCompactionThreshold = 0.70
 	DefaultMemoryIndex         = "builtin"
@@ -167,9 +171,21 @@ type Gateway struct {
 	// ShutdownTimeout is how long running turns get to finish on SIGTERM.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// ReplicaID names this process among replicas sharing one PostgreSQL
-	// database; it must stay the same across restarts and differ between
-	// replicas. Default: the host name.
+	// database. Set, no two live processes may share it; unset, each
+	// process gets the host name and a random suffix.
 	ReplicaID string `yaml:"replica_id"`
+	// ReplicaIDSet reports that the config named the replica.
+	ReplicaIDSet bool `yaml:"-"`
+	// ReplicaLease is how long a replica stays live without a heartbeat:
+	// a survivor takes a dead replica's sessions and channels over within
+	// it and one heartbeat. ReplicaHeartbeat is how often a replica renews.
+	ReplicaLease     Duration `yaml:"replica_lease"`
+	ReplicaHeartbeat Duration `yaml:"replica_heartbeat"`
+	// AdvertiseURL is where the other replicas reach this one's API (a
+	// request for a session another replica runs is passed to it).
+	// Default: http:// and http.listen, with the host name for an
+	// unspecified address.
+	AdvertiseURL string `yaml:"advertise_url"`
 }
 
 // Binding routes messages to an agent. Empty fields match anything; see
@@ -489,10 +505,14 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	}
 	durationDefault(&c.Gateway.Debounce, "gateway.debounce", DefaultDebounce)
 	durationDefault(&c.Gateway.ShutdownTimeout, "gateway.shutdown_timeout", DefaultShutdownTimeout)
+	durationDefault(&c.Gateway.ReplicaLease, "gateway.replica_lease", DefaultReplicaLease)
+	durationDefault(&c.Gateway.ReplicaHeartbeat, "gateway.replica_heartbeat", DefaultReplicaHeartbeat)
 	c.Gateway.ReplicaID = strings.TrimSpace(c.Gateway.ReplicaID)
+	c.Gateway.ReplicaIDSet = c.Gateway.ReplicaID != ""
 	if c.Gateway.ReplicaID == "" {
 		c.Gateway.ReplicaID, _ = os.Hostname()
 	}
+	c.Gateway.AdvertiseURL = strings.TrimRight(strings.TrimSpace(c.Gateway.AdvertiseURL), "/")
 	for i := range c.Bindings {
 		b := &c.Bindings[i]
 		b.Agent = strings.TrimSpace(b.Agent)

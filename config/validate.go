@@ -112,6 +112,14 @@ func (g Gateway) validate(ck *checker) {
 	if g.ShutdownTimeout <= 0 {
 		ck.add("gateway.shutdown_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "30s"`, g.ShutdownTimeout))
 	}
+	if g.ReplicaHeartbeat < Duration(100*time.Millisecond) {
+		ck.add("gateway.replica_heartbeat", fmt.Sprintf(`%s is too short; use 100ms or more, such as "1s"`, g.ReplicaHeartbeat))
+	} else if g.ReplicaLease < 3*g.ReplicaHeartbeat {
+		ck.add("gateway.replica_lease", fmt.Sprintf(`%s is too short for a heartbeat of %s; use at least three heartbeats, such as "5s" with "1s"`, g.ReplicaLease, g.ReplicaHeartbeat))
+	}
+	if u := g.AdvertiseURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		ck.add("gateway.advertise_url", fmt.Sprintf(`%q is not an http:// or https:// URL; give the address other replicas reach this one's API at, such as "http://10.0.0.5:8080"`, u))
+	}
 }
 
 func (d Database) validate(ck *checker) {

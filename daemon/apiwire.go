@@ -123,10 +123,10 @@ func (d *Daemon) apiHandler() http.Handler {
 	for i, t := range d.cfg().HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
-	return api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
+	return d.toHolder(api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
 		MaxTitleChars: d.cfg().HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg().HTTP.MaxMetadataBytes,
-		DefaultAgent: d.cfg().Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log})
+		DefaultAgent: d.cfg().Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log}))
 }
 
 // metricsHandler adds /metrics (Prometheus, open like /healthz) and the

@@ -79,9 +79,13 @@ type Daemon struct {
 	loops       []stopper    // background loops, stopped last to first
 	adapterStop context.CancelFunc
 	adapterWG   sync.WaitGroup
-	allStopped  chan struct{} // closed when every adapter has stopped
+	allStopped  chan struct{}   // closed when every adapter has stopped
+	adapterCtx  context.Context // the channels' context, once started
 	failMu      sync.Mutex
 	failed      error // adapters that stopped with an error
+	// replicas is this daemon's part among replicas sharing PostgreSQL
+	// (nil on SQLite).
+	replicas *replicas
 }
 
 // build opens the database (locking a SQLite file against a second
@@ -163,7 +167,8 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return fail(err)
 	}
 
-	store := gateway.NewStore(db, nil, gateway.Owner(cfg.Gateway.ReplicaID))
+	d.openReplicas(cfg)
+	store := gateway.NewStore(db, nil, d.storeOptions(cfg)...)
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log,
 		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
@@ -183,6 +188,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
+		Placement:   d.gatewayPlacement(),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         log,
 	})
@@ -253,34 +259,6 @@ func (d *Daemon) openMemory(ctx context.Context) error {
 
 // channelWatchEvery is how often channels' health is sampled for metrics.
 const channelWatchEvery = 5 * time.Second
-
-// keepLeases renews this replica's lease on the messages it is answering
-// and takes over those of replicas that stopped renewing theirs, until ctx
-// ends. Only replicas sharing PostgreSQL need it.
-func (d *Daemon) keepLeases(ctx context.Context) {
-	renew := time.NewTicker(gateway.DefaultLease / 6)
-	defer renew.Stop()
-	takeOver := time.NewTicker(gateway.DefaultLease / 2)
-	defer takeOver.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-renew.C:
-			if err := d.store.Renew(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("renew message leases; another replica may take this one's messages over", "error", err)
-			}
-		case <-takeOver.C:
-			n, err := d.gw.TakeOver(ctx)
-			if err != nil && ctx.Err() == nil {
-				d.log.Warn("take over messages of a stopped replica", "error", err)
-			}
-			if n > 0 {
-				d.log.Info("took over messages another replica stopped answering", "count", n)
-			}
-		}
-	}
-}
 
 // modelFactory opens models by spec. Each provider's client is built once
 // and shared by every turn; the runner puts the model's own name in each

@@ -142,6 +142,14 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}
 
+	if err := d.joinReplicas(ctx, ln); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			d.leaveReplicas(context.WithoutCancel(ctx))
+		}
+	}()
 	recovered, err := d.gw.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover unanswered messages: %w", err)
@@ -162,8 +170,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if age := d.cfg().Sessions.PruneArchivedAfter.Std(); age > 0 {
 		d.goLoop(ctx, "pruning", func(ctx context.Context) { d.pruneArchived(ctx, age) })
 	}
-	if d.store.Shared() {
-		d.goLoop(ctx, "replica leases", d.keepLeases)
+	if d.replicas != nil {
+		d.goLoop(ctx, "replicas", d.runReplicas)
 	}
 
 	d.startAdapters(ctx)
@@ -187,7 +195,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 func (d *Daemon) startAdapters(ctx context.Context) {
 	adapterCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.adapterStop = stop
+	d.adapterCtx = adapterCtx
 	for id, a := range d.adapters {
+		if d.replicas != nil && d.elected(id) {
+			continue // started once this replica holds it
+		}
 		switch id {
 		case "cron":
 			d.logStarted("cron", "jobs", len(d.cfg().Cron.Jobs))
@@ -197,9 +209,21 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 		default:
 			d.logStarted("channel", "adapter", id)
 		}
-		d.adapterWG.Add(1)
-		go func() {
-			defer d.adapterWG.Done()
+		d.startAdapter(id, a)
+	}
+	if d.replicas != nil {
+		d.electChannels(ctx)
+	}
+	go func() { d.adapterWG.Wait(); close(d.allStopped) }()
+}
+
+// startAdapter runs one channel until Stop.
+func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) {
+	adapterCtx := d.adapterCtx
+	d.adapterWG.Add(1)
+	go func() {
+		defer d.adapterWG.Done()
+		{
 			err := a.Start(adapterCtx, channelSink{d})
 			switch {
 			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
@@ -214,9 +238,8 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 				d.failed = errors.Join(d.failed, fmt.Errorf("adapter %s: %w", id, err))
 				d.failMu.Unlock()
 			}
-		}()
-	}
-	go func() { d.adapterWG.Wait(); close(d.allStopped) }()
+		}
+	}()
 }
 
 // logStarted logs, at info, that a part of parley started: one line each,
@@ -324,6 +347,10 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	}
 	<-httpDone
 	d.removeRunFile()
+	if d.replicas != nil {
+		d.stopLoop("replicas")
+		d.leaveReplicas(context.WithoutCancel(ctx))
+	}
 	d.stopLoops()
 	d.mcp.Close()
 	if d.ops != nil {
@@ -366,6 +393,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case err := <-d.ServeErr():
 		serveErr = fmt.Errorf("http server: %w", err)
 		d.serveErr <- err // Stop reads the server's end too
+	case err := <-d.fatal():
+		// Fenced: the other replicas have this one's work, so it stops
+		// at once, writing nothing (draining would answer twice).
+		return err
 	}
 	if d.serve {
 		d.log.Info("parley stopping")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
@@ -133,6 +134,25 @@ func (d *Daemon) statusRoute(mux *http.ServeMux) {
 			return
 		}
 		writeJSON(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("GET /v1/replicas", func(w http.ResponseWriter, r *http.Request) {
+		if !admin(r) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized",
+				"message": "GET /v1/replicas needs one of http.tokens as a bearer token"}})
+			return
+		}
+		list, err := d.Replicas(r.Context())
+		if err != nil {
+			d.log.WarnContext(r.Context(), "list replicas", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable",
+				"message": "the database didn't answer; see the daemon's log"}})
+			return
+		}
+		if list == nil {
+			list = []cluster.Replica{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"replicas": list})
 	})
 }
 

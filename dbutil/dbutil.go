@@ -73,6 +73,8 @@ type DB struct {
 	observer atomic.Pointer[Observer]
 	// transactions counts write transactions, batched or not.
 	transactions atomic.Int64
+	// fence, when set, guards every write of a replica (see SetFence).
+	fence atomic.Pointer[Fence]
 }
 
 // Transactions is how many write transactions (durable appends) this DB
@@ -241,7 +243,13 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	var missed []string
-	err = fn(querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed})
+	q := querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed}
+	if f := d.fence.Load(); f != nil {
+		err = (*f).Check(ctx, q)
+	}
+	if err == nil {
+		err = fn(q)
+	}
 	if err != nil {
 		_ = tx.Rollback()
 	} else if err = tx.Commit(); err != nil {

@@ -84,6 +84,11 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 	}
 	q.count()
 	if q.tx == nil && q.owner != nil {
+		if f := q.owner.fence.Load(); f != nil {
+			if err := (*f).Alive(); err != nil {
+				return nil, err
+			}
+		}
 		if o := q.owner.observer.Load(); o != nil {
 			defer observe(*o, OpWrite, time.Now())
 		}

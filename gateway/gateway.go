@@ -87,6 +87,10 @@ type Options struct {
 	// the message is stored and says whether it added anything; its error
 	// is logged, and the message goes on.
 	Seed func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
+	// Placement, when set, places each session's turns on one replica of
+	// several sharing the database (package cluster): a message whose
+	// session another replica holds is handed to it.
+	Placement Placement
 	// OnDuplicate, if set, hears of each redelivered message dropped.
 	OnDuplicate func()
 	Lanes       LaneOptions[string]
@@ -106,7 +110,11 @@ type Gateway struct {
 	pol        atomic.Pointer[policyTable] // agents and access, replaced by a reload
 	duplicates atomic.Int64
 	denied     atomic.Int64
-	failures   failures // each session's last failure, for /status
+	// picked are the messages handed to this replica that it dispatched,
+	// until they are answered (see Pickup).
+	pickMu   sync.Mutex
+	picked   map[string]bool
+	failures failures // each session's last failure, for /status
 }
 
 type job struct {
@@ -161,6 +169,17 @@ func New(opts Options) (*Gateway, error) {
 	g.lanes = NewLanes(g.turn, laneOpts)
 	return g, nil
 }
+
+// Placement decides which replica runs a session's turns.
+type Placement interface {
+	// Place claims the lane for this replica if nobody live holds it, and
+	// returns the hold's name and its holder; here reports that the
+	// holder is this replica.
+	Place(ctx context.Context, lane string) (hold, holder string, here bool, err error)
+}
+
+// LaneKey is the lane a session's turns run on, one at a time.
+func LaneKey(k sessions.Key) string { return laneKey(k) }
 
 // laneKey is the session key as a lane key, with the agent id first so the
 // lane's mode can be found.
@@ -249,6 +268,9 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
+	if g.opts.Placement != nil && !g.placeHere(ctx, j) {
+		return
+	}
 	switch d, err := g.access(ctx, j); {
 	case err != nil && dbutil.Unavailable(err):
 		// Accepted, but the database went away before the check: the
@@ -293,6 +315,59 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	case err != nil: // shutting down: the next start re-runs it
 		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 	}
+}
+
+// placeHere reports whether j's session runs on this replica; if another
+// replica holds it, j is handed to that one. A database that fails the
+// placement leaves j to settle once it answers.
+func (g *Gateway) placeHere(ctx context.Context, j job) bool {
+	for range 3 {
+		hold, holder, here, err := g.opts.Placement.Place(ctx, laneKey(j.key))
+		if err == nil && here {
+			return true
+		}
+		if err == nil {
+			var ok bool
+			if ok, err = g.opts.Store.Forward(ctx, j.inboundID, hold, holder); err == nil && ok {
+				g.opts.Log.DebugContext(ctx, "message handed to the replica holding its session", "inbound_id", j.inboundID, "replica", holder)
+				return false
+			}
+		}
+		if err != nil {
+			g.opts.Log.WarnContext(ctx, "place a message's session among the replicas; it runs once the database answers", "inbound_id", j.inboundID, "error", err)
+			j.refused = nil
+			g.startSettle(j, true)
+			return false
+		}
+		// The holder died meanwhile: claim again.
+	}
+	g.opts.Log.WarnContext(ctx, "a message's session kept changing replicas; it is taken over with the next", "inbound_id", j.inboundID)
+	return false
+}
+
+// Pickup dispatches the messages other replicas handed to this one (see
+// Placement), oldest first, each once. Call it when told of a handover,
+// and now and then in case a notice was missed.
+func (g *Gateway) Pickup(ctx context.Context) (int, error) {
+	g.pickMu.Lock()
+	defer g.pickMu.Unlock()
+	rows, err := g.opts.Store.Forwarded(ctx, recoverBatch)
+	if err != nil {
+		return 0, err
+	}
+	waiting := make(map[string]bool, len(rows))
+	n := 0
+	for _, r := range rows {
+		waiting[r.ID] = true
+		if g.picked[r.ID] {
+			continue
+		}
+		n++
+		g.dispatch(ctx, job{inboundID: r.ID, in: r.Inbound, repair: sessions.ID(r.SessionID)})
+	}
+	// Forget the answered ones; the rest stay dispatched.
+	g.picked = waiting
+	return n, nil
 }
 
 func (g *Gateway) route(in adapters.Inbound) string {

@@ -62,12 +62,35 @@ const (
 	AND (CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.received_at, i.id) > ($6, $7, $8, $11, $9)
 	ORDER BY CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.received_at, i.id LIMIT $1`
 
-	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3 WHERE id = $1 AND status = 'accepted'`
+	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3, lane = NULL WHERE id = $1 AND status = 'accepted'`
+
+	// Among replicas (Store.Cluster), a dead replica is one with no live
+	// row in replicas: fenced, or never registered (an older version's).
+	deadOwnerLease   = `i.lease_until < $4`
+	deadOwnerCluster = `$4::BIGINT > 0 AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = i.owner AND r.fenced_at IS NULL)`
+
+	// One replica takes over at a time, so a dead replica's messages are
+	// not split between two, each running some of a session's.
+	takeOverLockQuery = `SELECT pg_advisory_xact_lock(1885434466, 0)`
+
+	// Hand an accepted message to the replica holding its session's lane,
+	// if that replica is live: the lock keeps it from being fenced until
+	// the handover commits, so a fence takes the message over with the
+	// rest of that replica's.
+	forwardCheckQuery = `SELECT 1 FROM replicas WHERE instance = $1 AND fenced_at IS NULL FOR SHARE`
+	forwardQuery      = `UPDATE inbound SET owner = $2, lane = $3 WHERE id = $1 AND status = 'accepted'`
+	forwardNotify     = `SELECT pg_notify('parley_forward', $1)`
+
+	// The messages other replicas handed to this one, in accept order.
+	forwardedQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, '')
+	FROM inbound i LEFT JOIN messages m ON m.id = i.id
+	WHERE i.owner = $1 AND i.status = 'accepted' AND i.lane IS NOT NULL
+	ORDER BY i.received_at, i.id LIMIT $2`
 
 	renewInboundQuery = `UPDATE inbound SET lease_until = $2 WHERE owner = $1 AND status = 'accepted' AND lease_until < $3`
 
-	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at, edit_message_id)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)
+	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at, edit_message_id, origin)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)
 	ON CONFLICT (idempotency_key) DO NOTHING`
 
 	// Only a chat's oldest pending reply is due, so a chat's replies go out
@@ -91,9 +114,17 @@ const (
 	claimDueQuery = `UPDATE outbox SET attempts = attempts + 1, lease_until = $2, claim_owner = $3, claim_instance = $4
 	WHERE id IN (SELECT id FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
-		ORDER BY next_attempt_at, id LIMIT %d%s)
+		%sORDER BY next_attempt_at, id LIMIT %d%s)
 	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id`
 	claimDueLock = ` FOR UPDATE SKIP LOCKED`
+
+	// Among replicas: a channel's replies are claimed by the replica that
+	// holds the channel ($5); the replies to a replica's own channels
+	// ($6: the API, webhooks) by the replica that queued them, or by any
+	// once it is dead.
+	claimDueChannels = `AND (o.adapter = ANY($5) OR (o.adapter = ANY($6) AND (o.origin = $3
+			OR NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = o.origin AND r.fenced_at IS NULL))))
+		`
 
 	// The notes to a chat: rows that answer no inbound message, except the
 	// gateway's own pairing approvals.
@@ -132,6 +163,11 @@ type Store struct {
 	// instance names this run of the process in the messages it accepts:
 	// those of earlier runs are left for recovery.
 	instance string
+	// cluster: replicas share the database (see Cluster).
+	cluster bool
+	// channels, when set, are the channels whose replies this replica
+	// sends (see ClaimChannels).
+	channels func() (held, own []string)
 }
 
 // DefaultLease is how long a replica's claim on the messages it accepted
@@ -149,6 +185,18 @@ func Owner(id string) StoreOption { return func(s *Store) { s.owner = id } }
 // Lease sets how long an accepted message stays this replica's without
 // renewal (default DefaultLease).
 func Lease(d time.Duration) StoreOption { return func(s *Store) { s.lease = d } }
+
+// Cluster makes the store one of several replicas' (package cluster): a
+// dead replica is one fenced or unregistered rather than one whose
+// message leases lapsed, and replies are claimed per channel (ClaimChannels).
+func Cluster() StoreOption { return func(s *Store) { s.cluster = true } }
+
+// ClaimChannels limits the replies this replica claims: those to the channels
+// it holds, and to its own channels (the API, webhooks) those it queued
+// itself or whose queuer is dead.
+func ClaimChannels(f func() (held, own []string)) StoreOption {
+	return func(s *Store) { s.channels = f }
+}
 
 // NewStore returns a Store on a migrated database; now may be nil for time.Now.
 func NewStore(db *dbutil.DB, now func() time.Time, opts ...StoreOption) *Store {
@@ -251,7 +299,12 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
 		out = out[:0]
 		query := unfinishedInboundQuery
-		if s.Shared() {
+		if s.cluster {
+			query = strings.Replace(query, deadOwnerLease, deadOwnerCluster, 1)
+			if _, err := q.ExecContext(ctx, takeOverLockQuery); err != nil {
+				return fmt.Errorf("take over unanswered messages: %w", err)
+			}
+		} else if s.Shared() {
 			query += " FOR UPDATE OF i SKIP LOCKED"
 		}
 		rows, err := q.QueryContext(ctx, query, limit, !s.Shared(), s.owner, dbutil.Millis(now), starting,
@@ -286,6 +339,49 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// Forward hands the accepted message id to the replica holder, which
+// holds its session's lane (hold), and tells it. ok is false if holder is
+// no longer live: claim the lane again.
+func (s *Store) Forward(ctx context.Context, id, hold, holder string) (ok bool, err error) {
+	err = s.db.Tx(ctx, func(q dbutil.Querier) error {
+		var one int
+		err := q.QueryRowContext(ctx, forwardCheckQuery, holder).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, forwardQuery, id, holder, hold); err != nil {
+			return err
+		}
+		ok = true
+		_, err = q.ExecContext(ctx, forwardNotify, holder)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("hand message %s to replica %s: %w", id, holder, err)
+	}
+	return ok, nil
+}
+
+// Forwarded lists the unanswered messages other replicas handed to this
+// one, oldest first.
+func (s *Store) Forwarded(ctx context.Context, limit int) ([]AcceptedInbound, error) {
+	out, err := dbutil.Query(ctx, s.db.Read(), forwardedQuery, func(sc dbutil.Scanner) (AcceptedInbound, error) {
+		var a AcceptedInbound
+		var payload string
+		if err := sc.Scan(&a.ID, &payload, &a.SessionID); err != nil {
+			return a, err
+		}
+		return a, json.Unmarshal([]byte(payload), &a.Inbound)
+	}, s.owner, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list the messages handed to this replica: %w", err)
 	}
 	return out, nil
 }
@@ -421,7 +517,7 @@ func (s *Store) CompleteIn(ctx context.Context, q dbutil.Querier, inboundIDs []s
 			return fmt.Errorf("finish inbound %s (unknown, or answered already): %w", id, ErrNotFound)
 		}
 	}
-	return queueReplies(ctx, q, nowT, replies)
+	return queueReplies(ctx, q, nowT, s.owner, replies)
 }
 
 // Finished reports whether every one of the accepted messages ids has an
@@ -453,14 +549,14 @@ func (s *Store) Status(ctx context.Context, id string) (InboundStatus, error) {
 }
 
 // queueReplies writes replies to the outbox inside a transaction.
-func queueReplies(ctx context.Context, q dbutil.Querier, now time.Time, replies []Reply) error {
+func queueReplies(ctx context.Context, q dbutil.Querier, now time.Time, origin string, replies []Reply) error {
 	for _, r := range replies {
 		u, err := uuid.NewV7()
 		if err != nil {
 			return fmt.Errorf("generate id: %w", err)
 		}
 		_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
-			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID)
+			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID, origin)
 		if err != nil {
 			return fmt.Errorf("queue reply %s: %w", r.Key, err)
 		}
@@ -525,8 +621,13 @@ func (s *Store) claimDue(ctx context.Context, limit int, lease time.Duration, lo
 	var claimed []Reply
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
 		var err error
-		claimed, err = scanReplies(q.QueryContext(ctx, claimDueSQL(s.db.Dialect, limit), dbutil.Millis(now), dbutil.Millis(now.Add(lease)),
-			s.owner, s.instance))
+		args := []any{dbutil.Millis(now), dbutil.Millis(now.Add(lease)), s.owner, s.instance}
+		query := claimDueSQL(s.db.Dialect, limit, s.channels != nil)
+		if s.channels != nil {
+			held, own := s.channels()
+			args = append(args, held, own)
+		}
+		claimed, err = scanReplies(q.QueryContext(ctx, query, args...))
 		if err != nil {
 			return fmt.Errorf("claim due replies: %w", err)
 		}
@@ -541,15 +642,18 @@ func (s *Store) claimDue(ctx context.Context, limit int, lease time.Duration, lo
 
 // claimDueSQL is claimDueQuery for a dialect and limit: one statement
 // text, and one prepared statement, per limit in use (the sender uses one).
-func claimDueSQL(d dbutil.Dialect, limit int) string {
+func claimDueSQL(d dbutil.Dialect, limit int, perChannel bool) string {
 	lock := ""
 	if d == dbutil.Postgres {
 		lock = claimDueLock
 	}
+	if perChannel && lock != "" {
+		return fmt.Sprintf(claimDueQuery, claimDueChannels, limit, lock)
+	}
 	if limit == claimDueLimit {
 		return claimDueDefault[lock != ""]
 	}
-	return fmt.Sprintf(claimDueQuery, limit, lock)
+	return fmt.Sprintf(claimDueQuery, "", limit, lock)
 }
 
 // claimDueLimit is the sender's pass size, whose text is built once.
@@ -557,8 +661,8 @@ const claimDueLimit = 256
 
 // claimDueDefault is the claim at claimDueLimit, without and with the lock.
 var claimDueDefault = map[bool]string{
-	false: fmt.Sprintf(claimDueQuery, claimDueLimit, ""),
-	true:  fmt.Sprintf(claimDueQuery, claimDueLimit, claimDueLock),
+	false: fmt.Sprintf(claimDueQuery, "", claimDueLimit, ""),
+	true:  fmt.Sprintf(claimDueQuery, "", claimDueLimit, claimDueLock),
 }
 
 // Reclaim takes back the replies an earlier run of this process claimed

@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/migrations"
+)
+
+// twoHandles opens two connections pools on one fresh, migrated schema,
+// as two replicas have.
+func twoHandles(t *testing.T) (*dbutil.DB, *dbutil.DB) {
+	t.Helper()
+	u := dbtest.PostgresURL(t)
+	open := func() *dbutil.DB {
+		db, err := dbutil.Open(context.Background(), dbutil.Options{URL: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open(), open()
+	if _, err := migrations.Up(context.Background(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+func fastOptions(name string) Options {
+	return Options{Name: name, Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond}
+}
+
+func write(ctx context.Context, db *dbutil.DB) error {
+	return db.Tx(ctx, func(q dbutil.Querier) error {
+		_, err := q.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS probe (n INT)")
+		return err
+	})
+}
+
+// A replica that stops renewing (paused) is fenced by a survivor: its
+// holds pass to the survivor, and it writes nothing after it resumes: its
+// local check refuses first, then the database's fence, and its heartbeat
+// tells it to stop.
+func TestPausedReplicaIsFencedAndWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := twoHandles(t)
+	a, b := New(dbA, fastOptions("a")), New(dbB, fastOptions("b"))
+	if err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() == b.ID() || !strings.HasPrefix(a.ID(), "a-") {
+		t.Fatalf("ids %q and %q: want unique, named", a.ID(), b.ID())
+	}
+	if h, err := a.Claim(ctx, "lane:x"); err != nil || h != a.ID() {
+		t.Fatalf("a claims a free lane: holder %q, %v", h, err)
+	}
+	if h, err := b.Claim(ctx, "lane:x"); err != nil || h != a.ID() {
+		t.Fatalf("b claims a's lane: holder %q, %v; want a's", h, err)
+	}
+	if err := write(ctx, dbA); err != nil {
+		t.Fatalf("a live replica writes: %v", err)
+	}
+	live, err := b.Live(ctx)
+	if err != nil || len(live) != 2 {
+		t.Fatalf("live replicas %v, %v; want 2", live, err)
+	}
+
+	// a pauses: no heartbeat. b keeps its own and reaps.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := b.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Reap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := b.Claim(ctx, "lane:x"); h == b.ID() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b never took the lane over from a paused replica")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// a resumes: the local check refuses before any round trip.
+	if err := write(ctx, dbA); !errors.Is(err, errLeaseLapsed) && !errors.Is(err, ErrFenced) {
+		t.Fatalf("a paused replica's write after its lease: %v; want refused", err)
+	}
+	if err := a.Heartbeat(ctx); !errors.Is(err, ErrFenced) {
+		t.Fatalf("its heartbeat: %v; want ErrFenced", err)
+	}
+	select {
+	case <-a.Fenced():
+	default:
+		t.Fatal("Fenced not closed")
+	}
+	if err := write(ctx, dbA); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a fenced replica's write: %v; want ErrFenced", err)
+	}
+	live, _ = b.Live(ctx)
+	if len(live) != 1 || live[0].ID != b.ID() || !live[0].Self {
+		t.Fatalf("live after the fence: %+v; want b alone", live)
+	}
+}
+
+// A write transaction that began before the fence commits before it; the
+// fence waits for it rather than racing it.
+func TestFenceWaitsForAWriteInFlight(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := twoHandles(t)
+	a, b := New(dbA, Options{Name: "a", Lease: time.Hour}), New(dbB, fastOptions("b"))
+	if err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inTx, release := make(chan struct{}), make(chan struct{})
+	txErr := make(chan error, 1)
+	go func() {
+		txErr <- dbA.Tx(ctx, func(q dbutil.Querier) error {
+			close(inTx)
+			<-release
+			_, err := q.ExecContext(ctx, "CREATE TABLE probe (n INT)")
+			return err
+		})
+	}()
+	<-inTx
+	fenced := make(chan error, 1)
+	go func() {
+		_, err := b.fence(ctx, a.ID(), "test")
+		fenced <- err
+	}()
+	select {
+	case err := <-fenced:
+		t.Fatalf("the fence went through (%v) while a's transaction was open", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-txErr; err != nil {
+		t.Fatalf("the transaction begun before the fence: %v", err)
+	}
+	if err := <-fenced; err != nil {
+		t.Fatal(err)
+	}
+	if err := write(ctx, dbA); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a transaction after the fence: %v; want ErrFenced", err)
+	}
+}
+
+// Two live processes can't share an explicit replica name; a name whose
+// process died is taken over once its heartbeat lapses.
+func TestExplicitNameIsExclusive(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := twoHandles(t)
+	opts := fastOptions("same")
+	opts.Explicit = true
+	a := New(dbA, opts)
+	if err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(runCtx, nil) }()
+	err := New(dbB, opts).Join(ctx)
+	if err == nil || !strings.Contains(err.Error(), `uses replica_id "same"`) {
+		t.Fatalf("a second live process named alike: %v; want refused, naming the id", err)
+	}
+	stop()
+	<-done
+	// a dies (no heartbeat): the name is free once its lease lapses.
+	if err := New(dbB, opts).Join(ctx); err != nil {
+		t.Fatalf("the name of a dead replica: %v", err)
+	}
+}
+
+// A clean leave frees the replica's holds at once.
+func TestLeaveFreesHolds(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := twoHandles(t)
+	a, b := New(dbA, Options{Name: "a", Lease: time.Hour}), New(dbB, Options{Name: "b", Lease: time.Hour})
+	for _, m := range []*Member{a, b} {
+		if err := m.Join(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Claim(ctx, ChannelHold("tg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := b.Claim(ctx, ChannelHold("tg")); err != nil || h != b.ID() {
+		t.Fatalf("after a left, b's claim: %q, %v", h, err)
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parleyd/parley/cluster"
+	"github.com/parleyd/parley/dbutil"
+)
+
+// replicasCommand lists the replicas sharing the configured PostgreSQL.
+var replicasCommand = &command{name: "replicas", args: "[--config FILE] [--json]", summary: "list the live replicas sharing the database",
+	about: "Lists the parley run processes sharing the configured PostgreSQL database: each one's id (its name and a random suffix), " +
+		"host and process, when it started, how long ago its last heartbeat was, the channels it is configured with and those it runs, " +
+		"and its load (sessions with work, messages waiting). A replica whose heartbeat is older than gateway.replica_lease is taken over " +
+		"and no longer listed. On SQLite, one process owns the database and there are no replicas.",
+	examples: []string{"parley replicas", "parley replicas --json"},
+	run:      func(ctx context.Context, s streams, args []string) error { return cmdReplicas(ctx, args, s.out) }}
+
+func cmdReplicas(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("replicas", flag.ContinueOnError)
+	path := configFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	_, db, err := openConfigured(ctx, *path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if db.Dialect != dbutil.Postgres {
+		fmt.Fprintln(stdout, "no replicas: the database is SQLite, which one parley run process owns; replicas share a PostgreSQL database (database.url)")
+		return nil
+	}
+	list, err := cluster.List(ctx, db)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if list == nil {
+			list = []cluster.Replica{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"replicas": list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no live replicas: no parley run process is using this database")
+		return nil
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "REPLICA\tHOST\tPID\tSTARTED\tHEARTBEAT\tRUNS\tSESSIONS\tWAITING")
+	for _, r := range list {
+		runs := strings.Join(r.Channels, ",")
+		if runs == "" {
+			runs = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s ago\t%s\t%d\t%d\n", r.ID, r.Host, r.PID, r.Started.Local().Format("2006-01-02 15:04:05"),
+			(time.Duration(r.HeartbeatAgeMS) * time.Millisecond).Round(100*time.Millisecond), runs, r.Lanes, r.Queued)
+	}
+	return w.Flush()
+}

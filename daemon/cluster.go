@@ -1,0 +1,329 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/cluster"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+)
+
+// replicaHop marks an API request one replica passed to another, which
+// serves it whatever it holds.
+const replicaHop = "X-Parley-Replica-Hop"
+
+// replicas is the daemon's part in a cluster of replicas sharing one
+// PostgreSQL (nil on SQLite): who it is, and which channels it runs.
+type replicas struct {
+	m *cluster.Member
+
+	mu      sync.Mutex
+	running map[adapters.ID]bool // the elected channels this replica holds and runs
+	fatal   chan error           // ErrFenced, once
+}
+
+// openReplicas makes the daemon one replica among those sharing its
+// PostgreSQL database; on SQLite it does nothing.
+func (d *Daemon) openReplicas(cfg *config.Config) {
+	if d.db.Dialect != dbutil.Postgres {
+		return
+	}
+	g := cfg.Gateway
+	d.replicas = &replicas{running: map[adapters.ID]bool{}, fatal: make(chan error, 1),
+		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
+			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
+}
+
+// storeOptions are the gateway store's options for this daemon.
+func (d *Daemon) storeOptions(cfg *config.Config) []gateway.StoreOption {
+	if d.replicas == nil {
+		return []gateway.StoreOption{gateway.Owner(cfg.Gateway.ReplicaID)}
+	}
+	return []gateway.StoreOption{gateway.Owner(d.replicas.m.ID()), gateway.Cluster(), gateway.ClaimChannels(d.claimChannels)}
+}
+
+// placement is the gateway's gateway.Placement among replicas.
+type placement struct{ m *cluster.Member }
+
+func (p placement) Place(ctx context.Context, lane string) (hold, holder string, here bool, err error) {
+	hold = cluster.LaneHold(lane)
+	holder, err = p.m.Claim(ctx, hold)
+	return hold, holder, err == nil && holder == p.m.ID(), err
+}
+
+// gatewayPlacement is nil without replicas.
+func (d *Daemon) gatewayPlacement() gateway.Placement {
+	if d.replicas == nil {
+		return nil
+	}
+	return placement{d.replicas.m}
+}
+
+// elected reports whether one replica at a time runs a channel: those
+// that connect out (polling Telegram, the Discord gateway, a WhatsApp
+// device). A channel whose platform calls in (Telegram's webhook mode)
+// runs on every replica, behind the load balancer.
+func (d *Daemon) elected(id adapters.ID) bool {
+	if !slices.ContainsFunc(d.cfg().Adapters, func(a config.Adapter) bool { return adapters.ID(a.ID) == id }) {
+		return false
+	}
+	if w, ok := d.adapters[id].(adapters.WebhookHandler); ok {
+		if route, _ := w.Webhook(); route != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// claimChannels are the channels whose replies this replica sends: the
+// configured channels it runs, and its own (the API, webhooks, cron),
+// whose replies it queued itself.
+func (d *Daemon) claimChannels() (held, own []string) {
+	configured := map[string]bool{}
+	for _, a := range d.cfg().Adapters {
+		configured[a.ID] = true
+	}
+	r := d.replicas
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range d.adapters {
+		switch {
+		case !configured[string(id)]:
+			own = append(own, string(id))
+		case r.running[id] || !d.elected(id):
+			held = append(held, string(id))
+		}
+	}
+	return held, own
+}
+
+func (d *Daemon) replicaStats() cluster.Stats {
+	var st cluster.Stats
+	for _, a := range d.cfg().Adapters {
+		st.Adapters = append(st.Adapters, a.ID)
+	}
+	held, _ := d.claimChannels()
+	st.Channels = held
+	slices.Sort(st.Adapters)
+	slices.Sort(st.Channels)
+	if d.gw != nil {
+		st.Lanes, st.Queued = d.gw.ActiveLanes(), d.gw.QueueDepth()
+	}
+	return st
+}
+
+// joinReplicas registers this replica, before recovery: ln is the API's
+// listener, whose address the others pass requests to.
+func (d *Daemon) joinReplicas(ctx context.Context, ln net.Listener) error {
+	r := d.replicas
+	if r == nil {
+		return nil
+	}
+	r.m.SetAPIURL(advertiseURL(d.cfg(), ln))
+	r.m.SetVersion(d.version)
+	if err := r.m.Join(ctx); err != nil {
+		return err
+	}
+	d.logStarted("replica", "replica", r.m.ID(), "lease", d.cfg().Gateway.ReplicaLease.Std())
+	return nil
+}
+
+// advertiseURL is where the other replicas reach this one's API.
+func advertiseURL(cfg *config.Config, ln net.Listener) string {
+	if u := cfg.Gateway.AdvertiseURL; u != "" {
+		return u
+	}
+	if ln == nil {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// runReplicas keeps this replica's heartbeat, takes over the work of dead
+// ones, runs the channels it is elected to, and picks up the messages
+// other replicas hand it, until ctx ends or it is fenced.
+func (d *Daemon) runReplicas(ctx context.Context) {
+	r := d.replicas
+	go func() {
+		err := d.db.Listen(ctx, "parley_forward", nil, func(payload string) {
+			if payload == r.m.ID() || payload == "" {
+				d.pickup(ctx)
+			}
+		})
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("listen for messages handed to this replica; it looks every heartbeat instead", "error", err)
+		}
+	}()
+	err := r.m.Run(ctx, func(ctx context.Context) {
+		n, err := d.gw.TakeOver(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("take over the messages of a dead replica", "error", err)
+		}
+		if n > 0 {
+			d.log.Info("took over the messages of a dead replica", "count", n)
+		}
+		d.pickup(ctx)
+		d.electChannels(ctx)
+	})
+	if errors.Is(err, cluster.ErrFenced) {
+		r.fatal <- err
+	}
+}
+
+func (d *Daemon) pickup(ctx context.Context) {
+	if _, err := d.gw.Pickup(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("pick up the messages handed to this replica", "error", err)
+	}
+}
+
+// electChannels starts each elected channel this replica can claim.
+func (d *Daemon) electChannels(ctx context.Context) {
+	r := d.replicas
+	for id, a := range d.adapters {
+		if !d.elected(id) {
+			continue
+		}
+		r.mu.Lock()
+		running := r.running[id]
+		r.mu.Unlock()
+		if running || d.adapterCtx == nil {
+			continue
+		}
+		holder, err := r.m.Claim(ctx, cluster.ChannelHold(string(id)))
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("claim a channel", "adapter", id, "error", err)
+			}
+			continue
+		}
+		if holder != r.m.ID() {
+			continue
+		}
+		r.mu.Lock()
+		r.running[id] = true
+		r.mu.Unlock()
+		d.logStarted("channel", "adapter", id, "elected", true)
+		d.startAdapter(id, a)
+		d.sender.Wake()
+	}
+}
+
+// Fatal is closed with the reason once this replica must stop at once:
+// fenced by the others (its work is theirs now).
+func (d *Daemon) fatal() <-chan error {
+	if d.replicas == nil {
+		return nil
+	}
+	return d.replicas.fatal
+}
+
+// leaveReplicas frees this replica's sessions and channels at a clean
+// stop.
+func (d *Daemon) leaveReplicas(ctx context.Context) {
+	if d.replicas == nil {
+		return
+	}
+	if err := d.replicas.m.Leave(ctx); err != nil {
+		d.log.Warn("leave the replicas; the others take this one's sessions over once its lease lapses", "error", err)
+	}
+}
+
+// Replicas lists the live replicas sharing the database (none on SQLite).
+func (d *Daemon) Replicas(ctx context.Context) ([]cluster.Replica, error) {
+	if d.replicas == nil {
+		return nil, nil
+	}
+	return d.replicas.m.Live(ctx)
+}
+
+// toHolder passes a request about a session another replica is running
+// to that replica, so status, abort, the event stream, permission
+// answers and tool results meet the run where it is. Requests for a
+// session nobody runs, or run here, are served here.
+func (d *Daemon) toHolder(next http.Handler) http.Handler {
+	if d.replicas == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := sessionOfPath(r.URL.Path)
+		if !ok || r.Header.Get(replicaHop) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		target := d.holderURL(r.Context(), sessions.ID(id))
+		if target == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		proxy := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				pr.Out.Header.Set(replicaHop, d.replicas.m.ID())
+			},
+			FlushInterval: -1, // the event stream goes out as it comes
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				d.log.Warn("pass a request to the replica running its session", "path", r.URL.Path, "error", err)
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After", "2")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintln(w, `{"error":{"code":"unavailable","message":"the replica running this session is not answering; try again in a few seconds (another replica takes it over if it died)"}}`)
+			},
+		}
+		proxy.ServeHTTP(w, r)
+	})
+}
+
+// sessionOfPath is the session a /v1/sessions/{id}/... path names.
+func sessionOfPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/v1/sessions/")
+	if !ok {
+		return "", false
+	}
+	id, sub, ok := strings.Cut(rest, "/")
+	return id, ok && id != "" && sub != ""
+}
+
+// holderURL is the API of the live replica, other than this one, that
+// holds the session's lane, or nil.
+func (d *Daemon) holderURL(ctx context.Context, id sessions.ID) *url.URL {
+	s, err := d.sessions.Session(ctx, id)
+	if err != nil {
+		return nil
+	}
+	m := d.replicas.m
+	holder, err := m.Holder(ctx, cluster.LaneHold(gateway.LaneKey(s.Key)))
+	if err != nil || holder == "" || holder == m.ID() {
+		return nil
+	}
+	raw, err := m.APIURL(ctx, holder)
+	if err != nil || raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	return u
+}
