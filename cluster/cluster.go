@@ -46,7 +46,7 @@ const (
 var ErrFenced = errors.New("this replica's lease lapsed and another replica took its work over (was the process paused, or the database out of reach, for longer than cluster.lease?); it stops now and writes nothing more; start it again")
 
 // errLeaseLapsed is the local fence: too long without a heartbeat.
-var errLeaseLapsed = errors.New("this replica has not renewed its lease in time; writes wait until it does")
+var errLeaseLapsed = dbutil.ErrLeaseLapsed
 
 // dbNow is the database's clock in milliseconds: every replica's liveness
 // is judged on one clock.
@@ -88,7 +88,7 @@ const (
 	liveQuery = `SELECT instance, name, host, pid, version, api_url, started_at, heartbeat_at, ` + dbNow + ` - heartbeat_at,
 	adapters, channels, lanes, queued FROM replicas WHERE fenced_at IS NULL ORDER BY started_at, instance`
 
-	apiURLQuery = `SELECT api_url FROM replicas WHERE instance = $1 AND fenced_at IS NULL`
+	apiURLQuery = `SELECT api_url, ` + dbNow + ` - heartbeat_at FROM replicas WHERE instance = $1 AND fenced_at IS NULL`
 )
 
 // Options configure a Member.
@@ -128,6 +128,10 @@ type Member struct {
 	// beat is when the last successful heartbeat was sent, on the
 	// monotonic clock (a time.Time kept for its monotonic reading).
 	beat   atomic.Pointer[time.Time]
+	// steady is since when every heartbeat went through: after an outage
+	// of the database, every replica's heartbeat is late, and none is
+	// fenced until the others have had a lease to beat again.
+	steady atomic.Pointer[time.Time]
 	fenced atomic.Bool
 	dead   chan struct{} // closed once fenced
 	once   sync.Once
@@ -194,6 +198,7 @@ func (m *Member) Join(ctx context.Context) error {
 		return fmt.Errorf("register replica %s: %w", m.id, err)
 	}
 	m.beat.Store(&now)
+	m.steady.Store(&now)
 	ours.Store(m.id, true)
 	m.db.SetFence(fence{m})
 	// Replicas that died while none ran are fenced now, so recovery
@@ -332,12 +337,19 @@ func (m *Member) Run(ctx context.Context, each func(ctx context.Context)) error 
 			if errors.Is(err, ErrFenced) {
 				return err
 			}
+			m.steady.Store(nil)
 			if ctx.Err() == nil {
 				m.opts.Log.Warn("replica heartbeat failed; it is tried again each second", "error", err)
 			}
 			continue
 		}
-		if err := m.Reap(ctx); err != nil && ctx.Err() == nil {
+		if m.steady.Load() == nil {
+			now := time.Now()
+			m.steady.Store(&now)
+		}
+		if since := m.steady.Load(); time.Since(*since) < m.opts.Lease+m.opts.Heartbeat {
+			// Just back from an outage: the others may be too.
+		} else if err := m.Reap(ctx); err != nil && ctx.Err() == nil {
 			m.opts.Log.Warn("look for replicas whose heartbeat lapsed", "error", err)
 		}
 		if each != nil {
@@ -509,15 +521,38 @@ func (m *Member) Holder(ctx context.Context, name string) (string, error) {
 	return holder, nil
 }
 
-// APIURL is where a live replica serves its API, or "" when it is not
-// live or serves none.
-func (m *Member) APIURL(ctx context.Context, id string) (string, error) {
-	var u string
-	err := m.db.Read().QueryRowContext(ctx, apiURLQuery, id).Scan(&u)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+// Route claims the hold name for this replica if it is free and returns
+// where requests about it go: "" for here, else the API of the live
+// replica holding it. A holder whose heartbeat is late (frozen, or cut
+// off) is waited for, up to a lease, until it beats again or is fenced
+// and the hold is claimed here.
+func (m *Member) Route(ctx context.Context, name string) (apiURL string, err error) {
+	deadline := time.Now().Add(m.opts.Lease + 2*m.opts.Heartbeat)
+	for {
+		holder, err := m.Claim(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if holder == m.id {
+			return "", nil
+		}
+		var u string
+		var age int64
+		err = m.db.Read().QueryRowContext(ctx, apiURLQuery, holder).Scan(&u, &age)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // fenced meanwhile: claim again
+		case err != nil:
+			return "", fmt.Errorf("read replica %s: %w", holder, err)
+		case age <= (2*m.opts.Heartbeat+m.opts.Heartbeat/2).Milliseconds() || time.Now().After(deadline):
+			return u, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(m.opts.Heartbeat / 2):
+		}
 	}
-	return u, err
 }
 
 // Replica is a live replica, as `parley replicas` lists it.

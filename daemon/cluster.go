@@ -33,6 +33,10 @@ type replicas struct {
 	mu      sync.Mutex
 	running map[adapters.ID]bool // the elected channels this replica holds and runs
 	fatal   chan error           // ErrFenced, once
+	// transport passes API requests to other replicas: one that stops
+	// answering mid-request (frozen) fails the request after a while,
+	// and the client sends it again.
+	transport *http.Transport
 }
 
 // openReplicas makes the daemon one replica among those sharing its
@@ -42,7 +46,9 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 		return
 	}
 	g := cfg.Gateway
-	d.replicas = &replicas{running: map[adapters.ID]bool{}, fatal: make(chan error, 1),
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = 3 * g.ReplicaLease.Std()
+	d.replicas = &replicas{running: map[adapters.ID]bool{}, fatal: make(chan error, 1), transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
 }
@@ -62,6 +68,15 @@ func (p placement) Place(ctx context.Context, lane string) (hold, holder string,
 	hold = cluster.LaneHold(lane)
 	holder, err = p.m.Claim(ctx, hold)
 	return hold, holder, err == nil && holder == p.m.ID(), err
+}
+
+// replicaAlive is the sender's check before each send (nil without
+// replicas).
+func (d *Daemon) replicaAlive() func() error {
+	if d.replicas == nil {
+		return nil
+	}
+	return d.replicas.m.Alive
 }
 
 // gatewayPlacement is nil without replicas.
@@ -184,6 +199,13 @@ func (d *Daemon) runReplicas(ctx context.Context) {
 		if n > 0 {
 			d.log.Info("took over the messages of a dead replica", "count", n)
 		}
+		if n, err := d.store.Reclaim(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("take back the replies a dead replica claimed", "error", err)
+		} else if n > 0 {
+			d.log.Info("took back the replies a dead replica claimed and never recorded; each may reach its chat twice", "count", n)
+			d.metrics.OutboxReclaimed(n)
+			d.sender.Wake()
+		}
 		d.pickup(ctx)
 		d.electChannels(ctx)
 	})
@@ -278,6 +300,7 @@ func (d *Daemon) toHolder(next http.Handler) http.Handler {
 			return
 		}
 		proxy := &httputil.ReverseProxy{
+			Transport: d.replicas.transport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
 				pr.Out.Header.Set(replicaHop, d.replicas.m.ID())
@@ -306,18 +329,13 @@ func sessionOfPath(path string) (string, bool) {
 }
 
 // holderURL is the API of the live replica, other than this one, that
-// holds the session's lane, or nil.
+// runs the session (claiming it here when nobody does), or nil.
 func (d *Daemon) holderURL(ctx context.Context, id sessions.ID) *url.URL {
 	s, err := d.sessions.Session(ctx, id)
 	if err != nil {
 		return nil
 	}
-	m := d.replicas.m
-	holder, err := m.Holder(ctx, cluster.LaneHold(gateway.LaneKey(s.Key)))
-	if err != nil || holder == "" || holder == m.ID() {
-		return nil
-	}
-	raw, err := m.APIURL(ctx, holder)
+	raw, err := d.replicas.m.Route(ctx, cluster.LaneHold(gateway.LaneKey(s.Key)))
 	if err != nil || raw == "" {
 		return nil
 	}

@@ -23,6 +23,12 @@ type Fence interface {
 	Check(ctx context.Context, q Querier) error
 }
 
+// ErrLeaseLapsed is a Fence's local refusal: the replica has gone longer
+// than its lease without renewing it (the database out of reach, or the
+// process paused). It passes like an unavailable database: the write may
+// be tried again once the replica has renewed, or it stops, fenced.
+var ErrLeaseLapsed = errors.New("this replica has not renewed its lease in time (is the database reachable?); writes wait until it has")
+
 // SetFence guards every write from now on with f (nil: none).
 func (d *DB) SetFence(f Fence) {
 	if f == nil {

@@ -36,6 +36,9 @@ func Unavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
+	if errors.Is(err, ErrLeaseLapsed) {
+		return true
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return false

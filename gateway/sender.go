@@ -38,6 +38,10 @@ type SenderOptions struct {
 	// from a crashed earlier run (see Store.Reclaim): each may reach its
 	// chat twice.
 	OnReclaim func(n int)
+	// Alive, if set, is asked before each platform call: a replica that
+	// may have lost its claims (paused past its lease, say) sends
+	// nothing; the replies go to whoever took them over.
+	Alive func() error
 }
 
 // Sender sends the outbox: each reply once, a chat's replies in order, and
@@ -189,6 +193,12 @@ func deliverReply(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Se
 // called once the platform call is over.
 func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error) {
 	attempt := r.Attempts + 1 // the claim counted this one
+	if s.opts.Alive != nil {
+		if err := s.opts.Alive(); err != nil {
+			called()
+			return false, err
+		}
+	}
 	a, ok := s.opts.Adapter(r.Adapter)
 	var sent adapters.Sent
 	var err error

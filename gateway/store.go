@@ -151,6 +151,12 @@ const (
 	// as the SQLite file lock proves.
 	reclaimQuery = `UPDATE outbox SET lease_until = 0
 	WHERE status = 'pending' AND lease_until > $1 AND claim_instance <> $2`
+
+	// Among replicas: the replies dead (fenced) replicas claimed and never
+	// recorded are due again at once, not when their claims lapse.
+	reclaimDeadQuery = `UPDATE outbox SET lease_until = 0
+	WHERE status = 'pending' AND lease_until > $1 AND claim_owner <> $2
+	AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = outbox.claim_owner AND r.fenced_at IS NULL)`
 )
 
 // Store keeps the gateway's durable records: accepted inbound messages and
@@ -671,15 +677,18 @@ var claimDueDefault = map[bool]string{
 // Each may have reached its chat before the crash, so it may be seen
 // twice: n counts them.
 //
-// On PostgreSQL it takes nothing: another live process may share this
-// one's replica id (two on one host with replica_id unset), so only a
-// heartbeat could prove a claimer dead; until replicas have one, a claim
-// there is taken over when its lease lapses.
+// Among replicas (Cluster) it takes back the replies of replicas fenced
+// as dead, whose claims would otherwise hold their chats until they
+// lapse; on PostgreSQL without it, it takes nothing.
 func (s *Store) Reclaim(ctx context.Context) (n int, err error) {
-	if s.Shared() {
+	query, arg := reclaimQuery, s.instance
+	switch {
+	case s.cluster:
+		query, arg = reclaimDeadQuery, s.owner
+	case s.Shared():
 		return 0, nil
 	}
-	res, err := s.db.Write().ExecContext(ctx, reclaimQuery, dbutil.Millis(s.now()), s.instance)
+	res, err := s.db.Write().ExecContext(ctx, query, dbutil.Millis(s.now()), arg)
 	if err != nil {
 		return 0, fmt.Errorf("take back the replies a crash left claimed: %w", err)
 	}

@@ -125,6 +125,18 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p url.Values
 		writeError(w, &apiError{code: 409, desc: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
 		return
 	}
+	if s.polling != nil {
+		close(s.polling) // the poll in flight ends with 409
+	}
+	mine := make(chan struct{})
+	s.polling = mine
+	defer func() {
+		s.mu.Lock()
+		if s.polling == mine {
+			s.polling = nil
+		}
+		s.mu.Unlock()
+	}()
 	if offset > 0 {
 		n := 0
 		for n < len(s.pending) && s.pending[n].id < offset {
@@ -160,6 +172,12 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p url.Values
 		case <-ch:
 		case <-deadline.C:
 			timeout = 0
+		case <-mine:
+			s.mu.Lock()
+			s.conflicts = append(s.conflicts, time.Now())
+			s.mu.Unlock()
+			writeError(w, &apiError{code: 409, desc: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"})
+			return
 		case <-r.Context().Done():
 			return
 		case <-s.closing:

@@ -117,7 +117,20 @@ type Server struct {
 	nextQuery   int
 	answers     []CallbackAnswer
 
+	// polling ends the long poll in flight, if any: Telegram answers
+	// the older of two concurrent getUpdates with 409 Conflict.
+	polling   chan struct{}
+	conflicts []time.Time
+
 	sentCount atomic.Int64
+}
+
+// Conflicts are the times a getUpdates was cut short by another one
+// (409 Conflict): two pollers of one bot at once.
+func (s *Server) Conflicts() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.conflicts...)
 }
 
 // NewServer starts a fake that accepts Token.
