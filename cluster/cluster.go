@@ -127,7 +127,7 @@ type Member struct {
 
 	// beat is when the last successful heartbeat was sent, on the
 	// monotonic clock (a time.Time kept for its monotonic reading).
-	beat   atomic.Pointer[time.Time]
+	beat atomic.Pointer[time.Time]
 	// steady is since when every heartbeat went through: after an outage
 	// of the database, every replica's heartbeat is late, and none is
 	// fenced until the others have had a lease to beat again.

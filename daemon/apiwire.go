@@ -91,7 +91,9 @@ func (r apiRunner) Abort(id sessions.ID) bool {
 }
 
 func (r apiRunner) Reset(ctx context.Context, key sessions.Key) (sessions.Session, error) {
-	r.d.gw.Abort(key)
+	if !r.d.gw.Abort(key) {
+		r.d.abortOnHolder(ctx, key)
+	}
 	return r.d.sessions.Reset(ctx, key)
 }
 

@@ -345,3 +345,31 @@ func (d *Daemon) holderURL(ctx context.Context, id sessions.ID) *url.URL {
 	}
 	return u
 }
+
+// abortOnHolder stops the running turn of key's session on the replica
+// that runs it, when another does (a reset through this one's API).
+func (d *Daemon) abortOnHolder(ctx context.Context, key sessions.Key) {
+	if d.replicas == nil || len(d.cfg().HTTP.Tokens) == 0 {
+		return
+	}
+	s, err := d.sessions.Active(ctx, key)
+	if err != nil {
+		return
+	}
+	u := d.holderURL(ctx, s.ID)
+	if u == nil {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.JoinPath("/v1/sessions", string(s.ID), "abort").String(), nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+d.cfg().HTTP.Tokens[0].Reveal())
+	req.Header.Set(replicaHop, d.replicas.m.ID())
+	resp, err := (&http.Client{Transport: d.replicas.transport}).Do(req)
+	if err != nil {
+		d.log.Warn("stop a reset session's turn on the replica running it", "session_id", s.ID, "error", err)
+		return
+	}
+	resp.Body.Close()
+}

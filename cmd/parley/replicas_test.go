@@ -40,7 +40,7 @@ const (
 )
 
 // freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +51,7 @@ func freePort(t *testing.T) int {
 }
 
 // startReplica runs `parley run` on config and waits for its /readyz.
-func startReplica(t *testing.T, config string, port int) *replicaProc {
+func startReplica(t testing.TB, config string, port int) *replicaProc {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "parley.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
