@@ -138,6 +138,14 @@ type Member struct {
 
 	mu    sync.Mutex
 	holds map[string]bool // the holds this replica has
+	// routes are where requests about others' holds went lately, kept
+	// for a heartbeat (see Route).
+	routes map[string]route
+}
+
+type route struct {
+	url   string
+	until time.Time
 }
 
 // New names this process among the replicas: Name plus a random suffix,
@@ -161,7 +169,7 @@ func New(db *dbutil.DB, opts Options) *Member {
 	}
 	opts.Name = name
 	return &Member{db: db, opts: opts, id: name + "-" + hex.EncodeToString(suffix), host: host, pid: os.Getpid(),
-		dead: make(chan struct{}), holds: map[string]bool{}}
+		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]route{}}
 }
 
 // SetAPIURL and SetVersion say, before Join, where this replica serves
@@ -203,7 +211,8 @@ func (m *Member) Join(ctx context.Context) error {
 	m.db.SetFence(fence{m})
 	// Replicas that died while none ran are fenced now, so recovery
 	// takes their messages at once.
-	return m.Reap(ctx)
+	_, err = m.Reap(ctx)
+	return err
 }
 
 // fenceGoneHere fences the replicas of this host whose process is gone.
@@ -322,12 +331,12 @@ func (m *Member) fence(ctx context.Context, id, why string) (ok bool, err error)
 
 // Run renews the heartbeat and fences replicas whose heartbeat lapsed
 // until ctx ends or this replica is fenced (ErrFenced). each runs after
-// every heartbeat, with whether it succeeded: the daemon takes channels
-// over and picks up work there.
-func (m *Member) Run(ctx context.Context, each func(ctx context.Context)) error {
+// every heartbeat that went through, told whether this one fenced a
+// replica (or some beats went by): the daemon takes work over then.
+func (m *Member) Run(ctx context.Context, each func(ctx context.Context, takeOver bool)) error {
 	t := time.NewTicker(m.opts.Heartbeat)
 	defer t.Stop()
-	for {
+	for beat := 0; ; beat++ {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -347,13 +356,23 @@ func (m *Member) Run(ctx context.Context, each func(ctx context.Context)) error 
 			now := time.Now()
 			m.steady.Store(&now)
 		}
+		fenced := 0
 		if since := m.steady.Load(); time.Since(*since) < m.opts.Lease+m.opts.Heartbeat {
 			// Just back from an outage: the others may be too.
-		} else if err := m.Reap(ctx); err != nil && ctx.Err() == nil {
+		} else if n, err := m.Reap(ctx); err != nil && ctx.Err() == nil {
 			m.opts.Log.Warn("look for replicas whose heartbeat lapsed", "error", err)
+		} else {
+			fenced = n
+		}
+		if beat%forgetEvery == forgetEvery-1 {
+			// Fenced replicas with nothing left to take over are
+			// forgotten after a day.
+			if _, err := m.db.Write().ExecContext(ctx, forgetQuery, (24 * time.Hour).Milliseconds()); err != nil && ctx.Err() == nil {
+				m.opts.Log.Warn("forget long-dead replicas", "error", err)
+			}
 		}
 		if each != nil {
-			each(ctx)
+			each(ctx, fenced > 0 || beat%takeOverEvery == 0)
 		}
 	}
 }
@@ -386,12 +405,22 @@ func (m *Member) markFenced() {
 	})
 }
 
-// Reap fences the replicas whose heartbeat is older than the lease.
-func (m *Member) Reap(ctx context.Context) error {
+// Beats between the takeovers a replica does without having fenced
+// anyone (in case the one that fenced a replica died before taking its
+// work over), and between sweeps of long-dead replicas' rows.
+const (
+	takeOverEvery = 5
+	forgetEvery   = 600
+)
+
+// Reap fences the replicas whose heartbeat is older than the lease, and
+// returns how many it fenced.
+func (m *Member) Reap(ctx context.Context) (int, error) {
 	others, err := m.others(ctx, staleQuery, m.id)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	n := 0
 	for _, o := range others {
 		why := ""
 		switch {
@@ -401,15 +430,16 @@ func (m *Member) Reap(ctx context.Context) error {
 			why = "its process is gone"
 		}
 		if why != "" {
-			if _, err := m.fence(ctx, o.id, why); err != nil {
-				return err
+			ok, err := m.fence(ctx, o.id, why)
+			if err != nil {
+				return n, err
+			}
+			if ok {
+				n++
 			}
 		}
 	}
-	// Fenced replicas with nothing left to take over are forgotten after
-	// a day.
-	_, err = m.db.Write().ExecContext(ctx, forgetQuery, (24 * time.Hour).Milliseconds())
-	return err
+	return n, nil
 }
 
 // Leave ends this replica's membership at a clean stop: its holds are
@@ -527,6 +557,16 @@ func (m *Member) Holder(ctx context.Context, name string) (string, error) {
 // off) is waited for, up to a lease, until it beats again or is fenced
 // and the hold is claimed here.
 func (m *Member) Route(ctx context.Context, name string) (apiURL string, err error) {
+	m.mu.Lock()
+	r, ok := m.routes[name]
+	if ok && time.Now().After(r.until) {
+		delete(m.routes, name)
+		ok = false
+	}
+	m.mu.Unlock()
+	if ok {
+		return r.url, nil
+	}
 	deadline := time.Now().Add(m.opts.Lease + 2*m.opts.Heartbeat)
 	for {
 		holder, err := m.Claim(ctx, name)
@@ -544,7 +584,12 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 			continue // fenced meanwhile: claim again
 		case err != nil:
 			return "", fmt.Errorf("read replica %s: %w", holder, err)
-		case age <= (2*m.opts.Heartbeat+m.opts.Heartbeat/2).Milliseconds() || time.Now().After(deadline):
+		case age <= (2*m.opts.Heartbeat + m.opts.Heartbeat/2).Milliseconds():
+			m.mu.Lock()
+			m.routes[name] = route{url: u, until: time.Now().Add(m.opts.Heartbeat)}
+			m.mu.Unlock()
+			return u, nil
+		case time.Now().After(deadline):
 			return u, nil
 		}
 		select {

@@ -80,7 +80,7 @@ func TestPausedReplicaIsFencedAndWritesNothing(t *testing.T) {
 		if err := b.Heartbeat(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Reap(ctx); err != nil {
+		if _, err := b.Reap(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if h, _ := b.Claim(ctx, "lane:x"); h == b.ID() {

@@ -191,7 +191,11 @@ func (d *Daemon) runReplicas(ctx context.Context) {
 			d.log.Warn("listen for messages handed to this replica; it looks every heartbeat instead", "error", err)
 		}
 	}()
-	err := r.m.Run(ctx, func(ctx context.Context) {
+	err := r.m.Run(ctx, func(ctx context.Context, takeOver bool) {
+		d.electChannels(ctx)
+		if !takeOver {
+			return
+		}
 		n, err := d.gw.TakeOver(ctx)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("take over the messages of a dead replica", "error", err)
@@ -207,7 +211,6 @@ func (d *Daemon) runReplicas(ctx context.Context) {
 			d.sender.Wake()
 		}
 		d.pickup(ctx)
-		d.electChannels(ctx)
 	})
 	if errors.Is(err, cluster.ErrFenced) {
 		r.fatal <- err
@@ -233,7 +236,11 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		if running || d.adapterCtx == nil {
 			continue
 		}
-		holder, err := r.m.Claim(ctx, cluster.ChannelHold(string(id)))
+		hold := cluster.ChannelHold(string(id))
+		if holder, err := r.m.Holder(ctx, hold); err != nil || holder != "" {
+			continue // held by a live replica (a read; no write while it lives)
+		}
+		holder, err := r.m.Claim(ctx, hold)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("claim a channel", "adapter", id, "error", err)
