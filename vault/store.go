@@ -23,8 +23,8 @@ const (
 	upsertConnectionQuery = `INSERT INTO user_connections (surface, user_id, provider, value, key_id, created_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $6)
 	ON CONFLICT (surface, user_id, provider) DO UPDATE SET value = excluded.value, key_id = excluded.key_id, updated_at = excluded.updated_at`
-	connectionQuery       = `SELECT value, key_id FROM user_connections WHERE surface = $1 AND user_id = $2 AND provider = $3`
-	userConnectionsQuery  = `SELECT surface, user_id, provider, created_at, updated_at FROM user_connections
+	connectionQuery      = `SELECT value, key_id FROM user_connections WHERE surface = $1 AND user_id = $2 AND provider = $3`
+	userConnectionsQuery = `SELECT surface, user_id, provider, created_at, updated_at FROM user_connections
 	WHERE surface = $1 AND user_id = $2 ORDER BY provider`
 	allConnectionsQuery = `SELECT surface, user_id, provider, created_at, updated_at FROM user_connections
 	ORDER BY surface, user_id, provider`
