@@ -39,6 +39,7 @@ func (c *Config) validate(ck *checker) {
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
 	c.Skills.check(ck)
+	c.noSecretRefs(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
