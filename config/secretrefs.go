@@ -169,3 +169,16 @@ func (c *Config) noSecretRefs(ck *checker) {
 		}
 	}
 }
+
+// UsesSecrets reports whether the entry's own keys refer to a stored
+// secret: they can be checked only once it is resolved.
+func (a Adapter) UsesSecrets() bool {
+	found := false
+	if a.rest != nil {
+		walkNode(a.rest, "", func(_, s string) (string, bool) {
+			found = found || strings.Contains(s, secretRefPrefix)
+			return s, false
+		})
+	}
+	return found
+}

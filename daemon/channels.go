@@ -26,6 +26,9 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB) (map[ada
 		if a.Type == "" {
 			continue // the config reports it
 		}
+		if db == nil && a.UsesSecrets() {
+			continue // its ${secret:...} values are known only when parley starts
+		}
 		id := adapters.ID(a.ID)
 		deps := adapters.Deps{Log: log.With("adapter", a.ID)}
 		if db != nil {
