@@ -192,6 +192,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Seed:        d.seed,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
+		Connections: connections{d},
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         log,
 	})

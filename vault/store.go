@@ -217,6 +217,11 @@ type Connection struct {
 
 // Connect seals the user's token for provider, replacing any earlier one.
 func (s *Store) Connect(ctx context.Context, u User, provider, token string) error {
+	return s.ConnectIn(ctx, s.db.Write(), u, provider, token)
+}
+
+// ConnectIn is Connect in the caller's transaction q.
+func (s *Store) ConnectIn(ctx context.Context, q dbutil.Querier, u User, provider, token string) error {
 	if err := u.check(); err != nil {
 		return err
 	}
@@ -227,7 +232,7 @@ func (s *Store) Connect(ctx context.Context, u User, provider, token string) err
 		return ErrNoKey
 	}
 	sealed := s.key.Seal([]byte(token), connectionAAD(u, provider))
-	if _, err := s.db.Write().ExecContext(ctx, upsertConnectionQuery, u.Surface, u.ID, provider, sealed, s.key.id, dbutil.Millis(s.now())); err != nil {
+	if _, err := q.ExecContext(ctx, upsertConnectionQuery, u.Surface, u.ID, provider, sealed, s.key.id, dbutil.Millis(s.now())); err != nil {
 		return fmt.Errorf("store %s's %s connection: %w", u, provider, err)
 	}
 	return nil

@@ -123,6 +123,7 @@ func init() {
 			{name: "approve", args: "CODE", summary: "let a pairing code's sender talk to the bot", examples: []string{"parley pairing approve K7Q2M9"}},
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdPairing(ctx, args, s.out) }},
 		permissionsCommand,
+		secretsCommand,
 		{name: "whatsapp", summary: "link a WhatsApp account", subs: []*command{
 			{name: "link", args: "[--adapter ID] [--phone NUMBER]", summary: "link a WhatsApp account (QR code, or a pairing code)",
 				about:    "Shows a QR code to scan in WhatsApp (Settings, Linked devices), or with --phone a pairing code to type there. The device is stored in parley's database.",
