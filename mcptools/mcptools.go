@@ -467,10 +467,34 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 			b.Write(raw)
 		}
 	}
+	text := s.scrub(b.String())
 	if res.IsError {
-		return "", errors.New(b.String())
+		return "", errors.New(text)
 	}
-	return b.String(), nil
+	return text, nil
+}
+
+// scrub hides, in what a server sent back, the values of its configured
+// headers and environment variables: tokens a server may echo.
+func (s *server) scrub(text string) string {
+	for _, pairs := range []struct {
+		list config.Pairs
+		sep  string
+	}{{s.cfg.Headers, ":"}, {s.cfg.Env, "="}} {
+		for _, p := range pairs.list {
+			_, v, _ := strings.Cut(p, pairs.sep)
+			v = strings.TrimSpace(v)
+			// Short values (a flag, a port) are not tokens, and hiding them
+			// would garble results.
+			if len(v) >= 8 {
+				text = strings.ReplaceAll(text, v, config.Redacted)
+				if _, last, ok := strings.Cut(v, " "); ok && len(last) >= 8 {
+					text = strings.ReplaceAll(text, last, config.Redacted) // "Bearer <token>"
+				}
+			}
+		}
+	}
+	return text
 }
 
 func (s *server) close() {

@@ -151,7 +151,7 @@ func TestUserTokens(t *testing.T) {
 			}
 			// A server that sends the token back never shows it.
 			res = callAs(reg, "telegram:1", "gh__leak")
-			if !res.IsError || strings.Contains(res.Content, "tok-ann-2") || !strings.Contains(res.Content, "bad token [redacted]") {
+			if !res.IsError || strings.Contains(res.Content, "tok-ann-2") || !strings.Contains(res.Content, "[redacted]") {
 				t.Fatalf("leak: %+v", res)
 			}
 			if st := m.Statuses(); len(st) != 1 || !strings.Contains(st[0].State, "per person") || len(st[0].Tools) != 2 {
