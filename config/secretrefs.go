@@ -49,7 +49,8 @@ func (c *Config) SecretRefs() []SecretRef {
 // ResolveSecrets replaces each ${secret:NAME} in the config's values with
 // what lookup returns for NAME, as the daemon does when it builds. Every
 // reference that can't be resolved is a Problem naming the key and the
-// secret (never its value); then nothing is replaced.
+// secret (never its value); then nothing is replaced. A resolved API
+// token, callback secret or hook secret that is too weak is a problem too.
 func (c *Config) ResolveSecrets(lookup func(name string) (string, error)) error {
 	var ps Problems
 	values := map[string]string{}
@@ -76,7 +77,35 @@ func (c *Config) ResolveSecrets(lookup func(name string) (string, error)) error 
 			return values[ref[len(secretRefPrefix):len(ref)-1]]
 		}), true
 	})
+	if ps := c.weakResolvedSecrets(); len(ps) > 0 {
+		return ps
+	}
 	return nil
+}
+
+// weakResolvedSecrets checks, once stored secrets are in place, the
+// secrets parse checks for strength: the API tokens, the callback secret
+// and the hooks' secrets.
+func (c *Config) weakResolvedSecrets() Problems {
+	ck := &checker{file: c.file, lines: c.lines, badRef: map[string]bool{}}
+	for i, t := range c.HTTP.Tokens {
+		if msg := weakSecret(t.Reveal(), "PARLEY_API_TOKEN"); msg != "" {
+			ck.add(fmt.Sprintf("http.tokens[%d]", i), msg)
+		}
+	}
+	if cs := c.HTTP.CallbackSecret.Reveal(); cs != "" {
+		if msg := weakSecret(cs, "PARLEY_CALLBACK_SECRET"); msg != "" {
+			ck.add("http.callback_secret", msg)
+		}
+	}
+	for i, h := range c.Hooks {
+		if h.Secret != "" {
+			if msg := weakSecret(h.Secret.Reveal(), "CI_HOOK_SECRET"); msg != "" {
+				ck.add(fmt.Sprintf("hooks[%d].secret", i), msg)
+			}
+		}
+	}
+	return ck.problems
 }
 
 // walkStrings calls fn with every text value in the config and its key

@@ -98,6 +98,20 @@ func TestSecretRefsUnresolved(t *testing.T) {
 	}
 }
 
+// An API token kept as a stored secret is checked for strength once
+// resolved, not as the reference's text.
+func TestStoredSecretsAreCheckedOnceResolved(t *testing.T) {
+	c := mustParse(t, "http:\n  tokens: [\"${secret:api}\"]\n", nil)
+	err := c.ResolveSecrets(func(string) (string, error) { return "short", nil })
+	if ps := problemsOf(t, err); len(ps) != 1 || ps[0].Key != "http.tokens[0]" || !strings.Contains(ps[0].Message, "too short") {
+		t.Fatalf("problems: %v", err)
+	}
+	c = mustParse(t, "http:\n  tokens: [\"${secret:api}\"]\n", nil)
+	if err := c.ResolveSecrets(func(string) (string, error) { return strings.Repeat("k3", 20), nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSecretRefProblems(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"bad name", "log: {level: '${secret:no way}'}", `"no way" is not a secret name`},
