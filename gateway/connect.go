@@ -90,7 +90,7 @@ func (g *Gateway) acceptToken(ctx context.Context, in adapters.Inbound, t token)
 	}
 	var reply string
 	var stored bool
-	id, dup, err := g.opts.Store.AcceptAnswered(ctx, kept, func(q dbutil.Querier, id string) error {
+	_, dup, err := g.opts.Store.AcceptAnswered(ctx, kept, func(q dbutil.Querier, id string) error {
 		stored = false
 		switch {
 		case !admitted && !in.Group:
@@ -114,13 +114,9 @@ func (g *Gateway) acceptToken(ctx context.Context, in adapters.Inbound, t token)
 	})
 	if err != nil {
 		if !t.inline {
-			g.waitToken(in, t.provider) // the redelivery is still the token
+			g.waitToken(in, t.provider) // the channel's redelivery is still the token
 		}
-		if id != "" && dbutil.Unavailable(err) {
-			return err // the channel delivers it again
-		}
-		g.opts.Log.ErrorContext(ctx, "store a /connect token", "adapter", in.Adapter, "chat_id", in.ChatID, "provider", t.provider, "error", err)
-		return err
+		return fmt.Errorf("store a /connect token for %s: %w", t.provider, err)
 	}
 	if dup {
 		return nil
