@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/parleyd/parley/vault"
 )
 
 // Decoder strictly decodes an adapter's own config section into v; unknown
@@ -22,6 +24,10 @@ type Deps struct {
 	// not touch the database; Start may.
 	DB      *sql.DB
 	Dialect string
+	// Vault is parley's secrets store, for an adapter that seals what it
+	// keeps (WhatsApp's device keys); nil when the config is only being
+	// checked. Without a key set it seals nothing.
+	Vault *vault.Store
 }
 
 // Factory builds one adapter instance from its config section.

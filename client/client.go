@@ -163,6 +163,26 @@ var Commands = map[string]func(c *Client, ctx context.Context, session *string, 
 		_, err := fmt.Fprintln(out, commands.Help())
 		return err
 	},
+	// A token is not typed into a terminal that shows it: an operator
+	// stores a person's token through the route.
+	"connect": func(_ *Client, _ context.Context, _ *string, out io.Writer) error {
+		_, err := fmt.Fprintln(out, "/connect works in a direct chat on a channel; over the API, "+routeOf("connect"))
+		return err
+	},
+	"disconnect": func(_ *Client, _ context.Context, _ *string, out io.Writer) error {
+		_, err := fmt.Fprintln(out, "/disconnect works in a direct chat on a channel; over the API, "+routeOf("disconnect"))
+		return err
+	},
+}
+
+// routeOf is the API route of the chat command called name.
+func routeOf(name string) string {
+	for _, c := range commands.All {
+		if c.Name == name {
+			return c.Route
+		}
+	}
+	return ""
 }
 
 // Command runs the chat command named name on *session.

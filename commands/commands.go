@@ -1,5 +1,5 @@
 // Package commands is the table of chat commands (/reset, /stop, /status,
-// /compact, /help) and their parsing. The gateway runs them in every chat,
+// /compact, /connect, /disconnect, /help) and their parsing. The gateway runs them in every chat,
 // `parley chat --server` runs them through the HTTP API's routes, and the
 // API names those routes when a command is sent to it as a message. It
 // imports nothing of parley's, so anything may use it.
@@ -35,6 +35,9 @@ type Command struct {
 	// does: a command sent to the API as a message is refused naming it.
 	// "" for a command with no route of its own (/help).
 	Route string
+	// Arg names the one argument the command takes, as /help shows it
+	// ("<provider>"); "" for none.
+	Arg string
 }
 
 // All is every chat command, in the order /help lists them.
@@ -51,20 +54,41 @@ var All = []Command{
 	{Name: "compact", Mode: Barrier,
 		Help:  "summarize the conversation's older messages now, between turns",
 		Route: "POST /v1/sessions/{id}/compact compacts the session"},
+	{Name: "connect", Mode: AtOnce, Arg: "<provider>",
+		Help:  "in a direct chat, store your own token for a provider's tools (such as github): your next message is the token, kept encrypted and never shown to the assistant",
+		Route: "PUT /v1/users/{surface}/{user}/connections/{provider} with {\"token\": ...} stores a person's token"},
+	{Name: "disconnect", Mode: AtOnce, Arg: "<provider>",
+		Help:  "forget your token for a provider",
+		Route: "DELETE /v1/users/{surface}/{user}/connections/{provider} forgets it"},
 	{Name: "help", Mode: AtOnce,
 		Help: "list these commands"},
 }
 
 // Parse recognises a chat command: a name or alias of one in All, in any
-// case, after a slash, alone on the message, with an optional @botname
-// suffix.
+// case, after a slash, with an optional @botname suffix, alone on the
+// message or, for a command that takes an argument, followed by it.
 func Parse(text string) (Command, bool) {
+	c, _, ok := ParseArg(text)
+	return c, ok
+}
+
+// ParseArg is Parse that also returns the command's argument ("" when
+// none was given).
+func ParseArg(text string) (Command, string, bool) {
 	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n\t") {
-		return Command{}, false
+	if !strings.HasPrefix(t, "/") {
+		return Command{}, "", false
 	}
-	name, _, _ := strings.Cut(t[1:], "@")
-	return lookup(name)
+	fields := strings.Fields(t[1:])
+	if len(fields) == 0 {
+		return Command{}, "", false
+	}
+	name, _, _ := strings.Cut(fields[0], "@")
+	c, ok := lookup(name)
+	if !ok || (len(fields) > 1 && c.Arg == "") {
+		return Command{}, "", false
+	}
+	return c, strings.Join(fields[1:], " "), true
 }
 
 // lookup finds a command by its name or an alias, in any case, without the
@@ -89,6 +113,9 @@ func Help() string {
 	b.WriteString("Commands:")
 	for _, c := range All {
 		b.WriteString("\n/" + c.Name)
+		if c.Arg != "" {
+			b.WriteString(" " + c.Arg)
+		}
 		for _, a := range c.Aliases {
 			b.WriteString(" (or /" + a + ")")
 		}

@@ -27,6 +27,10 @@ func TestParse(t *testing.T) {
 		{"/", ""},
 		{"/@bot", ""},
 		{"", ""},
+		{"/connect github", "connect"},
+		{"/connect@bot github", "connect"},
+		{"/disconnect", "disconnect"},
+		{"/status github", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.text, func(t *testing.T) {
@@ -53,6 +57,20 @@ func TestTableIsConsistent(t *testing.T) {
 			if got, ok := commands.Parse("/" + name); !ok || got.Name != c.Name {
 				t.Errorf("/%s parses as %q, %v", name, got.Name, ok)
 			}
+		}
+	}
+}
+
+func TestParseArg(t *testing.T) {
+	for _, tc := range []struct{ text, name, arg string }{
+		{"/connect github", "connect", "github"},
+		{" /connect  github  ghp_x \n", "connect", "github ghp_x"},
+		{"/connect", "connect", ""},
+		{"/reset", "reset", ""},
+	} {
+		c, arg, ok := commands.ParseArg(tc.text)
+		if !ok || c.Name != tc.name || arg != tc.arg {
+			t.Errorf("ParseArg(%q) = %q, %q, %v; want %q, %q", tc.text, c.Name, arg, ok, tc.name, tc.arg)
 		}
 	}
 }

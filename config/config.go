@@ -89,6 +89,8 @@ type Config struct {
 	Sessions Sessions `yaml:"sessions"`
 	// Skills are the shared skills folders.
 	Skills Skills `yaml:"skills"`
+	// Secrets says where the secrets store's key is.
+	Secrets Secrets `yaml:"secrets"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string
@@ -523,6 +525,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 
 	c.Memory.Index = normalize(c.Memory.Index, DefaultMemoryIndex)
 	c.Memory.Typesense.URL = strings.TrimSpace(c.Memory.Typesense.URL)
+	c.Secrets.KeyFile = strings.TrimSpace(c.Secrets.KeyFile)
 	c.Memory.Typesense.APIKey = Secret(strings.TrimSpace(string(c.Memory.Typesense.APIKey)))
 	if strings.TrimSpace(c.Memory.Typesense.Collection) == "" {
 		c.Memory.Typesense.Collection = DefaultTypesenseCollection

@@ -296,6 +296,8 @@ func (c *checker) expand(n *yaml.Node, path string, getenv func(string) (string,
 // expandEnv expands ${VAR} (an error when VAR is unset, so a forgotten
 // export can't quietly fall back to a default), ${VAR:-default} (default
 // when VAR is unset or empty; ${VAR:-} allows empty) and $$ (a literal $).
+// ${secret:NAME} is checked and kept: the daemon resolves it from the
+// secrets store (Config.ResolveSecrets).
 // Any other $ is left alone, and expanded text is not expanded again.
 func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "$") {
@@ -307,11 +309,21 @@ func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 			b.WriteByte(s[i])
 			continue
 		}
-		switch s[i+1] {
-		case '$':
+		switch {
+		case s[i+1] == '$' && strings.HasPrefix(s[i+2:], "{secret:"):
+			return "", errors.New(`"$${secret:" would read as a reference to a stored secret; parley has no way to write that text literally`)
+		case s[i+1] == '$':
 			b.WriteByte('$')
 			i++
-		case '{':
+		case strings.HasPrefix(s[i:], secretRefPrefix):
+			// A stored secret: left as it is, for the daemon to resolve.
+			n, err := checkSecretRef(s, i)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(s[i : i+n])
+			i += n - 1
+		case s[i+1] == '{':
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
 				return "", errors.New(`"${" has no closing "}"; write ${NAME} or ${NAME:-default}, or $$ for a literal $`)

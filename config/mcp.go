@@ -1,11 +1,15 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/parleyd/parley/secret"
 )
 
 // MCP is the Model Context Protocol servers whose tools agents may use.
@@ -22,13 +26,77 @@ type MCPServer struct {
 	// to its environment (values are secrets: never logged).
 	Command string   `yaml:"command"`
 	Args    []string `yaml:"args"`
-	Env     []string `yaml:"env"`
+	Env     Pairs    `yaml:"env"`
 	// URL is a streamable HTTP server; Headers ("Name: value") go with each
 	// request (values are secrets).
-	URL     string   `yaml:"url"`
-	Headers []string `yaml:"headers"`
+	URL     string `yaml:"url"`
+	Headers Pairs  `yaml:"headers"`
 	// Timeout bounds each tool call. Default: 60s
 	Timeout Duration `yaml:"timeout"`
+	// UserToken, when its provider is set, makes each person's calls use
+	// their own token for that provider (/connect <provider>): in an
+	// environment variable of a server process of their own (stdio), or
+	// in a header of each request (HTTP).
+	UserToken UserToken `yaml:"user_token"`
+}
+
+// UserToken says how a person's own token reaches an MCP server.
+type UserToken struct {
+	// Provider names the connection, as in /connect github; empty: the
+	// server takes no user tokens.
+	Provider string `yaml:"provider"`
+	// Env is the environment variable a stdio server reads the token from.
+	Env string `yaml:"env"`
+	// Header is the request header an HTTP server reads it from.
+	Header string `yaml:"header"`
+	// Format places the token in the value: "%s" (the default) is the
+	// token alone, "Bearer %s" an Authorization header's.
+	Format string `yaml:"format"`
+}
+
+// Value is the token placed as Format says.
+func (u UserToken) Value(token string) string { return strings.Replace(u.Format, "%s", token, 1) }
+
+// Pairs are "NAME=value" environment variables or "Name: value" headers,
+// whose values hold tokens: every way of printing, logging or encoding
+// them shows each name with "[redacted]" for its value.
+type Pairs []string
+
+// redacted is each pair's name with its value hidden.
+func (p Pairs) redacted() []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, len(p))
+	for i, pair := range p {
+		name, sep := "", ""
+		if j := strings.IndexAny(pair, "=:"); j > 0 {
+			name, sep = strings.TrimSpace(pair[:j]), pair[j:j+1]
+		}
+		switch sep {
+		case "=":
+			out[i] = name + "=" + Redacted
+		case ":":
+			out[i] = name + ": " + Redacted
+		default:
+			out[i] = Redacted
+		}
+	}
+	return out
+}
+
+// MarshalYAML encodes the redacted pairs.
+func (p Pairs) MarshalYAML() (any, error) { return p.redacted(), nil }
+
+// MarshalJSON encodes the redacted pairs.
+func (p Pairs) MarshalJSON() ([]byte, error) { return json.Marshal(p.redacted()) }
+
+// LogValue logs the redacted pairs.
+func (p Pairs) LogValue() slog.Value { return slog.AnyValue(p.redacted()) }
+
+// Format prints the redacted pairs for every verb.
+func (p Pairs) Format(f fmt.State, verb rune) {
+	secret.Format(f, verb, fmt.Sprint(p.redacted()))
 }
 
 // DefaultMCPTimeout bounds an MCP tool call when the server sets none.
@@ -71,12 +139,46 @@ func (c *Config) checkMCP(ck *checker) {
 				ck.add(fmt.Sprintf("%sheaders[%d]", p, j), "write Name: value, e.g. \"Authorization: Bearer ${API_TOKEN}\"")
 			}
 		}
+		s.checkUserToken(ck, p+"user_token.")
 		if s.Timeout < 0 {
 			ck.add(p+"timeout", "must not be negative")
 		}
 		if s.Timeout == 0 {
 			s.Timeout = DefaultMCPTimeout
 		}
+	}
+}
+
+var headerName = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)
+
+// checkUserToken reports the problems of a server's user_token.
+func (s *MCPServer) checkUserToken(ck *checker, p string) {
+	u := &s.UserToken
+	u.Provider, u.Env, u.Header = strings.TrimSpace(u.Provider), strings.TrimSpace(u.Env), strings.TrimSpace(u.Header)
+	if u.Provider == "" {
+		if u.Env != "" || u.Header != "" {
+			ck.add(p+"provider", "required with env or header: name the connection people make with /connect <provider>, e.g. github")
+		}
+		return
+	}
+	if !mcpID.MatchString(u.Provider) {
+		ck.add(p+"provider", fmt.Sprintf("%q is not a provider name; use up to 32 lower-case letters, digits, '-' or '_', such as github", u.Provider))
+	}
+	if u.Format == "" {
+		u.Format = "%s"
+	}
+	if strings.Count(u.Format, "%s") != 1 || strings.Count(u.Format, "%") != 1 {
+		ck.add(p+"format", fmt.Sprintf("%q must hold %%s once, where the token goes, and no other %%, e.g. \"Bearer %%s\"", u.Format))
+	}
+	switch {
+	case s.Command != "" && u.Header != "":
+		ck.add(p+"header", "a stdio server (command) takes the token in env, not a header")
+	case s.URL != "" && u.Env != "":
+		ck.add(p+"env", "an HTTP server (url) takes the token in a header, not env")
+	case s.Command != "" && !envName.MatchString(u.Env):
+		ck.add(p+"env", fmt.Sprintf("%q is not an environment variable name; name the one the server reads its token from, e.g. GITHUB_TOKEN", u.Env))
+	case s.URL != "" && !headerName.MatchString(u.Header):
+		ck.add(p+"header", fmt.Sprintf("%q is not a header name; name the one the server reads its token from, e.g. Authorization", u.Header))
 	}
 }
 

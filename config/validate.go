@@ -39,6 +39,7 @@ func (c *Config) validate(ck *checker) {
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
 	c.Skills.check(ck)
+	c.noSecretRefs(ck)
 
 	firstUse := map[string]int{}
 	for i := range c.Agents {
@@ -191,6 +192,9 @@ var placeholderWords = []string{"change-me", "changeme", "change_me", "replace-m
 func weakSecret(s, env string) string {
 	how := fmt.Sprintf(`; make one with "openssl rand -hex 32" and set it from the environment, such as "${%s}"`, env)
 	lower := strings.ToLower(strings.TrimSpace(s))
+	if strings.Contains(s, secretRefPrefix) {
+		return "" // a stored secret: checked once resolved (weakResolvedSecrets)
+	}
 	if slices.Contains(placeholderSecrets, lower) {
 		return "is the placeholder parley's docs show, which anyone can read" + how
 	}

@@ -26,7 +26,7 @@ func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
 		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\nbudgets:\n  session_daily_tokens: 10\n"+
 			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
 		d, _, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
-			channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db)
+			channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,23 +13,28 @@ import (
 	_ "github.com/parleyd/parley/adapters/whatsapp"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/vault"
 )
 
 // buildAdapters makes the configured channels. An adapter without
 // credentials is skipped with a log line, so the same config runs with
 // whichever tokens the environment has; any other problem stops the start.
-// db is nil when the config is only being checked.
-func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB) (map[adapters.ID]adapters.Adapter, error) {
+// db and v (the secrets store) are nil when the config is only being
+// checked.
+func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault.Store) (map[adapters.ID]adapters.Adapter, error) {
 	out := map[adapters.ID]adapters.Adapter{}
 	var errs []error
 	for _, a := range cfg.Adapters {
 		if a.Type == "" {
 			continue // the config reports it
 		}
+		if db == nil && a.UsesSecrets() {
+			continue // its ${secret:...} values are known only when parley starts
+		}
 		id := adapters.ID(a.ID)
 		deps := adapters.Deps{Log: log.With("adapter", a.ID)}
 		if db != nil {
-			deps.DB, deps.Dialect = db.Writer(), string(db.Dialect)
+			deps.DB, deps.Dialect, deps.Vault = db.Writer(), string(db.Dialect), v
 		}
 		ad, err := adapters.New(a.Type, id, a.Decode, deps)
 		switch {

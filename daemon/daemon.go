@@ -28,6 +28,7 @@ import (
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
+	"github.com/parleyd/parley/vault"
 )
 
 // Daemon is parley running: the store, the agent runner, the gateway with
@@ -55,6 +56,7 @@ type Daemon struct {
 	offline     *echo.Model // answers for agents without a provider key
 	indexer     *memory.Indexer
 	store       *gateway.Store
+	vault       *vault.Store         // secrets and people's own tokens
 	mcp         *mcptools.Manager    // the MCP servers' tools
 	tools       *tools.Registry      // every tool agents may call
 	perms       *permissions.Checker // checks every tool call
@@ -107,6 +109,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return nil, err
 	}
 	d.db, d.applied = db, applied
+	// ${secret:NAME} values are resolved before anything reads them.
+	if err := d.openVault(ctx, cfg); err != nil {
+		db.Close()
+		d.release()
+		return nil, err
+	}
 
 	d.metrics = metrics.New()
 	db.Observe(d.metrics.ObserveDB())
@@ -155,6 +163,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
 		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
+	d.mcp.SetTokens(d.userToken)
 	d.tools = toolReg
 	if err := d.openPermissions(cfg, toolReg); err != nil {
 		return fail(err)
@@ -189,6 +198,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
 		Placement:   d.gatewayPlacement(),
+		Connections: connections{d},
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         log,
 	})
@@ -416,10 +426,15 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
 		OnText: in.OnText, DeferCompaction: true}
-	// "mcp:<server>" names every tool the server has now: it starts the
-	// server if no turn has needed it yet.
-	req.Agent.Tools = d.mcp.Expand(ctx, req.Agent.Tools)
 	d.permit(&req, in)
+	// "mcp:<server>" names every tool the server has now: it starts the
+	// server if no turn has needed it yet (a server with user_token, the
+	// connection of the person the turn answers).
+	user := req.User
+	if user == "" && in.Session.Key.UserID != "" {
+		user = in.Session.Key.Surface + ":" + in.Session.Key.UserID
+	}
+	req.Agent.Tools = d.mcp.ExpandFor(ctx, req.Agent.Tools, user)
 	req.Agent.SkillDirs = skillDirs(d.cfg(), a)
 	return req
 }

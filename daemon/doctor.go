@@ -209,7 +209,7 @@ func serverDate(ctx context.Context, url string) (time.Time, bool) {
 // work.
 func doctorChannels(ctx context.Context, cfg *config.Config) []Finding {
 	var out []Finding
-	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
+	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil && len(chans) == 0 && len(cfg.Adapters) > 0 {
 		return out // the config finding says why
 	}
@@ -265,7 +265,7 @@ func doctorClock(dates []time.Time) (Finding, bool) {
 // whether its credentials work: what `parley init` does as each token is
 // entered.
 func CheckChannel(ctx context.Context, cfg *config.Config, id string) (string, error) {
-	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
+	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		return "", err
 	}

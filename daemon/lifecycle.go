@@ -69,7 +69,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if o.channels != nil {
 		return d, nil
 	}
-	channels, err := buildAdapters(cfg, log, d.db)
+	channels, err := buildAdapters(cfg, log, d.db, d.vault)
 	if err != nil {
 		d.Close()
 		return nil, err

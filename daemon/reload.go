@@ -22,6 +22,9 @@ import (
 // that parley run would refuse, changes nothing.
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) error {
 	if loadErr == nil {
+		loadErr = ResolveSecrets(ctx, cfg, d.vault)
+	}
+	if loadErr == nil {
 		loadErr = Check(cfg)
 	}
 	if loadErr != nil {

@@ -119,6 +119,7 @@ func (d *Daemon) statusRoute(mux *http.ServeMux) {
 	}
 	admin := adminCheck(tokens)
 	d.budgetRoute(mux, admin)
+	d.connectionRoutes(mux, admin)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		if !admin(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")

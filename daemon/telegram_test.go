@@ -18,7 +18,7 @@ func runWithTelegram(tb testing.TB, tg *telegramtest.Server, extra string) (*Dae
 	tb.Helper()
 	d, _, stop := testDaemon(tb, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+
 		indentYAML(tg.ConfigYAML(), "    ")+extra, func(d *Daemon) map[adapters.ID]adapters.Adapter {
-		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db)
+		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
 		if err != nil {
 			tb.Fatal(err)
 		}

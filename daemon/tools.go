@@ -99,7 +99,7 @@ func Check(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	_, adapterErr := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil)
+	_, adapterErr := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
 	_, cronErr := cronJobs(cfg)
 	return errors.Join(adapterErr, cronErr, checkTools(cfg, names))
 }

@@ -13,11 +13,13 @@ import (
 // a barrier command and at once otherwise, and return the reply. A test
 // checks that every command in the table has one.
 var chatCommands = map[string]func(g *Gateway, ctx context.Context, j job) string{
-	"reset":   (*Gateway).reset,
-	"stop":    (*Gateway).stop,
-	"status":  (*Gateway).status,
-	"compact": (*Gateway).compact,
-	"help":    func(*Gateway, context.Context, job) string { return commands.Help() },
+	"reset":      (*Gateway).reset,
+	"stop":       (*Gateway).stop,
+	"status":     (*Gateway).status,
+	"compact":    (*Gateway).compact,
+	"connect":    (*Gateway).connect,
+	"disconnect": (*Gateway).disconnect,
+	"help":       func(*Gateway, context.Context, job) string { return commands.Help() },
 }
 
 // command dispatches a chat command: a barrier command takes its place on

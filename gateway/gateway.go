@@ -93,8 +93,14 @@ type Options struct {
 	Placement Placement
 	// OnDuplicate, if set, hears of each redelivered message dropped.
 	OnDuplicate func()
-	Lanes       LaneOptions[string]
-	Log         *slog.Logger
+	// Connections keeps people's own tokens (/connect); nil: /connect
+	// says it is not available.
+	Connections Connections
+	// ConnectTimeout is how long, after /connect, the sender's next
+	// message is taken as the token (default 5 minutes).
+	ConnectTimeout time.Duration
+	Lanes          LaneOptions[string]
+	Log            *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -115,6 +121,7 @@ type Gateway struct {
 	pickMu   sync.Mutex
 	picked   map[string]bool
 	failures failures // each session's last failure, for /status
+	pending  pendingConnects
 }
 
 type job struct {
@@ -157,6 +164,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.StoreRetry <= 0 {
 		opts.StoreRetry = 2 * time.Second
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 5 * time.Minute
 	}
 	g := &Gateway{opts: opts}
 	g.SetPolicies(opts.Agents, opts.Access)
@@ -233,6 +243,10 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 	}
 	if in.Time.IsZero() {
 		in.Time = time.Now()
+	}
+	if t, ok := g.takeToken(in); ok {
+		// A token for /connect: never stored as it came, never a turn.
+		return g.acceptToken(ctx, in, t)
 	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {

@@ -93,3 +93,14 @@ type Reporter interface {
 	Report(ctx context.Context, q dbutil.Querier, in adapters.Inbound, key, text string, failed bool) error
 	Reported(ctx context.Context, in adapters.Inbound, key, text string, failed bool)
 }
+
+// Connections keeps people's own tokens for providers (/connect): user is
+// "<surface>:<user id>". Connect stores in q, the transaction that records
+// the token's message as answered, so the two commit together.
+type Connections interface {
+	// Providers are the providers tokens can be connected for; none when
+	// parley has no secrets key.
+	Providers() []string
+	Connect(ctx context.Context, q dbutil.Querier, user, provider, token string) error
+	Disconnect(ctx context.Context, user, provider string) (bool, error)
+}

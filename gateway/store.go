@@ -254,6 +254,26 @@ func (s *Store) AcceptWith(ctx context.Context, in adapters.Inbound, also func(q
 	if err != nil {
 		return "", false, fmt.Errorf("generate id: %w", err)
 	}
+	return s.accept(ctx, in, u, also)
+}
+
+// AcceptAnswered stores in as a message answered already (status done),
+// with also (given its id) in the same transaction: a message the gateway
+// answers itself, which recovery must never run as a turn.
+func (s *Store) AcceptAnswered(ctx context.Context, in adapters.Inbound, also func(q dbutil.Querier, id string) error) (id string, dup bool, err error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", false, fmt.Errorf("generate id: %w", err)
+	}
+	return s.accept(ctx, in, u, func(q dbutil.Querier) error {
+		if _, err := q.ExecContext(ctx, finishInboundQuery, u.String(), string(InboundDone), nil, "", dbutil.Millis(s.now())); err != nil {
+			return fmt.Errorf("finish inbound %s: %w", u, err)
+		}
+		return also(q, u.String())
+	})
+}
+
+func (s *Store) accept(ctx context.Context, in adapters.Inbound, u uuid.UUID, also func(q dbutil.Querier) error) (id string, dup bool, err error) {
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return "", false, fmt.Errorf("encode inbound %s: %w", in.MessageID, err)

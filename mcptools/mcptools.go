@@ -57,6 +57,7 @@ type Manager struct {
 	mu      sync.Mutex
 	servers map[string]*server
 	order   []string
+	tokens  Tokens // people's own tokens, for servers with user_token
 }
 
 // New returns a Manager for servers, putting their tools in reg. Nothing
@@ -67,16 +68,32 @@ func New(servers []config.MCPServer, reg *tools.Registry, log *slog.Logger) *Man
 	}
 	m := &Manager{reg: reg, log: log, servers: map[string]*server{}}
 	for _, c := range servers {
-		m.servers[c.ID] = &server{m: m, cfg: c, state: StateIdle}
+		m.servers[c.ID] = m.newServer(c)
 		m.order = append(m.order, c.ID)
 	}
 	return m
+}
+
+// newServer is the server for c: one connection, or one per person when
+// c has a user_token.
+func (m *Manager) newServer(c config.MCPServer) *server {
+	s := &server{m: m, cfg: c, state: StateIdle}
+	if c.UserToken.Provider != "" {
+		s.users = newUserServer(s)
+	}
+	return s
 }
 
 // server is one MCP server and its connection.
 type server struct {
 	m   *Manager
 	cfg config.MCPServer
+	// users, on a server with user_token, holds each person's own
+	// connection; the server itself never connects.
+	users *userServer
+	// owner is the user-token server this is one person's connection of:
+	// its tools go to owner's catalogue, not to the registry.
+	owner *userServer
 
 	mu       sync.Mutex
 	state    string
@@ -107,6 +124,10 @@ func (m *Manager) Statuses() []Status {
 	for _, id := range ids {
 		s := m.server(id)
 		if s == nil {
+			continue
+		}
+		if s.users != nil {
+			out = append(out, s.users.status())
 			continue
 		}
 		s.mu.Lock()
@@ -142,6 +163,13 @@ func (m *Manager) server(id string) *server {
 // that one; other names stay. A server that can't start contributes no
 // tools, and its failure is logged: the turn goes on with the rest.
 func (m *Manager) Expand(ctx context.Context, names []string) []string {
+	return m.ExpandFor(ctx, names, "")
+}
+
+// ExpandFor is Expand for a turn that answers user ("<surface>:<user
+// id>"; "" for nobody): a server with user_token starts that person's own
+// connection, with their token, if they have connected.
+func (m *Manager) ExpandFor(ctx context.Context, names []string, user string) []string {
 	if m == nil || !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, Prefix) }) {
 		return names
 	}
@@ -156,6 +184,10 @@ func (m *Manager) Expand(ctx context.Context, names []string) []string {
 		s := m.server(id)
 		if s == nil {
 			continue // config check reports it
+		}
+		if s.users != nil {
+			out = append(out, s.users.expand(ctx, user, only)...)
+			continue
 		}
 		if err := s.ensure(ctx); err != nil {
 			m.log.WarnContext(ctx, "MCP server unavailable; its tools are left out of this turn", "server", id, "error", err)
@@ -177,6 +209,9 @@ func (m *Manager) Expand(ctx context.Context, names []string) []string {
 func (m *Manager) Start(ctx context.Context) map[string]error {
 	errs := map[string]error{}
 	for _, st := range m.Statuses() {
+		if s := m.server(st.ID); s.users != nil {
+			continue // it starts for each person, with their token
+		}
 		if err := m.server(st.ID).ensure(ctx); err != nil {
 			errs[st.ID] = err
 		}
@@ -215,7 +250,7 @@ func (m *Manager) Reload(servers []config.MCPServer) {
 			m.servers[c.ID] = s
 			delete(old, c.ID)
 		} else {
-			m.servers[c.ID] = &server{m: m, cfg: c, state: StateIdle}
+			m.servers[c.ID] = m.newServer(c)
 		}
 		m.order = append(m.order, c.ID)
 	}
@@ -231,7 +266,7 @@ func (m *Manager) Reload(servers []config.MCPServer) {
 
 func sameServer(a, b config.MCPServer) bool {
 	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && slices.Equal(a.Env, b.Env) &&
-		a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.Timeout == b.Timeout
+		a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.Timeout == b.Timeout && a.UserToken == b.UserToken
 }
 
 // ensure connects the server if it isn't, unless it failed lately.
@@ -280,7 +315,7 @@ func (s *server) connectLocked(ctx context.Context) error {
 			HTTPClient: &http.Client{Transport: headerTransport{headers: s.cfg.Headers, base: http.DefaultTransport}}}
 	} else {
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		cmd.Env = append(os.Environ(), s.cfg.Env...)
+		cmd.Env = append(os.Environ(), s.cfg.Env...) // later entries win
 		cmd.Stderr = nil
 		transport = &mcp.CommandTransport{Command: cmd}
 	}
@@ -324,6 +359,17 @@ func (s *server) listLocked(ctx context.Context) error {
 		}
 		cursor = res.NextCursor
 	}
+	if s.owner != nil {
+		s.tools = list
+		s.owner.catalogue(list)
+		return nil
+	}
+	return s.registerLocked(list)
+}
+
+// registerLocked puts the server's tools in the registry, removing those
+// it no longer has.
+func (s *server) registerLocked(list []*mcp.Tool) error {
 	keep := map[string]bool{}
 	for _, t := range list {
 		name := s.cfg.ID + Sep + t.Name
@@ -364,7 +410,12 @@ func (s *server) refresh(ctx context.Context) {
 func (s *server) tool(t *mcp.Tool, withSchema bool) tools.Tool {
 	name := t.Name
 	out := tools.Tool{Name: s.cfg.ID + Sep + name, Description: t.Description,
-		Run: func(ctx context.Context, call tools.Call) (string, error) { return s.call(ctx, name, call.Arguments) }}
+		Run: func(ctx context.Context, call tools.Call) (string, error) {
+			if s.users != nil {
+				return s.users.call(ctx, call.Origin.User, name, call.Arguments)
+			}
+			return s.call(ctx, name, call.Arguments)
+		}}
 	if withSchema && t.InputSchema != nil {
 		if b, err := json.Marshal(t.InputSchema); err == nil {
 			out.Schema = b
@@ -416,13 +467,40 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 			b.Write(raw)
 		}
 	}
+	text := s.scrub(b.String())
 	if res.IsError {
-		return "", errors.New(b.String())
+		return "", errors.New(text)
 	}
-	return b.String(), nil
+	return text, nil
+}
+
+// scrub hides, in what a server sent back, the values of its configured
+// headers and environment variables: tokens a server may echo.
+func (s *server) scrub(text string) string {
+	for _, pairs := range []struct {
+		list config.Pairs
+		sep  string
+	}{{s.cfg.Headers, ":"}, {s.cfg.Env, "="}} {
+		for _, p := range pairs.list {
+			_, v, _ := strings.Cut(p, pairs.sep)
+			v = strings.TrimSpace(v)
+			// Short values (a flag, a port) are not tokens, and hiding them
+			// would garble results.
+			if len(v) >= 8 {
+				text = strings.ReplaceAll(text, v, config.Redacted)
+				if _, last, ok := strings.Cut(v, " "); ok && len(last) >= 8 {
+					text = strings.ReplaceAll(text, last, config.Redacted) // "Bearer <token>"
+				}
+			}
+		}
+	}
+	return text
 }
 
 func (s *server) close() {
+	if s.users != nil {
+		s.users.close()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session != nil {
@@ -433,6 +511,9 @@ func (s *server) close() {
 }
 
 func (s *server) unregister() {
+	if s.users != nil {
+		s.m.reg.Remove(s.cfg.ID + Sep + ConnectTool)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range s.tools {

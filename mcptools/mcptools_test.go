@@ -25,8 +25,12 @@ import (
 const envServe = "PARLEY_TEST_MCP_SERVER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envServe) == "1" {
-		if err := testServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	if v := os.Getenv(envServe); v == "1" || v == "user" {
+		srv := testServer()
+		if v == "user" {
+			srv = userTokenServer()
+		}
+		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -37,9 +37,10 @@ func storeDialect(dialect string) (string, error) {
 }
 
 // openStore wraps parley's database in whatsmeow's sqlstore and brings
-// its tables (whatsmeow_*) up to date. The container is never closed: it
+// its tables (whatsmeow_*) up to date; the devices' keys are sealed in the
+// secrets store when a secrets key is set. The container is never closed: it
 // would close parley's database.
-func (a *Adapter) openStore(ctx context.Context) (*sqlstore.Container, error) {
+func (a *Adapter) openStore(ctx context.Context) (*devices, error) {
 	if a.db == nil {
 		return nil, ErrNoDatabase
 	}
@@ -54,7 +55,7 @@ func (a *Adapter) openStore(ctx context.Context) (*sqlstore.Container, error) {
 	if err := st.Upgrade(ctx); err != nil {
 		return nil, fmt.Errorf("upgrade the WhatsApp device store (whatsmeow_* tables): %w", err)
 	}
-	return st, nil
+	return &devices{Container: st, db: a.db, vault: a.vault}, nil
 }
 
 // device is the adapter's linked device: the one for the configured

@@ -11,7 +11,6 @@ import (
 	mauDBUtil "go.mau.fi/util/dbutil"
 	"go.mau.fi/whatsmeow/proto/waAdv"
 	"go.mau.fi/whatsmeow/store"
-	"go.mau.fi/whatsmeow/store/sqlstore"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 	waLog "go.mau.fi/whatsmeow/util/log"
@@ -28,7 +27,10 @@ func storeAdapter(t *testing.T, db *dbutil.DB, snippet string) (*Adapter, *syncB
 
 // putDevice stores a linked device for the phone number user, as
 // whatsmeow does after pairing.
-func putDevice(t *testing.T, ctx context.Context, st *sqlstore.Container, user string, device uint16) *store.Device {
+func putDevice(t *testing.T, ctx context.Context, st interface {
+	NewDevice() *store.Device
+	PutDevice(context.Context, *store.Device) error
+}, user string, device uint16) *store.Device {
 	t.Helper()
 	dev := st.NewDevice()
 	jid := types.JID{User: user, Server: types.DefaultUserServer, Device: device}

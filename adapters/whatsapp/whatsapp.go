@@ -39,6 +39,7 @@ import (
 	waLog "go.mau.fi/whatsmeow/util/log"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/vault"
 )
 
 // MaxMessageLength is the longest reply sent as one WhatsApp message.
@@ -67,6 +68,7 @@ type Adapter struct {
 	log     *slog.Logger
 	db      *sql.DB
 	dialect string
+	vault   *vault.Store // seals the device's keys; nil or keyless: not sealed
 
 	// newClient makes the whatsmeow client for a device; tests fake it.
 	newClient func(dev *store.Device, log waLog.Logger) client
@@ -110,7 +112,7 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter,
 		}
 	}
 	return &Adapter{
-		id: id, cfg: cfg, log: log, db: deps.DB, dialect: deps.Dialect,
+		id: id, cfg: cfg, log: log, db: deps.DB, dialect: deps.Dialect, vault: deps.Vault,
 		newClient:      newRealClient,
 		after:          time.After,
 		deliverBackoff: defaultDeliverBackoff,

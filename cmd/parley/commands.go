@@ -124,6 +124,7 @@ func init() {
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdPairing(ctx, args, s.out) }},
 		permissionsCommand,
 		replicasCommand,
+		secretsCommand,
 		{name: "whatsapp", summary: "link a WhatsApp account", subs: []*command{
 			{name: "link", args: "[--adapter ID] [--phone NUMBER]", summary: "link a WhatsApp account (QR code, or a pairing code)",
 				about:    "Shows a QR code to scan in WhatsApp (Settings, Linked devices), or with --phone a pairing code to type there. The device is stored in parley's database.",

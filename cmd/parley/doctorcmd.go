@@ -29,6 +29,9 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 	var configErr error
 	if len(problems) > 0 {
 		configErr = problems
+	} else if cfg != nil {
+		// The channels' and providers' checks need the secrets' values.
+		configErr = resolveSecrets(ctx, cfg)
 	}
 	findings := daemon.Doctor(ctx, cfg, configErr)
 	failed := 0

@@ -35,6 +35,9 @@ func cmdMCP(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "no MCP servers; add them under mcp.servers in the config")
 		return nil
 	}
+	if err := resolveSecrets(ctx, cfg); err != nil {
+		return err
+	}
 	m := mcptools.New(cfg.MCP.Servers, tools.NewRegistry(), slog.New(slog.DiscardHandler))
 	defer m.Close()
 	m.Start(ctx)

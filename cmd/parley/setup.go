@@ -97,3 +97,21 @@ func openConfigured(ctx context.Context, path string, keys ...string) (*config.C
 	}
 	return cfg, db, nil
 }
+
+// resolveSecrets replaces cfg's ${secret:NAME} values with the stored
+// secrets, for a command that uses them without a daemon (parley mcp ls).
+func resolveSecrets(ctx context.Context, cfg *config.Config) error {
+	if len(cfg.SecretRefs()) == 0 {
+		return nil
+	}
+	db, err := openExisting(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	v, err := daemon.OpenVault(cfg, db)
+	if err != nil {
+		return err
+	}
+	return daemon.ResolveSecrets(ctx, cfg, v)
+}

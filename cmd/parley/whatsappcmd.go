@@ -51,8 +51,13 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer db.Close()
+	// With a secrets key set, the new device's keys are sealed with it.
+	v, err := daemon.OpenVault(cfg, db)
+	if err != nil {
+		return err
+	}
 	a, err := adapters.New(entry.Type, adapters.ID(entry.ID), entry.Decode,
-		adapters.Deps{Log: log.With("adapter", entry.ID), DB: db.Writer(), Dialect: string(db.Dialect)})
+		adapters.Deps{Log: log.With("adapter", entry.ID), DB: db.Writer(), Dialect: string(db.Dialect), Vault: v})
 	if err != nil {
 		return err
 	}

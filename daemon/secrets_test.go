@@ -1,0 +1,285 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/vault"
+)
+
+const (
+	mcpSecret  = "mcp-secret-7f3a9c1e55"
+	userSecret = "user-secret-b81d04aa99"
+)
+
+// secretsMCPServer is an HTTP MCP server that checks the headers parley
+// sends, says who called, and has a tool that sends both secrets back.
+func secretsMCPServer(t *testing.T) (url string, seen func() []string) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "gh", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "says who is calling"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you are octocat"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "leak", Description: "fails, quoting the credentials"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+				Text: "bad credentials: " + req.Extra.Header.Get("Authorization") + " / " + req.Extra.Header.Get("X-User-Token")}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	var mu sync.Mutex
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+mcpSecret {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		calls = append(calls, r.Header.Get("X-User-Token"))
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), calls...)
+	}
+}
+
+// A secret used as an MCP header (${secret:NAME}) and a person's own
+// token (/connect) reach the MCP server, and never appear in the logs, the
+// API's answers, config print, the model's requests, the chat or an error
+// message.
+func TestSecretsNeverShow(t *testing.T) {
+	ctx := context.Background()
+	key, err := vault.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(vault.EnvKey, key.Encode())
+	mcpURL, seen := secretsMCPServer(t)
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	path, _ := writeConfigTB(t, "log:\n  level: debug\ngateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\n"+
+		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    ")+
+		"mcp:\n  servers:\n    - id: gh\n      url: "+mcpURL+"\n      headers: [\"Authorization: Bearer ${secret:mcp_token}\"]\n"+
+		"      user_token: {provider: github, header: X-User-Token, format: \"token %s\"}\n"+
+		"agents:\n  - id: default\n    tools: [\"mcp:gh\"]\n    permissions:\n      - tool: \"gh__*\"\n        action: allow\n")
+
+	// The secret is stored before parley starts, as parley secrets set does.
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vault.NewStore(db, key).Set(ctx, "mcp_token", mcpSecret); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	// A missing secret, or the wrong key, stops the start naming the key
+	// and the secret, never a value.
+	other, _ := vault.GenerateKey()
+	t.Setenv(vault.EnvKey, other.Encode())
+	cfg2, _ := config.Load(path)
+	if _, err := build(ctx, cfg2, slog.New(slog.DiscardHandler), nil); err == nil ||
+		!strings.Contains(err.Error(), "mcp.servers[0].headers[0]") || !strings.Contains(err.Error(), "${secret:mcp_token}") ||
+		!strings.Contains(err.Error(), "sealed with another key") || strings.Contains(err.Error(), mcpSecret) {
+		t.Fatalf("start with another key: %v", err)
+	}
+	t.Setenv(vault.EnvKey, key.Encode())
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg, err = config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := build(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.adapters, err = buildAdapters(d.cfg(), log, d.db, d.vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(d.withStatus(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler()))))
+	defer hs.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		d.Close()
+	}()
+	wait := func(n int) []telegramtest.SentMessage {
+		t.Helper()
+		wctx, c := context.WithTimeout(ctx, 60*time.Second)
+		defer c()
+		sent, err := tg.WaitSent(wctx, n)
+		if err != nil {
+			t.Fatalf("waiting for %d replies: %v (%+v)", n, err, sent)
+		}
+		return sent
+	}
+
+	// Before connecting, the tool tells the person how.
+	d.offline.Then(llm.Response{ToolCalls: []llm.ToolCall{{ID: "c0", Name: "gh__connect_account", Arguments: json.RawMessage(`{}`)}}}).
+		Then(llm.Response{Text: "Please connect first."})
+	tg.InjectText(42, 42, "who am i on github?")
+	wait(1)
+	// /connect in the direct chat; the next message is the token.
+	tg.InjectText(42, 42, "/connect github")
+	if sent := wait(2); !strings.Contains(sent[1].Text, "Send your github token") {
+		t.Fatalf("/connect answered %q", sent[1].Text)
+	}
+	tg.InjectText(42, 42, userSecret)
+	if sent := wait(3); !strings.HasPrefix(sent[2].Text, "connected github") {
+		t.Fatalf("the token was answered %q", sent[2].Text)
+	}
+	d.offline.Then(llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "gh__whoami", Arguments: json.RawMessage(`{}`)}}}).
+		Then(llm.Response{ToolCalls: []llm.ToolCall{{ID: "c2", Name: "gh__leak", Arguments: json.RawMessage(`{}`)}}}).
+		Then(llm.Response{Text: "You are octocat."})
+	tg.InjectText(42, 42, "who am i on github now?")
+	if sent := wait(4); !strings.Contains(sent[3].Text, "You are octocat.") {
+		t.Fatalf("the turn answered %q", sent[3].Text)
+	}
+	// The server got the person's token with their calls.
+	var withToken bool
+	for _, h := range seen() {
+		withToken = withToken || h == "token "+userSecret
+	}
+	if !withToken {
+		t.Fatalf("the MCP server never saw the person's token: %q", seen())
+	}
+
+	// An API PUT of a token, and a bad one, echo neither.
+	put := func(body string) (int, string) {
+		req, _ := http.NewRequest("PUT", hs.URL+"/v1/users/telegram/43/connections/github", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var outputs []string
+	if code, body := put(`{"token": "` + userSecret + `"}`); code != http.StatusOK || !strings.Contains(body, `"connected":true`) {
+		t.Fatalf("PUT: %d %s", code, body)
+	} else {
+		outputs = append(outputs, body)
+	}
+	if code, body := put(`{"token": "` + userSecret + ` x", "extra": 1}`); code != http.StatusBadRequest {
+		t.Fatalf("bad PUT: %d %s", code, body)
+	} else {
+		outputs = append(outputs, body)
+	}
+	if tok, err := d.vault.Token(ctx, vault.User{Surface: "telegram", ID: "43"}, "github"); err != nil || tok != userSecret {
+		t.Fatalf("the PUT token: %v", err)
+	}
+
+	// Everything the API shows.
+	get := func(p string) string {
+		req, _ := http.NewRequest("GET", hs.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	list := get("/v1/sessions?limit=100")
+	outputs = append(outputs, list, get("/v1/status"))
+	var page struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	_ = json.Unmarshal([]byte(list), &page)
+	if len(page.Sessions) == 0 {
+		t.Fatalf("no sessions listed: %s", list)
+	}
+	for _, s := range page.Sessions {
+		outputs = append(outputs, get("/v1/sessions/"+s.ID), get("/v1/sessions/"+s.ID+"/messages?limit=200"))
+	}
+	// config print, and every other way of printing the config.
+	printed, err := yaml.Marshal(d.cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	asJSON, _ := json.Marshal(d.cfg())
+	outputs = append(outputs, string(printed), string(asJSON), fmt.Sprintf("%+v %#v", d.cfg(), d.cfg().MCP))
+	// What the model was sent, the chat got, and the database holds.
+	reqs, _ := json.Marshal(d.offline.Requests())
+	outputs = append(outputs, string(reqs))
+	for _, m := range tg.Sent() {
+		outputs = append(outputs, m.Text)
+	}
+	for _, q := range []string{"SELECT payload FROM inbound", "SELECT content FROM messages", "SELECT text FROM outbox"} {
+		rows, err := d.db.Reader().QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			outputs = append(outputs, s)
+		}
+		rows.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	done <- nil
+	outputs = append(outputs, logs.String())
+
+	all := strings.Join(outputs, "\n")
+	for _, secret := range []string{mcpSecret, userSecret} {
+		if i := strings.Index(all, secret); i >= 0 {
+			t.Errorf("%s shows:\n%s", secret, all[max(0, i-300):min(len(all), i+100)])
+		}
+	}
+	// The model saw the tool's result, and the failure with the
+	// credentials hidden.
+	if !strings.Contains(string(reqs), "you are octocat") || !strings.Contains(string(reqs), "bad credentials: [redacted]") {
+		t.Errorf("the model's requests: %s", reqs)
+	}
+	if !strings.Contains(string(reqs), "connect with /connect github in a direct chat") {
+		t.Errorf("before connecting, the model was not told how: %s", reqs)
+	}
+	if !strings.Contains(string(printed), "Authorization: [redacted]") {
+		t.Errorf("config print: %s", printed)
+	}
+	if !strings.Contains(logs.String(), "user connected a provider") {
+		t.Errorf("the logs don't say a person connected:\n%s", logs.String())
+	}
+}
