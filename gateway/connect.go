@@ -146,6 +146,19 @@ func (g *Gateway) waitToken(in adapters.Inbound, provider string) {
 	g.pending.m[connectKeyOf(in)] = pendingConnect{provider: provider, until: now.Add(g.opts.ConnectTimeout)}
 }
 
+// waitTokenHere waits for the token of a /connect in a direct chat on
+// the replica that took it (see deliver).
+func (g *Gateway) waitTokenHere(in adapters.Inbound) {
+	c, arg, ok := commands.ParseArg(in.Text)
+	if !ok || c.Name != "connect" || in.Group || g.opts.Connections == nil {
+		return
+	}
+	provider := strings.ToLower(strings.TrimSpace(arg))
+	if provider != "" && slices.Contains(g.opts.Connections.Providers(), provider) {
+		g.waitToken(in, provider)
+	}
+}
+
 // connectUsage says which providers /connect takes.
 func (g *Gateway) connectUsage(provider string) string {
 	var providers []string

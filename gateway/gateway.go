@@ -248,6 +248,12 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 		// A token for /connect: never stored as it came, never a turn.
 		return g.acceptToken(ctx, in, t)
 	}
+	if g.opts.Placement != nil {
+		// The token comes to the replica this /connect came to, which
+		// may not be the one running the chat's session (where the
+		// command runs): it waits for it here too.
+		g.waitTokenHere(in)
+	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
 		if id != "" && g.opts.Store.Shared() && dbutil.Unavailable(err) {
