@@ -69,8 +69,15 @@ type Job struct {
 // Enabled reports whether the job fires.
 func (j Job) Enabled() bool { return !j.Disabled }
 
-// ParsedSchedule parses the job's schedule in its time zone.
-func (j Job) ParsedSchedule() (Schedule, error) { return ParseSchedule(j.Schedule, j.Timezone) }
+// ParsedSchedule parses the job's schedule in its time zone, an @every
+// schedule anchored at the job's creation (see Schedule.Anchored).
+func (j Job) ParsedSchedule() (Schedule, error) {
+	s, err := ParseSchedule(j.Schedule, j.Timezone)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return s.Anchored(j.CreatedAt), nil
+}
 
 // EffectiveTimeout is Timeout, or DefaultTimeout when it is unset.
 func (j Job) EffectiveTimeout() time.Duration {
