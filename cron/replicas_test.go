@@ -133,3 +133,120 @@ func TestEveryFiresOnceAcrossReplicas(t *testing.T) {
 		})
 	}
 }
+
+// configJob is a config file's job.
+func configJob(id, prompt string) cron.Job {
+	return cron.Job{ID: id, Schedule: "0 9 * * *", Timezone: "UTC", AgentID: "main", Prompt: prompt}
+}
+
+func (e *env) syncConfig(jobs ...cron.Job) {
+	e.t.Helper()
+	if err := e.store.SyncConfig(context.Background(), jobs); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// jobIDs lists the stored jobs as "id=prompt".
+func (e *env) jobIDs() string {
+	e.t.Helper()
+	jobs, err := e.store.List(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.ID+"="+j.Prompt)
+	}
+	return fmt.Sprint(out)
+}
+
+// A replica started with a config that lacks a job of another running
+// replica's config leaves the job in place; the job goes once no running
+// replica's config has it: at once after its last declarer stopped, or
+// once the declaration of one that crashed lapsed. Of two configs that
+// define a job differently, the last to start sets it.
+func TestConfigJobsOfAnotherReplicaAreKept(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	a, b := replicaDBs(t, "postgres")
+	clk := crontest.NewClock(mustTime(t, "2025-06-02T10:00:00Z"))
+	e1 := newEnvClock(t, a, clk)
+	e1.syncConfig(configJob("report", "from one"), configJob("both", "one's"), configJob("mine", "one's only"))
+	s1 := e1.start()
+	// A process that stored its config and crashed before its scheduler
+	// ran: its declaration lapses.
+	crashed := newEnvClock(t, b, clk)
+	crashed.syncConfig(configJob("crashed", "never renewed"))
+
+	e2 := newEnvClock(t, b, clk)
+	e2.sink = e1.sink
+	e2.syncConfig(configJob("report", "from one"), configJob("both", "two's"))
+	e2.start()
+	const all = "[both=two's crashed=never renewed mine=one's only report=from one]"
+	if got := e2.jobIDs(); got != all {
+		t.Fatalf("jobs after the second replica started = %s, want %s", got, all)
+	}
+	// A reload of the second replica's config changes nothing either.
+	e2.syncConfig(configJob("report", "from one"), configJob("both", "two's"))
+	if got := e2.jobIDs(); got != all {
+		t.Fatalf("jobs after a reload = %s, want %s", got, all)
+	}
+
+	// Both keep renewing; the crashed process's declaration lapses.
+	for range 3 * cron.ConfigLease / (10 * time.Second) {
+		clk.Step(t, 10*time.Second)
+	}
+	if got, want := e2.jobIDs(), "[both=two's mine=one's only report=from one]"; got != want {
+		t.Fatalf("jobs once the crashed process's declaration lapsed = %s, want %s", got, want)
+	}
+
+	// The first replica stops: the job only its config had goes at the
+	// second's next renewal, well before a lease would lapse.
+	s1.stop()
+	clk.Step(t, cron.ConfigLease/3)
+	if got, want := e2.jobIDs(), "[both=two's report=from one]"; got != want {
+		t.Fatalf("jobs once the first replica stopped = %s, want %s", got, want)
+	}
+}
+
+// A single process restarted with a config that lacks a job removes it:
+// at once after a clean stop (the stopped scheduler withdrew its
+// declaration); after a crash, at once on SQLite (one process holds the
+// file, so the earlier one is gone) and on PostgreSQL once the crashed
+// process's declaration lapses (another replica could have declared it).
+func TestConfigJobGoneFromTheConfigIsRemovedAfterARestart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		crash bool
+	}{
+		{"clean stop", false},
+		{"crash", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+				db := open(t)
+				e1 := newEnv(t, db, "2025-06-02T10:00:00Z")
+				e1.syncConfig(configJob("kept", "k"), configJob("dropped", "d"))
+				if !tc.crash {
+					e1.start().stop()
+				}
+				clk := e1.clk
+				clk.Advance(time.Second)
+				e2 := newEnvClock(t, db, clk)
+				e2.syncConfig(configJob("kept", "k"))
+				e2.start()
+				const after = "[kept=k]"
+				if tc.crash && db.Dialect == dbutil.Postgres {
+					if got := e2.jobIDs(); got != "[dropped=d kept=k]" {
+						t.Fatalf("jobs right after the restart = %s, want the crashed process's kept for its lease", got)
+					}
+					for range cron.ConfigLease / (10 * time.Second) {
+						clk.Step(t, 10*time.Second)
+					}
+				}
+				if got := e2.jobIDs(); got != after {
+					t.Fatalf("jobs after the restart = %s, want %s", got, after)
+				}
+			})
+		})
+	}
+}
