@@ -26,8 +26,9 @@ const (
 type Source string
 
 const (
-	// SourceConfig jobs are upserted from the config file on every start;
-	// the config wins.
+	// SourceConfig jobs are upserted from the config file on every start
+	// and reload (the config wins), and removed once no running replica's
+	// config has them (see SyncConfig).
 	SourceConfig Source = "config"
 	// SourceCLI jobs come from `parley cron add`.
 	SourceCLI Source = "cli"
