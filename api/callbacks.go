@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,23 +45,34 @@ const (
 	sessionCallbackTargetQuery = `SELECT agent_id, metadata FROM sessions WHERE id = $1`
 
 	// The due callbacks, claimed in one statement, as the outbox claims
-	// its replies: the claim counts an attempt and leases the row (its
-	// next_attempt_at moves past the POST's deadline), so no other sender,
-	// here or on another replica, takes it meanwhile. On PostgreSQL the
-	// pick locks its rows and skips those another claim holds
-	// (claimCallbacksLock); a row changed meanwhile is checked again as it
-	// now stands.
-	claimCallbacksQuery = `UPDATE api_callbacks SET attempts = attempts + 1, next_attempt_at = $2, updated_at = $1
-	WHERE id IN (SELECT id FROM api_callbacks WHERE status = 'pending' AND next_attempt_at <= $1
-		ORDER BY next_attempt_at, id LIMIT 50%s)
+	// its replies: the claim counts an attempt and leases the row to this
+	// sender (lease_until, apart from next_attempt_at, the backoff), so no
+	// other sender, here or on another replica, takes it until the lease
+	// lapses. On PostgreSQL the pick locks its rows and skips those another
+	// claim holds (claimCallbacksLock); a row changed meanwhile is checked
+	// again as it now stands.
+	claimCallbacksQuery = `UPDATE api_callbacks SET attempts = attempts + 1, lease_until = $2, claim_owner = $3,
+		claim_instance = $4, updated_at = $1
+	WHERE id IN (SELECT id FROM api_callbacks WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
+		ORDER BY next_attempt_at, id LIMIT %d%s)
 	RETURNING id, url, body, attempts`
 	claimCallbacksLock = ` FOR UPDATE SKIP LOCKED`
+
+	// A claim still this sender's (no other claim counted an attempt since)
+	// is extended before a POST that could outlast what is left of it.
+	renewCallbackQuery = `UPDATE api_callbacks SET lease_until = $4
+	WHERE id = $1 AND attempts = $2 AND claim_instance = $3 AND status = 'pending'`
 
 	// Only the holder of the attempt records its outcome: a sender whose
 	// lease lapsed, and whose row another sender claimed again since, does
 	// not overwrite it.
-	updateCallbackQuery = `UPDATE api_callbacks SET status = $2, next_attempt_at = $4, updated_at = $5
-	WHERE id = $1 AND attempts = $3 AND status = 'pending'`
+	updateCallbackQuery = `UPDATE api_callbacks SET status = $2, next_attempt_at = $4, updated_at = $5, lease_until = 0
+	WHERE id = $1 AND attempts = $3 AND claim_instance = $6 AND status = 'pending'`
+
+	// A stopping sender gives back what it claimed and did not POST, so
+	// another replica takes it at once rather than when the lease lapses.
+	releaseCallbacksQuery = `UPDATE api_callbacks SET lease_until = 0
+	WHERE claim_instance = $1 AND status = 'pending' AND lease_until > 0`
 
 	insertAttemptQuery = `INSERT INTO api_callback_attempts (callback_id, attempt, status_code, error, duration_ms, at)
 	VALUES ($1, $2, $3, $4, $5, $6)`
@@ -149,8 +161,12 @@ type CallbackOptions struct {
 	// Poll is how often due retries are looked for; 0 means 1 s.
 	Poll time.Duration
 	// Lease is how long a claimed callback is kept from other senders;
-	// each POST ends within half of it. 0 means 1 minute.
+	// each POST starts with at least half of it left and ends within
+	// half of it. 0 means 1 minute.
 	Lease time.Duration
+	// Owner names this replica in the claims it makes (claim_owner); ""
+	// means the host name.
+	Owner string
 	Now   func() time.Time
 	Log   *slog.Logger
 }
@@ -168,13 +184,17 @@ type CallbackOptions struct {
 // turn.finished event names the reply, adds the turn's outcome and makes
 // it due at once; without the hook, that event queues the reply itself
 // (retrying while the database fails). Senders claim due rows with a
-// lease (FOR UPDATE SKIP LOCKED on PostgreSQL), so two senders never POST
-// one callback at once.
+// lease (FOR UPDATE SKIP LOCKED on PostgreSQL), and POST one only while
+// their lease on it outlasts the POST, so of several senders (replicas on
+// one database) one POSTs each callback; one whose sender died is taken
+// over when its lease lapses.
 type Callbacks struct {
 	opts   CallbackOptions
 	policy callbackPolicy
 	sub    *events.Subscription
 	kick   chan struct{}
+	// instance names this sender in its claims (claim_instance).
+	instance string
 }
 
 // NewCallbacks subscribes to the bus at once, so no reply finished before
@@ -207,7 +227,11 @@ func NewCallbacks(opts CallbackOptions) *Callbacks {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Callbacks{opts: opts, policy: policy, sub: opts.Bus.Subscribe(agent.EventTurnFinished), kick: make(chan struct{}, 1)}
+	if opts.Owner == "" {
+		opts.Owner, _ = os.Hostname()
+	}
+	return &Callbacks{opts: opts, policy: policy, sub: opts.Bus.Subscribe(agent.EventTurnFinished),
+		kick: make(chan struct{}, 1), instance: uuid.NewString()}
 }
 
 // Run queues finished replies and delivers them until ctx ends.
@@ -226,6 +250,7 @@ func (c *Callbacks) Run(ctx context.Context) error {
 		}
 	}()
 	defer func() { <-queued }()
+	defer c.release(ctx)
 	tick := time.NewTicker(c.opts.Poll)
 	defer tick.Stop()
 	for {
@@ -324,21 +349,28 @@ type dueCallback struct {
 	id, url, body string
 	// attempt is this claim's attempt number.
 	attempt int
+	// leaseUntil is when this sender's claim lapses.
+	leaseUntil time.Time
+}
+
+// claimBatch is how many due callbacks one claim takes.
+const claimBatch = 50
+
+var claimCallbacksSQL = map[bool]string{
+	false: fmt.Sprintf(claimCallbacksQuery, claimBatch, ""),
+	true:  fmt.Sprintf(claimCallbacksQuery, claimBatch, claimCallbacksLock),
 }
 
 // claim leases the due callbacks to this sender.
 func (c *Callbacks) claim(ctx context.Context) ([]dueCallback, error) {
-	lock := ""
-	if c.opts.DB.Dialect == dbutil.Postgres {
-		lock = claimCallbacksLock
-	}
 	now := c.opts.Now()
+	until := now.Add(c.opts.Lease)
 	var due []dueCallback
 	err := c.opts.DB.Tx(ctx, func(q dbutil.Querier) (err error) {
-		due, err = dbutil.Query(ctx, q, fmt.Sprintf(claimCallbacksQuery, lock), func(r dbutil.Scanner) (dueCallback, error) {
-			var d dueCallback
+		due, err = dbutil.Query(ctx, q, claimCallbacksSQL[c.opts.DB.Dialect == dbutil.Postgres], func(r dbutil.Scanner) (dueCallback, error) {
+			d := dueCallback{leaseUntil: until}
 			return d, r.Scan(&d.id, &d.url, &d.body, &d.attempt)
-		}, dbutil.Millis(now), dbutil.Millis(now.Add(c.opts.Lease)))
+		}, dbutil.Millis(now), dbutil.Millis(until), c.opts.Owner, c.instance)
 		if err != nil {
 			return fmt.Errorf("claim due reply callbacks: %w", err)
 		}
@@ -354,26 +386,39 @@ func (c *Callbacks) deliverDue(ctx context.Context) error {
 			return err
 		}
 		for _, d := range due {
+			if ctx.Err() != nil {
+				return nil // Run releases the rest as it returns
+			}
 			if err := c.deliver(ctx, d); err != nil {
 				return err
 			}
 		}
-		if len(due) < 50 {
+		if len(due) < claimBatch {
 			return nil
 		}
 	}
 }
 
 // deliver makes one attempt and records it, outside any transaction for
-// the POST itself. The POST ends within half the lease, so no other
-// sender can claim the callback while it is under way.
+// the POST itself. The POST starts with at least half the lease left
+// (the claim is renewed first if need be) and ends within half of it, so
+// no other sender can claim the callback while it is under way.
 func (c *Callbacks) deliver(ctx context.Context, d dueCallback) error {
+	if d.leaseUntil.Sub(c.opts.Now()) < c.opts.Lease/2 {
+		held, err := c.renew(ctx, &d)
+		if err != nil || !held {
+			return err // not held: its lease lapsed and another sender has it
+		}
+		if d.leaseUntil.Sub(c.opts.Now()) < c.opts.Lease/2 {
+			return nil // the renewal took half the lease: let it lapse and be claimed again
+		}
+	}
 	start := c.opts.Now()
 	pctx, cancel := context.WithTimeout(ctx, c.opts.Lease/2)
 	code, postErr := c.post(pctx, d)
 	cancel()
-	if ctx.Err() != nil {
-		return nil // shutting down: the lease lapses and the attempt is made again
+	if postErr != nil && ctx.Err() != nil {
+		return nil // cut off by shutdown: Run releases the claim, and another sender makes the attempt
 	}
 	end := c.opts.Now()
 	status, next := CallbackDelivered, end
@@ -388,16 +433,45 @@ func (c *Callbacks) deliver(ctx context.Context, d dueCallback) error {
 	if postErr != nil {
 		errText = postErr.Error()
 	}
-	return c.opts.DB.Tx(ctx, func(q dbutil.Querier) error {
-		if _, err := q.ExecContext(ctx, insertAttemptQuery, d.id, d.attempt, code, errText,
+	// A POST that got through is recorded even as the process stops, or
+	// another sender would POST it again.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return c.opts.DB.Tx(rctx, func(q dbutil.Querier) error {
+		if _, err := q.ExecContext(rctx, insertAttemptQuery, d.id, d.attempt, code, errText,
 			end.Sub(start).Milliseconds(), dbutil.Millis(end)); err != nil {
 			return fmt.Errorf("record reply callback attempt %s: %w", d.id, err)
 		}
-		if _, err := q.ExecContext(ctx, updateCallbackQuery, d.id, status, d.attempt, dbutil.Millis(next), dbutil.Millis(end)); err != nil {
+		if _, err := q.ExecContext(rctx, updateCallbackQuery, d.id, status, d.attempt, dbutil.Millis(next), dbutil.Millis(end), c.instance); err != nil {
 			return fmt.Errorf("update reply callback %s: %w", d.id, err)
 		}
 		return nil
 	})
+}
+
+// renew extends this sender's claim on d to a full lease from now; held is
+// false when the claim is no longer this sender's.
+func (c *Callbacks) renew(ctx context.Context, d *dueCallback) (held bool, err error) {
+	until := c.opts.Now().Add(c.opts.Lease)
+	res, err := c.opts.DB.Write().ExecContext(ctx, renewCallbackQuery, d.id, d.attempt, c.instance, dbutil.Millis(until))
+	if err != nil {
+		return false, fmt.Errorf("renew the claim on reply callback %s: %w", d.id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return false, err
+	}
+	d.leaseUntil = until
+	return true, nil
+}
+
+// release gives back the callbacks this sender claimed and did not POST,
+// as Run returns.
+func (c *Callbacks) release(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.opts.DB.Write().ExecContext(ctx, releaseCallbacksQuery, c.instance); err != nil {
+		c.opts.Log.WarnContext(ctx, "release claimed reply callbacks; they are sent once their lease lapses", "error", err)
+	}
 }
 
 func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {

@@ -26,8 +26,9 @@ const (
 type Source string
 
 const (
-	// SourceConfig jobs are upserted from the config file on every start;
-	// the config wins.
+	// SourceConfig jobs are upserted from the config file on every start
+	// and reload (the config wins), and removed once no running replica's
+	// config has them (see SyncConfig).
 	SourceConfig Source = "config"
 	// SourceCLI jobs come from `parley cron add`.
 	SourceCLI Source = "cli"
@@ -69,8 +70,15 @@ type Job struct {
 // Enabled reports whether the job fires.
 func (j Job) Enabled() bool { return !j.Disabled }
 
-// ParsedSchedule parses the job's schedule in its time zone.
-func (j Job) ParsedSchedule() (Schedule, error) { return ParseSchedule(j.Schedule, j.Timezone) }
+// ParsedSchedule parses the job's schedule in its time zone, an @every
+// schedule anchored at the job's creation (see Schedule.Anchored).
+func (j Job) ParsedSchedule() (Schedule, error) {
+	s, err := ParseSchedule(j.Schedule, j.Timezone)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return s.Anchored(j.CreatedAt), nil
+}
 
 // EffectiveTimeout is Timeout, or DefaultTimeout when it is unset.
 func (j Job) EffectiveTimeout() time.Duration {

@@ -27,6 +27,11 @@ type Schedule struct {
 	// schedules that are instants (@every) or every hour.
 	wall  *robfig.SpecSchedule
 	inner robfig.Schedule
+	// every is an @every schedule's interval, and anchor the instant its
+	// fires count from (see Anchored); without an anchor they count from
+	// the time Next is given, as robfig's do.
+	every  time.Duration
+	anchor time.Time
 }
 
 // ParseSchedule parses spec in the time zone tz ("" is the server's local
@@ -66,6 +71,9 @@ func ParseSchedule(spec, tz string) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("%w: %q: %v; %s", ErrInvalidSchedule, orig, err, scheduleHelp)
 	}
 	s := Schedule{spec: orig, loc: loc, inner: inner}
+	if cd, ok := inner.(robfig.ConstantDelaySchedule); ok {
+		s.every = cd.Delay
+	}
 	if ss, ok := inner.(*robfig.SpecSchedule); ok {
 		ss.Location = loc
 		if ss.Hour&allHours != allHours {
@@ -119,6 +127,19 @@ func (s Schedule) String() string { return s.spec }
 // Location is the time zone the schedule's fields are read in.
 func (s Schedule) Location() *time.Location { return s.loc }
 
+// Anchored is the schedule with an @every schedule's fires counted from at
+// (cut to the second): at+every, at+2*every, and so on, whatever time Next
+// is asked from. Every replica and every restart then computes the same
+// fire times, so a fire's receipt, unique per (job, scheduled time), is
+// claimed once. A job's schedule is anchored at its creation. Other
+// schedules, and a zero at, are returned unchanged.
+func (s Schedule) Anchored(at time.Time) Schedule {
+	if s.every > 0 && !at.IsZero() {
+		s.anchor = at.Truncate(time.Second)
+	}
+	return s
+}
+
 // Next is the first fire time strictly after t, or the zero time if there is
 // none within five years.
 //
@@ -131,6 +152,13 @@ func (s Schedule) Location() *time.Location { return s.loc }
 func (s Schedule) Next(t time.Time) time.Time {
 	if s.inner == nil {
 		return time.Time{}
+	}
+	if !s.anchor.IsZero() {
+		k := int64(1)
+		if !t.Before(s.anchor) {
+			k = int64(t.Sub(s.anchor)/s.every) + 1
+		}
+		return s.anchor.Add(time.Duration(k) * s.every).In(s.loc)
 	}
 	if s.wall == nil {
 		return s.inner.Next(t.In(s.loc))

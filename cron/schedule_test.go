@@ -187,3 +187,43 @@ func TestLastBefore(t *testing.T) {
 		})
 	}
 }
+
+// An anchored @every counts its fires from the anchor, whatever time it is
+// asked from, so two replicas (or a restart) agree on every fire time.
+func TestAnchoredEvery(t *testing.T) {
+	anchor := "2025-06-02T10:00:00.700Z" // cut to 10:00:00
+	for _, tc := range []struct {
+		name, spec, from string
+		want             []string
+	}{
+		{"from the anchor", "@every 15s", "2025-06-02T10:00:00.700Z", []string{"2025-06-02T10:00:15Z", "2025-06-02T10:00:30Z"}},
+		{"from between fires", "@every 15s", "2025-06-02T10:00:21.300Z", []string{"2025-06-02T10:00:30Z", "2025-06-02T10:00:45Z"}},
+		{"from a fire time", "@every 15s", "2025-06-02T10:00:30Z", []string{"2025-06-02T10:00:45Z"}},
+		{"from before the anchor", "@every 15s", "2025-06-02T09:00:00Z", []string{"2025-06-02T10:00:15Z"}},
+		{"a day later", "@every 90m", "2025-06-03T10:10:00Z", []string{"2025-06-03T11:30:00Z", "2025-06-03T13:00:00Z"}},
+		{"fixed schedules ignore it", "*/20 * * * * *", "2025-06-02T10:00:21Z", []string{"2025-06-02T10:00:40Z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSchedule(tc.spec, "UTC")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = s.Anchored(time.Date(2025, 6, 2, 10, 0, 0, 700e6, time.UTC))
+			at, err := time.Parse(time.RFC3339Nano, tc.from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range tc.want {
+				at = s.Next(at)
+				if !at.Equal(mustTime(t, w)) {
+					t.Fatalf("fire %d = %s, want %s (anchor %s)", i+1, at.UTC().Format(time.RFC3339Nano), w, anchor)
+				}
+			}
+		})
+	}
+	s, _ := ParseSchedule("@every 15s", "UTC")
+	s = s.Anchored(mustTime(t, "2025-06-02T10:00:00Z"))
+	if got, ok := s.lastBefore(mustTime(t, "2025-06-02T10:00:00Z"), mustTime(t, "2025-06-03T10:00:07Z")); !ok || !got.Equal(mustTime(t, "2025-06-03T10:00:00Z")) {
+		t.Fatalf("lastBefore = %s, %v", got, ok)
+	}
+}

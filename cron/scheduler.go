@@ -197,6 +197,8 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 		s.mu.Unlock()
 	}()
 
+	defer s.withdrawConfig(ctx)
+
 	now := s.clock.Now()
 	if err := s.recoverRuns(ctx, now); err != nil {
 		return err
@@ -205,9 +207,13 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 		return err
 	}
 	s.startQueued(ctx, now)
-	nextPoll := now.Add(s.opts.Poll)
+	nextPoll, nextRenew := now.Add(s.opts.Poll), now
 	for {
 		now = s.clock.Now()
+		if s.store.declares() && !now.Before(nextRenew) {
+			s.renewConfig(ctx)
+			nextRenew = now.Add(min(s.opts.Poll, ConfigLease/3))
+		}
 		if s.reload.Swap(false) || !now.Before(nextPoll) {
 			if err := s.loadJobs(ctx, now); err != nil && ctx.Err() == nil {
 				s.log.WarnContext(ctx, "read cron jobs", "error", err)
@@ -217,7 +223,11 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 		}
 		s.expire(ctx, now)
 		s.fireDue(ctx, now)
-		timer, stop := s.clock.At(s.nextWake(nextPoll))
+		wake := s.nextWake(nextPoll)
+		if s.store.declares() && nextRenew.Before(wake) {
+			wake = nextRenew
+		}
+		timer, stop := s.clock.At(wake)
 		select {
 		case <-ctx.Done():
 			stop()
@@ -226,6 +236,38 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 		case <-s.kick:
 		}
 		stop()
+	}
+}
+
+// renewConfig renews this process's declaration of its config's jobs, and
+// drops the config jobs no running replica's config has any more.
+func (s *Scheduler) renewConfig(ctx context.Context) {
+	removed, err := s.store.renewConfig(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "renew the config's cron jobs", "error", err)
+		}
+		return
+	}
+	for _, id := range removed {
+		s.log.InfoContext(ctx, "cron job removed: no running replica's config has it any more", "job_id", id)
+	}
+	if len(removed) > 0 {
+		s.reload.Store(true)
+	}
+}
+
+// withdrawConfig withdraws this process's declaration of its config's jobs
+// as the scheduler stops, so a replica whose config lacks one of them can
+// remove it without waiting for the declaration to lapse.
+func (s *Scheduler) withdrawConfig(ctx context.Context) {
+	if !s.store.declares() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.store.withdrawConfig(ctx); err != nil {
+		s.log.WarnContext(ctx, "withdraw the config's cron jobs; they are kept until the declaration lapses", "error", err, "lease", ConfigLease)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,24 +25,8 @@ const (
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
 	ON CONFLICT (id) DO NOTHING`
 
-	// The config wins: a job from it replaces whatever has its id, and
-	// updated_at moves only when something changed.
-	upsertConfigJobQuery = `INSERT INTO cron_jobs (` + jobColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, '', '', '', 'config', $10, $10)
-	ON CONFLICT (id) DO UPDATE SET schedule = excluded.schedule, timezone = excluded.timezone,
-		agent_id = excluded.agent_id, prompt = excluded.prompt, notify = excluded.notify,
-		enabled = excluded.enabled, catch_up_ms = excluded.catch_up_ms, timeout_ms = excluded.timeout_ms,
-		owner_user_id = '', owner_surface = '', owner_surface_id = '', source = 'config',
-		updated_at = excluded.updated_at
-	WHERE cron_jobs.schedule <> excluded.schedule OR cron_jobs.timezone <> excluded.timezone
-		OR cron_jobs.agent_id <> excluded.agent_id OR cron_jobs.prompt <> excluded.prompt
-		OR cron_jobs.notify <> excluded.notify OR cron_jobs.enabled <> excluded.enabled
-		OR cron_jobs.catch_up_ms <> excluded.catch_up_ms OR cron_jobs.timeout_ms <> excluded.timeout_ms
-		OR cron_jobs.source <> 'config'`
-
-	configJobIDsQuery = `SELECT id FROM cron_jobs WHERE source = 'config'`
-	jobQuery          = `SELECT ` + jobColumns + ` FROM cron_jobs WHERE id = $1`
-	listJobsQuery     = `SELECT ` + jobColumns + ` FROM cron_jobs ORDER BY id`
+	jobQuery      = `SELECT ` + jobColumns + ` FROM cron_jobs WHERE id = $1`
+	listJobsQuery = `SELECT ` + jobColumns + ` FROM cron_jobs ORDER BY id`
 	// A user's jobs from any chat on the surface; a group's from that group.
 	ownedJobsQuery = `SELECT ` + jobColumns + ` FROM cron_jobs
 	WHERE owner_surface = $1 AND owner_user_id = $2 AND ($2 <> '' OR owner_surface_id = $3)
@@ -104,6 +89,14 @@ const MaxRunsLimit = 1000
 type Store struct {
 	db  *dbutil.DB
 	now func() time.Time
+	// instance names this Store's process in the config jobs it declares
+	// (cron_config_declarations).
+	instance string
+
+	mu sync.Mutex
+	// config is the config's jobs as SyncConfig last stored them; nil
+	// until it runs (a CLI's store declares nothing).
+	config []Job
 }
 
 // NewStore returns a Store on a migrated database; now may be nil for
@@ -112,7 +105,7 @@ func NewStore(db *dbutil.DB, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now}
+	return &Store{db: db, now: now, instance: uuid.NewString()}
 }
 
 // Add stores a new job (from the CLI or a tool), generating its id when
@@ -148,66 +141,6 @@ func (s *Store) Add(ctx context.Context, j Job) (Job, error) {
 	}
 	j.Schedule, j.Timezone = strings.TrimSpace(j.Schedule), strings.TrimSpace(j.Timezone)
 	return j, nil
-}
-
-// SyncConfig makes the stored config jobs exactly jobs: each is inserted or
-// updated (a config job replaces a CLI or tool job with its id: the config
-// wins), and config jobs no longer in the config are removed. CLI and tool
-// jobs are left alone. Every job is validated before anything changes.
-func (s *Store) SyncConfig(ctx context.Context, jobs []Job) error {
-	seen := make(map[string]bool, len(jobs))
-	for i := range jobs {
-		jobs[i].Source = SourceConfig
-		jobs[i].Owner = Owner{}
-		if jobs[i].ID == "" {
-			return fmt.Errorf("%w: cron job %d has no id; give each config job an id", ErrInvalidJob, i)
-		}
-		if err := jobs[i].Validate(); err != nil {
-			return err
-		}
-		if seen[jobs[i].ID] {
-			return fmt.Errorf("%w: two config jobs have the id %s; ids must be unique", ErrInvalidJob, jobs[i].ID)
-		}
-		seen[jobs[i].ID] = true
-	}
-	now := dbutil.Millis(s.now())
-	return s.db.Tx(ctx, func(q dbutil.Querier) error {
-		for _, j := range jobs {
-			notify, err := encodeTargets(j.Notify)
-			if err != nil {
-				return err
-			}
-			if _, err := q.ExecContext(ctx, upsertConfigJobQuery, j.ID, strings.TrimSpace(j.Schedule), strings.TrimSpace(j.Timezone),
-				j.AgentID, j.Prompt, notify, j.Enabled(), j.CatchUp.Milliseconds(), j.Timeout.Milliseconds(), now); err != nil {
-				return fmt.Errorf("store config cron job %s: %w", j.ID, err)
-			}
-		}
-		rows, err := q.QueryContext(ctx, configJobIDsQuery)
-		if err != nil {
-			return fmt.Errorf("list config cron jobs: %w", err)
-		}
-		var stale []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("list config cron jobs: %w", err)
-			}
-			if !seen[id] {
-				stale = append(stale, id)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list config cron jobs: %w", err)
-		}
-		for _, id := range stale {
-			if _, err := q.ExecContext(ctx, deleteJobQuery, id); err != nil {
-				return fmt.Errorf("remove cron job %s, gone from the config: %w", id, err)
-			}
-		}
-		return nil
-	})
 }
 
 // Job returns the job with id.
