@@ -53,6 +53,15 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
 }
 
+// replicaID is this process's name among replicas: its unique id on
+// PostgreSQL, the configured name otherwise.
+func (d *Daemon) replicaID(cfg *config.Config) string {
+	if d.replicas == nil {
+		return cfg.Gateway.ReplicaID
+	}
+	return d.replicas.m.ID()
+}
+
 // storeOptions are the gateway store's options for this daemon.
 func (d *Daemon) storeOptions(cfg *config.Config) []gateway.StoreOption {
 	if d.replicas == nil {

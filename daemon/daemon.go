@@ -116,6 +116,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return nil, err
 	}
 
+	d.openReplicas(cfg)
 	d.metrics = metrics.New()
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
@@ -129,7 +130,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	}
 	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
-		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log,
+		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log, Owner: d.replicaID(cfg),
 			Allow: cfg.HTTP.CallbackAllow})
 	}
 	if len(cfg.HTTP.Tokens) > 0 {
@@ -176,7 +177,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return fail(err)
 	}
 
-	d.openReplicas(cfg)
 	store := gateway.NewStore(db, nil, d.storeOptions(cfg)...)
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log,
