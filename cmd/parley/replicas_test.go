@@ -32,6 +32,7 @@ type replicaProc struct {
 	*parleyProcess
 	port int
 	url  string
+	path string // its config file
 }
 
 const (
@@ -73,7 +74,7 @@ func startReplica(t testing.TB, config string, port int) *replicaProc {
 			<-p.exited
 		}
 	})
-	r := &replicaProc{parleyProcess: p, port: port, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	r := &replicaProc{parleyProcess: p, port: port, url: fmt.Sprintf("http://127.0.0.1:%d", port), path: path}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(r.url + "/readyz")
@@ -218,6 +219,23 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 			fmt.Fprintf(&b, "\n--- replica %d (pid %s):\n%s", i, p.pid, p.output.String())
 		}
 		t.Fatalf(format+"%s", append(args, b.String())...)
+	}
+
+	// Each process is a replica of its own, whatever their host.
+	var listed struct {
+		Replicas []struct {
+			ID string `json:"id"`
+		} `json:"replicas"`
+	}
+	if _, err := c.do("GET", procs[1].url+"/v1/replicas", nil, &listed); err != nil {
+		fail("GET /v1/replicas: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, r := range listed.Replicas {
+		ids[r.ID] = true
+	}
+	if len(listed.Replicas) != 3 || len(ids) != 3 {
+		fail("GET /v1/replicas lists %+v; want three distinct replicas", listed.Replicas)
 	}
 
 	// Wait for one replica to poll the bot.
@@ -521,6 +539,15 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 			fail("two replicas polled Telegram at once at %s (frozen from %s to %s)", at.Format(time.StampMilli),
 				stoppedAt.Format(time.StampMilli), frozeEnd.Format(time.StampMilli))
 		}
+	}
+	// The one left is the only live replica.
+	cmd := parleyCommand("replicas", "--config", procs[0].path, "--json")
+	out, err := cmd.Output()
+	if err != nil {
+		fail("parley replicas: %v: %s", err, out)
+	}
+	if err := json.Unmarshal(out, &listed); err != nil || len(listed.Replicas) != 1 {
+		fail("parley replicas --json after a kill and a fence: %s (%v); want one replica", out, err)
 	}
 	n := 0
 	hooksAnswered.Range(func(_, _ any) bool { n++; return true })
