@@ -70,6 +70,7 @@ const (
 	fenceQuery     = `UPDATE replicas SET fenced_at = ` + dbNow + ` WHERE instance = $1 AND fenced_at IS NULL`
 	leaveQuery     = `UPDATE replicas SET fenced_at = ` + dbNow + `, recovered = TRUE WHERE instance = $1`
 	dropHoldsQuery = `DELETE FROM holds WHERE instance = $1`
+	releaseQuery   = `DELETE FROM holds WHERE name = $1 AND instance = $2`
 	forgetQuery    = `DELETE FROM replicas WHERE fenced_at IS NOT NULL AND fenced_at < ` + dbNow + ` - $1
 	AND NOT EXISTS (SELECT 1 FROM inbound WHERE owner = replicas.instance AND status = 'accepted')`
 
@@ -133,6 +134,7 @@ type Member struct {
 	// fenced until the others have had a lease to beat again.
 	steady atomic.Pointer[time.Time]
 	fenced atomic.Bool
+	live   atomic.Int64  // live replicas at the last Reap, this one included
 	dead   chan struct{} // closed once fenced
 	once   sync.Once
 
@@ -420,8 +422,11 @@ func (m *Member) Reap(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	n, live := 0, int64(1)
 	for _, o := range others {
+		if o.age <= m.opts.Lease.Milliseconds() {
+			live++
+		}
 		why := ""
 		switch {
 		case o.age > m.opts.Lease.Milliseconds():
@@ -439,7 +444,23 @@ func (m *Member) Reap(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	m.live.Store(live)
 	return n, nil
+}
+
+// LiveCount is how many replicas were live at the last look, this one
+// included.
+func (m *Member) LiveCount() int { return int(max(m.live.Load(), 1)) }
+
+// Release gives up the hold name, for another replica to claim.
+func (m *Member) Release(ctx context.Context, name string) error {
+	m.mu.Lock()
+	delete(m.holds, name)
+	m.mu.Unlock()
+	if _, err := m.db.Write().ExecContext(ctx, releaseQuery, name, m.id); err != nil {
+		return fmt.Errorf("release %s: %w", name, err)
+	}
+	return nil
 }
 
 // Leave ends this replica's membership at a clean stop: its holds are

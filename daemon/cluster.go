@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/cluster"
@@ -31,8 +32,10 @@ type replicas struct {
 	m *cluster.Member
 
 	mu      sync.Mutex
-	running map[adapters.ID]bool // the elected channels this replica holds and runs
-	fatal   chan error           // ErrFenced, once
+	running map[adapters.ID]func()    // the elected channels this replica holds and runs, and how to stop each
+	free    map[adapters.ID]time.Time // since when an elected channel was seen unheld
+	elect   sync.Mutex                // one election pass at a time
+	fatal   chan error                // ErrFenced, once
 	// transport passes API requests to other replicas: one that stops
 	// answering mid-request (frozen) fails the request after a while,
 	// and the client sends it again.
@@ -48,7 +51,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 	g := cfg.Gateway
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 3 * g.ReplicaLease.Std()
-	d.replicas = &replicas{running: map[adapters.ID]bool{}, fatal: make(chan error, 1), transport: tr,
+	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, fatal: make(chan error, 1), transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
 }
@@ -127,7 +130,7 @@ func (d *Daemon) claimChannels() (held, own []string) {
 		switch {
 		case !configured[string(id)]:
 			own = append(own, string(id))
-		case r.running[id] || !d.elected(id):
+		case r.running[id] != nil || !d.elected(id):
 			held = append(held, string(id))
 		}
 	}
@@ -232,22 +235,69 @@ func (d *Daemon) pickup(ctx context.Context) {
 	}
 }
 
-// electChannels starts each elected channel this replica can claim.
+// electChannels spreads the elected channels over the live replicas:
+// this one runs at most its fair share (the channels divided by the live
+// replicas, rounded up), claiming free ones up to it and handing one back
+// when it has more (a replica joined); a channel left free for two
+// heartbeats is claimed whatever the share, so none stays unrun.
 func (d *Daemon) electChannels(ctx context.Context) {
 	r := d.replicas
-	for id, a := range d.adapters {
-		if !d.elected(id) {
-			continue
+	r.elect.Lock()
+	defer r.elect.Unlock()
+	if d.adapterCtx == nil {
+		return
+	}
+	var ids []adapters.ID
+	for id := range d.adapters {
+		if d.elected(id) {
+			ids = append(ids, id)
 		}
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return
+	}
+	fair := (len(ids) + r.m.LiveCount() - 1) / r.m.LiveCount()
+	r.mu.Lock()
+	var mine []adapters.ID
+	for _, id := range ids {
+		if r.running[id] != nil {
+			mine = append(mine, id)
+		}
+	}
+	r.mu.Unlock()
+	if len(mine) > fair {
+		id := mine[len(mine)-1]
 		r.mu.Lock()
-		running := r.running[id]
+		stop := r.running[id]
+		delete(r.running, id)
 		r.mu.Unlock()
-		if running || d.adapterCtx == nil {
+		stop()
+		if err := r.m.Release(ctx, cluster.ChannelHold(string(id))); err != nil {
+			d.log.Warn("hand a channel to another replica; it is taken over once this one's lease lapses", "adapter", id, "error", err)
+		} else {
+			d.log.Info("channel handed to another replica, to spread the channels over the replicas", "adapter", id, "replicas", r.m.LiveCount())
+		}
+		return
+	}
+	held := len(mine)
+	for _, id := range ids {
+		r.mu.Lock()
+		running := r.running[id] != nil
+		r.mu.Unlock()
+		if running {
 			continue
 		}
 		hold := cluster.ChannelHold(string(id))
 		if holder, err := r.m.Holder(ctx, hold); err != nil || holder != "" {
+			delete(r.free, id)
 			continue // held by a live replica (a read; no write while it lives)
+		}
+		if _, ok := r.free[id]; !ok {
+			r.free[id] = time.Now()
+		}
+		if held >= fair && time.Since(r.free[id]) < 2*d.cfg().Gateway.ReplicaHeartbeat.Std() {
+			continue // this replica has its share; another may take it
 		}
 		holder, err := r.m.Claim(ctx, hold)
 		if err != nil {
@@ -259,11 +309,13 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		if holder != r.m.ID() {
 			continue
 		}
-		r.mu.Lock()
-		r.running[id] = true
-		r.mu.Unlock()
+		delete(r.free, id)
+		held++
 		d.logStarted("channel", "adapter", id, "elected", true)
-		d.startAdapter(id, a)
+		stop := d.startAdapter(id, d.adapters[id])
+		r.mu.Lock()
+		r.running[id] = stop
+		r.mu.Unlock()
 		d.sender.Wake()
 	}
 }

@@ -217,12 +217,16 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 	go func() { d.adapterWG.Wait(); close(d.allStopped) }()
 }
 
-// startAdapter runs one channel until Stop.
-func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) {
-	adapterCtx := d.adapterCtx
+// startAdapter runs one channel until Stop, or until the function it
+// returns is called (a replica handing a channel to another); that
+// function waits for the channel to stop.
+func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) (stop func()) {
+	adapterCtx, cancel := context.WithCancel(d.adapterCtx)
+	done := make(chan struct{})
 	d.adapterWG.Add(1)
 	go func() {
 		defer d.adapterWG.Done()
+		defer close(done)
 		{
 			err := a.Start(adapterCtx, channelSink{d})
 			switch {
@@ -240,6 +244,7 @@ func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) {
 			}
 		}
 	}()
+	return func() { cancel(); <-done }
 }
 
 // logStarted logs, at info, that a part of parley started: one line each,

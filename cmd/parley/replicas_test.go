@@ -671,3 +671,84 @@ func (es *eventStream) await(s string, within time.Duration) bool {
 	}
 	return true
 }
+
+// Channels are spread over the replicas: two Telegram bots and two
+// replicas, each replica runs one bot once both are up, and the survivor
+// runs both within 10 s of the other's death; each bot always has one
+// poller.
+func TestReplicasSpreadChannels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two parley processes")
+	}
+	pgURL := dbtest.PostgresURL(t)
+	bots := []*telegramtest.Server{telegramtest.NewServer(), telegramtest.NewServer()}
+	for _, b := range bots {
+		defer b.Close()
+	}
+	config := func(port int) string {
+		return "database:\n  url: \"" + pgURL + "\"\n" +
+			"http:\n  listen: 127.0.0.1:" + strconv.Itoa(port) + "\n  tokens: [\"" + replicaToken + "\"]\n" +
+			"agents:\n  - id: default\n    model: echo\n" +
+			"adapters:\n  - id: tg-one\n    type: telegram\n    dm_policy: open\n" + indentYAML(bots[0].ConfigYAML(), "    ") +
+			"  - id: tg-two\n    type: telegram\n    dm_policy: open\n" + indentYAML(bots[1].ConfigYAML(), "    ")
+	}
+	c := replicaClient{http: &http.Client{Timeout: 15 * time.Second}}
+	runs := func(r *replicaProc) map[string][]string {
+		var out struct {
+			Replicas []struct {
+				APIURL   string   `json:"api_url"`
+				Channels []string `json:"channels"`
+			} `json:"replicas"`
+		}
+		if _, err := c.do("GET", r.url+"/v1/replicas", nil, &out); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string][]string{}
+		for _, rep := range out.Replicas {
+			m[rep.APIURL] = rep.Channels
+		}
+		return m
+	}
+	pa, pb := freePort(t), freePort(t)
+	a := startReplica(t, config(pa), pa)
+	waitFor := func(what string, within time.Duration, ok func() bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !ok() {
+			if time.Since(start) > within {
+				t.Fatalf("%s: not within %s; the replicas run %v\n%s", what, within, runs(a), a.output.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	waitFor("the first replica runs both bots", 10*time.Second, func() bool { return len(runs(a)[a.url]) == 2 })
+	b := startReplica(t, config(pb), pb)
+	waitFor("each replica runs one bot", 15*time.Second, func() bool {
+		m := runs(a)
+		return len(m[a.url]) == 1 && len(m[b.url]) == 1
+	})
+	// Each bot answers through whichever replica runs it.
+	for i, bot := range bots {
+		bot.InjectText(int64(100+i), int64(100+i), fmt.Sprintf("to bot %d", i))
+	}
+	waitFor("both bots answer", 10*time.Second, func() bool {
+		return sentTo(bots[0], 100, "to bot 0") && sentTo(bots[1], 101, "to bot 1")
+	})
+	killedAt := time.Now()
+	b.kill()
+	took := waitFor("the survivor runs both bots", 10*time.Second, func() bool { return len(runs(a)[a.url]) == 2 })
+	t.Logf("the survivor ran both bots %s after the other replica was killed", (time.Since(killedAt)).Round(10*time.Millisecond))
+	_ = took
+	for i, bot := range bots {
+		bot.InjectText(int64(100+i), int64(100+i), fmt.Sprintf("again to bot %d", i))
+	}
+	waitFor("both bots answer after the failover", 10*time.Second, func() bool {
+		return sentTo(bots[0], 100, "again to bot 0") && sentTo(bots[1], 101, "again to bot 1")
+	})
+	for i, bot := range bots {
+		if n := len(bot.Conflicts()); n > 0 {
+			t.Errorf("bot %d had two pollers at once %d times", i, n)
+		}
+	}
+}
