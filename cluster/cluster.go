@@ -41,6 +41,13 @@ const (
 	DefaultHeartbeat = time.Second
 )
 
+// EnvHost, when set, is the host name a replica reports instead of the
+// system's: replicas that report one host and whose process is gone there
+// are fenced at once, so processes that share a host name but not a
+// process table (containers on several machines with one hostname) need
+// distinct ones.
+const EnvHost = "PARLEY_REPLICA_HOST"
+
 // ErrFenced means this replica's lease lapsed and a survivor took its work
 // over: it must stop, and start again as a new replica.
 var ErrFenced = errors.New("this replica's lease lapsed and another replica took its work over (was the process paused, or the database out of reach, for longer than cluster.lease?); it stops now and writes nothing more; start it again")
@@ -60,11 +67,11 @@ const (
 	WHERE instance = $1 AND fenced_at IS NULL`
 
 	// The live replicas of a name, with how old their heartbeat is.
-	sameNameQuery = `SELECT instance, host, pid, ` + dbNow + ` - heartbeat_at FROM replicas WHERE name = $1 AND fenced_at IS NULL`
+	sameNameQuery = `SELECT instance, host, pid, ` + dbNow + ` - heartbeat_at, api_url FROM replicas WHERE name = $1 AND fenced_at IS NULL`
 
 	// Replicas on this host whose process is gone (restarted), and those
 	// whose heartbeat is older than the lease.
-	staleQuery = `SELECT instance, host, pid, ` + dbNow + ` - heartbeat_at FROM replicas WHERE fenced_at IS NULL AND instance <> $1`
+	staleQuery = `SELECT instance, host, pid, ` + dbNow + ` - heartbeat_at, api_url FROM replicas WHERE fenced_at IS NULL AND instance <> $1`
 
 	fenceLockQuery = `SELECT pg_advisory_xact_lock(1885434465, hashtext($1))`
 	fenceQuery     = `UPDATE replicas SET fenced_at = ` + dbNow + ` WHERE instance = $1 AND fenced_at IS NULL`
@@ -134,20 +141,19 @@ type Member struct {
 	// fenced until the others have had a lease to beat again.
 	steady atomic.Pointer[time.Time]
 	fenced atomic.Bool
-	live   atomic.Int64  // live replicas at the last Reap, this one included
-	dead   chan struct{} // closed once fenced
-	once   sync.Once
+	live   atomic.Int64 // live replicas at the last Reap, this one included
+	// peers are the other replicas whose heartbeat was on time at the
+	// last Reap, with their API's address.
+	peers atomic.Pointer[map[string]string]
+	dead  chan struct{} // closed once fenced
+	once  sync.Once
 
 	mu    sync.Mutex
 	holds map[string]bool // the holds this replica has
-	// routes are where requests about others' holds went lately, kept
-	// for a heartbeat (see Route).
-	routes map[string]route
-}
-
-type route struct {
-	url   string
-	until time.Time
+	// routes are the holders of others' holds that requests went to:
+	// a hold stays with its holder until the holder is fenced or leaves,
+	// so a route is good while the holder is among the peers.
+	routes map[string]string
 }
 
 // New names this process among the replicas: Name plus a random suffix,
@@ -163,6 +169,9 @@ func New(db *dbutil.DB, opts Options) *Member {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	host, _ := os.Hostname()
+	if h := os.Getenv(EnvHost); h != "" {
+		host = h
+	}
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
 	name := opts.Name
@@ -171,7 +180,7 @@ func New(db *dbutil.DB, opts Options) *Member {
 	}
 	opts.Name = name
 	return &Member{db: db, opts: opts, id: name + "-" + hex.EncodeToString(suffix), host: host, pid: os.Getpid(),
-		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]route{}}
+		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]string{}}
 }
 
 // SetAPIURL and SetVersion say, before Join, where this replica serves
@@ -208,7 +217,9 @@ func (m *Member) Join(ctx context.Context) error {
 		return fmt.Errorf("register replica %s: %w", m.id, err)
 	}
 	m.beat.Store(&now)
-	m.steady.Store(&now)
+	// Steady from the start: a replica that just joined may fence at once.
+	steady := now.Add(-m.opts.Lease - m.opts.Heartbeat)
+	m.steady.Store(&steady)
 	ours.Store(m.id, true)
 	m.db.SetFence(fence{m})
 	// Replicas that died while none ran are fenced now, so recovery
@@ -271,12 +282,13 @@ type other struct {
 	id, host string
 	pid      int
 	age      int64 // milliseconds since its heartbeat
+	apiURL   string
 }
 
 func (m *Member) others(ctx context.Context, query string, arg any) ([]other, error) {
 	out, err := dbutil.Query(ctx, m.db.Read(), query, func(s dbutil.Scanner) (other, error) {
 		var o other
-		err := s.Scan(&o.id, &o.host, &o.pid, &o.age)
+		err := s.Scan(&o.id, &o.host, &o.pid, &o.age, &o.apiURL)
 		return o, err
 	}, arg)
 	if err != nil {
@@ -360,7 +372,11 @@ func (m *Member) Run(ctx context.Context, each func(ctx context.Context, takeOve
 		}
 		fenced := 0
 		if since := m.steady.Load(); time.Since(*since) < m.opts.Lease+m.opts.Heartbeat {
-			// Just back from an outage: the others may be too.
+			// Just back from an outage: the others may be too. Look, but
+			// fence nobody.
+			if _, err := m.reap(ctx, false); err != nil && ctx.Err() == nil {
+				m.opts.Log.Warn("look at the replicas", "error", err)
+			}
 		} else if n, err := m.Reap(ctx); err != nil && ctx.Err() == nil {
 			m.opts.Log.Warn("look for replicas whose heartbeat lapsed", "error", err)
 		} else {
@@ -417,15 +433,22 @@ const (
 
 // Reap fences the replicas whose heartbeat is older than the lease, and
 // returns how many it fenced.
-func (m *Member) Reap(ctx context.Context) (int, error) {
+func (m *Member) Reap(ctx context.Context) (int, error) { return m.reap(ctx, true) }
+
+// reap is Reap; without fence it only looks (the live count, the peers).
+func (m *Member) reap(ctx context.Context, fence bool) (int, error) {
 	others, err := m.others(ctx, staleQuery, m.id)
 	if err != nil {
 		return 0, err
 	}
 	n, live := 0, int64(1)
+	peers := map[string]string{}
 	for _, o := range others {
 		if o.age <= m.opts.Lease.Milliseconds() {
 			live++
+		}
+		if o.age <= m.beatLate() {
+			peers[o.id] = o.apiURL
 		}
 		why := ""
 		switch {
@@ -434,7 +457,7 @@ func (m *Member) Reap(ctx context.Context) (int, error) {
 		case o.host == m.host && !processAlive(o.id, o.pid):
 			why = "its process is gone"
 		}
-		if why != "" {
+		if why != "" && fence {
 			ok, err := m.fence(ctx, o.id, why)
 			if err != nil {
 				return n, err
@@ -445,8 +468,13 @@ func (m *Member) Reap(ctx context.Context) (int, error) {
 		}
 	}
 	m.live.Store(live)
+	m.peers.Store(&peers)
 	return n, nil
 }
+
+// beatLate is how old, in milliseconds, a heartbeat may be before its
+// replica is thought late (frozen, or cut off): two and a half beats.
+func (m *Member) beatLate() int64 { return (2*m.opts.Heartbeat + m.opts.Heartbeat/2).Milliseconds() }
 
 // LiveCount is how many replicas were live at the last look, this one
 // included.
@@ -579,14 +607,17 @@ func (m *Member) Holder(ctx context.Context, name string) (string, error) {
 // and the hold is claimed here.
 func (m *Member) Route(ctx context.Context, name string) (apiURL string, err error) {
 	m.mu.Lock()
-	r, ok := m.routes[name]
-	if ok && time.Now().After(r.until) {
-		delete(m.routes, name)
-		ok = false
-	}
+	holder, ok := m.routes[name]
 	m.mu.Unlock()
 	if ok {
-		return r.url, nil
+		if peers := m.peers.Load(); peers != nil {
+			if u, live := (*peers)[holder]; live {
+				return u, nil
+			}
+		}
+		m.mu.Lock()
+		delete(m.routes, name)
+		m.mu.Unlock()
 	}
 	deadline := time.Now().Add(m.opts.Lease + 2*m.opts.Heartbeat)
 	for {
@@ -605,9 +636,12 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 			continue // fenced meanwhile: claim again
 		case err != nil:
 			return "", fmt.Errorf("read replica %s: %w", holder, err)
-		case age <= (2*m.opts.Heartbeat + m.opts.Heartbeat/2).Milliseconds():
+		case age <= m.beatLate():
 			m.mu.Lock()
-			m.routes[name] = route{url: u, until: time.Now().Add(m.opts.Heartbeat)}
+			if len(m.routes) >= maxRoutes {
+				clear(m.routes)
+			}
+			m.routes[name] = holder
 			m.mu.Unlock()
 			return u, nil
 		case time.Now().After(deadline):
@@ -620,6 +654,9 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 		}
 	}
 }
+
+// maxRoutes bounds the routes remembered (a map, emptied when full).
+const maxRoutes = 100_000
 
 // Replica is a live replica, as `parley replicas` lists it.
 type Replica struct {

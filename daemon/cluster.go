@@ -35,7 +35,11 @@ type replicas struct {
 	running map[adapters.ID]func()    // the elected channels this replica holds and runs, and how to stop each
 	free    map[adapters.ID]time.Time // since when an elected channel was seen unheld
 	elect   sync.Mutex                // one election pass at a time
-	fatal   chan error                // ErrFenced, once
+	// laneOf is each session's lane hold, as requests name sessions by
+	// id (a session's key never changes); emptied when full.
+	laneMu sync.Mutex
+	laneOf map[sessions.ID]string
+	fatal  chan error // ErrFenced, once
 	// transport passes API requests to other replicas: one that stops
 	// answering mid-request (frozen) fails the request after a while,
 	// and the client sends it again.
@@ -399,11 +403,24 @@ func sessionOfPath(path string) (string, bool) {
 // holderURL is the API of the live replica, other than this one, that
 // runs the session (claiming it here when nobody does), or nil.
 func (d *Daemon) holderURL(ctx context.Context, id sessions.ID) *url.URL {
-	s, err := d.sessions.Session(ctx, id)
-	if err != nil {
-		return nil
+	r := d.replicas
+	r.laneMu.Lock()
+	hold, ok := r.laneOf[id]
+	r.laneMu.Unlock()
+	if !ok {
+		s, err := d.sessions.Session(ctx, id)
+		if err != nil {
+			return nil
+		}
+		hold = cluster.LaneHold(gateway.LaneKey(s.Key))
+		r.laneMu.Lock()
+		if r.laneOf == nil || len(r.laneOf) >= 100_000 {
+			r.laneOf = map[sessions.ID]string{}
+		}
+		r.laneOf[id] = hold
+		r.laneMu.Unlock()
 	}
-	raw, err := d.replicas.m.Route(ctx, cluster.LaneHold(gateway.LaneKey(s.Key)))
+	raw, err := r.m.Route(ctx, hold)
 	if err != nil || raw == "" {
 		return nil
 	}

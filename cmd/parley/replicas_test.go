@@ -24,6 +24,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
@@ -51,14 +52,16 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startReplica runs `parley run` on config and waits for its /readyz.
-func startReplica(t testing.TB, config string, port int) *replicaProc {
+// startReplica runs `parley run` on config and waits for its /readyz;
+// env is added to its environment.
+func startReplica(t testing.TB, config string, port int, env ...string) *replicaProc {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "parley.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := &parleyProcess{tb: t, cmd: parleyCommand("run", "--config", path), output: newTailBuffer(), exited: make(chan struct{})}
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -201,7 +204,9 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 	}
 	procs := make([]*replicaProc, 3)
 	for i := range procs {
-		procs[i] = startReplica(t, config(ports[i]), ports[i])
+		// Each as if on a host of its own: a death is seen by its lapsed
+		// heartbeat, not by its pid being gone.
+		procs[i] = startReplica(t, config(ports[i]), ports[i], fmt.Sprintf("%s=host-%d", cluster.EnvHost, i))
 	}
 	c := replicaClient{t: t, http: &http.Client{Timeout: 15 * time.Second}}
 	live := slices.Clone(procs)
