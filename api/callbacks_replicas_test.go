@@ -14,49 +14,8 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/events"
-	"github.com/parleyd/parley/migrations"
 	"github.com/parleyd/parley/sessions"
 )
-
-// replicaDBs opens two handles on one fresh, migrated database, as two
-// replicas have: two pools on one PostgreSQL schema, or two processes on
-// one SQLite file.
-func replicaDBs(t *testing.T, engine string) (*dbutil.DB, *dbutil.DB) {
-	t.Helper()
-	ctx := context.Background()
-	var url string
-	switch engine {
-	case "postgres":
-		url = dbtest.PostgresURL(t)
-	default:
-		url = t.TempDir() + "/parley.db"
-	}
-	open := func() *dbutil.DB {
-		db, err := dbutil.Open(ctx, dbutil.Options{URL: url})
-		if err != nil {
-			t.Fatalf("open %s: %v", engine, err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	a := open()
-	if _, err := migrations.Up(ctx, a, nil); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return a, open()
-}
-
-// eachReplicaEngine runs fn once per engine with two handles on one
-// database; PostgreSQL is skipped with the standard message when it is not
-// configured.
-func eachReplicaEngine(t *testing.T, fn func(t *testing.T, a, b *dbutil.DB)) {
-	for _, e := range dbtest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			a, b := replicaDBs(t, e.Name)
-			fn(t, a, b)
-		})
-	}
-}
 
 // slowReceiver counts POSTs like countingReceiver, taking up to max to
 // answer, so claims by the two senders interleave.
@@ -111,7 +70,7 @@ func TestCallbackSendersOnTwoReplicasPostEachOnce(t *testing.T) {
 		{"slow receiver next to the lease", 80, 60 * time.Millisecond, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eachReplicaEngine(t, func(t *testing.T, a, b *dbutil.DB) {
+			dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 				rc := newCountingReceiver()
 				hook := httptest.NewServer(slowReceiver{rc, tc.delay})
 				t.Cleanup(hook.Close)
@@ -140,7 +99,7 @@ func TestCallbackSendersOnTwoReplicasPostEachOnce(t *testing.T) {
 // (its row leased to it) is left alone while the lease runs, then taken
 // over by another sender and POSTed once.
 func TestCallbackOfADeadSenderIsTakenOverWhenItsLeaseLapses(t *testing.T) {
-	eachReplicaEngine(t, func(t *testing.T, a, b *dbutil.DB) {
+	dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 		ctx := context.Background()
 		rc := newCountingReceiver()
 		hook := httptest.NewServer(rc)
@@ -200,7 +159,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // it claimed and did not POST are released, so another replica's sender
 // takes them without waiting for the lease (a minute) to lapse.
 func TestStoppingCallbackSenderHandsOverAtOnce(t *testing.T) {
-	eachReplicaEngine(t, func(t *testing.T, a, b *dbutil.DB) {
+	dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 		rc := newCountingReceiver()
 		hook := httptest.NewServer(rc)
 		t.Cleanup(hook.Close)

@@ -9,28 +9,7 @@ import (
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
-	"github.com/parleyd/parley/migrations"
 )
-
-// twoHandles opens two connections pools on one fresh, migrated schema,
-// as two replicas have.
-func twoHandles(t *testing.T) (*dbutil.DB, *dbutil.DB) {
-	t.Helper()
-	u := dbtest.PostgresURL(t)
-	open := func() *dbutil.DB {
-		db, err := dbutil.Open(context.Background(), dbutil.Options{URL: u})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	a, b := open(), open()
-	if _, err := migrations.Up(context.Background(), a, nil); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
-}
 
 func fastOptions(name string) Options {
 	return Options{Name: name, Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond}
@@ -49,7 +28,7 @@ func write(ctx context.Context, db *dbutil.DB) error {
 // tells it to stop.
 func TestPausedReplicaIsFencedAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	dbA, dbB := twoHandles(t)
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
 	a, b := New(dbA, fastOptions("a")), New(dbB, fastOptions("b"))
 	if err := a.Join(ctx); err != nil {
 		t.Fatal(err)
@@ -116,7 +95,7 @@ func TestPausedReplicaIsFencedAndWritesNothing(t *testing.T) {
 // fence waits for it rather than racing it.
 func TestFenceWaitsForAWriteInFlight(t *testing.T) {
 	ctx := context.Background()
-	dbA, dbB := twoHandles(t)
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
 	a, b := New(dbA, Options{Name: "a", Lease: time.Hour}), New(dbB, fastOptions("b"))
 	if err := a.Join(ctx); err != nil {
 		t.Fatal(err)
@@ -161,7 +140,7 @@ func TestFenceWaitsForAWriteInFlight(t *testing.T) {
 // process died is taken over once its heartbeat lapses.
 func TestExplicitNameIsExclusive(t *testing.T) {
 	ctx := context.Background()
-	dbA, dbB := twoHandles(t)
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
 	opts := fastOptions("same")
 	opts.Explicit = true
 	a := New(dbA, opts)
@@ -186,7 +165,7 @@ func TestExplicitNameIsExclusive(t *testing.T) {
 // A clean leave frees the replica's holds at once.
 func TestLeaveFreesHolds(t *testing.T) {
 	ctx := context.Background()
-	dbA, dbB := twoHandles(t)
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
 	a, b := New(dbA, Options{Name: "a", Lease: time.Hour}), New(dbB, Options{Name: "b", Lease: time.Hour})
 	for _, m := range []*Member{a, b} {
 		if err := m.Join(ctx); err != nil {

@@ -11,45 +11,7 @@ import (
 	"github.com/parleyd/parley/cron/crontest"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
-	"github.com/parleyd/parley/migrations"
 )
-
-// replicaDBs opens two handles on one fresh, migrated database, as two
-// replicas have: two pools on one PostgreSQL schema, or two processes on
-// one SQLite file.
-func replicaDBs(t *testing.T, engine string) (*dbutil.DB, *dbutil.DB) {
-	t.Helper()
-	ctx := context.Background()
-	url := t.TempDir() + "/parley.db"
-	if engine == "postgres" {
-		url = dbtest.PostgresURL(t)
-	}
-	open := func() *dbutil.DB {
-		db, err := dbutil.Open(ctx, dbutil.Options{URL: url})
-		if err != nil {
-			t.Fatalf("open %s: %v", engine, err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	a := open()
-	if _, err := migrations.Up(ctx, a, nil); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return a, open()
-}
-
-// eachReplicaEngine runs fn once per engine with two handles on one
-// database; PostgreSQL is skipped with the standard message when it is not
-// configured.
-func eachReplicaEngine(t *testing.T, fn func(t *testing.T, a, b *dbutil.DB)) {
-	for _, e := range dbtest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			a, b := replicaDBs(t, e.Name)
-			fn(t, a, b)
-		})
-	}
-}
 
 // Two replicas, each with its own scheduler on its own database handle,
 // started a second apart (so each would count an @every job's interval
@@ -67,7 +29,7 @@ func TestEveryFiresOnceAcrossReplicas(t *testing.T) {
 		{"fixed, every five seconds", "*/5 * * * * *", 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eachReplicaEngine(t, func(t *testing.T, a, b *dbutil.DB) {
+			dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 				clk := crontest.NewClock(mustTime(t, "2025-06-02T10:00:00Z").Add(400 * time.Millisecond))
 				e1 := newEnvClock(t, a, clk)
 				e1.add(cron.Job{ID: "tick", Schedule: tc.schedule})
@@ -167,7 +129,7 @@ func (e *env) jobIDs() string {
 // define a job differently, the last to start sets it.
 func TestConfigJobsOfAnotherReplicaAreKept(t *testing.T) {
 	dbtest.RequirePostgres(t)
-	a, b := replicaDBs(t, "postgres")
+	a, b := dbtest.TwoHandles(t, "postgres")
 	clk := crontest.NewClock(mustTime(t, "2025-06-02T10:00:00Z"))
 	e1 := newEnvClock(t, a, clk)
 	e1.syncConfig(configJob("report", "from one"), configJob("both", "one's"), configJob("mine", "one's only"))

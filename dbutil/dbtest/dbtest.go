@@ -139,3 +139,39 @@ func migrate(t testing.TB, db *dbutil.DB) *dbutil.DB {
 	}
 	return db
 }
+
+// TwoHandles opens two handles on one fresh, migrated database of engine
+// ("sqlite" or "postgres"), as two replicas have: two pools on one
+// PostgreSQL schema, or two processes' handles on one SQLite file.
+func TwoHandles(t testing.TB, engine string) (*dbutil.DB, *dbutil.DB) {
+	t.Helper()
+	ctx := context.Background()
+	url := t.TempDir() + "/parley.db"
+	if engine == "postgres" {
+		url = PostgresURL(t)
+	}
+	open := func() *dbutil.DB {
+		db, err := dbutil.Open(ctx, dbutil.Options{URL: url})
+		if err != nil {
+			t.Fatalf("open %s: %v", engine, err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a := open()
+	if _, err := migrations.Up(ctx, a, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return a, open()
+}
+
+// EachTwoHandles runs fn once per engine with TwoHandles; PostgreSQL is
+// skipped with the standard message when it is not configured.
+func EachTwoHandles(t *testing.T, fn func(t *testing.T, a, b *dbutil.DB)) {
+	for _, e := range Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			a, b := TwoHandles(t, e.Name)
+			fn(t, a, b)
+		})
+	}
+}
