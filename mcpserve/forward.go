@@ -55,9 +55,10 @@ func (f *Forwarder) Close() error { return f.remote.Close() }
 // call passes one call to the daemon. A daemon that doesn't answer is an
 // error result the client can act on, not a protocol error.
 func (f *Forwarder) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	params := &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
+	// The call's _meta goes along, its progress token with it (as it came:
+	// a number decoded from JSON, which SetProgressToken refuses).
+	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: req.Params.Name, Arguments: req.Params.Arguments}
 	if token := req.Params.GetProgressToken(); token != nil {
-		params.SetProgressToken(token)
 		f.mu.Lock()
 		f.waiting[token] = req.Session
 		f.mu.Unlock()

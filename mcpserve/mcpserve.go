@@ -67,6 +67,10 @@ type Options struct {
 	// DefaultTimeout.
 	Timeout time.Duration
 	Log     *slog.Logger
+
+	// progressEvery is how often a waiting client hears progress; 0 means
+	// progressEvery (tests shorten it).
+	progressEvery time.Duration
 }
 
 // server is the tools' side of Options.
@@ -81,6 +85,9 @@ func New(opts Options) *mcp.Server {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.progressEvery <= 0 {
+		opts.progressEvery = progressEvery
 	}
 	s := &server{opts: opts}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "parley", Version: cmpVersion(opts.Version)}, &mcp.ServerOptions{
@@ -263,7 +270,7 @@ func (s *server) keepNotifying(ctx context.Context, req *mcp.CallToolRequest) (s
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(s.opts.progressEvery)
 		defer t.Stop()
 		for n := 1; ; n++ {
 			select {

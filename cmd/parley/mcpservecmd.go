@@ -62,7 +62,7 @@ func cmdMCPServe(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err := d.Start(ctx); err != nil {
 		return err
 	}
-	log.InfoContext(ctx, "parley mcp serve: serving MCP on standard input and output", "version", version())
+	log.InfoContext(ctx, "serving MCP on standard input and output", "version", version())
 	serveErr := d.MCPServer().Run(ctx, transport)
 	if errors.Is(serveErr, context.Canceled) || errors.Is(serveErr, io.EOF) {
 		serveErr = nil // the client left, or a signal
