@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -156,6 +157,10 @@ func TestMCPServerOverHTTP(t *testing.T) {
 			{"not an id", "read_session", map[string]any{"session_id": "mcp:default"}, "list_sessions gives each session's id"},
 			{"unknown id", "read_session", map[string]any{"session_id": "01900000-0000-7000-8000-000000000000"}, "no session has the id"},
 			{"wrong type", "read_session", map[string]any{"session_id": 5}, "session_id"},
+			{"a NUL in the text", "send_message", map[string]any{"text": "a\x00b"}, "text holds a NUL byte"},
+			{"a NUL in the session", "send_message", map[string]any{"text": "hi", "session": "\x00"}, "session holds a NUL byte"},
+			{"a NUL in a filter", "list_sessions", map[string]any{"agent": "a\x00b"}, "agent holds a NUL byte"},
+			{"a NUL in the id", "read_session", map[string]any{"session_id": "\x00"}, "not a session id"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				text, isErr := callTool(t, ctx, cs, tc.tool, tc.args, nil)
@@ -163,6 +168,23 @@ func TestMCPServerOverHTTP(t *testing.T) {
 					t.Fatalf("%s %v: error %v %q, want an error result saying %q", tc.tool, tc.args, isErr, text, tc.want)
 				}
 			})
+		}
+
+		// Bytes that aren't UTF-8 are read as U+FFFD, as JSON decoding
+		// does: an answer, not a server error.
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", strings.NewReader(
+			"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"send_message\",\"arguments\":{\"text\":\"\xff\xfe\"}}}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\"reply\":\"\ufffd\ufffd\"") {
+			t.Fatalf("a text that isn't UTF-8: %d %s", resp.StatusCode, body)
 		}
 
 		for _, tc := range []struct {
@@ -191,7 +213,7 @@ func TestMCPServerOverHTTP(t *testing.T) {
 		off := *d.cfg()
 		off.HTTP.MCP = false
 		d.conf.Store(&off)
-		resp, err := http.Post(url+"/mcp", "application/json", strings.NewReader(`{}`))
+		resp, err = http.Post(url+"/mcp", "application/json", strings.NewReader(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,7 +135,26 @@ type SendOutput struct {
 // sessionName is the readable rule for a session name.
 var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
+// checkText refuses what no engine stores the same: text that is not
+// UTF-8, or that holds a NUL byte (PostgreSQL rejects both, SQLite keeps
+// them), so both answer bad input alike.
+func checkText(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		name, v := fields[i], fields[i+1]
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%s is not valid UTF-8; send UTF-8 text", name)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%s holds a NUL byte; send text without NUL bytes", name)
+		}
+	}
+	return nil
+}
+
 func (s *server) send(ctx context.Context, req *mcp.CallToolRequest, in SendInput) (*mcp.CallToolResult, SendOutput, error) {
+	if err := checkText("text", in.Text, "agent", in.Agent, "session", in.Session); err != nil {
+		return nil, SendOutput{}, err
+	}
 	if strings.TrimSpace(in.Text) == "" {
 		return nil, SendOutput{}, errors.New("text is empty; give the message to send to the agent")
 	}

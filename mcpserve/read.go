@@ -67,6 +67,9 @@ func stamp(t time.Time) string {
 }
 
 func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
+	if err := checkText("agent", in.Agent, "status", in.Status, "surface", in.Surface, "cursor", in.Cursor); err != nil {
+		return nil, ListOutput{}, err
+	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = defaultListLimit
@@ -133,7 +136,7 @@ type ToolCallInfo struct {
 
 func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
 	id := strings.TrimSpace(in.SessionID)
-	if _, err := uuid.Parse(id); err != nil {
+	if _, err := uuid.Parse(id); err != nil || checkText("session_id", id) != nil {
 		return nil, ReadOutput{}, fmt.Errorf("session_id %q is not a session id; list_sessions gives each session's id", in.SessionID)
 	}
 	limit := in.Limit
