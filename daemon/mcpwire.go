@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/mcpserve"
 )
 
@@ -21,7 +24,11 @@ func (d *Daemon) MCPServer() *mcp.Server {
 				ids[i] = a.ID
 			}
 			return ids
-		}, Log: d.log})
+		},
+		Record: func(ctx context.Context, in adapters.Inbound) (gateway.InboundRecord, error) {
+			return d.store.InboundOf(ctx, in.Adapter, in.ChatID, in.MessageID)
+		},
+		Log: d.log})
 }
 
 // mcpRoute serves /mcp, the MCP server over streamable HTTP, to requests

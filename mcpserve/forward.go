@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -24,7 +25,7 @@ type Forwarder struct {
 // API tokens and reads its tools. Close it when done.
 func Dial(ctx context.Context, endpoint, token, version string) (*Forwarder, error) {
 	f := &Forwarder{endpoint: endpoint, waiting: map[any]*mcp.ServerSession{}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "parley-mcp-serve", Version: cmpVersion(version)},
+	client := mcp.NewClient(&mcp.Implementation{Name: "parley-mcp-serve", Version: cmp.Or(version, "dev")},
 		&mcp.ClientOptions{ProgressNotificationHandler: f.progress})
 	hc := &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
 	remote, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
@@ -37,7 +38,7 @@ func Dial(ctx context.Context, endpoint, token, version string) (*Forwarder, err
 
 // Server is an MCP server with the daemon's tools, each forwarded.
 func (f *Forwarder) Server(ctx context.Context, version string) (*mcp.Server, error) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "parley", Version: cmpVersion(version)}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "parley", Version: cmp.Or(version, "dev")}, &mcp.ServerOptions{
 		Instructions: f.remote.InitializeResult().Instructions,
 	})
 	for t, err := range f.remote.Tools(ctx, nil) {

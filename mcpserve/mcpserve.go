@@ -8,6 +8,7 @@
 package mcpserve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ const (
 	// progressEvery is how often a client that asked for progress hears
 	// that the turn still runs.
 	progressEvery = 10 * time.Second
+	// pollEvery is how often a waiting send_message reads the gateway's
+	// record of its message.
+	pollEvery = 2 * time.Second
 )
 
 // Store is what the tools read of the sessions store.
@@ -64,14 +68,22 @@ type Options struct {
 	// Agents are the configured agents' ids, the default first; read at
 	// each call, so a reload shows.
 	Agents func() []string
+	// Record reads the gateway's record of a message send_message
+	// submitted (gateway.Store.InboundOf). While a call waits it is read
+	// every few seconds, so a reply the bus here never announces is found
+	// in the session: one written by the replica that holds the session,
+	// or the end of a message that failed before its turn began. nil: the
+	// bus alone.
+	Record func(ctx context.Context, in adapters.Inbound) (gateway.InboundRecord, error)
 	// Timeout bounds send_message's wait for a reply; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
 	Log     *slog.Logger
 
-	// progressEvery is how often a waiting client hears progress; 0 means
-	// progressEvery (tests shorten it).
-	progressEvery time.Duration
+	// progressEvery is how often a waiting client hears progress, and
+	// pollEvery how often Record is read; 0 means the package's (tests
+	// shorten them).
+	progressEvery, pollEvery time.Duration
 }
 
 // server is the tools' side of Options.
@@ -90,8 +102,11 @@ func New(opts Options) *mcp.Server {
 	if opts.progressEvery <= 0 {
 		opts.progressEvery = progressEvery
 	}
+	if opts.pollEvery <= 0 {
+		opts.pollEvery = pollEvery
+	}
 	s := &server{opts: opts}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "parley", Version: cmpVersion(opts.Version)}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "parley", Version: cmp.Or(opts.Version, "dev")}, &mcp.ServerOptions{
 		Instructions: "parley is a chat gateway. send_message talks to one of its agents in the session mcp:default " +
 			"(or mcp:<session>), which keeps the conversation; list_sessions and read_session read every conversation parley holds.",
 	})
@@ -108,13 +123,6 @@ func New(opts Options) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		s.read)
 	return srv
-}
-
-func cmpVersion(v string) string {
-	if v == "" {
-		return "dev"
-	}
-	return v
 }
 
 // SendInput is send_message's arguments.
@@ -195,7 +203,7 @@ func (s *server) send(ctx context.Context, req *mcp.CallToolRequest, in SendInpu
 		return nil, SendOutput{}, fmt.Errorf("parley couldn't take the message (%v); send it again", err)
 	}
 	out := SendOutput{SessionKey: key.String(), Agent: agentID}
-	fin, err := s.wait(ctx, req, sub, id, &out.SessionID)
+	fin, err := s.wait(ctx, req, sub, msg, &out.SessionID)
 	if err != nil {
 		return nil, SendOutput{}, err
 	}
@@ -231,17 +239,25 @@ func (s *server) agent(asked string) (string, error) {
 // errNoReply is the cause of a wait that ran out of time.
 var errNoReply = errors.New("no reply in time")
 
-// wait waits for the turn that answers the message id: its turn.finished
-// event names id among its run ids (alone, or answered together with
-// others, or joined while it ran). *sessionID is set from the first event
-// that names it.
-func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, sub *events.Subscription, id string, sessionID *string) (agent.TurnFinished, error) {
+// wait waits for the turn that answers the message msg: its turn.finished
+// event names msg's id among its run ids (alone, or answered together with
+// others, or joined while it ran), or, between events, the gateway's
+// record says its turn is over (see Options.Record). *sessionID is set
+// from the first event that names it.
+func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, sub *events.Subscription, msg adapters.Inbound, sessionID *string) (agent.TurnFinished, error) {
+	id := msg.MessageID
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.Timeout, errNoReply)
 	defer cancel()
 	stop := s.keepNotifying(ctx, req)
 	defer stop()
 	for {
-		e, err := sub.Next(ctx)
+		e, err := s.next(ctx, sub)
+		if errors.Is(err, errPoll) {
+			if fin, ok := s.recorded(ctx, msg, sessionID); ok {
+				return fin, nil
+			}
+			continue
+		}
 		if err != nil {
 			if context.Cause(ctx) == errNoReply {
 				where := "its session"
@@ -273,6 +289,66 @@ func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, sub *events
 			*sessionID = e.SessionID
 		}
 	}
+}
+
+// errPoll ends a wait for the next event when it is time to read the
+// gateway's record.
+var errPoll = errors.New("time to read the record")
+
+// next is sub's next event, or errPoll once pollEvery has passed without
+// one (with Record set).
+func (s *server) next(ctx context.Context, sub *events.Subscription) (events.Event, error) {
+	if s.opts.Record == nil {
+		return sub.Next(ctx)
+	}
+	pctx, cancel := context.WithTimeoutCause(ctx, s.opts.pollEvery, errPoll)
+	defer cancel()
+	e, err := sub.Next(pctx)
+	if err != nil && ctx.Err() == nil && context.Cause(pctx) == errPoll {
+		return e, errPoll
+	}
+	return e, err
+}
+
+// recorded is the outcome of msg's turn as the gateway recorded it and
+// the session holds it, when the turn is over: the session's first reply
+// after msg's user message (which has the gateway's id of msg). A read
+// that fails is tried again at the next poll.
+func (s *server) recorded(ctx context.Context, msg adapters.Inbound, sessionID *string) (agent.TurnFinished, bool) {
+	r, err := s.opts.Record(ctx, msg)
+	if err != nil {
+		if !errors.Is(err, gateway.ErrNotFound) {
+			s.opts.Log.DebugContext(ctx, "read an mcp message's record", "message_id", msg.MessageID, "error", err)
+		}
+		return agent.TurnFinished{}, false
+	}
+	if r.SessionID != "" {
+		*sessionID = r.SessionID
+	}
+	if r.Status == gateway.InboundAccepted {
+		return agent.TurnFinished{}, false
+	}
+	if r.Status != gateway.InboundDone {
+		return agent.TurnFinished{Error: cmp.Or(r.Error, "it was not answered")}, true
+	}
+	if r.SessionID == "" {
+		return agent.TurnFinished{}, true
+	}
+	msgs, err := s.opts.Sessions.Messages(ctx, sessions.ID(r.SessionID), sessions.MessagesOptions{})
+	if err != nil {
+		s.opts.Log.DebugContext(ctx, "read an mcp message's session", "session_id", r.SessionID, "error", err)
+		return agent.TurnFinished{}, false
+	}
+	asked := slices.IndexFunc(msgs, func(m sessions.Message) bool { return string(m.ID) == r.ID })
+	if asked < 0 {
+		return agent.TurnFinished{}, true // answered without a turn of its own
+	}
+	for _, m := range msgs[asked+1:] {
+		if agent.IsReply(m) {
+			return agent.TurnFinished{Reply: &m}, true
+		}
+	}
+	return agent.TurnFinished{}, true
 }
 
 // keepNotifying tells a client that asked for progress (a progress token)

@@ -100,7 +100,7 @@ func textOf(res *mcp.CallToolResult) string {
 // session mcp:<name>, then waits for the turn that answers it, ignoring
 // other turns': answered alone, together with others, failed or stopped;
 // a message the gateway refuses is an error result saying why.
-func TestSendMessageWaitsForItsTurn(t *testing.T) {
+func TestMCPSendMessageWaitsForItsTurn(t *testing.T) {
 	reply := &sessions.Message{Role: sessions.RoleAssistant, Content: "the answer"}
 	for _, tc := range []struct {
 		name    string
@@ -149,10 +149,81 @@ func TestSendMessageWaitsForItsTurn(t *testing.T) {
 	}
 }
 
+// sessionStore is a sessions store holding one session's messages.
+type sessionStore struct {
+	noStore
+	id   sessions.ID
+	msgs []sessions.Message
+}
+
+func (s sessionStore) Messages(_ context.Context, id sessions.ID, _ sessions.MessagesOptions) ([]sessions.Message, error) {
+	if id != s.id {
+		return nil, sessions.ErrNotFound
+	}
+	return s.msgs, nil
+}
+
+// When the bus here never says (the turn ran on the replica holding the
+// session, or the message failed before its turn began), send_message
+// finds the outcome in the gateway's record of its message: the first
+// reply after its user message in the session, or why it failed.
+func TestMCPSendMessageFindsTheRecordedOutcome(t *testing.T) {
+	msgs := []sessions.Message{
+		{ID: "earlier", Role: sessions.RoleUser, Content: "before"},
+		{ID: "answer-to-earlier", Role: sessions.RoleAssistant, Content: "not this one"},
+		{ID: "in-1", Role: sessions.RoleUser, Content: "a question"},
+		{ID: "call", Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "t"}}},
+		{ID: "result", Role: sessions.RoleTool, ToolCallID: "c1", Content: "42"},
+		{ID: "reply", Role: sessions.RoleAssistant, Content: "the recorded answer"},
+	}
+	for _, tc := range []struct {
+		name    string
+		records []gateway.InboundRecord // read in turn; the last stays
+		wantErr bool
+		want    string
+	}{
+		{"answered elsewhere", []gateway.InboundRecord{
+			{ID: "in-1", Status: gateway.InboundAccepted},
+			{ID: "in-1", Status: gateway.InboundAccepted, SessionID: "s1"},
+			{ID: "in-1", Status: gateway.InboundDone, SessionID: "s1"},
+		}, false, "the recorded answer"},
+		{"failed before its turn", []gateway.InboundRecord{
+			{ID: "in-1", Status: gateway.InboundFailed, Error: "ref r1: open the session: the database is gone"},
+		}, true, "the turn failed: ref r1: open the session: the database is gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &fakeGateway{bus: events.New()}
+			var mu sync.Mutex
+			reads := 0
+			record := func(_ context.Context, in adapters.Inbound) (gateway.InboundRecord, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				r := tc.records[min(reads, len(tc.records)-1)]
+				reads++
+				return r, nil
+			}
+			cs := connect(t, Options{Submit: g.submit, Bus: g.bus, Sessions: sessionStore{id: "s1", msgs: msgs}, Record: record,
+				Agents: func() []string { return []string{"default"} }, pollEvery: 20 * time.Millisecond}, nil)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"text": "a question"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError != tc.wantErr || !strings.Contains(textOf(res), tc.want) {
+				t.Fatalf("error %v %q, want error %v saying %q", res.IsError, textOf(res), tc.wantErr, tc.want)
+			}
+			if !tc.wantErr {
+				if sc, _ := res.StructuredContent.(map[string]any); sc["session_id"] != "s1" {
+					t.Fatalf("structured content %v, want session s1", res.StructuredContent)
+				}
+			}
+		})
+	}
+}
+
 // A turn that runs past the timeout is an error result saying it goes on
 // and where to read its reply; meanwhile a client that asked for progress
 // hears that it still runs.
-func TestSendMessageTimesOut(t *testing.T) {
+func TestMCPSendMessageTimesOut(t *testing.T) {
 	g := &fakeGateway{bus: events.New()}
 	g.answer = func(in adapters.Inbound) { g.publish("s7", agent.TurnStarted{RunIDs: []string{in.MessageID}}) }
 	progress := make(chan string, 100)
@@ -183,7 +254,7 @@ func TestSendMessageTimesOut(t *testing.T) {
 // In front of a daemon's /mcp, a Forwarder offers its tools and passes
 // each call, and its progress, on; once the daemon is gone a call is an
 // error result saying so.
-func TestForwarder(t *testing.T) {
+func TestMCPForwarder(t *testing.T) {
 	g := &fakeGateway{bus: events.New()}
 	release := make(chan struct{})
 	g.answer = func(in adapters.Inbound) {
