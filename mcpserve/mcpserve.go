@@ -3,8 +3,9 @@
 // (mcp:default unless the client names another) and list and read
 // sessions. A message goes through the gateway like any channel's (stored
 // before it runs, in order, on the dashboard); send_message waits for the
-// turn's reply on the event bus. `parley mcp serve` serves it over stdio,
-// the daemon at /mcp over streamable HTTP.
+// turn's reply on the event bus, and in the gateway's record of the
+// message for a turn the bus doesn't announce. `parley mcp serve` serves
+// it over stdio, the daemon at /mcp over streamable HTTP.
 package mcpserve
 
 import (
