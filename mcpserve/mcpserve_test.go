@@ -274,8 +274,8 @@ func TestMCPForwarder(t *testing.T) {
 	defer remote.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := Dial(ctx, remote.URL, "wrong", ""); err == nil {
-		t.Fatal("connected with a wrong token")
+	if _, err := Dial(ctx, remote.URL, "wrong", ""); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Fatalf("a wrong token: %v, want the server's refusal", err)
 	}
 	f, err := Dial(ctx, remote.URL, "s3cret", "")
 	if err != nil {
