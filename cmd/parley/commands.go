@@ -138,9 +138,10 @@ func init() {
 				about: "Serves parley to an MCP client (Claude Desktop, an IDE, another agent) over stdio: send_message talks to an agent in the session mcp:default " +
 					"(or mcp:<session>) and waits for its reply, list_sessions and read_session read the sessions. It runs parley in process on the configured database, " +
 					"or, when a daemon runs on this config (or --server names one), passes each call to that daemon's /mcp with an API token. " +
-					"Standard output carries only MCP messages; logs go to standard error.",
+					"Standard output carries only MCP messages; logs go to standard error. An MCP client starts it as the command parley with the arguments " +
+					`["mcp", "serve", "--config", "/path/parley.yaml"].`,
 				examples: []string{"parley mcp serve --config /etc/parley/parley.yaml",
-					`{"mcpServers": {"parley": {"command": "parley", "args": ["mcp", "serve", "--config", "/path/parley.yaml"]}}}`}},
+					"parley mcp serve --server 10.0.0.5:8080 --token $PARLEY_API_TOKEN"}},
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdMCP(ctx, args, s) }},
 		{name: "bench", args: "[--sessions N] [--turns M] [--database URL] [--json] | --idle [--runs N]", summary: "measure the whole path in process",
 			about: "Runs a daemon on a fresh database with a channel of its own and reports turns/s, latency, the gateway's overhead, peak RSS " +
