@@ -94,7 +94,7 @@ func historyTurns(kind string) int {
 	switch kind {
 	case sessions.SurfaceCron, sessions.SurfaceWebhook:
 		return 10
-	case sessions.SurfaceCLI, sessions.SurfaceAPI:
+	case sessions.SurfaceCLI, sessions.SurfaceAPI, sessions.SurfaceMCP:
 		return 50
 	default: // channels, and subagents until they can inherit their root's limit
 		return 30

@@ -181,6 +181,7 @@ func TestHistoryDefaultsByKind(t *testing.T) {
 		{sessions.WebhookKey("h", testNow, "a"), 10},
 		{sessions.CLIKey("u", "a"), 50},
 		{sessions.Key{Surface: sessions.SurfaceAPI, SurfaceID: "x", AgentID: "a"}, 50},
+		{sessions.MCPKey("default", "a"), 50},
 	}
 	for _, tc := range tests {
 		if got := historyTurns(tc.key.Kind()); got != tc.want {

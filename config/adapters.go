@@ -131,7 +131,7 @@ func (c *Config) validateAdapters(ck *checker) {
 			ck.add(p+"id", "required; "+adapterIDRule)
 		case !adapterID.MatchString(a.ID):
 			ck.add(p+"id", fmt.Sprintf("%q is not a valid adapter id; %s", a.ID, adapterIDRule))
-		case a.ID == "cli" || a.ID == "cron" || a.ID == "webhook" || a.ID == "api":
+		case a.ID == "cli" || a.ID == "cron" || a.ID == "webhook" || a.ID == "api" || a.ID == "mcp":
 			ck.add(p+"id", fmt.Sprintf("%q is parley's own; choose another id, such as \"%s-main\"", a.ID, a.Type))
 		default:
 			if j, dup := first[a.ID]; dup {

@@ -315,6 +315,9 @@ type HTTP struct {
 	// private or reserved; by default callbacks reach only public
 	// addresses.
 	CallbackAllow []string `yaml:"callback_allow"`
+	// MCP serves parley as an MCP server at /mcp, to requests with one of
+	// Tokens; true unless set to false.
+	MCP bool `yaml:"mcp"`
 }
 
 // Log configures the daemon's logger.
@@ -383,6 +386,7 @@ type History struct {
 	Webhook  int `yaml:"webhook"`
 	CLI      int `yaml:"cli"`
 	API      int `yaml:"api"`
+	MCP      int `yaml:"mcp"`
 }
 
 // Default returns the configuration used when there is no file.
@@ -498,6 +502,9 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	if len(c.HTTP.CallbackAllow) == 0 {
 		c.HTTP.CallbackAllow = nil
 	}
+	if !isSet("http.mcp") {
+		c.HTTP.MCP = true
+	}
 	c.Gateway.Recovery = normalize(c.Gateway.Recovery, DefaultRecovery)
 	intDefault(&c.Gateway.QueueCap, "gateway.queue_cap", DefaultQueueCap)
 	durationDefault := func(d *Duration, key string, def time.Duration) {
@@ -582,6 +589,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		intDefault(&a.History.Webhook, p+"history.webhook", 10)
 		intDefault(&a.History.CLI, p+"history.cli", 50)
 		intDefault(&a.History.API, p+"history.api", 50)
+		intDefault(&a.History.MCP, p+"history.mcp", 50)
 	}
 }
 

@@ -31,6 +31,7 @@ func TestDefault(t *testing.T) {
 		{"database.sqlite.busy_timeout", c.Database.SQLite.BusyTimeout.Std(), 5 * time.Second},
 		{"database.postgres.max_conns", c.Database.Postgres.MaxConns, 10},
 		{"http.listen", c.HTTP.Listen, "127.0.0.1:8080"},
+		{"http.mcp", c.HTTP.MCP, true},
 		{"log.level", c.Log.Level, "info"},
 		{"log.format", c.Log.Format, "text"},
 		{"agent count", len(c.Agents), 1},
@@ -41,7 +42,7 @@ func TestDefault(t *testing.T) {
 		{"agents[0].daily_reset_hour", *c.Agents[0].DailyResetHour, 4},
 		{"agents[0].timezone", c.Agents[0].Timezone, "Local"},
 		{"agents[0].location", c.Agents[0].Location(), time.Local},
-		{"agents[0].history", c.Agents[0].History, History{Channels: 30, Cron: 10, Webhook: 10, CLI: 50, API: 50}},
+		{"agents[0].history", c.Agents[0].History, History{Channels: 30, Cron: 10, Webhook: 10, CLI: 50, API: 50, MCP: 50}},
 		{"agents[0].prompt", c.Agents[0].Prompt, "You are a helpful assistant."},
 		{"agents[0].workspace", c.Agents[0].Workspace, ""},
 		{"agents[0].tools", c.Agents[0].Tools, []string(nil)},
@@ -384,4 +385,26 @@ func leafKeys(t reflect.Type, path string) []string {
 		return keys
 	}
 	return []string{path}
+}
+
+// /mcp is served unless http.mcp says false.
+func TestHTTPMCPSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"absent", "log:\n  level: info\n", true},
+		{"true", "http:\n  mcp: true\n", true},
+		{"false", "http:\n  mcp: false\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml), "parley.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.HTTP.MCP != tc.want {
+				t.Fatalf("http.mcp = %v, want %v", c.HTTP.MCP, tc.want)
+			}
+		})
+	}
 }

@@ -355,6 +355,7 @@ func (a *Agent) validate(ck *checker, p string) {
 		{"webhook", a.History.Webhook},
 		{"cli", a.History.CLI},
 		{"api", a.History.API},
+		{"mcp", a.History.MCP},
 	} {
 		if h.turns < 1 {
 			ck.add(p+"history."+h.key, fmt.Sprintf("%d is too small; keep at least 1 turn", h.turns))

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/llm/openai"
+	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
@@ -46,6 +47,7 @@ type Daemon struct {
 	memory   *memory.Store
 	cron     *cron.Scheduler
 	metrics  *metrics.Metrics
+	bus      *events.Bus // what happens in runs and sessions, in process
 	events   *api.EventLog
 	// callbacks POSTs replies to API sessions' webhook_url; nil without a
 	// callback secret.
@@ -120,6 +122,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.metrics = metrics.New()
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
+	d.bus = bus
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
 	// The spend caps count each reply's usage with it (nothing while no
 	// cap is set).
@@ -439,10 +442,11 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	return req
 }
 
-// apiRunID is the run id the API's Send returned for m (its message id),
-// or "" for a message from elsewhere.
+// apiRunID is the run id a caller waits on for m's turn (its message id):
+// the one the API's Send returned, or the one send_message of the MCP
+// server waits for; "" for a message from elsewhere.
 func apiRunID(m adapters.Inbound) string {
-	if m.Adapter == apiAdapterID {
+	if m.Adapter == apiAdapterID || m.Adapter == mcpserve.AdapterID {
 		return m.MessageID
 	}
 	return ""
@@ -515,6 +519,8 @@ func historyTurns(a config.Agent, k sessions.Key) int {
 		return a.History.CLI
 	case sessions.SurfaceAPI:
 		return a.History.API
+	case sessions.SurfaceMCP:
+		return a.History.MCP
 	}
 	return a.History.Channels
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -76,6 +77,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	channels[adapters.ID("cron")] = d.cron
 	channels[adapters.ID(apiAdapterID)] = apiChannel{}
+	channels[mcpserve.AdapterID] = mcpserve.Channel{}
 	if len(cfg.Hooks) > 0 {
 		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: log,
 			OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
@@ -203,7 +205,7 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 		switch id {
 		case "cron":
 			d.logStarted("cron", "jobs", len(d.cfg().Cron.Jobs))
-		case apiAdapterID:
+		case apiAdapterID, mcpserve.AdapterID:
 		case webhooks.AdapterID:
 			d.logStarted("webhooks", "hooks", len(d.cfg().Hooks))
 		default:

@@ -118,6 +118,7 @@ func (d *Daemon) statusRoute(mux *http.ServeMux) {
 		tokens[i] = t.Reveal()
 	}
 	admin := adminCheck(tokens)
+	d.mcpRoute(mux, admin)
 	d.budgetRoute(mux, admin)
 	d.connectionRoutes(mux, admin)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {

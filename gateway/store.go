@@ -62,6 +62,9 @@ const (
 	AND (CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.received_at, i.id) > ($6, $7, $8, $11, $9)
 	ORDER BY CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.received_at, i.id LIMIT $1`
 
+	inboundOfQuery = `SELECT id, status, COALESCE(session_id, ''), error FROM inbound
+	WHERE adapter = $1 AND chat_id = $2 AND platform_message_id = $3`
+
 	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3, lane = NULL WHERE id = $1 AND status = 'accepted'`
 
 	// Among replicas (Store.Cluster), a dead replica is one with no live
@@ -572,6 +575,31 @@ func (s *Store) Status(ctx context.Context, id string) (InboundStatus, error) {
 		return "", fmt.Errorf("read inbound %s: %w", id, err)
 	}
 	return InboundStatus(status), nil
+}
+
+// InboundRecord is where an accepted platform message stands.
+type InboundRecord struct {
+	ID        string // the gateway's id: also its user message's id in its session
+	Status    InboundStatus
+	SessionID string // "" until its turn opened the session
+	Error     string // why it failed, or was marked
+}
+
+// InboundOf is the record of the message a channel gave the id messageID
+// in chat, or ErrNotFound: for a producer that waits for its message's
+// outcome wherever the turn ran.
+func (s *Store) InboundOf(ctx context.Context, adapter adapters.ID, chatID, messageID string) (InboundRecord, error) {
+	var r InboundRecord
+	var status string
+	err := s.db.Read().QueryRowContext(ctx, inboundOfQuery, string(adapter), chatID, messageID).Scan(&r.ID, &status, &r.SessionID, &r.Error)
+	if errors.Is(err, sql.ErrNoRows) {
+		return InboundRecord{}, fmt.Errorf("inbound %s/%s/%s: %w", adapter, chatID, messageID, ErrNotFound)
+	}
+	if err != nil {
+		return InboundRecord{}, fmt.Errorf("read inbound %s/%s/%s: %w", adapter, chatID, messageID, err)
+	}
+	r.Status = InboundStatus(status)
+	return r, nil
 }
 
 // queueReplies writes replies to the outbox inside a transaction.

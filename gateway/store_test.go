@@ -64,6 +64,27 @@ func TestStore(t *testing.T) {
 			}
 		})
 
+		t.Run("the record of a message by its channel's id", func(t *testing.T) {
+			in := inbound("m-of")
+			id, _, err := s.Accept(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.InboundOf(ctx, in.Adapter, in.ChatID, in.MessageID)
+			if err != nil || r.ID != id || r.Status != gateway.InboundAccepted || r.SessionID != "" || r.Error != "" {
+				t.Fatalf("accepted: %+v %v", r, err)
+			}
+			if err := s.Complete(ctx, []string{id}, gateway.InboundFailed, "", "ref x: the model is down", nil); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.InboundOf(ctx, in.Adapter, in.ChatID, in.MessageID); err != nil || r.Status != gateway.InboundFailed || r.Error != "ref x: the model is down" {
+				t.Fatalf("failed: %+v %v", r, err)
+			}
+			if _, err := s.InboundOf(ctx, in.Adapter, "other-chat", in.MessageID); !errors.Is(err, gateway.ErrNotFound) {
+				t.Fatalf("another chat's: %v", err)
+			}
+		})
+
 		t.Run("unfinished and finish", func(t *testing.T) {
 			id2, _, err := s.Accept(ctx, inbound("m2"))
 			if err != nil {

@@ -14,6 +14,9 @@ const (
 	SurfaceCron     = "cron"
 	SurfaceWebhook  = "webhook"
 	SurfaceSubagent = "subagent"
+	// SurfaceMCP is the Model Context Protocol server's: an MCP client
+	// talking to an agent (parley mcp serve, /mcp).
+	SurfaceMCP = "mcp"
 )
 
 // Key is the composite identity of a session. A group surface leaves
@@ -61,10 +64,11 @@ func (k Key) Validate() error {
 }
 
 // Kind sorts a surface into the groups that share defaults (history limits,
-// prompt mode): "cli", "api", "cron", "webhook", "subagent" or "channel".
+// prompt mode): "cli", "api", "mcp", "cron", "webhook", "subagent" or
+// "channel".
 func (k Key) Kind() string {
 	switch k.Surface {
-	case SurfaceCLI, SurfaceAPI, SurfaceCron, SurfaceWebhook, SurfaceSubagent:
+	case SurfaceCLI, SurfaceAPI, SurfaceMCP, SurfaceCron, SurfaceWebhook, SurfaceSubagent:
 		return k.Surface
 	}
 	return "channel"
@@ -83,6 +87,12 @@ func GroupKey(surface, chatID, agentID string) Key {
 // CLIKey is the key of the interactive `parley chat` session.
 func CLIKey(userID, agentID string) Key {
 	return Key{UserID: userID, Surface: SurfaceCLI, SurfaceID: "chat", AgentID: agentID}
+}
+
+// MCPKey is the key of an MCP client's conversation, "mcp:<name>" ("mcp:default"
+// unless the client names another). Its user is the MCP client itself.
+func MCPKey(name, agentID string) Key {
+	return Key{UserID: SurfaceMCP, Surface: SurfaceMCP, SurfaceID: name, AgentID: agentID}
 }
 
 // CronKey is the key of one cron fire: "cron:<jobId>:<ts>".

@@ -121,6 +121,7 @@ func TestKeyStrings(t *testing.T) {
 		{GroupKey("discord", "987", "default"), "discord:987", "channel"},
 		{ChatKey("whatsapp", "4915@s.whatsapp.net", "4915@s.whatsapp.net", "default"), "whatsapp:4915@s.whatsapp.net", "channel"},
 		{CLIKey("local", "default"), "cli:chat", "cli"},
+		{MCPKey("default", "default"), "mcp:default", "mcp"},
 		{CronKey("nightly", at, "default"), "cron:nightly:1700000000000", "cron"},
 		{WebhookKey("ci", at, "default"), "webhook:ci:1700000000000", "webhook"},
 		{SubagentKey(parent, at, "ab12", "default"), "telegram:42:subagent:1700000000000-ab12", "subagent"},

@@ -130,11 +130,19 @@ func init() {
 				about:    "Shows a QR code to scan in WhatsApp (Settings, Linked devices), or with --phone a pairing code to type there. The device is stored in parley's database.",
 				examples: []string{"parley whatsapp link", "parley whatsapp link --phone +33612345678"}},
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdWhatsApp(ctx, args, s.out, s.err) }},
-		{name: "mcp", summary: "the Model Context Protocol servers agents use", subs: []*command{
+		{name: "mcp", summary: "the Model Context Protocol: the servers agents use, and parley as one", subs: []*command{
 			{name: "ls", args: "[--config FILE] [--json]", summary: "start each MCP server of the config and list its state and tools",
 				about:    "Starts every server under mcp.servers (a command over stdio, or a streamable HTTP URL), lists its tools as agents name them (mcp:<server>/<tool>; the model sees <server>__<tool>), and stops them.",
 				examples: []string{"parley mcp ls", "parley mcp ls --json"}},
-		}, run: func(ctx context.Context, s streams, args []string) error { return cmdMCP(ctx, args, s.out) }},
+			{name: "serve", args: "[--config FILE] [--server ADDR] [--token T]", summary: "be an MCP server on standard input and output",
+				about: "Serves parley to an MCP client (Claude Desktop, an IDE, another agent) over stdio: send_message talks to an agent in the session mcp:default " +
+					"(or mcp:<session>) and waits for its reply, list_sessions and read_session read the sessions. It runs parley in process on the configured database, " +
+					"or, when a daemon runs on this config (or --server names one), passes each call to that daemon's /mcp with an API token. " +
+					"Standard output carries only MCP messages; logs go to standard error. An MCP client starts it as the command parley with the arguments " +
+					`["mcp", "serve", "--config", "/path/parley.yaml"].`,
+				examples: []string{"parley mcp serve --config /etc/parley/parley.yaml",
+					"parley mcp serve --server 10.0.0.5:8080 --token $PARLEY_API_TOKEN"}},
+		}, run: func(ctx context.Context, s streams, args []string) error { return cmdMCP(ctx, args, s) }},
 		{name: "bench", args: "[--sessions N] [--turns M] [--database URL] [--json] | --idle [--runs N]", summary: "measure the whole path in process",
 			about: "Runs a daemon on a fresh database with a channel of its own and reports turns/s, latency, the gateway's overhead, peak RSS " +
 				"and the raw durable append limit of the same database. With --idle, starts parley run repeatedly and reports exec-to-ready time and idle RSS.",

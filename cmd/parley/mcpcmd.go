@@ -15,12 +15,20 @@ import (
 	"github.com/parleyd/parley/tools"
 )
 
-// cmdMCP shows the MCP servers of the config: each is started, listed and
-// stopped.
-func cmdMCP(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "ls" {
-		return fmt.Errorf("%w: parley mcp ls [--config FILE] [--json]", errUsage)
+// cmdMCP runs parley mcp ls or parley mcp serve.
+func cmdMCP(ctx context.Context, args []string, s streams) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return cmdMCPServe(ctx, args[1:], s.in, s.out, s.err)
 	}
+	if len(args) == 0 || args[0] != "ls" {
+		return fmt.Errorf("%w: parley mcp ls [--config FILE] [--json], or parley mcp serve [--config FILE]", errUsage)
+	}
+	return cmdMCPList(ctx, args, s.out)
+}
+
+// cmdMCPList shows the MCP servers of the config: each is started, listed
+// and stopped.
+func cmdMCPList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mcp ls", flag.ContinueOnError)
 	path := configFlag(fs)
 	asJSON := fs.Bool("json", false, "print the servers as JSON")
