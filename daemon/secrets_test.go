@@ -19,6 +19,7 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/vault"
 )
@@ -26,6 +27,10 @@ import (
 const (
 	mcpSecret  = "mcp-secret-7f3a9c1e55"
 	userSecret = "user-secret-b81d04aa99"
+	// A provider key and a webhook secret kept in the store too: every
+	// kind of secret a config names.
+	providerSecret   = "sk-provider-secret-c4e1a7d2f9b3"
+	storedHookSecret = "hook-secret-0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a"
 )
 
 // secretsMCPServer is an HTTP MCP server that checks the headers parley
@@ -80,7 +85,9 @@ func TestSecretsNeverShow(t *testing.T) {
 		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    ")+
 		"mcp:\n  servers:\n    - id: gh\n      url: "+mcpURL+"\n      headers: [\"Authorization: Bearer ${secret:mcp_token}\"]\n"+
 		"      user_token: {provider: github, header: X-User-Token, format: \"token %s\"}\n"+
-		"agents:\n  - id: default\n    tools: [\"mcp:gh\"]\n    permissions:\n      - tool: \"gh__*\"\n        action: allow\n")
+		"providers:\n  openai:\n    api_key: ${secret:openai_key}\n"+
+		"hooks:\n  - id: ci\n    auth: token\n    secret: ${secret:hook_secret}\n    prompt: \"{{.text}}\"\n"+
+		"agents:\n  - id: default\n    model: echo\n    tools: [\"mcp:gh\"]\n    permissions:\n      - tool: \"gh__*\"\n        action: allow\n")
 
 	// The secret is stored before parley starts, as parley secrets set does.
 	cfg, err := config.Load(path)
@@ -91,8 +98,10 @@ func TestSecretsNeverShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := vault.NewStore(db, key).Set(ctx, "mcp_token", mcpSecret); err != nil {
-		t.Fatal(err)
+	for name, value := range map[string]string{"mcp_token": mcpSecret, "openai_key": providerSecret, "hook_secret": storedHookSecret} {
+		if _, err := vault.NewStore(db, key).Set(ctx, name, value); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db.Close()
 
@@ -241,19 +250,11 @@ func TestSecretsNeverShow(t *testing.T) {
 	for _, m := range tg.Sent() {
 		outputs = append(outputs, m.Text)
 	}
-	for _, q := range []string{"SELECT payload FROM inbound", "SELECT content FROM messages", "SELECT text FROM outbox"} {
-		rows, err := d.db.Reader().QueryContext(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			outputs = append(outputs, s)
-		}
-		rows.Close()
+	// Every column of every table, as text (the SQLite file in plain).
+	outputs = append(outputs, dumpDatabase(t, d.db))
+	// What parley config check says of the config.
+	if err := Check(d.cfg()); err != nil {
+		outputs = append(outputs, err.Error())
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -263,7 +264,7 @@ func TestSecretsNeverShow(t *testing.T) {
 	outputs = append(outputs, logs.String())
 
 	all := strings.Join(outputs, "\n")
-	for _, secret := range []string{mcpSecret, userSecret} {
+	for _, secret := range []string{mcpSecret, userSecret, providerSecret, storedHookSecret} {
 		if i := strings.Index(all, secret); i >= 0 {
 			t.Errorf("%s shows:\n%s", secret, all[max(0, i-300):min(len(all), i+100)])
 		}
@@ -282,4 +283,42 @@ func TestSecretsNeverShow(t *testing.T) {
 	if !strings.Contains(logs.String(), "user connected a provider") {
 		t.Errorf("the logs don't say a person connected:\n%s", logs.String())
 	}
+}
+
+// dumpDatabase is every column of every table of a SQLite database, as
+// text: what reading the file would show.
+func dumpDatabase(t *testing.T, db *dbutil.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	tables, err := dbutil.Query(ctx, db.Read(), `SELECT name FROM sqlite_master WHERE type = 'table'`, func(s dbutil.Scanner) (string, error) {
+		var n string
+		return n, s.Scan(&n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := db.Reader().QueryContext(ctx, `SELECT * FROM "`+table+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				fmt.Fprintf(&b, "%s\t", v)
+			}
+			b.WriteByte('\n')
+		}
+		rows.Close()
+	}
+	return b.String()
 }
