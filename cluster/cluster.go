@@ -621,7 +621,11 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 	}
 	deadline := time.Now().Add(m.opts.Lease + 2*m.opts.Heartbeat)
 	for {
-		holder, err := m.Claim(ctx, name)
+		// A read first: most sessions asked about are held already.
+		holder, err := m.Holder(ctx, name)
+		if err == nil && holder == "" {
+			holder, err = m.Claim(ctx, name)
+		}
 		if err != nil {
 			return "", err
 		}

@@ -41,8 +41,9 @@ type replicas struct {
 	laneOf map[sessions.ID]string
 	fatal  chan error // ErrFenced, once
 	// transport passes API requests to other replicas: one that stops
-	// answering mid-request (frozen) fails the request after a while,
-	// and the client sends it again.
+	// answering mid-request (frozen) fails the request after two minutes
+	// (the longest a compaction may take to answer); new requests wait
+	// out a late holder instead (cluster.Member.Route).
 	transport *http.Transport
 }
 
@@ -54,7 +55,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 	}
 	g := cfg.Gateway
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.ResponseHeaderTimeout = 3 * g.ReplicaLease.Std()
+	tr.ResponseHeaderTimeout = 2 * time.Minute // a compaction answers when it is done
 	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, fatal: make(chan error, 1), transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
