@@ -33,16 +33,22 @@ func scopes(key sessions.Key, id sessions.ID) (user, session, agent string) {
 }
 
 // usageHook records an assistant message's usage against its user, session
-// and agent, in the message's own transaction.
+// and agent, in the message's own transaction, while a cap is set (nothing
+// reads usage_daily without one, so a reply's transaction skips its four
+// statements).
 func (d *Daemon) usageHook(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
 	if m.Role != sessions.RoleAssistant || m.Usage == nil {
+		return nil
+	}
+	b := d.cfg().Budgets
+	if !b.Any() {
 		return nil
 	}
 	u := *m.Usage
 	tokens := u.Input + u.Output + u.Reasoning + u.CacheRead + u.CacheWrite
 	cost := u.CostUSD
 	if cost == 0 {
-		if p, ok := d.cfg().Budgets.Price(m.Model); ok {
+		if p, ok := b.Price(m.Model); ok {
 			cost = (float64(u.Input+u.CacheRead+u.CacheWrite)*p.Input + float64(u.Output+u.Reasoning)*p.Output) / 1e6
 		}
 	}

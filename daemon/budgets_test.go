@@ -85,3 +85,46 @@ func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
 		}
 	})
 }
+
+// Without a cap nothing reads usage_daily, so a reply writes nothing there;
+// with one (above) each reply's usage is added.
+func TestUsageIsRecordedOnlyWhileACapIsSet(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dbURL string) {
+		tg := telegramtest.NewServer()
+		defer tg.Close()
+		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\n"+
+			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
+		d, _, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
+			channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return channels
+		})
+		defer stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		tg.InjectText(7, 7, "a question that uses some tokens")
+		sent, err := tg.WaitSent(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(sent[0].Text, "a question") {
+			t.Fatalf("the turn: %q", sent[0].Text)
+		}
+		s, err := d.sessions.Active(ctx, sessions.ChatKey("telegram", "7", "7", "default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Rollup.PromptTokens+s.Rollup.CompletionTokens == 0 {
+			t.Fatal("the reply reported no usage: the test proves nothing")
+		}
+		var n int
+		if err := d.db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM usage_daily").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("usage_daily holds %d rows with no cap set", n)
+		}
+	})
+}

@@ -125,7 +125,13 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		},
 	}.Encode()
 
-	write, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	// The writer keeps its temporary files in memory: group commit runs
+	// each transaction in a savepoint, whose sub-journal (the pages it
+	// changed, for a rollback to it) otherwise spills to a file past 64
+	// KiB and then stays one for the rest of the batch, a write(2) for
+	// every page every later transaction of the batch touches. It is
+	// never needed after a crash, and holds one savepoint's pages at most.
+	write, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

@@ -89,7 +89,7 @@ func TestSQLitePragmas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var journal, syncLevel, fk string
+		var journal, syncLevel, fk, temp string
 		w := db.Writer()
 		if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err != nil {
 			t.Fatal(err)
@@ -100,8 +100,12 @@ func TestSQLitePragmas(t *testing.T) {
 		if err := w.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
 			t.Fatal(err)
 		}
-		if journal != "wal" || syncLevel != tc.want || fk != "1" {
-			t.Fatalf("synchronous %q: journal %s, synchronous %s, foreign_keys %s", tc.sync, journal, syncLevel, fk)
+		// 2: memory, where group commit's savepoints keep their sub-journals.
+		if err := w.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil {
+			t.Fatal(err)
+		}
+		if journal != "wal" || syncLevel != tc.want || fk != "1" || temp != "2" {
+			t.Fatalf("synchronous %q: journal %s, synchronous %s, foreign_keys %s, temp_store %s", tc.sync, journal, syncLevel, fk, temp)
 		}
 		if _, err := db.Reader().ExecContext(ctx, "CREATE TABLE nope (x)"); err == nil {
 			t.Fatal("the reader handle can write")

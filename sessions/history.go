@@ -64,12 +64,13 @@ type historyCache struct {
 	size    int
 	entries map[ID]*list.Element
 	lru     list.List // of *historyEntry, most recent at the front
-	// seen holds the sessions read lately that have no entry, oldest
-	// first in order: a session's history is kept from its second read
-	// on, so a conversation of one turn, or a crowd of sessions each read
-	// once in a long while, costs the cache nothing.
+	// seen holds the sessions read lately that have no entry, in order, a
+	// ring whose oldest is at next: a session's history is kept from its
+	// second read on, so a conversation of one turn, or a crowd of
+	// sessions each read once in a long while, costs the cache nothing.
 	seen  map[ID]struct{}
 	order []ID
+	next  int
 
 	hits, misses atomic.Int64
 }
@@ -86,8 +87,12 @@ type historyEntry struct {
 	byAppend MessageID
 }
 
-// seenLimit is how many sessions read once the cache remembers.
-const seenLimit = 256
+// seenLimit is how many sessions read once the cache remembers: as many
+// conversations as the active-session cache, so a session's second read
+// still finds its first however many conversations take turns between
+// them (at 256, with 300 conversations in turn, none was ever admitted and
+// every turn read its history).
+const seenLimit = DefaultActiveCache
 
 func newHistoryCache(budget int) *historyCache {
 	return &historyCache{budget: budget, entries: make(map[ID]*list.Element), seen: make(map[ID]struct{})}
@@ -104,12 +109,14 @@ func (c *historyCache) admit(id ID) bool {
 	if _, ok := c.seen[id]; ok {
 		return true
 	}
-	if len(c.order) >= seenLimit {
-		delete(c.seen, c.order[0])
-		c.order = append(c.order[:0], c.order[1:]...)
+	if len(c.order) < seenLimit {
+		c.order = append(c.order, id)
+	} else {
+		delete(c.seen, c.order[c.next])
+		c.order[c.next] = id
+		c.next = (c.next + 1) % seenLimit
 	}
 	c.seen[id] = struct{}{}
-	c.order = append(c.order, id)
 	return false
 }
 

@@ -124,13 +124,40 @@ func TestHistoryCacheKeepsOnlySessionsReadAgain(t *testing.T) {
 		}
 	}
 	if c.admit("once0") {
-		t.Fatal("a session read before the last 256 was still remembered")
+		t.Fatalf("a session read before the last %d was still remembered", seenLimit)
 	}
 	if !c.admit(ID(fmt.Sprint("once", seenLimit+9))) {
 		t.Fatal("a session read just now is not admitted at its second read")
 	}
 	if len(c.seen) != seenLimit || len(c.order) != seenLimit {
 		t.Fatalf("remembers %d sessions (%d in order), limit %d", len(c.seen), len(c.order), seenLimit)
+	}
+	// The ring goes round: the oldest still remembered goes next.
+	for i := range seenLimit + 10 {
+		if c.admit(ID(fmt.Sprint("again", i))) {
+			t.Fatalf("session again%d admitted at its first read", i)
+		}
+	}
+	if c.admit(ID(fmt.Sprint("again", 9))) || !c.admit(ID(fmt.Sprint("again", 11))) {
+		t.Fatal("the ring forgot the wrong sessions")
+	}
+	if len(c.seen) != seenLimit || len(c.order) != seenLimit {
+		t.Fatalf("remembers %d sessions (%d in order), limit %d", len(c.seen), len(c.order), seenLimit)
+	}
+}
+
+// A conversation read again after a thousand others (parley bench's
+// default crowd) is admitted at that read, so its turns from the third on
+// are served from the cache.
+func TestHistoryCacheAdmitsAConversationAfterManyOthers(t *testing.T) {
+	c := newHistoryCache(1 << 20)
+	const conversations = 1000
+	for round := range 2 {
+		for i := range conversations {
+			if got := c.admit(ID(fmt.Sprint("conv", i))); got != (round == 1) {
+				t.Fatalf("round %d, conversation %d: admitted %v", round, i, got)
+			}
+		}
 	}
 }
 
