@@ -632,6 +632,12 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 		if holder == m.id {
 			return "", nil
 		}
+		if peers := m.peers.Load(); peers != nil {
+			if u, live := (*peers)[holder]; live {
+				m.remember(name, holder)
+				return u, nil
+			}
+		}
 		var u string
 		var age int64
 		err = m.db.Read().QueryRowContext(ctx, apiURLQuery, holder).Scan(&u, &age)
@@ -641,12 +647,7 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 		case err != nil:
 			return "", fmt.Errorf("read replica %s: %w", holder, err)
 		case age <= m.beatLate():
-			m.mu.Lock()
-			if len(m.routes) >= maxRoutes {
-				clear(m.routes)
-			}
-			m.routes[name] = holder
-			m.mu.Unlock()
+			m.remember(name, holder)
 			return u, nil
 		case time.Now().After(deadline):
 			return u, nil
@@ -657,6 +658,16 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 		case <-time.After(m.opts.Heartbeat / 2):
 		}
 	}
+}
+
+// remember notes that requests about the hold name go to holder.
+func (m *Member) remember(name, holder string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.routes) >= maxRoutes {
+		clear(m.routes)
+	}
+	m.routes[name] = holder
 }
 
 // maxRoutes bounds the routes remembered (a map, emptied when full).
