@@ -156,6 +156,10 @@ func (d *Daemon) watchChannels(ctx context.Context, every time.Duration) {
 			if !ok {
 				continue
 			}
+			if d.runElsewhere(id) {
+				delete(healthy, id) // handed over, or standing by: no error
+				continue
+			}
 			now, _ := h.Health()
 			was, seen := healthy[id]
 			switch {

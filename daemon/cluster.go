@@ -142,6 +142,19 @@ func (d *Daemon) claimChannels() (held, own []string) {
 	return held, own
 }
 
+// runElsewhere reports whether a channel is elected and run by another
+// replica, not this one (false without replicas).
+func (d *Daemon) runElsewhere(id adapters.ID) bool {
+	r := d.replicas
+	if r == nil || !d.elected(id) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[id] == nil
+}
+
+// replicaStats is what this replica's heartbeat reports.
 func (d *Daemon) replicaStats() cluster.Stats {
 	var st cluster.Stats
 	for _, a := range d.cfg().Adapters {

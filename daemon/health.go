@@ -34,12 +34,15 @@ type readyOptions struct {
 	// MCPDown names the MCP servers that were started and are down: the
 	// daemon is degraded, not unready (their tools answer errors).
 	MCPDown func() []string
+	// Elsewhere, among replicas, says a channel is run by another replica
+	// (this one stands by): it is shown so, and degrades nothing.
+	Elsewhere func(id adapters.ID) bool
 }
 
 // readyOptions are the daemon's: its log, its API tokens, and its SQLite
 // directory with database.sqlite.min_free_mb.
 func (d *Daemon) readyOptions() readyOptions {
-	o := readyOptions{Log: d.log, DiskFree: diskFree, MCPDown: d.mcp.Down}
+	o := readyOptions{Log: d.log, DiskFree: diskFree, MCPDown: d.mcp.Down, Elsewhere: d.runElsewhere}
 	for _, t := range d.cfg().HTTP.Tokens {
 		o.Tokens = append(o.Tokens, t.Reveal())
 	}
@@ -131,6 +134,10 @@ func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]ad
 		// restarting it would not bring the channel back.
 		states := map[string]string{}
 		for id, a := range channels {
+			if o.Elsewhere != nil && o.Elsewhere(id) {
+				states[string(id)] = "standby: another replica runs it"
+				continue
+			}
 			if h, ok := a.(interface{ Health() (bool, string) }); ok {
 				healthy, detail := h.Health()
 				states[string(id)] = detail

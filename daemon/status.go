@@ -61,13 +61,16 @@ type CronStatus struct {
 
 // Snapshot is the daemon's live state now.
 func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
-	st := Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.cfg().Gateway.ReplicaID,
+	st := Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.replicaID(d.cfg()),
 		Engine: string(d.db.Dialect), Lanes: d.gw.ActiveLanes(), Queued: d.gw.QueueDepth(),
 		Channels: []ChannelStatus{}, Runs: []RunStatus{}, CronJobs: []CronStatus{}}
 	for id, a := range d.adapters {
 		c := ChannelStatus{ID: string(id), Healthy: true}
 		if h, ok := a.(interface{ Health() (bool, string) }); ok {
 			c.Healthy, c.Detail = h.Health()
+		}
+		if d.runElsewhere(id) {
+			c.Healthy, c.Detail = true, "standby: another replica runs it"
 		}
 		st.Channels = append(st.Channels, c)
 	}

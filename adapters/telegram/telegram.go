@@ -159,6 +159,9 @@ func (a *Adapter) Start(ctx context.Context, sink adapters.Sink) error {
 	}); err != nil {
 		return ignoreCanceled(err)
 	}
+	// The token works and nothing else takes the updates: polling, until
+	// a getUpdates says otherwise (a long poll may wait a while first).
+	a.setHealth(true, "polling as @"+a.identity().username)
 	return ignoreCanceled(a.poll(ctx, sink))
 }
 

@@ -733,6 +733,30 @@ func TestReplicasSpreadChannels(t *testing.T) {
 		m := runs(a)
 		return len(m[a.url]) == 1 && len(m[b.url]) == 1
 	})
+	// Each replica is ready, not degraded, by the bot it stands by for.
+	for _, r := range []*replicaProc{a, b} {
+		var ready struct {
+			Status   string            `json:"status"`
+			Channels map[string]string `json:"channels"`
+		}
+		waitFor("each replica ready, standing by for the other's bot", 10*time.Second, func() bool {
+			resp, err := http.Get(r.url + "/readyz")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			if json.NewDecoder(resp.Body).Decode(&ready) != nil {
+				return false
+			}
+			standby := 0
+			for _, st := range ready.Channels {
+				if strings.HasPrefix(st, "standby") {
+					standby++
+				}
+			}
+			return ready.Status == "ready" && standby == 1
+		})
+	}
 	// Each bot answers through whichever replica runs it.
 	for i, bot := range bots {
 		bot.InjectText(int64(100+i), int64(100+i), fmt.Sprintf("to bot %d", i))
