@@ -221,10 +221,15 @@ func (d *Daemon) writeRunFile() {
 	d.runFile = path
 }
 
-// removeRunFile removes the run file this daemon wrote.
+// removeRunFile removes the run file this daemon wrote, unless another
+// daemon (a replica on the same host) has written it since.
 func (d *Daemon) removeRunFile() {
-	if d.runFile != "" {
-		_ = os.Remove(d.runFile)
-		d.runFile = ""
+	if d.runFile == "" {
+		return
 	}
+	var r Running
+	if b, err := os.ReadFile(d.runFile); err == nil && json.Unmarshal(b, &r) == nil && r.PID == os.Getpid() && r.Listen == d.listen {
+		_ = os.Remove(d.runFile)
+	}
+	d.runFile = ""
 }
