@@ -50,10 +50,7 @@ const EnvHost = "PARLEY_REPLICA_HOST"
 
 // ErrFenced means this replica's lease lapsed and a survivor took its work
 // over: it must stop, and start again as a new replica.
-var ErrFenced = errors.New("this replica's lease lapsed and another replica took its work over (was the process paused, or the database out of reach, for longer than cluster.lease?); it stops now and writes nothing more; start it again")
-
-// errLeaseLapsed is the local fence: too long without a heartbeat.
-var errLeaseLapsed = dbutil.ErrLeaseLapsed
+var ErrFenced = errors.New("this replica's lease lapsed and another replica took its work over (was the process paused, or the database out of reach, for longer than gateway.replica_lease?); it stops now and writes nothing more; start it again (a supervisor such as systemd's Restart=on-failure does)")
 
 // dbNow is the database's clock in milliseconds: every replica's liveness
 // is judged on one clock.
@@ -190,9 +187,6 @@ func (m *Member) SetVersion(v string) { m.opts.Version = v }
 
 // ID is this process's unique replica id.
 func (m *Member) ID() string { return m.id }
-
-// Lease is how long a replica stays live without a heartbeat.
-func (m *Member) Lease() time.Duration { return m.opts.Lease }
 
 // Fenced is closed once this replica has been fenced.
 func (m *Member) Fenced() <-chan struct{} { return m.dead }
@@ -519,7 +513,7 @@ func (m *Member) Alive() error {
 		return ErrFenced
 	}
 	if b := m.beat.Load(); b != nil && time.Since(*b) > m.opts.Lease {
-		return errLeaseLapsed
+		return dbutil.ErrLeaseLapsed
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func TestPausedReplicaIsFencedAndWritesNothing(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// a resumes: the local check refuses before any round trip.
-	if err := write(ctx, dbA); !errors.Is(err, errLeaseLapsed) && !errors.Is(err, ErrFenced) {
+	if err := write(ctx, dbA); !errors.Is(err, dbutil.ErrLeaseLapsed) && !errors.Is(err, ErrFenced) {
 		t.Fatalf("a paused replica's write after its lease: %v; want refused", err)
 	}
 	if err := a.Heartbeat(ctx); !errors.Is(err, ErrFenced) {

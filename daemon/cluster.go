@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -39,7 +38,6 @@ type replicas struct {
 	// id (a session's key never changes); emptied when full.
 	laneMu sync.Mutex
 	laneOf map[sessions.ID]string
-	fatal  chan error // ErrFenced, once
 	// transport passes API requests to other replicas: one that stops
 	// answering mid-request (frozen) fails the request after two minutes
 	// (the longest a compaction may take to answer); new requests wait
@@ -56,7 +54,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 	g := cfg.Gateway
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 2 * time.Minute // a compaction answers when it is done
-	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, fatal: make(chan error, 1), transport: tr,
+	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
 }
@@ -221,7 +219,9 @@ func (d *Daemon) runReplicas(ctx context.Context) {
 			d.log.Warn("listen for messages handed to this replica; it looks every heartbeat instead", "error", err)
 		}
 	}()
-	err := r.m.Run(ctx, func(ctx context.Context, takeOver bool) {
+	// Run ends with ErrFenced, which closes the member's Fenced: Run
+	// (the daemon's) watches that.
+	_ = r.m.Run(ctx, func(ctx context.Context, takeOver bool) {
 		d.electChannels(ctx)
 		if !takeOver {
 			return
@@ -242,9 +242,6 @@ func (d *Daemon) runReplicas(ctx context.Context) {
 		}
 		d.pickup(ctx)
 	})
-	if errors.Is(err, cluster.ErrFenced) {
-		r.fatal <- err
-	}
 }
 
 func (d *Daemon) pickup(ctx context.Context) {
@@ -338,13 +335,14 @@ func (d *Daemon) electChannels(ctx context.Context) {
 	}
 }
 
-// Fatal is closed with the reason once this replica must stop at once:
-// fenced by the others (its work is theirs now).
-func (d *Daemon) fatal() <-chan error {
+// fenced is closed once this replica must stop at once: fenced by the
+// others (its work is theirs now), as its heartbeat or a refused write
+// found. Nil (never) without replicas.
+func (d *Daemon) fenced() <-chan struct{} {
 	if d.replicas == nil {
 		return nil
 	}
-	return d.replicas.fatal
+	return d.replicas.m.Fenced()
 }
 
 // leaveReplicas frees this replica's sessions and channels at a clean

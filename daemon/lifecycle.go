@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/webhooks"
@@ -400,10 +401,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case err := <-d.ServeErr():
 		serveErr = fmt.Errorf("http server: %w", err)
 		d.serveErr <- err // Stop reads the server's end too
-	case err := <-d.fatal():
+	case <-d.fenced():
 		// Fenced: the other replicas have this one's work, so it stops
 		// at once, writing nothing (draining would answer twice).
-		return err
+		return cluster.ErrFenced
 	}
 	if d.serve {
 		d.log.Info("parley stopping")

@@ -355,13 +355,14 @@ func (g *Gateway) placeHere(ctx context.Context, j job) bool {
 		}
 		if err != nil {
 			g.opts.Log.WarnContext(ctx, "place a message's session among the replicas; it runs once the database answers", "inbound_id", j.inboundID, "error", err)
-			j.refused = nil
-			g.startSettle(j, true)
-			return false
+			break
 		}
 		// The holder died meanwhile: claim again.
 	}
-	g.opts.Log.WarnContext(ctx, "a message's session kept changing replicas; it is taken over with the next", "inbound_id", j.inboundID)
+	// Placed nowhere yet: settle places it again a moment later (it stays
+	// accepted, and this replica's, meanwhile).
+	j.refused = nil
+	g.startSettle(j, true)
 	return false
 }
 

@@ -162,6 +162,9 @@ const (
 	AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = outbox.claim_owner AND r.fenced_at IS NULL)`
 )
 
+// unfinishedClusterQuery is unfinishedInboundQuery among replicas.
+var unfinishedClusterQuery = strings.Replace(unfinishedInboundQuery, deadOwnerLease, deadOwnerCluster, 1)
+
 // Store keeps the gateway's durable records: accepted inbound messages and
 // the outbox of replies.
 type Store struct {
@@ -329,7 +332,7 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 		out = out[:0]
 		query := unfinishedInboundQuery
 		if s.cluster {
-			query = strings.Replace(query, deadOwnerLease, deadOwnerCluster, 1)
+			query = unfinishedClusterQuery
 			if _, err := q.ExecContext(ctx, takeOverLockQuery); err != nil {
 				return fmt.Errorf("take over unanswered messages: %w", err)
 			}
