@@ -481,6 +481,11 @@ func processCPU() time.Duration {
 	if err != nil {
 		return 0
 	}
+	return statCPU(b)
+}
+
+// statCPU reads the user and system CPU time from /proc/PID/stat text.
+func statCPU(b []byte) time.Duration {
 	// The fields after the command name, which is in parentheses.
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	if len(f) < 13 {

@@ -30,7 +30,20 @@ type idleResult struct {
 	ReadyMs         []float64 `json:"ready_ms"`
 	IdleRSSMBMedian float64   `json:"idle_rss_mb_median"`
 	IdleRSSMB       []float64 `json:"idle_rss_mb"`
+	// The start-up peak (VmHWM) and the CPU (user and system) the daemon
+	// used from exec until it had idled, medians of the restarts.
+	PeakRSSMBMedian float64   `json:"startup_peak_rss_mb_median"`
+	PeakRSSMB       []float64 `json:"startup_peak_rss_mb"`
+	CPUMsMedian     float64   `json:"cpu_to_idle_ms_median"`
+	CPUMs           []float64 `json:"cpu_to_idle_ms"`
 	Cgo             bool      `json:"cgo"`
+}
+
+// idleRun is one start's figures.
+type idleRun struct {
+	ready     time.Duration
+	rss, peak float64
+	cpu       time.Duration
 }
 
 // idleSettle is how long a started daemon idles before its RSS is read.
@@ -63,25 +76,30 @@ func BenchIdle(ctx context.Context, exe string, runs int, asJSON bool, stdout io
 		return err
 	}
 	r := idleResult{Runs: runs, Cgo: cgo}
-	ready, rss, err := idleOnce(ctx, exe, dir)
+	first, err := idleOnce(ctx, exe, dir)
 	if err != nil {
 		return fmt.Errorf("first start: %w", err)
 	}
-	r.FirstReadyMs, r.FirstRSSMB = float64(ready.Microseconds())/1000, rss
+	r.FirstReadyMs, r.FirstRSSMB = ms(first.ready), first.rss
 	for i := range runs {
-		ready, rss, err := idleOnce(ctx, exe, dir)
+		run, err := idleOnce(ctx, exe, dir)
 		if err != nil {
 			return fmt.Errorf("restart %d: %w", i+1, err)
 		}
-		r.ReadyMs = append(r.ReadyMs, float64(ready.Microseconds())/1000)
-		r.IdleRSSMB = append(r.IdleRSSMB, rss)
+		r.ReadyMs = append(r.ReadyMs, ms(run.ready))
+		r.IdleRSSMB = append(r.IdleRSSMB, run.rss)
+		r.PeakRSSMB = append(r.PeakRSSMB, run.peak)
+		r.CPUMs = append(r.CPUMs, ms(run.cpu))
 	}
 	r.ReadyMsMedian, r.IdleRSSMBMedian = median(r.ReadyMs), median(r.IdleRSSMB)
+	r.PeakRSSMBMedian, r.CPUMsMedian = median(r.PeakRSSMB), median(r.CPUMs)
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(r)
 	}
 	fmt.Fprintf(stdout, "ready (exec to /readyz 200)  median %.1f ms over %d restarts %v\n", r.ReadyMsMedian, r.Runs, r.ReadyMs)
 	fmt.Fprintf(stdout, "idle RSS after %s           median %.1f MB %v\n", idleSettle, r.IdleRSSMBMedian, r.IdleRSSMB)
+	fmt.Fprintf(stdout, "start-up peak RSS (VmHWM)    median %.1f MB %v\n", r.PeakRSSMBMedian, r.PeakRSSMB)
+	fmt.Fprintf(stdout, "CPU from exec to idle        median %.1f ms %v\n", r.CPUMsMedian, r.CPUMs)
 	fmt.Fprintf(stdout, "first start (new database)   ready %.1f ms, idle RSS %.1f MB\n", r.FirstReadyMs, r.FirstRSSMB)
 	if r.Cgo {
 		fmt.Fprintln(stdout, "this binary links libc (cgo); CGO_ENABLED=0 go build gives a static one, which holds a little less")
@@ -89,17 +107,19 @@ func BenchIdle(ctx context.Context, exe string, runs int, asJSON bool, stdout io
 	return nil
 }
 
-func idleOnce(ctx context.Context, exe, dir string) (time.Duration, float64, error) {
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func idleOnce(ctx context.Context, exe, dir string) (idleRun, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, 0, err
+		return idleRun{}, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
 	cfg := filepath.Join(dir, "parley.yaml")
 	body := fmt.Sprintf("database:\n  url: %s\nhttp:\n  listen: %s\nlog:\n  level: error\n", filepath.Join(dir, "parley.db"), addr)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		return 0, 0, err
+		return idleRun{}, err
 	}
 	cmd := exec.Command(exe, "run", "--config", cfg)
 	cmd.Env = idleEnv()
@@ -107,7 +127,7 @@ func idleOnce(ctx context.Context, exe, dir string) (time.Duration, float64, err
 	url := "http://" + addr + "/readyz"
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return idleRun{}, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -132,21 +152,65 @@ func idleOnce(ctx context.Context, exe, dir string) (time.Duration, float64, err
 		}
 		select {
 		case err := <-exited:
-			return 0, 0, fmt.Errorf("parley run exited before it was ready: %v", err)
+			return idleRun{}, fmt.Errorf("parley run exited before it was ready: %v", err)
 		case <-ctx.Done():
 			stop()
-			return 0, 0, ctx.Err()
+			return idleRun{}, ctx.Err()
 		case <-time.After(200 * time.Microsecond):
 		}
 		if time.Since(start) > 30*time.Second {
 			stop()
-			return 0, 0, errors.New("parley run was not ready within 30s")
+			return idleRun{}, errors.New("parley run was not ready within 30s")
 		}
 	}
 	time.Sleep(idleSettle)
-	rss, err := rssMB(cmd.Process.Pid)
+	run, err := readIdle(cmd.Process.Pid)
 	stop()
-	return ready, rss, err
+	run.ready = ready
+	return run, err
+}
+
+// readIdle reads a daemon's resident set, its peak and the CPU it has used
+// (Linux: /proc/PID/status and /proc/PID/stat).
+func readIdle(pid int) (idleRun, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return idleRun{}, fmt.Errorf("read the daemon's memory: %w (the idle figures need Linux's /proc)", err)
+	}
+	run := idleRun{rss: statusMB(string(b), "VmRSS:"), peak: statusMB(string(b), "VmHWM:")}
+	if b, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err != nil {
+		return idleRun{}, fmt.Errorf("read the daemon's CPU time: %w", err)
+	}
+	run.cpu = statCPU(b)
+	if cpu := threadsCPU(pid); cpu > 0 {
+		run.cpu = cpu
+	}
+	return run, nil
+}
+
+// threadsCPU sums the time each of a process's threads has run, from
+// /proc/PID/task/*/schedstat, in nanoseconds (the stat file counts in
+// ticks of 10 ms, too coarse for a start-up). A Go process keeps its
+// threads, so none of the start's time is missed; 0 when unreadable.
+func threadsCPU(pid int) time.Duration {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		sum += time.Duration(ns)
+	}
+	return sum
 }
 
 func copyBinary(from, to string) (string, error) {
@@ -176,15 +240,6 @@ func idleEnv() []string {
 		}
 	}
 	return env
-}
-
-// rssMB reads a process's current resident set (VmRSS), in MB.
-func rssMB(pid int) (float64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, fmt.Errorf("read the daemon's memory: %w (the idle figures need Linux's /proc)", err)
-	}
-	return statusMB(string(b), "VmRSS:"), nil
 }
 
 // statusMB reads a kB figure from /proc/*/status text, in MB.
