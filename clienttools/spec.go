@@ -14,10 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -28,7 +28,7 @@ const (
 	MaxSchemaBytes      = 32 << 10
 )
 
-var nameRule = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var nameRule = lazyregexp.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Spec is one tool a client declared: what the model is told of it.
 type Spec struct {

@@ -3,10 +3,11 @@ package config
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // Adapter is one configured channel instance, e.g. a Telegram bot. The keys
@@ -104,7 +105,7 @@ func (a Adapter) Decode(v any) error {
 // Path is where the entry is in the file, e.g. "adapters[0]", for messages.
 func (a Adapter) Path() string { return a.path }
 
-var adapterID = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+var adapterID = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 const adapterIDRule = `use 1-64 characters from a-z, 0-9, "_", "-" and ".", starting with a letter or digit, such as "tg-main"`
 

@@ -8,11 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // EnvConfigPath names the environment variable that points at the config
@@ -103,7 +104,7 @@ func LoadOrDefaultFor(flagPath string, keys ...string) (*Config, string, error) 
 	return c, path, nil
 }
 
-var listIndex = regexp.MustCompile(`\[\d+\]`)
+var listIndex = lazyregexp.New(`\[\d+\]`)
 
 // concerns reports whether the problem matters to a command using keys.
 func (p Problem) concerns(keys []string) bool {
@@ -234,7 +235,7 @@ func (c *checker) parseYAML(data []byte) (*yaml.Node, bool) {
 	return &doc, true
 }
 
-var yamlLinePrefix = regexp.MustCompile(`^line (\d+): `)
+var yamlLinePrefix = lazyregexp.New(`^line (\d+): `)
 
 // addYAMLError turns a yaml error ("yaml: line 3: ..." or a TypeError with
 // one "line N: ..." per problem) into problems. yaml.v3 takes some syntax
@@ -353,7 +354,7 @@ func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 	return b.String(), nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // DisplayPath is a config path as messages show it: the path, or "(built-in
 // defaults)" when no file was read.

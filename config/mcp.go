@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/secret"
 )
 
@@ -102,7 +102,7 @@ func (p Pairs) Format(f fmt.State, verb rune) {
 // DefaultMCPTimeout bounds an MCP tool call when the server sets none.
 const DefaultMCPTimeout = Duration(60 * time.Second)
 
-var mcpID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var mcpID = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // checkMCP reports the servers' problems and fills in defaults.
 func (c *Config) checkMCP(ck *checker) {
@@ -149,7 +149,7 @@ func (c *Config) checkMCP(ck *checker) {
 	}
 }
 
-var headerName = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)
+var headerName = lazyregexp.New(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)
 
 // checkUserToken reports the problems of a server's user_token.
 func (s *MCPServer) checkUserToken(ck *checker, p string) {

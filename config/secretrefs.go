@@ -3,10 +3,11 @@ package config
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // Secrets says where the secrets store's key comes from when
@@ -22,10 +23,10 @@ const secretRefPrefix = "${secret:"
 
 // secretRefName is what a secret may be called (vault.CheckName says the
 // same).
-var secretRefName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var secretRefName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // secretRef matches one reference.
-var secretRef = regexp.MustCompile(`\$\{secret:([^}]*)\}`)
+var secretRef = lazyregexp.New(`\$\{secret:([^}]*)\}`)
 
 // SecretRef is a ${secret:NAME} in a config value.
 type SecretRef struct {

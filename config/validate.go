@@ -6,16 +6,16 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
-var agentID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var agentID = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 const modelRule = `use "echo" (offline), "openai/<model>" such as "openai/gpt-4o-mini", or "anthropic/<model>" such as "anthropic/claude-sonnet-4-5"`
 
@@ -385,7 +385,7 @@ func (m Memory) validate(ck *checker) {
 
 // hostName is a DNS host name: dot-separated labels of letters, digits and
 // inner hyphens.
-var hostName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+var hostName = lazyregexp.New(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
 
 // callbackAllowEntry reports whether e is an IP address, a CIDR network or
 // a host name (what api.ParseCallbackAllow takes).

@@ -2,13 +2,13 @@ package cron
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/commands"
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -88,7 +88,7 @@ func (j Job) EffectiveTimeout() time.Duration {
 	return j.Timeout
 }
 
-var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var jobIDPattern = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ValidateID says what is wrong with a job id.
 func ValidateID(id string) error {

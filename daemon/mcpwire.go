@@ -35,14 +35,18 @@ func (d *Daemon) MCPServer() *mcp.Server {
 // with an admin token, while http.mcp is on (read at each request, so a
 // reload turns it on or off).
 func (d *Daemon) mcpRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
-	srv := d.MCPServer()
+	// Built on the first request: the tools' schemas come from reflection.
+	//
 	// Stateless: each request stands alone, so any replica can answer it
 	// and a restart loses no client's session. The tools never ask the
 	// client anything. The localhost check guards servers without auth
 	// against DNS rebinding; a page rebound to this host has no token,
 	// and a reverse proxy on this host sends its own Host.
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
+	h := lazyHandler(func() http.Handler {
+		srv := d.MCPServer()
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
+	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if !d.cfg().HTTP.MCP {
 			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]string{"code": "not_found",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -107,7 +108,8 @@ func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
 func (d *Daemon) withStatus(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	d.statusRoute(mux)
-	dash := d.adminHandler()
+	// The dashboard's pages are parsed on its first request, not at start.
+	dash := lazyHandler(d.adminHandler)
 	mux.Handle("/admin", dash)
 	mux.Handle("/admin/", dash)
 	mux.Handle("/", h)
@@ -232,4 +234,11 @@ func (d *Daemon) removeRunFile() {
 		_ = os.Remove(d.runFile)
 	}
 	d.runFile = ""
+}
+
+// lazyHandler is the handler build returns, built on the first request:
+// a route most daemons never serve costs nothing at start.
+func lazyHandler(build func() http.Handler) http.Handler {
+	h := sync.OnceValue(build)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) })
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -142,7 +142,7 @@ type SendOutput struct {
 }
 
 // sessionName is the readable rule for a session name.
-var sessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var sessionName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // checkText refuses what no engine stores the same: text that is not
 // UTF-8, or that holds a NUL byte (PostgreSQL rejects both, SQLite keeps

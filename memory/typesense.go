@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/typesense/typesense-go/v3/typesense/api"
 	"github.com/typesense/typesense-go/v3/typesense/api/pointer"
 
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/textcut"
 )
 
@@ -63,7 +63,7 @@ func redactedURL(s string) string {
 	return "(unparsable url)"
 }
 
-var collectionName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var collectionName = lazyregexp.New(`^[A-Za-z0-9_-]{1,128}$`)
 
 // Typesense is an Index in a Typesense collection. Documents carry their
 // scope (agent, user, workspace, as facets) and its scope_key, and every

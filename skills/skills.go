@@ -15,12 +15,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // FileName is the file that makes a folder a skill.
@@ -38,7 +39,7 @@ const (
 	MaxFiles = 200
 )
 
-var nameRule = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var nameRule = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Skill is one skill found in a folder.
 type Skill struct {

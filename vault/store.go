@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 const (
@@ -71,7 +71,7 @@ type Entry struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-var secretName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var secretName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // CheckName says whether name can name a secret: 1 to 64 letters, digits,
 // '_', '.' or '-', starting with a letter or digit.
@@ -196,7 +196,7 @@ func (u User) check() error {
 	return nil
 }
 
-var providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var providerName = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // CheckProvider says whether name can name a provider of user tokens:
 // up to 32 lower-case letters, digits, '-' or '_'.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/secret"
 )
 
@@ -53,7 +53,7 @@ type settings struct {
 // maxShards is a sanity bound; Discord's largest bots run a few thousand.
 const maxShards = 1 << 16
 
-var apiVersionPath = regexp.MustCompile(`/api(/v[0-9]+)?/?$`)
+var apiVersionPath = lazyregexp.New(`/api(/v[0-9]+)?/?$`)
 
 // parseConfig decodes and validates one adapter's section.
 func parseConfig(decode adapters.Decoder) (settings, error) {

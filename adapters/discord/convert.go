@@ -1,13 +1,13 @@
 package discord
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // Surface is the Inbound surface of every Discord message; session keys
@@ -111,7 +111,7 @@ func fileRefs(atts []*discordgo.MessageAttachment) []adapters.FileRef {
 }
 
 // userMention matches a user mention token, <@id> or the older <@!id>.
-var userMention = regexp.MustCompile(`<@!?([0-9]+)>`)
+var userMention = lazyregexp.New(`<@!?([0-9]+)>`)
 
 // cleanText removes the mentions of the bot (the way it is addressed, not
 // part of what is said; a leading "<@bot>, " goes with its comma), and

@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/secret"
 )
 
@@ -75,9 +75,9 @@ const (
 )
 
 var (
-	tokenPattern  = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
-	secretPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-	namePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{2,31}$`)
+	tokenPattern  = lazyregexp.New(`^[0-9]+:[A-Za-z0-9_-]+$`)
+	secretPattern = lazyregexp.New(`^[A-Za-z0-9_-]{1,256}$`)
+	namePattern   = lazyregexp.New(`^[A-Za-z][A-Za-z0-9_]{2,31}$`)
 )
 
 // settings is a validated Config with its defaults filled in.

@@ -1,12 +1,13 @@
 package telegram
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // format returns text as it is sent under the parse mode, and the Bot
@@ -24,9 +25,9 @@ func format(parseMode, text string) (string, string) {
 }
 
 var (
-	fenceLine   = regexp.MustCompile("^\\s*(```+|~~~+)\\s*([\\w+#.-]*)\\s*$")
-	headingLine = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
-	bulletLine  = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
+	fenceLine   = lazyregexp.New("^\\s*(```+|~~~+)\\s*([\\w+#.-]*)\\s*$")
+	headingLine = lazyregexp.New(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	bulletLine  = lazyregexp.New(`^(\s*)[-*+]\s+(.*)$`)
 )
 
 // markdownToHTML renders the Markdown models usually write as the HTML
