@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-	"debug/buildinfo"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -255,15 +255,32 @@ func statusMB(status, field string) float64 {
 	return 0
 }
 
-// builtWithCgo reports whether the Go binary at path links libc.
+// builtWithCgo reports whether the binary at path links libc, as a Go
+// binary built with cgo does: its ELF program headers ask for an
+// interpreter (PT_INTERP), the dynamic loader. A static binary has none.
+// Reading the header by hand spares the daemon debug/elf and its DWARF and
+// object-format siblings, which only this check used.
 func builtWithCgo(path string) (bool, error) {
-	info, err := buildinfo.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return false, fmt.Errorf("read the build of %s: %w; --binary takes a parley binary", path, err)
+		return false, fmt.Errorf("read %s: %w; --binary takes a parley binary", path, err)
 	}
-	for _, s := range info.Settings {
-		if s.Key == "CGO_ENABLED" {
-			return s.Value == "1", nil
+	defer f.Close()
+	var hdr [64]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[:4]) != "\x7fELF" || hdr[4] != 2 || hdr[5] != 1 {
+		return false, fmt.Errorf("%s is not a 64-bit little-endian ELF binary; --binary takes a parley binary built for Linux", path)
+	}
+	phoff := binary.LittleEndian.Uint64(hdr[0x20:])
+	phentsize := int64(binary.LittleEndian.Uint16(hdr[0x36:]))
+	phnum := int64(binary.LittleEndian.Uint16(hdr[0x38:]))
+	const ptInterp = 3
+	var typ [4]byte
+	for i := range phnum {
+		if _, err := f.ReadAt(typ[:], int64(phoff)+i*phentsize); err != nil {
+			return false, fmt.Errorf("read %s: %w", path, err)
+		}
+		if binary.LittleEndian.Uint32(typ[:]) == ptInterp {
+			return true, nil
 		}
 	}
 	return false, nil

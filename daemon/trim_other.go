@@ -2,6 +2,6 @@
 
 package daemon
 
-// trimResident is Linux-only (madvise MADV_PAGEOUT); elsewhere it does
+// trimResident is Linux-only (madvise MADV_DONTNEED); elsewhere it does
 // nothing.
 func trimResident() {}
