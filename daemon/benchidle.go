@@ -37,6 +37,9 @@ type idleResult struct {
 	CPUMsMedian     float64   `json:"cpu_to_idle_ms_median"`
 	CPUMs           []float64 `json:"cpu_to_idle_ms"`
 	Cgo             bool      `json:"cgo"`
+	// Burst is the resident set around a burst of API messages, with
+	// --burst.
+	Burst *burstResult `json:"burst,omitempty"`
 }
 
 // idleRun is one start's figures.
@@ -53,7 +56,10 @@ const idleSettle = 3 * time.Second
 // then restarts it runs times on that database. Each time it measures the
 // time from exec to the first 200 from /readyz, then the resident set once
 // the daemon has idled.
-func BenchIdle(ctx context.Context, exe string, runs int, asJSON bool, stdout io.Writer) error {
+//
+// With burst > 0 it then starts the daemon with the API on, sends burst
+// messages over it, and reads the resident set for a minute after.
+func BenchIdle(ctx context.Context, exe string, runs, burst int, asJSON bool, stdout io.Writer) error {
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
@@ -93,6 +99,13 @@ func BenchIdle(ctx context.Context, exe string, runs int, asJSON bool, stdout io
 	}
 	r.ReadyMsMedian, r.IdleRSSMBMedian = median(r.ReadyMs), median(r.IdleRSSMB)
 	r.PeakRSSMBMedian, r.CPUMsMedian = median(r.PeakRSSMB), median(r.CPUMs)
+	if burst > 0 {
+		b, err := benchBurst(ctx, exe, dir, burst)
+		if err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+		r.Burst = &b
+	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(r)
 	}
@@ -101,6 +114,14 @@ func BenchIdle(ctx context.Context, exe string, runs int, asJSON bool, stdout io
 	fmt.Fprintf(stdout, "start-up peak RSS (VmHWM)    median %.1f MB %v\n", r.PeakRSSMBMedian, r.PeakRSSMB)
 	fmt.Fprintf(stdout, "CPU from exec to idle        median %.1f ms %v\n", r.CPUMsMedian, r.CPUMs)
 	fmt.Fprintf(stdout, "first start (new database)   ready %.1f ms, idle RSS %.1f MB\n", r.FirstReadyMs, r.FirstRSSMB)
+	if b := r.Burst; b != nil {
+		fmt.Fprintf(stdout, "burst: %d API messages over %d sessions in %.1f s: RSS idle %.1f MB, at the end %.1f MB, peak %.1f MB\n",
+			b.Messages, b.Sessions, b.Seconds, b.IdleRSSMB, b.EndRSSMB, b.PeakRSSMB)
+		for i, s := range b.AfterSec {
+			fmt.Fprintf(stdout, "  %2d s after: %.1f MB\n", s, b.AfterRSSMB[i])
+		}
+		fmt.Fprintf(stdout, "  of which anonymous %.1f MB; Go heap in use %.1f MB, live %.1f MB\n", b.AfterAnonMB, b.AfterHeapUseMB, b.AfterHeapLiveMB)
+	}
 	if r.Cgo {
 		fmt.Fprintln(stdout, "this binary links libc (cgo); CGO_ENABLED=0 go build gives a static one, which holds a little less")
 	}

@@ -17,10 +17,6 @@ import (
 	"github.com/parleyd/parley/webhooks"
 )
 
-// trimAfter is when, after start, the pages only start-up used are handed
-// back (trimResident).
-const trimAfter = 300 * time.Millisecond
-
 // shutdownGrace is how long in-flight HTTP requests get after a signal.
 const shutdownGrace = 10 * time.Second
 
@@ -183,14 +179,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.serve {
 		d.startHTTP(ctx, ln, opsLn)
 	}
-	// Once start-up is over, hand back the pages only it used.
-	d.goLoop(ctx, "trim", func(ctx context.Context) {
-		select {
-		case <-time.After(trimAfter):
-			trimResident()
-		case <-ctx.Done():
-		}
-	})
+	// Once start-up is over, and after each busy spell, hand back what
+	// only it used.
+	d.goLoop(ctx, "settle", d.settle)
 	return nil
 }
 

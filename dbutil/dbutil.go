@@ -75,6 +75,8 @@ type DB struct {
 	transactions atomic.Int64
 	// fence, when set, guards every write of a replica (see SetFence).
 	fence atomic.Pointer[Fence]
+	// readConns is how many SQLite reader connections may stay open.
+	readConns int
 }
 
 // Transactions is how many write transactions (durable appends) this DB
@@ -156,7 +158,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(5 * time.Minute)
-	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}}
+	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}, readConns: n}
 	d.startWriter()
 	d.startReaders(n)
 	return d, nil

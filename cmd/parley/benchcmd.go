@@ -20,6 +20,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idle := fs.Bool("idle", false, "instead, start `parley run` with no channels and measure exec-to-ready time and idle RSS")
 	runs := fs.Int("runs", 5, "with --idle: how many starts (the median is reported)")
 	binary := fs.String("binary", "", "with --idle: the parley binary to start (default: this one)")
+	burst := fs.Int("burst", 0, "with --idle: then send this many API messages and read RSS for a minute after them")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -27,7 +28,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *runs < 1 {
 			return fmt.Errorf("%w: --runs must be at least 1", errUsage)
 		}
-		return daemon.BenchIdle(ctx, *binary, *runs, *asJSON, stdout)
+		if *burst < 0 {
+			return fmt.Errorf("%w: --burst must be 0 or more", errUsage)
+		}
+		return daemon.BenchIdle(ctx, *binary, *runs, *burst, *asJSON, stdout)
 	}
 	if *nSessions < 1 || *nTurns < 1 {
 		return fmt.Errorf("%w: --sessions and --turns must be at least 1", errUsage)

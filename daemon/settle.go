@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+)
+
+const (
+	// trimAfter is when, after start, the pages only start-up used are
+	// handed back.
+	trimAfter = 300 * time.Millisecond
+	// settleEvery is how often the daemon looks whether a busy spell has
+	// ended.
+	settleEvery = 5 * time.Second
+	// busySpell is how many write transactions since the last settling
+	// make a spell worth settling after; a quiet daemon's own upkeep
+	// (cron, retention) writes far fewer.
+	busySpell = 200
+	// quietWrites is at most how many write transactions a settleEvery may
+	// see for the daemon to count as quiet again.
+	quietWrites = 2
+)
+
+// settle hands back memory once start-up is over, and again each time a
+// busy spell ends: a burst fills the Go heap, SQLite's page caches and the
+// binary's mapped pages, and a daemon that then sits idle for hours
+// should not hold them. It returns the freed heap to the system, closes
+// SQLite's idle readers and empties the writer's cache, and unmaps the
+// binary's pages (trimResident).
+func (d *Daemon) settle(ctx context.Context) {
+	select {
+	case <-time.After(trimAfter):
+		trimResident()
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTicker(settleEvery)
+	defer t.Stop()
+	settled := d.db.Transactions()
+	last := settled
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := d.db.Transactions()
+		quiet := now-last <= quietWrites
+		last = now
+		if !quiet || now-settled < busySpell {
+			continue
+		}
+		settled = now
+		debug.FreeOSMemory()
+		if err := d.db.ShrinkMemory(ctx); err != nil && ctx.Err() == nil {
+			d.log.DebugContext(ctx, "shrink the database's memory", "error", err)
+		}
+		trimResident()
+	}
+}

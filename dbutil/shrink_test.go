@@ -1,0 +1,54 @@
+package dbutil
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// Shrinking closes the idle readers and leaves the database working.
+func TestShrinkMemory(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, Options{URL: filepath.Join(t.TempDir(), "shrink.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Tx(ctx, func(q Querier) error {
+		if _, err := q.ExecContext(ctx, "CREATE TABLE t (v TEXT)"); err != nil {
+			return err
+		}
+		for i := range 100 {
+			if _, err := q.ExecContext(ctx, "INSERT INTO t VALUES (?)", fmt.Sprint(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		if err := db.View(ctx, func(q Querier) error {
+			return q.QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if count() != 100 {
+		t.Fatal("before shrinking")
+	}
+	if db.Reader().Stats().Idle == 0 {
+		t.Fatal("no idle reader to close")
+	}
+	if err := db.ShrinkMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if idle := db.Reader().Stats().Idle; idle != 0 {
+		t.Fatalf("%d idle readers left open", idle)
+	}
+	if count() != 100 {
+		t.Fatal("after shrinking")
+	}
+}
