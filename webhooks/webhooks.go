@@ -520,20 +520,16 @@ type Delivery struct {
 
 // Deliveries lists a hook's latest deliveries, newest first.
 func Deliveries(ctx context.Context, db *dbutil.DB, hookID string, limit int) ([]Delivery, error) {
-	var out []Delivery
-	err := db.View(ctx, func(q dbutil.Querier) (err error) {
-		out, err = dbutil.Query(ctx, q, listDeliveriesQuery, func(r dbutil.Scanner) (Delivery, error) {
-			var d Delivery
-			var received, completed, dur int64
-			err := r.Scan(&d.ID, &d.HookID, &d.Key, &d.Status, &d.HTTPStatus, &d.SessionKey, &d.Reply, &d.Err, &received, &completed, &dur)
-			d.ReceivedAt, d.Duration = dbutil.Time(received), time.Duration(dur)*time.Millisecond
-			if completed > 0 {
-				d.CompletedAt = dbutil.Time(completed)
-			}
-			return d, err
-		}, hookID, limit)
-		return err
-	})
+	out, err := dbutil.ViewQuery(ctx, db, listDeliveriesQuery, func(r dbutil.Scanner) (Delivery, error) {
+		var d Delivery
+		var received, completed, dur int64
+		err := r.Scan(&d.ID, &d.HookID, &d.Key, &d.Status, &d.HTTPStatus, &d.SessionKey, &d.Reply, &d.Err, &received, &completed, &dur)
+		d.ReceivedAt, d.Duration = dbutil.Time(received), time.Duration(dur)*time.Millisecond
+		if completed > 0 {
+			d.CompletedAt = dbutil.Time(completed)
+		}
+		return d, err
+	}, hookID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries of hook %s: %w", hookID, err)
 	}
