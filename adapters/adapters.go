@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -173,6 +174,20 @@ type StreamPacer interface {
 // an error wrapping ErrTooLarge, found out before it is all read.
 type Fetcher interface {
 	Fetch(ctx context.Context, f FileRef, maxBytes int64) (data []byte, mediaType string, err error)
+}
+
+// Fetched is what Fetch returns for data it read of the file what names
+// ("telegram file ID"), at most maxBytes+1 bytes when maxBytes is set: an
+// error wrapping ErrTooLarge when it is over, else data and its media
+// type, the one given or else the one data's first bytes show.
+func Fetched(what string, data []byte, mediaType string, maxBytes int64) ([]byte, string, error) {
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, "", fmt.Errorf("%s is over %d bytes: %w", what, maxBytes, ErrTooLarge)
+	}
+	if mediaType == "" {
+		mediaType, _, _ = strings.Cut(http.DetectContentType(data), ";")
+	}
+	return data, mediaType, nil
 }
 
 // Typer is implemented by adapters that can show a typing indicator.

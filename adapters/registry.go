@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parleyd/parley/vault"
 )
@@ -30,6 +31,26 @@ type Deps struct {
 	Vault *vault.Store
 }
 
+// Logger is d.Log, or a logger that drops everything when it is unset.
+func (d Deps) Logger() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+// Backoff is a wait before retry n (from 1) that starts at first and
+// doubles up to max.
+func Backoff(first, max time.Duration) func(n int) time.Duration {
+	return func(n int) time.Duration {
+		d := first
+		for i := 1; i < n && d < max; i++ {
+			d *= 2
+		}
+		return min(d, max)
+	}
+}
+
 // Factory builds one adapter instance from its config section.
 type Factory func(id ID, decode Decoder, deps Deps) (Adapter, error)
 
@@ -51,6 +72,18 @@ func Register(typ string, f Factory) {
 		panic("adapters: Register called twice for " + typ)
 	}
 	registry[typ] = f
+}
+
+// RegisterNew is Register for a constructor that returns its own adapter
+// type: when it fails, the factory returns a nil Adapter, not a typed nil.
+func RegisterNew[A Adapter](typ string, newAdapter func(id ID, decode Decoder, deps Deps) (A, error)) {
+	Register(typ, func(id ID, decode Decoder, deps Deps) (Adapter, error) {
+		a, err := newAdapter(id, decode, deps)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
+	})
 }
 
 // Types lists the registered adapter types, sorted.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyd/parley/dbutil"
 
+	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -66,14 +67,7 @@ func (r *Runner) resume(ctx context.Context, req Request) (res Result, done bool
 func (r *Runner) waitForStore(ctx context.Context, tries int) bool {
 	limit := cmp.Or(r.opts.StoreRetry, 2*time.Second)
 	delay := min(100*time.Millisecond<<min(tries-1, 6), limit)
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return sleep.For(ctx, delay) == nil
 }
 
 // answerTo finds, in a session's live context, the answer of the turn that

@@ -130,24 +130,24 @@ func New(opts Options) http.Handler {
 		{"PATCH /v1/sessions/{id}", s.patchSession},
 		{"DELETE /v1/sessions/{id}", s.deleteSession},
 		{"GET /v1/sessions/{id}/messages", s.listMessages},
-		{"POST /v1/sessions/{id}/messages", s.sendMessage},
-		{"GET /v1/sessions/{id}/status", s.status},
-		{"POST /v1/sessions/{id}/abort", s.abort},
-		{"POST /v1/sessions/{id}/compact", s.compact},
+		{"POST /v1/sessions/{id}/messages", needs(s.runner, s.sendMessage)},
+		{"GET /v1/sessions/{id}/status", needs(s.runner, s.status)},
+		{"POST /v1/sessions/{id}/abort", needs(s.runner, s.abort)},
+		{"POST /v1/sessions/{id}/compact", needs(s.runner, s.compact)},
 		{"POST /v1/sessions/{id}/permissions/{request_id}", s.answerPermission},
 		{"GET /v1/sessions/{id}/events", s.events},
 		{"POST /v1/sessions/{id}/rewind", s.rewind},
 		{"POST /v1/sessions/{id}/unrewind", s.unrewind},
 		{"POST /v1/sessions/{id}/branch", s.branch},
-		{"POST /v1/agent/reset", s.reset},
+		{"POST /v1/agent/reset", needs(s.runner, s.reset)},
 		{"GET /v1/sessions/{id}/callbacks", s.listCallbacks},
-		{"GET /v1/sessions/{id}/tools", s.getClientTools},
-		{"PUT /v1/sessions/{id}/tools", s.putClientTools},
-		{"POST /v1/sessions/{id}/tool_results", s.postToolResults},
-		{"GET /v1/sessions/{id}/kv", s.listKV},
-		{"GET /v1/sessions/{id}/kv/{key...}", s.getKV},
-		{"GET /v1/memory/search", s.searchMemory},
-		{"POST /v1/memory", s.writeMemory},
+		{"GET /v1/sessions/{id}/tools", needs(s.clientTools, s.getClientTools)},
+		{"PUT /v1/sessions/{id}/tools", needs(s.clientTools, s.putClientTools)},
+		{"POST /v1/sessions/{id}/tool_results", needs(s.clientTools, s.postToolResults)},
+		{"GET /v1/sessions/{id}/kv", needs(s.kvStore, s.listKV)},
+		{"GET /v1/sessions/{id}/kv/{key...}", needs(s.kvStore, s.getKV)},
+		{"GET /v1/memory/search", needs(s.memoryStore, s.searchMemory)},
+		{"POST /v1/memory", needs(s.memoryStore, s.writeMemory)},
 	}
 	for _, r := range routes {
 		mux.Handle(r.pattern, s.handle(r.h))
@@ -187,6 +187,18 @@ func (s *server) authorized(header string) bool {
 		match |= subtle.ConstantTimeCompare(sum[:], s.tokens[i][:])
 	}
 	return match == 1
+}
+
+// needs is a route whose handler needs a part the server may lack (the
+// runner, a store): get finds it, or says why the server can't answer.
+func needs[P any](get func() (P, error), h func(P, http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		part, err := get()
+		if err != nil {
+			return err
+		}
+		return h(part, w, r)
+	}
 }
 
 // handle turns a handler's error into the JSON error response.

@@ -121,11 +121,7 @@ func toolsResponse(specs []clienttools.Spec) ClientToolsResponse {
 }
 
 // getClientTools is GET /v1/sessions/{id}/tools.
-func (s *server) getClientTools(w http.ResponseWriter, r *http.Request) error {
-	hub, err := s.clientTools()
-	if err != nil {
-		return err
-	}
+func (s *server) getClientTools(hub *clienttools.Hub, w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.session(r)
 	if err != nil {
 		return err
@@ -140,11 +136,7 @@ func (s *server) getClientTools(w http.ResponseWriter, r *http.Request) error {
 
 // putClientTools is PUT /v1/sessions/{id}/tools: the session's tools from
 // its next turn on (an empty list removes them).
-func (s *server) putClientTools(w http.ResponseWriter, r *http.Request) error {
-	hub, err := s.clientTools()
-	if err != nil {
-		return err
-	}
+func (s *server) putClientTools(hub *clienttools.Hub, w http.ResponseWriter, r *http.Request) error {
 	var req ClientToolsBody
 	if err := s.decode(w, r, &req, false); err != nil {
 		return err
@@ -170,11 +162,7 @@ func (s *server) putClientTools(w http.ResponseWriter, r *http.Request) error {
 // postToolResults is POST /v1/sessions/{id}/tool_results: the client's
 // results for the calls its session's run waits for. All are taken, or
 // none (an unknown call id, a call answered twice).
-func (s *server) postToolResults(w http.ResponseWriter, r *http.Request) error {
-	hub, err := s.clientTools()
-	if err != nil {
-		return err
-	}
+func (s *server) postToolResults(hub *clienttools.Hub, w http.ResponseWriter, r *http.Request) error {
 	var req ToolResultsRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		return err

@@ -25,11 +25,7 @@ func (s *server) kvStore() (*kv.Store, error) {
 
 // listKV is GET /v1/sessions/{id}/kv?prefix=&cursor=&limit=&values=: the
 // session's keys with their sizes (and values with values=true).
-func (s *server) listKV(w http.ResponseWriter, r *http.Request) error {
-	store, err := s.kvStore()
-	if err != nil {
-		return err
-	}
+func (s *server) listKV(store *kv.Store, w http.ResponseWriter, r *http.Request) error {
 	limit, err := queryInt(r, "limit", DefaultPageSize, 1, kv.MaxListLimit)
 	if err != nil {
 		return err
@@ -57,11 +53,7 @@ func (s *server) listKV(w http.ResponseWriter, r *http.Request) error {
 
 // getKV is GET /v1/sessions/{id}/kv/{key}: one value. A key may hold "/"
 // (the rest of the path is the key); escape other reserved characters.
-func (s *server) getKV(w http.ResponseWriter, r *http.Request) error {
-	store, err := s.kvStore()
-	if err != nil {
-		return err
-	}
+func (s *server) getKV(store *kv.Store, w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if err := kv.CheckKey(key); err != nil {
 		return badRequest(err.Error())

@@ -25,11 +25,7 @@ type MemorySearchResponse struct {
 // searchMemory is GET /v1/memory/search?q=&user=&agent=&workspace=&limit=.
 // The scope is explicit: user is the scope's user as memory.ScopeOf forms
 // it ("user:<surface>:<id>" or "group:<surface>:<chat id>").
-func (s *server) searchMemory(w http.ResponseWriter, r *http.Request) error {
-	store, err := s.memoryStore()
-	if err != nil {
-		return err
-	}
+func (s *server) searchMemory(store *memory.Store, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	scope, err := s.memoryScope(q.Get("agent"), q.Get("user"), q.Get("workspace"))
 	if err != nil {
@@ -65,11 +61,7 @@ type WriteMemoryRequest struct {
 
 // writeMemory is POST /v1/memory: it stores one memory in an explicit
 // scope and answers 201 with the item.
-func (s *server) writeMemory(w http.ResponseWriter, r *http.Request) error {
-	store, err := s.memoryStore()
-	if err != nil {
-		return err
-	}
+func (s *server) writeMemory(store *memory.Store, w http.ResponseWriter, r *http.Request) error {
 	var req WriteMemoryRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		return err

@@ -94,11 +94,7 @@ type SendMessageResponse struct {
 	SessionID sessions.ID `json:"session_id"`
 }
 
-func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.runner()
-	if err != nil {
-		return err
-	}
+func (s *server) sendMessage(run Runner, w http.ResponseWriter, r *http.Request) error {
 	var req SendMessageRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		return err
@@ -145,11 +141,7 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *server) status(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.runner()
-	if err != nil {
-		return err
-	}
+func (s *server) status(run Runner, w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.session(r)
 	if err != nil {
 		return err
@@ -167,11 +159,7 @@ type AbortResponse struct {
 	Aborted bool `json:"aborted"`
 }
 
-func (s *server) abort(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.runner()
-	if err != nil {
-		return err
-	}
+func (s *server) abort(run Runner, w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.session(r)
 	if err != nil {
 		return err
@@ -180,11 +168,7 @@ func (s *server) abort(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *server) compact(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.runner()
-	if err != nil {
-		return err
-	}
+func (s *server) compact(run Runner, w http.ResponseWriter, r *http.Request) error {
 	if err := s.decode(w, r, &struct{}{}, true); err != nil {
 		return err
 	}
@@ -218,11 +202,7 @@ type ResetResponse struct {
 	Session sessions.Session `json:"session"`
 }
 
-func (s *server) reset(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.runner()
-	if err != nil {
-		return err
-	}
+func (s *server) reset(run Runner, w http.ResponseWriter, r *http.Request) error {
 	var req ResetRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		return err

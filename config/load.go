@@ -44,15 +44,11 @@ func Find(flagPath string) (path string, explicit bool) {
 // LoadOrDefault loads the file Find picks, or returns Default when there is
 // none. It also returns the path it loaded, "" for the defaults.
 func LoadOrDefault(flagPath string) (*Config, string, error) {
-	path, err := find(flagPath)
+	c, path, err := LoadForCheck(flagPath)
 	if err != nil {
 		return nil, path, err
 	}
-	if path == "" {
-		return Default(), "", nil
-	}
-	c, err := Load(path)
-	return c, path, err
+	return c, path, nil
 }
 
 // LoadForCheck is LoadOrDefault for `parley config check`: the config comes

@@ -187,20 +187,30 @@ func yamlFields(t reflect.Type) ([]string, map[string]reflect.Type) {
 	var names []string
 	fields := map[string]reflect.Type{}
 	for f := range t.Fields() {
-		if !f.IsExported() {
+		name, ok := yamlName(f)
+		if !ok {
 			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
 		}
 		names = append(names, name)
 		fields[name] = f.Type
 	}
 	return names, fields
+}
+
+// yamlName is the YAML key of a struct field, as yaml.v3 names it; false
+// for a field YAML leaves out.
+func yamlName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, true
 }
 
 func joinKey(path, key string) string {

@@ -135,16 +135,9 @@ func walkValue(v reflect.Value, path string, fn func(path, s string) (string, bo
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
+			name, ok := yamlName(t.Field(i))
+			if !ok {
 				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = strings.ToLower(f.Name)
 			}
 			walkValue(v.Field(i), joinKey(path, name), fn)
 		}

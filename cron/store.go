@@ -145,12 +145,7 @@ func (s *Store) Add(ctx context.Context, j Job) (Job, error) {
 
 // Job returns the job with id.
 func (s *Store) Job(ctx context.Context, id string) (Job, error) {
-	var j Job
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		var err error
-		j, err = scanJob(q.QueryRowContext(ctx, jobQuery, id))
-		return err
-	})
+	j, err := dbutil.ViewRow(ctx, s.db, jobQuery, scanJob, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Job{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -182,11 +177,7 @@ func (s *Store) countOwned(ctx context.Context, o Owner) (int, error) {
 }
 
 func (s *Store) listJobs(ctx context.Context, query string, args ...any) ([]Job, error) {
-	var jobs []Job
-	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
-		jobs, err = dbutil.Query(ctx, q, query, func(r dbutil.Scanner) (Job, error) { return scanJob(r) }, args...)
-		return err
-	})
+	jobs, err := dbutil.ViewQuery(ctx, s.db, query, scanJob, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list cron jobs: %w", err)
 	}
@@ -269,12 +260,7 @@ func (s *Store) RunAt(ctx context.Context, jobID string, at time.Time) (Run, err
 }
 
 func (s *Store) oneRun(ctx context.Context, query string, args ...any) (Run, error) {
-	var r Run
-	err := s.db.View(ctx, func(q dbutil.Querier) error {
-		var err error
-		r, err = scanRun(q.QueryRowContext(ctx, query, args...))
-		return err
-	})
+	r, err := dbutil.ViewRow(ctx, s.db, query, scanRun, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("%w: no such run", ErrNotFound)
 	}
@@ -285,11 +271,7 @@ func (s *Store) oneRun(ctx context.Context, query string, args ...any) (Run, err
 }
 
 func (s *Store) listRuns(ctx context.Context, query string, args ...any) ([]Run, error) {
-	var runs []Run
-	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
-		runs, err = dbutil.Query(ctx, q, query, func(r dbutil.Scanner) (Run, error) { return scanRun(r) }, args...)
-		return err
-	})
+	runs, err := dbutil.ViewQuery(ctx, s.db, query, scanRun, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list cron runs: %w", err)
 	}
@@ -472,9 +454,7 @@ func (s *Store) openRuns(ctx context.Context) ([]Run, error) {
 	return s.listRuns(ctx, openRunsQuery)
 }
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanJob(row rowScanner) (Job, error) {
+func scanJob(row dbutil.Scanner) (Job, error) {
 	var (
 		j                Job
 		notify, source   string
@@ -496,7 +476,7 @@ func scanJob(row rowScanner) (Job, error) {
 	return j, nil
 }
 
-func scanRun(row rowScanner) (Run, error) {
+func scanRun(row dbutil.Scanner) (Run, error) {
 	var (
 		r                        Run
 		kind, status, sid        string

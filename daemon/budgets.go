@@ -162,17 +162,17 @@ func (b Budget) line() string {
 func (d *Daemon) budgetRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
 	mux.HandleFunc("GET /v1/sessions/{id}/budget", func(w http.ResponseWriter, r *http.Request) {
 		if !admin(r) {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized", "message": "send one of http.tokens as a bearer token"}})
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send one of http.tokens as a bearer token")
 			return
 		}
 		s, err := d.sessions.Session(r.Context(), sessions.ID(r.PathValue("id")))
 		if err != nil {
-			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]string{"code": "not_found", "message": "no session has that id"}})
+			writeError(w, http.StatusNotFound, "not_found", "no session has that id")
 			return
 		}
 		b, err := d.budget(r.Context(), s.Key, s.ID)
 		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable", "message": "the database didn't answer; try again"}})
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the database didn't answer; try again")
 			return
 		}
 		writeJSON(w, http.StatusOK, b)

@@ -60,23 +60,20 @@ const maxTokenBody = 16 << 10
 // and /disconnect do in a chat. The token is never sent back.
 func (d *Daemon) connectionRoutes(mux *http.ServeMux, admin func(*http.Request) bool) {
 	const pattern = "/v1/users/{surface}/{user}/connections/{provider}"
-	fail := func(w http.ResponseWriter, status int, code, msg string) {
-		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
-	}
 	target := func(w http.ResponseWriter, r *http.Request) (vault.User, string, bool) {
 		if !admin(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
-			fail(w, http.StatusUnauthorized, "unauthorized", "send one of http.tokens as a bearer token")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send one of http.tokens as a bearer token")
 			return vault.User{}, "", false
 		}
 		u := vault.User{Surface: r.PathValue("surface"), ID: r.PathValue("user")}
 		provider := r.PathValue("provider")
 		if _, err := vault.ParseUser(u.String()); err != nil {
-			fail(w, http.StatusBadRequest, "invalid", err.Error())
+			writeError(w, http.StatusBadRequest, "invalid", err.Error())
 			return vault.User{}, "", false
 		}
 		if err := vault.CheckProvider(provider); err != nil {
-			fail(w, http.StatusBadRequest, "invalid", err.Error())
+			writeError(w, http.StatusBadRequest, "invalid", err.Error())
 			return vault.User{}, "", false
 		}
 		return u, provider, true
@@ -93,22 +90,22 @@ func (d *Daemon) connectionRoutes(mux *http.ServeMux, admin func(*http.Request) 
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&body); err != nil {
 			// The decoder's message may quote the body: never echo it.
-			fail(w, http.StatusBadRequest, "invalid", `send {"token": "..."} as JSON`)
+			writeError(w, http.StatusBadRequest, "invalid", `send {"token": "..."} as JSON`)
 			return
 		}
 		body.Token = strings.TrimSpace(body.Token)
 		if body.Token == "" || strings.ContainsAny(body.Token, " \t\r\n") {
-			fail(w, http.StatusBadRequest, "invalid", "token is empty or has spaces")
+			writeError(w, http.StatusBadRequest, "invalid", "token is empty or has spaces")
 			return
 		}
 		err := d.vault.Connect(r.Context(), u, provider, body.Token)
 		switch {
 		case errors.Is(err, vault.ErrNoKey):
-			fail(w, http.StatusServiceUnavailable, "unavailable", "parley has no secrets key: set "+vault.EnvKey+" (or secrets.key_file) and restart it")
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "parley has no secrets key: set "+vault.EnvKey+" (or secrets.key_file) and restart it")
 			return
 		case err != nil:
 			d.log.ErrorContext(r.Context(), "store a user connection", "user", u.String(), "provider", provider, "error", err)
-			fail(w, http.StatusServiceUnavailable, "unavailable", "the connection was not stored; try again")
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the connection was not stored; try again")
 			return
 		}
 		d.log.InfoContext(r.Context(), "user connected a provider", "user", u.String(), "provider", provider, "via", "api")
@@ -122,11 +119,11 @@ func (d *Daemon) connectionRoutes(mux *http.ServeMux, admin func(*http.Request) 
 		found, err := d.vault.Disconnect(r.Context(), u, provider)
 		if err != nil {
 			d.log.ErrorContext(r.Context(), "delete a user connection", "user", u.String(), "provider", provider, "error", err)
-			fail(w, http.StatusServiceUnavailable, "unavailable", "the connection was not deleted; try again")
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the connection was not deleted; try again")
 			return
 		}
 		if !found {
-			fail(w, http.StatusNotFound, "not_found", u.String()+" has no "+provider+" connection")
+			writeError(w, http.StatusNotFound, "not_found", u.String()+" has no "+provider+" connection")
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"user": u, "provider": provider, "connected": false})

@@ -49,14 +49,12 @@ func (d *Daemon) mcpRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
 	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if !d.cfg().HTTP.MCP {
-			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]string{"code": "not_found",
-				"message": "the MCP server is off here (http.mcp: false in the config)"}})
+			writeError(w, http.StatusNotFound, "not_found", "the MCP server is off here (http.mcp: false in the config)")
 			return
 		}
 		if !admin(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized",
-				"message": "/mcp needs one of http.tokens as a bearer token"}})
+			writeError(w, http.StatusUnauthorized, "unauthorized", "/mcp needs one of http.tokens as a bearer token")
 			return
 		}
 		h.ServeHTTP(w, r)

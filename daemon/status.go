@@ -126,40 +126,32 @@ func (d *Daemon) statusRoute(mux *http.ServeMux) {
 	d.mcpRoute(mux, admin)
 	d.budgetRoute(mux, admin)
 	d.connectionRoutes(mux, admin)
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		if !admin(r) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized",
-				"message": "GET /v1/status needs one of http.tokens as a bearer token"}})
-			return
-		}
-		st, err := d.Snapshot(r.Context())
-		if err != nil {
-			d.log.WarnContext(r.Context(), "status snapshot", "error", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable",
-				"message": "the database didn't answer; see the daemon's log"}})
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("GET /v1/replicas", func(w http.ResponseWriter, r *http.Request) {
-		if !admin(r) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized",
-				"message": "GET /v1/replicas needs one of http.tokens as a bearer token"}})
-			return
-		}
-		list, err := d.Replicas(r.Context())
-		if err != nil {
-			d.log.WarnContext(r.Context(), "list replicas", "error", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable",
-				"message": "the database didn't answer; see the daemon's log"}})
-			return
-		}
+	d.adminGet(mux, admin, "/v1/status", "status snapshot", func(ctx context.Context) (any, error) { return d.Snapshot(ctx) })
+	d.adminGet(mux, admin, "/v1/replicas", "list replicas", func(ctx context.Context) (any, error) {
+		list, err := d.Replicas(ctx)
 		if list == nil {
 			list = []cluster.Replica{}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"replicas": list})
+		return map[string]any{"replicas": list}, err
+	})
+}
+
+// adminGet serves GET path to a request with an admin token, with what
+// read returns; a read that fails is logged as what and answered 503.
+func (d *Daemon) adminGet(mux *http.ServeMux, admin func(*http.Request) bool, path, what string, read func(context.Context) (any, error)) {
+	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+		if !admin(r) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "GET "+path+" needs one of http.tokens as a bearer token")
+			return
+		}
+		v, err := read(r.Context())
+		if err != nil {
+			d.log.WarnContext(r.Context(), what, "error", err)
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the database didn't answer; see the daemon's log")
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	})
 }
 

@@ -208,3 +208,24 @@ func Query[T any](ctx context.Context, q Querier, query string, scan func(Scanne
 	}
 	return out, rows.Err()
 }
+
+// ViewQuery is Query in a read-only view of d (see DB.View).
+func ViewQuery[T any](ctx context.Context, d *DB, query string, scan func(Scanner) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := d.View(ctx, func(q Querier) (err error) {
+		out, err = Query(ctx, q, query, scan, args...)
+		return err
+	})
+	return out, err
+}
+
+// ViewRow reads the row query returns with scan, in a read-only view of d
+// (see DB.View); no row is sql.ErrNoRows.
+func ViewRow[T any](ctx context.Context, d *DB, query string, scan func(Scanner) (T, error), args ...any) (T, error) {
+	var v T
+	err := d.View(ctx, func(q Querier) (err error) {
+		v, err = scan(q.QueryRowContext(ctx, query, args...))
+		return err
+	})
+	return v, err
+}

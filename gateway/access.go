@@ -262,18 +262,14 @@ func (s *Store) ApprovePairing(ctx context.Context, code string) (Pairing, error
 
 // Pairings lists the requests waiting for approval.
 func (s *Store) Pairings(ctx context.Context) ([]Pairing, error) {
-	var out []Pairing
-	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
-		out, err = dbutil.Query(ctx, q, listPairingsQuery, func(r dbutil.Scanner) (Pairing, error) {
-			var p Pairing
-			var adapter string
-			var created, expires int64
-			err := r.Scan(&p.Code, &adapter, &p.UserID, &p.ChatID, &p.DisplayName, &created, &expires)
-			p.Adapter, p.CreatedAt, p.ExpiresAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(expires)
-			return p, err
-		}, dbutil.Millis(s.now()))
-		return err
-	})
+	out, err := dbutil.ViewQuery(ctx, s.db, listPairingsQuery, func(r dbutil.Scanner) (Pairing, error) {
+		var p Pairing
+		var adapter string
+		var created, expires int64
+		err := r.Scan(&p.Code, &adapter, &p.UserID, &p.ChatID, &p.DisplayName, &created, &expires)
+		p.Adapter, p.CreatedAt, p.ExpiresAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(expires)
+		return p, err
+	}, dbutil.Millis(s.now()))
 	if err != nil {
 		return nil, fmt.Errorf("list pairing requests: %w", err)
 	}

@@ -60,18 +60,14 @@ const unsentQuery = `SELECT id, adapter, chat_id, text, status, attempts, last_e
 // Unsent lists the newest replies with status (pending or failed), at
 // most limit.
 func (s *Store) Unsent(ctx context.Context, status string, limit int) ([]Unsent, error) {
-	var out []Unsent
-	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
-		out, err = dbutil.Query(ctx, q, unsentQuery, func(r dbutil.Scanner) (Unsent, error) {
-			var u Unsent
-			var adapter string
-			var created, next int64
-			err := r.Scan(&u.ID, &adapter, &u.ChatID, &u.Text, &u.Status, &u.Attempts, &u.LastError, &created, &next)
-			u.Adapter, u.CreatedAt, u.NextAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(next)
-			return u, err
-		}, status, limit)
-		return err
-	})
+	out, err := dbutil.ViewQuery(ctx, s.db, unsentQuery, func(r dbutil.Scanner) (Unsent, error) {
+		var u Unsent
+		var adapter string
+		var created, next int64
+		err := r.Scan(&u.ID, &adapter, &u.ChatID, &u.Text, &u.Status, &u.Attempts, &u.LastError, &created, &next)
+		u.Adapter, u.CreatedAt, u.NextAt = adapters.ID(adapter), dbutil.Time(created), dbutil.Time(next)
+		return u, err
+	}, status, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list %s replies: %w", status, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -660,12 +661,8 @@ func (g *Gateway) untilStored(ctx, wait context.Context, what string, fn func() 
 			level = slog.LevelWarn
 		}
 		g.opts.Log.Log(ctx, level, "the database is unavailable; trying again once it answers", "what", what, "tries", tries, "error", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-wait.Done():
-			t.Stop()
+		if sleep.For(wait, delay) != nil {
 			return err
-		case <-t.C:
 		}
 		delay = min(delay*2, g.opts.StoreRetry)
 	}

@@ -63,18 +63,13 @@ func GetTool(store *Store) tools.Tool {
 		Description: "Read the value kept under a key in this conversation's storage (kv_set writes it, kv_list lists the keys).",
 		Schema:      getSchema,
 		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Key *string `json:"key"`
+			key, err := keyArg(GetToolName, call)
+			if err != nil {
+				return "", err
 			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"key": "..."}`, GetToolName, err)
-			}
-			if args.Key == nil {
-				return "", fmt.Errorf("%s: key is required", GetToolName)
-			}
-			it, err := store.Get(ctx, call.SessionID, *args.Key)
+			it, err := store.Get(ctx, call.SessionID, key)
 			if errors.Is(err, ErrNotFound) {
-				return "", fmt.Errorf("%s: this conversation's storage has no key %q; kv_list shows the keys it has", GetToolName, *args.Key)
+				return "", fmt.Errorf("%s: this conversation's storage has no key %q; kv_list shows the keys it has", GetToolName, key)
 			}
 			if err != nil {
 				return "", toolError(ctx, store, GetToolName, err)
@@ -85,6 +80,20 @@ func GetTool(store *Store) tools.Tool {
 			return *it.Value, nil
 		},
 	}
+}
+
+// keyArg reads the one argument of kv_get and kv_delete, the key.
+func keyArg(tool string, call tools.Call) (string, error) {
+	var args struct {
+		Key *string `json:"key"`
+	}
+	if err := tools.Decode(call.Arguments, &args); err != nil {
+		return "", fmt.Errorf(`%s: %w; pass {"key": "..."}`, tool, err)
+	}
+	if args.Key == nil {
+		return "", fmt.Errorf("%s: key is required", tool)
+	}
+	return *args.Key, nil
 }
 
 // SetTool is kv_set: keep a value under a key in the session's storage.
@@ -153,23 +162,18 @@ func DeleteTool(store *Store) tools.Tool {
 		Description: "Delete a key, and its value, from this conversation's storage.",
 		Schema:      getSchema,
 		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Key *string `json:"key"`
+			key, err := keyArg(DeleteToolName, call)
+			if err != nil {
+				return "", err
 			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"key": "..."}`, DeleteToolName, err)
-			}
-			if args.Key == nil {
-				return "", fmt.Errorf("%s: key is required", DeleteToolName)
-			}
-			found, err := store.Delete(ctx, call.SessionID, *args.Key)
+			found, err := store.Delete(ctx, call.SessionID, key)
 			if err != nil {
 				return "", toolError(ctx, store, DeleteToolName, err)
 			}
 			if !found {
-				return fmt.Sprintf("There was no key %q; nothing was deleted.", *args.Key), nil
+				return fmt.Sprintf("There was no key %q; nothing was deleted.", key), nil
 			}
-			return fmt.Sprintf("Deleted %q.", *args.Key), nil
+			return fmt.Sprintf("Deleted %q.", key), nil
 		},
 	}
 }

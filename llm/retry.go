@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/parleyd/parley/internal/sleep"
 )
 
 // RetryPolicy says how [WithRetry] retries. The zero value is usable.
@@ -44,20 +46,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxRetryAfter = 2 * time.Minute
 	}
 	if p.Sleep == nil {
-		p.Sleep = sleep
+		p.Sleep = sleep.For
 	}
 	return p
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // WithRetry returns a Model that retries m on [Retryable] errors. An attempt

@@ -327,9 +327,7 @@ func (s *Store) afterWrite() {
 	}
 }
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanItem(r rowScanner, extra ...any) (Item, error) {
+func scanItem(r dbutil.Scanner, extra ...any) (Item, error) {
 	var (
 		it                 Item
 		kind, tags         string

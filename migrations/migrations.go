@@ -63,7 +63,7 @@ func Up(ctx context.Context, db *dbutil.DB, log *slog.Logger) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := refuseNewer(ctx, p, db); err != nil {
+	if _, _, err := refuseNewer(ctx, p, db); err != nil {
 		return 0, err
 	}
 	results, err := p.Up(ctx)
@@ -81,14 +81,7 @@ func Check(ctx context.Context, db *dbutil.DB) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseNewer(ctx, p, db); err != nil {
-		return err
-	}
-	current, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	latest, err := Latest(db.Dialect)
+	current, latest, err := refuseNewer(ctx, p, db)
 	if err != nil {
 		return err
 	}
@@ -98,19 +91,21 @@ func Check(ctx context.Context, db *dbutil.DB) error {
 	return nil
 }
 
-func refuseNewer(ctx context.Context, p *goose.Provider, db *dbutil.DB) error {
-	current, err := p.GetDBVersion(ctx)
+// refuseNewer returns the schema version the database is at and the
+// latest this binary ships, refusing a database ahead of it.
+func refuseNewer(ctx context.Context, p *goose.Provider, db *dbutil.DB) (current, latest int64, err error) {
+	current, err = p.GetDBVersion(ctx)
 	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return 0, 0, fmt.Errorf("read schema version: %w", err)
 	}
-	latest, err := Latest(db.Dialect)
+	latest, err = Latest(db.Dialect)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if current > latest {
-		return fmt.Errorf("%w: the database schema is at version %d, newer than this parley knows (%d); upgrade parley to the version that wrote it", ErrSchemaAhead, current, latest)
+		return 0, 0, fmt.Errorf("%w: the database schema is at version %d, newer than this parley knows (%d); upgrade parley to the version that wrote it", ErrSchemaAhead, current, latest)
 	}
-	return nil
+	return current, latest, nil
 }
 
 // recordedVersion reads the newest applied version from goose's table;

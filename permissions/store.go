@@ -108,18 +108,14 @@ type Grant struct {
 // ProjectGrants lists the stored project rules, of one agent and one user
 // when they are given ("" for all).
 func (s *Store) ProjectGrants(ctx context.Context, agentID, user string) ([]Grant, error) {
-	var out []Grant
-	err := s.db.View(ctx, func(q dbutil.Querier) (err error) {
-		out, err = dbutil.Query(ctx, q, listProjectQuery, func(sc dbutil.Scanner) (Grant, error) {
-			var g Grant
-			var d string
-			var ms int64
-			err := sc.Scan(&g.Agent, &g.User, &g.Tool, &d, &ms)
-			g.Decision, g.Created = Decision(d), dbutil.Time(ms)
-			return g, err
-		}, agentID, user)
-		return err
-	})
+	out, err := dbutil.ViewQuery(ctx, s.db, listProjectQuery, func(sc dbutil.Scanner) (Grant, error) {
+		var g Grant
+		var d string
+		var ms int64
+		err := sc.Scan(&g.Agent, &g.User, &g.Tool, &d, &ms)
+		g.Decision, g.Created = Decision(d), dbutil.Time(ms)
+		return g, err
+	}, agentID, user)
 	if err != nil {
 		return nil, fmt.Errorf("list stored permissions: %w", err)
 	}

@@ -184,7 +184,7 @@ func activeAt(ctx context.Context, q dbutil.Querier, key Key) (Session, int64, e
 
 // withExtra scans a row's last columns into extra, after scanSession's.
 type withExtra struct {
-	r     rowScanner
+	r     dbutil.Scanner
 	extra []any
 }
 

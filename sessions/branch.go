@@ -44,10 +44,7 @@ func (s *SQLStore) Branch(ctx context.Context, id ID, from MessageID, opts Branc
 	now := s.now()
 	var created Session
 	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
-		parent, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
-		}
+		parent, err := sessionByID(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -69,21 +66,7 @@ func (s *SQLStore) Branch(ctx context.Context, id ID, from MessageID, opts Branc
 			return err
 		}
 
-		meta := map[string]json.RawMessage{}
-		if len(parent.Metadata) > 0 {
-			_ = json.Unmarshal(parent.Metadata, &meta)
-			if meta == nil {
-				meta = map[string]json.RawMessage{}
-			}
-		}
-		for k, v := range patch {
-			if string(v) == "null" {
-				delete(meta, k)
-			} else {
-				meta[k] = v
-			}
-		}
-		metaJSON, err := json.Marshal(meta)
+		metaJSON, err := json.Marshal(patchMetadata(parent.Metadata, patch))
 		if err != nil {
 			return err
 		}

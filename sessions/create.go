@@ -118,6 +118,26 @@ type Update struct {
 	Metadata json.RawMessage
 }
 
+// patchMetadata is stored metadata with patch merged in, key by key; a
+// key set to null is removed. Metadata that is not an object counts as
+// empty.
+func patchMetadata(stored json.RawMessage, patch map[string]json.RawMessage) map[string]json.RawMessage {
+	meta := map[string]json.RawMessage{}
+	if len(stored) > 0 {
+		if err := json.Unmarshal(stored, &meta); err != nil || meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+	}
+	for k, v := range patch {
+		if string(v) == "null" {
+			delete(meta, k)
+		} else {
+			meta[k] = v
+		}
+	}
+	return meta
+}
+
 // Update applies u to session id and returns the result. Moving an active
 // session to an agent whose key already has an active session fails with
 // ErrConflict.
@@ -133,26 +153,14 @@ func (s *SQLStore) Update(ctx context.Context, id ID, u Update) (Session, error)
 	}
 	var out Session
 	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
-		cur, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		cur, err := sessionByID(ctx, tx, id)
+		if errors.Is(err, ErrNotFound) {
+			return err
 		}
 		if err != nil {
 			return fmt.Errorf("read session %s: %w", id, err)
 		}
-		meta := map[string]json.RawMessage{}
-		if len(cur.Metadata) > 0 {
-			if err := json.Unmarshal(cur.Metadata, &meta); err != nil || meta == nil {
-				meta = map[string]json.RawMessage{}
-			}
-		}
-		for k, v := range patch {
-			if string(v) == "null" {
-				delete(meta, k)
-			} else {
-				meta[k] = v
-			}
-		}
+		meta := patchMetadata(cur.Metadata, patch)
 		if u.Model != nil {
 			if m := strings.TrimSpace(*u.Model); m == "" {
 				delete(meta, "model")

@@ -29,7 +29,7 @@ type stamp struct {
 	revision, lastSeq, count, tokens, updated int64
 }
 
-func scanStamp(r rowScanner) (stamp, error) {
+func scanStamp(r dbutil.Scanner) (stamp, error) {
 	var st stamp
 	err := r.Scan(&st.revision, &st.lastSeq, &st.count, &st.tokens, &st.updated)
 	return st, err

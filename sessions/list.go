@@ -107,10 +107,7 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 	args = append(args, opts.Limit+1)
 	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
 	var page Page
-	err = s.db.View(ctx, func(r dbutil.Querier) (err error) {
-		page.Sessions, err = dbutil.Query(ctx, r, q, func(row dbutil.Scanner) (Session, error) { return scanSession(row) }, args...)
-		return err
-	})
+	page.Sessions, err = dbutil.ViewQuery(ctx, s.db, q, scanSession, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -121,14 +118,18 @@ func (s *SQLStore) List(ctx context.Context, opts ListOptions) (Page, error) {
 	return page, nil
 }
 
+// sessionByID reads session id; a missing one is ErrNotFound.
+func sessionByID(ctx context.Context, q dbutil.Querier, id ID) (Session, error) {
+	sess, err := scanSession(q.QueryRowContext(ctx, sessionByIDQuery, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return sess, err
+}
+
 // Session implements Store.
 func (s *SQLStore) Session(ctx context.Context, id ID) (Session, error) {
-	var sess Session
-	err := s.db.View(ctx, func(r dbutil.Querier) error {
-		var err error
-		sess, err = scanSession(r.QueryRowContext(ctx, sessionByIDQuery, id))
-		return err
-	})
+	sess, err := dbutil.ViewRow(ctx, s.db, sessionByIDQuery, scanSession, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
@@ -175,11 +176,7 @@ const activeInChatQuery = `SELECT ` + sessionColumns + ` FROM sessions
 // has one per agent; a direct chat one per user and agent): where a note
 // for the chat, such as a cron report, joins the conversation.
 func (s *SQLStore) ActiveInChat(ctx context.Context, surface, chatID string) ([]Session, error) {
-	var out []Session
-	err := s.db.View(ctx, func(r dbutil.Querier) (err error) {
-		out, err = dbutil.Query(ctx, r, activeInChatQuery, func(row dbutil.Scanner) (Session, error) { return scanSession(row) }, surface, chatID)
-		return err
-	})
+	out, err := dbutil.ViewQuery(ctx, s.db, activeInChatQuery, scanSession, surface, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("sessions of chat %s:%s: %w", surface, chatID, err)
 	}

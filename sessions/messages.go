@@ -233,13 +233,7 @@ var errAppended = errors.New("message id already appended")
 
 // messageByID reads a live message by id.
 func (s *SQLStore) messageByID(ctx context.Context, mid MessageID) (Message, error) {
-	var m Message
-	err := s.db.View(ctx, func(r dbutil.Querier) error {
-		var err error
-		m, err = scanMessage(r.QueryRowContext(ctx, messageByIDQuery, mid))
-		return err
-	})
-	return m, err
+	return dbutil.ViewRow(ctx, s.db, messageByIDQuery, func(r dbutil.Scanner) (Message, error) { return scanMessage(r) }, mid)
 }
 
 // cleanText makes s storable on both engines: PostgreSQL refuses NUL bytes
@@ -400,7 +394,7 @@ func readRecent(ctx context.Context, r dbutil.Querier, id ID, turns int) ([]Mess
 	return out, nil
 }
 
-func scanMessage(r rowScanner, extra ...any) (Message, error) {
+func scanMessage(r dbutil.Scanner, extra ...any) (Message, error) {
 	var (
 		m                       Message
 		parts, calls, usageJSON sql.NullString

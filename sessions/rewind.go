@@ -94,18 +94,10 @@ type RewindResult struct {
 // back into the live context and their summaries are hidden in the archive.
 // Unrewind undoes the latest rewind.
 func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResult, error) {
-	var res RewindResult
-	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
-		sess, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
+	return s.changeLive(ctx, "rewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
 		var last int64
 		if err := tx.QueryRowContext(ctx, lastRewindStampQuery, id).Scan(&last); err != nil {
-			return err
+			return 0, 0, err
 		}
 		// Each rewind's stamp is unique in its session, so unrewind finds
 		// exactly the messages it hid.
@@ -113,55 +105,76 @@ func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResul
 
 		target, chain, err := locate(ctx, tx, id, to)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if target.Role != RoleUser {
-			return fmt.Errorf("%w: rewind to message %s: it is a %s message; rewind to a user message", ErrInvalidMessage, to, target.Role)
+			return 0, 0, fmt.Errorf("%w: rewind to message %s: it is a %s message; rewind to a user message", ErrInvalidMessage, to, target.Role)
 		}
 		if !target.HiddenAt.IsZero() {
-			return fmt.Errorf("%w: message %s is hidden by an earlier rewind; unrewind first", ErrInvalidMessage, to)
+			return 0, 0, fmt.Errorf("%w: message %s is hidden by an earlier rewind; unrewind first", ErrInvalidMessage, to)
 		}
 		var restored []restoredCompaction
 		for _, cid := range chain {
 			rc, err := undoCompaction(ctx, tx, id, cid, stamp)
 			if err != nil {
-				return err
+				return 0, 0, err
 			}
 			restored = append(restored, rc)
 		}
-		r, err := tx.ExecContext(ctx, hideAfterQuery, id, target.Seq, stamp)
+		n, err := execCount(ctx, tx, hideAfterQuery, id, target.Seq, stamp)
 		if err != nil {
-			return err
-		}
-		n, err := r.RowsAffected()
-		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if n == 0 && len(restored) == 0 {
-			return fmt.Errorf("%w: nothing follows message %s", ErrInvalidMessage, to)
+			return 0, 0, fmt.Errorf("%w: nothing follows message %s", ErrInvalidMessage, to)
 		}
 		rid, err := newID()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		restoredJSON, err := json.Marshal(restored)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if _, err := tx.ExecContext(ctx, insertRewindQuery, rid, id, to, stamp, sess.LastSeq, string(restoredJSON),
 			dbutil.Millis(s.now())); err != nil {
+			return 0, 0, err
+		}
+		return int(n), len(restored), nil
+	})
+}
+
+// changeLive runs change, a rewind or unrewind of session id that says how
+// many messages and compactions it changed, in one transaction with the
+// session's live totals recomputed after it. what names it in errors.
+func (s *SQLStore) changeLive(ctx context.Context, what string, id ID, change func(tx dbutil.Querier, sess Session) (hidden, restored int, err error)) (RewindResult, error) {
+	var res RewindResult
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
+		sess, err := sessionByID(ctx, tx, id)
+		if err != nil {
 			return err
 		}
-		res.Hidden, res.Restored = int(n), len(restored)
+		if res.Hidden, res.Restored, err = change(tx, sess); err != nil {
+			return err
+		}
 		res.Session, err = recomputeLive(ctx, tx, id, s.now())
 		return err
 	})
 	s.history.drop(id)
 	s.actives.forget(id) // its token count changed
 	if err != nil {
-		return RewindResult{}, fmt.Errorf("rewind session %s: %w", id, err)
+		return RewindResult{}, fmt.Errorf("%s session %s: %w", what, id, err)
 	}
 	return res, nil
+}
+
+// execCount runs query and returns how many rows it changed.
+func execCount(ctx context.Context, tx dbutil.Querier, query string, args ...any) (int64, error) {
+	r, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return r.RowsAffected()
 }
 
 // locate finds message to in session id: live, or archived, with the
@@ -252,72 +265,60 @@ func undoCompaction(ctx context.Context, tx dbutil.Querier, id ID, cid MessageID
 // once the conversation went on after the rewind, and with
 // ErrNothingToUnrewind when no rewind is left.
 func (s *SQLStore) Unrewind(ctx context.Context, id ID) (RewindResult, error) {
-	var res RewindResult
-	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
-		sess, err := scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
+	return s.changeLive(ctx, "unrewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
 		var (
 			rid           string
 			stamp, last   int64
 			restoredJSON  string
 			restoredComps []restoredCompaction
 		)
-		err = tx.QueryRowContext(ctx, latestRewindQuery, id).Scan(&rid, &stamp, &last, &restoredJSON)
+		err := tx.QueryRowContext(ctx, latestRewindQuery, id).Scan(&rid, &stamp, &last, &restoredJSON)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNothingToUnrewind
+			return 0, 0, ErrNothingToUnrewind
 		}
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if sess.LastSeq != last {
-			return fmt.Errorf("%w: the conversation went on after the rewind, so it can't be undone", ErrConflict)
+			return 0, 0, fmt.Errorf("%w: the conversation went on after the rewind, so it can't be undone", ErrConflict)
 		}
 		if err := json.Unmarshal([]byte(restoredJSON), &restoredComps); err != nil {
-			return fmt.Errorf("rewind %s: %w", rid, err)
+			return 0, 0, fmt.Errorf("rewind %s: %w", rid, err)
 		}
-		r, err := tx.ExecContext(ctx, unhideQuery, id, stamp)
+		n, err := execCount(ctx, tx, unhideQuery, id, stamp)
 		if err != nil {
-			return err
-		}
-		n, err := r.RowsAffected()
-		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		for i := len(restoredComps) - 1; i >= 0; i-- {
-			rc := restoredComps[i]
-			for _, mid := range rc.IDs {
-				if _, err := tx.ExecContext(ctx, rearchiveQuery, id, mid, rc.ArchivedAt, rc.CompactionID); err != nil {
-					return fmt.Errorf("archive message %s again: %w", mid, err)
-				}
-				if _, err := tx.ExecContext(ctx, deleteLiveQuery, id, mid); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.ExecContext(ctx, unhideSummaryQuery, id, rc.CompactionID); err != nil {
-				return fmt.Errorf("restore summary %s: %w", rc.CompactionID, err)
-			}
-			if _, err := tx.ExecContext(ctx, deleteArchivedQuery, id, rc.CompactionID); err != nil {
-				return err
+			if err := redoCompaction(ctx, tx, id, restoredComps[i]); err != nil {
+				return 0, 0, err
 			}
 		}
 		if _, err := tx.ExecContext(ctx, undoRewindQuery, rid, dbutil.Millis(s.now())); err != nil {
+			return 0, 0, err
+		}
+		return int(n), len(restoredComps), nil
+	})
+}
+
+// redoCompaction archives again the messages of a compaction a rewind
+// undid, and brings its summary back into the live log.
+func redoCompaction(ctx context.Context, tx dbutil.Querier, id ID, rc restoredCompaction) error {
+	for _, mid := range rc.IDs {
+		if _, err := tx.ExecContext(ctx, rearchiveQuery, id, mid, rc.ArchivedAt, rc.CompactionID); err != nil {
+			return fmt.Errorf("archive message %s again: %w", mid, err)
+		}
+		if _, err := tx.ExecContext(ctx, deleteLiveQuery, id, mid); err != nil {
 			return err
 		}
-		res.Hidden, res.Restored = int(n), len(restoredComps)
-		res.Session, err = recomputeLive(ctx, tx, id, s.now())
-		return err
-	})
-	s.history.drop(id)
-	s.actives.forget(id) // its token count changed
-	if err != nil {
-		return RewindResult{}, fmt.Errorf("unrewind session %s: %w", id, err)
 	}
-	return res, nil
+	if _, err := tx.ExecContext(ctx, unhideSummaryQuery, id, rc.CompactionID); err != nil {
+		return fmt.Errorf("restore summary %s: %w", rc.CompactionID, err)
+	}
+	if _, err := tx.ExecContext(ctx, deleteArchivedQuery, id, rc.CompactionID); err != nil {
+		return err
+	}
+	return nil
 }
 
 // recomputeLive sets the token count and compaction summary from what is

@@ -114,9 +114,7 @@ const (
 	RETURNING ` + sessionColumns
 )
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanSession(r rowScanner) (Session, error) {
+func scanSession(r dbutil.Scanner) (Session, error) {
 	var (
 		s                   Session
 		parentID, parentMsg sql.NullString

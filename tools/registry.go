@@ -34,6 +34,12 @@ func NewRegistry() *Registry {
 // Register adds t. A duplicate name, a missing Run or a schema that does not
 // compile is an error.
 func (r *Registry) Register(t Tool) error {
+	return r.add(t, false)
+}
+
+// add compiles t and adds it, replacing a tool of the same name only if
+// replace is set.
+func (r *Registry) add(t Tool, replace bool) error {
 	reg, err := compile(t)
 	if err != nil {
 		return err
@@ -43,7 +49,7 @@ func (r *Registry) Register(t Tool) error {
 	if r.tools == nil {
 		r.tools = map[string]registered{}
 	}
-	if _, ok := r.tools[t.Name]; ok {
+	if _, ok := r.tools[t.Name]; ok && !replace {
 		return fmt.Errorf("%w: %s", ErrDuplicateTool, t.Name)
 	}
 	r.tools[t.Name] = reg
@@ -219,17 +225,7 @@ func (reg registered) validate(args json.RawMessage) string {
 // go while parley runs (an MCP server's) are put and removed. A schema that
 // doesn't compile is an error, and the old tool stays.
 func (r *Registry) Put(t Tool) error {
-	reg, err := compile(t)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.tools == nil {
-		r.tools = map[string]registered{}
-	}
-	r.tools[t.Name] = reg
-	return nil
+	return r.add(t, true)
 }
 
 // Remove unregisters the named tool, if there is one.

@@ -41,31 +41,47 @@ func notFound() *apiError {
 func (s *Server) checkHeaders(h config.Hook, hdr http.Header) *apiError {
 	switch h.Auth {
 	case "token":
-		got, ok := strings.CutPrefix(hdr.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.Secret.Reveal())) != 1 {
-			return fail(http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer with the hook's secret")
-		}
+		return checkToken(hdr, []byte(h.Secret.Reveal()))
 	case "github":
 		if _, ok := decodeSignature(hdr.Get("X-Hub-Signature-256")); !ok {
 			return fail(http.StatusUnauthorized, "unauthorized", "X-Hub-Signature-256 is missing or doesn't match the body; check the hook's secret")
 		}
 	default: // hmac
-		ts, sig := hdr.Get("X-Parley-Timestamp"), hdr.Get("X-Parley-Signature")
-		if ts == "" || sig == "" {
-			return fail(http.StatusUnauthorized, "unauthorized", "send X-Parley-Timestamp (Unix seconds) and X-Parley-Signature: sha256=hex(HMAC-SHA256(secret, timestamp + \".\" + body))")
-		}
-		secs, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil {
-			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Timestamp must be Unix seconds")
-		}
-		if d := s.opts.Now().Sub(time.Unix(secs, 0)); d > ReplayWindow || d < -ReplayWindow {
-			return fail(http.StatusUnauthorized, "stale", "X-Parley-Timestamp is more than 5 minutes from now; sign each request when you send it")
+		_, sig, e := s.hmacHeaders(hdr)
+		if e != nil {
+			return e
 		}
 		if _, ok := decodeSignature(sig); !ok {
 			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Signature doesn't match; sign timestamp + \".\" + body with the hook's secret")
 		}
 	}
 	return nil
+}
+
+// checkToken refuses a token hook's request without the hook's secret.
+func checkToken(hdr http.Header, secret []byte) *apiError {
+	got, ok := strings.CutPrefix(hdr.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), secret) != 1 {
+		return fail(http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer with the hook's secret")
+	}
+	return nil
+}
+
+// hmacHeaders are an hmac hook's request's timestamp and signature, both
+// present, the timestamp within ReplayWindow of now.
+func (s *Server) hmacHeaders(hdr http.Header) (ts, sig string, _ *apiError) {
+	ts, sig = hdr.Get("X-Parley-Timestamp"), hdr.Get("X-Parley-Signature")
+	if ts == "" || sig == "" {
+		return "", "", fail(http.StatusUnauthorized, "unauthorized", "send X-Parley-Timestamp (Unix seconds) and X-Parley-Signature: sha256=hex(HMAC-SHA256(secret, timestamp + \".\" + body))")
+	}
+	secs, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", "", fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Timestamp must be Unix seconds")
+	}
+	if d := s.opts.Now().Sub(time.Unix(secs, 0)); d > ReplayWindow || d < -ReplayWindow {
+		return "", "", fail(http.StatusUnauthorized, "stale", "X-Parley-Timestamp is more than 5 minutes from now; sign each request when you send it")
+	}
+	return ts, sig, nil
 }
 
 // readBody reads a request's body, at most MaxBody bytes. A body whose

@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -20,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,26 +271,15 @@ func (s *Server) authenticate(h config.Hook, hdr http.Header, body []byte) *apiE
 	secret := []byte(h.Secret.Reveal())
 	switch h.Auth {
 	case "token":
-		got, ok := strings.CutPrefix(hdr.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), secret) != 1 {
-			return fail(http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer with the hook's secret")
-		}
+		return checkToken(hdr, secret)
 	case "github":
 		if !signing.Valid(hdr.Get("X-Hub-Signature-256"), secret, body) {
 			return fail(http.StatusUnauthorized, "unauthorized", "X-Hub-Signature-256 is missing or doesn't match the body; check the hook's secret")
 		}
 	default: // hmac
-		ts := hdr.Get("X-Parley-Timestamp")
-		sig := hdr.Get("X-Parley-Signature")
-		if ts == "" || sig == "" {
-			return fail(http.StatusUnauthorized, "unauthorized", "send X-Parley-Timestamp (Unix seconds) and X-Parley-Signature: sha256=hex(HMAC-SHA256(secret, timestamp + \".\" + body))")
-		}
-		secs, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil {
-			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Timestamp must be Unix seconds")
-		}
-		if d := s.opts.Now().Sub(time.Unix(secs, 0)); d > ReplayWindow || d < -ReplayWindow {
-			return fail(http.StatusUnauthorized, "stale", "X-Parley-Timestamp is more than 5 minutes from now; sign each request when you send it")
+		ts, sig, e := s.hmacHeaders(hdr)
+		if e != nil {
+			return e
 		}
 		if !signing.Valid(sig, secret, append([]byte(ts+"."), body...)) {
 			return fail(http.StatusUnauthorized, "unauthorized", "X-Parley-Signature doesn't match; sign timestamp + \".\" + body with the hook's secret")
@@ -520,20 +507,16 @@ type Delivery struct {
 
 // Deliveries lists a hook's latest deliveries, newest first.
 func Deliveries(ctx context.Context, db *dbutil.DB, hookID string, limit int) ([]Delivery, error) {
-	var out []Delivery
-	err := db.View(ctx, func(q dbutil.Querier) (err error) {
-		out, err = dbutil.Query(ctx, q, listDeliveriesQuery, func(r dbutil.Scanner) (Delivery, error) {
-			var d Delivery
-			var received, completed, dur int64
-			err := r.Scan(&d.ID, &d.HookID, &d.Key, &d.Status, &d.HTTPStatus, &d.SessionKey, &d.Reply, &d.Err, &received, &completed, &dur)
-			d.ReceivedAt, d.Duration = dbutil.Time(received), time.Duration(dur)*time.Millisecond
-			if completed > 0 {
-				d.CompletedAt = dbutil.Time(completed)
-			}
-			return d, err
-		}, hookID, limit)
-		return err
-	})
+	out, err := dbutil.ViewQuery(ctx, db, listDeliveriesQuery, func(r dbutil.Scanner) (Delivery, error) {
+		var d Delivery
+		var received, completed, dur int64
+		err := r.Scan(&d.ID, &d.HookID, &d.Key, &d.Status, &d.HTTPStatus, &d.SessionKey, &d.Reply, &d.Err, &received, &completed, &dur)
+		d.ReceivedAt, d.Duration = dbutil.Time(received), time.Duration(dur)*time.Millisecond
+		if completed > 0 {
+			d.CompletedAt = dbutil.Time(completed)
+		}
+		return d, err
+	}, hookID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries of hook %s: %w", hookID, err)
 	}

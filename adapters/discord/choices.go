@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/bwmarrin/discordgo"
@@ -77,25 +76,13 @@ func (a *Adapter) SendChoices(ctx context.Context, out adapters.Outbound, choice
 		no := false
 		body.MessageReference = &discordgo.MessageReference{MessageID: out.ReplyTo, ChannelID: out.ChatID, FailIfNotExists: &no}
 	}
-	endpoint := discordgo.EndpointChannelMessages(out.ChatID)
-	resp, err := a.s.RequestWithBucketID("POST", endpoint, body, endpoint, discordgo.WithContext(ctx))
-	if err != nil {
-		return adapters.Sent{}, a.apiError("send message", err)
-	}
-	var m discordgo.Message
-	if err := json.Unmarshal(resp, &m); err != nil || m.ID == "" {
-		return adapters.Sent{}, fmt.Errorf("discord send message: the reply has no message id")
-	}
-	return adapters.Sent{MessageID: m.ID}, nil
+	return a.postMessage(ctx, out.ChatID, body)
 }
 
 // CloseChoices implements adapters.Chooser: it edits the message's text
 // and takes its buttons away.
 func (a *Adapter) CloseChoices(ctx context.Context, chatID, messageID, text string) error {
-	if err := checkID("chat id", chatID); err != nil {
-		return err
-	}
-	if err := checkID("message id", messageID); err != nil {
+	if err := checkMessageIDs(chatID, messageID); err != nil {
 		return err
 	}
 	e := discordgo.NewMessageEdit(chatID, messageID).SetContent(textcut.Runes(text, MaxMessageLength, "…"))

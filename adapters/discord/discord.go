@@ -23,6 +23,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/secret"
 )
 
@@ -85,10 +86,7 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (adapters.
 	if err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := deps.Logger()
 	a := &Adapter{
 		id:             id,
 		log:            log.With("adapter", string(id)),
@@ -143,12 +141,9 @@ func (a *Adapter) newSession() (*discordgo.Session, error) {
 
 // backoff doubles from first up to max, with up to 20% jitter.
 func backoff(first, max time.Duration) func(n int) time.Duration {
+	wait := adapters.Backoff(first, max)
 	return func(n int) time.Duration {
-		d := first
-		for i := 1; i < n && d < max; i++ {
-			d *= 2
-		}
-		d = min(d, max)
+		d := wait(n)
 		return d + time.Duration(rand.Int64N(int64(d)/5+1))
 	}
 }
@@ -305,12 +300,8 @@ func (a *Adapter) run(ctx context.Context, sink adapters.Sink, d *dialer) error 
 		failures++
 		wait := a.connectBackoff(failures)
 		a.log.WarnContext(ctx, "discord gateway connect failed; will retry", "attempt", failures, "retry_in", wait, "error", redact(err, a.token))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if sleep.For(ctx, wait) != nil {
 			return nil
-		case <-t.C:
 		}
 	}
 }
@@ -481,12 +472,8 @@ func (a *Adapter) deliver(ctx context.Context, sink adapters.Sink, in adapters.I
 		wait := a.deliverBackoff(attempt)
 		a.log.WarnContext(ctx, "discord message delivery failed; will retry", "chat_id", in.ChatID,
 			"message_id", in.MessageID, "attempt", attempt, "retry_in", wait, "error", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if sleep.For(ctx, wait) != nil {
 			return false
-		case <-t.C:
 		}
 	}
 }

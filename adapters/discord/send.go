@@ -70,7 +70,13 @@ func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sen
 		no := false // a reply to a deleted message is still sent, as a plain message
 		body.MessageReference = &discordgo.MessageReference{MessageID: out.ReplyTo, ChannelID: out.ChatID, FailIfNotExists: &no}
 	}
-	endpoint := discordgo.EndpointChannelMessages(out.ChatID)
+	return a.postMessage(ctx, out.ChatID, body)
+}
+
+// postMessage creates the message body (a createMessage, with or without
+// buttons) in the chat.
+func (a *Adapter) postMessage(ctx context.Context, chatID string, body any) (adapters.Sent, error) {
+	endpoint := discordgo.EndpointChannelMessages(chatID)
 	resp, err := a.s.RequestWithBucketID("POST", endpoint, body, endpoint, discordgo.WithContext(ctx))
 	if err != nil {
 		return adapters.Sent{}, a.apiError("send message", err)
@@ -82,12 +88,17 @@ func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sen
 	return adapters.Sent{MessageID: m.ID}, nil
 }
 
-// Edit implements adapters.Editor: it replaces a sent message's text.
-func (a *Adapter) Edit(ctx context.Context, chatID, messageID, text string) error {
+// checkMessageIDs checks the ids of a message to change.
+func checkMessageIDs(chatID, messageID string) error {
 	if err := checkID("chat id", chatID); err != nil {
 		return err
 	}
-	if err := checkID("message id", messageID); err != nil {
+	return checkID("message id", messageID)
+}
+
+// Edit implements adapters.Editor: it replaces a sent message's text.
+func (a *Adapter) Edit(ctx context.Context, chatID, messageID, text string) error {
+	if err := checkMessageIDs(chatID, messageID); err != nil {
 		return err
 	}
 	if err := checkText(text); err != nil {

@@ -13,6 +13,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/sleep"
 )
 
 const (
@@ -71,7 +72,7 @@ func (a *Adapter) poll(ctx context.Context, sink adapters.Sink) error {
 			} else {
 				a.log.WarnContext(ctx, "telegram getUpdates failed; retrying", "attempt", fetchFailures, "retry_in", wait, "error", err)
 			}
-			if sleep(ctx, wait) != nil {
+			if sleep.For(ctx, wait) != nil {
 				break
 			}
 			continue
@@ -83,7 +84,7 @@ func (a *Adapter) poll(ctx context.Context, sink adapters.Sink) error {
 			continue
 		}
 		deliverFailures++
-		if sleep(ctx, a.backoff(deliverFailures)) != nil {
+		if sleep.For(ctx, a.backoff(deliverFailures)) != nil {
 			break
 		}
 	}

@@ -175,14 +175,7 @@ func (a *Adapter) Fetch(ctx context.Context, ref adapters.FileRef, maxBytes int6
 	if err != nil {
 		return nil, "", fmt.Errorf("telegram file download: %s", a.api.redact(err.Error()))
 	}
-	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return nil, "", fmt.Errorf("telegram file %s is over %d bytes: %w", ref.ID, maxBytes, adapters.ErrTooLarge)
-	}
-	mediaType := ref.MediaType
-	if mediaType == "" {
-		mediaType, _, _ = strings.Cut(http.DetectContentType(data), ";")
-	}
-	return data, mediaType, nil
+	return adapters.Fetched("telegram file "+ref.ID, data, ref.MediaType, maxBytes)
 }
 
 // openFile asks getFile where the file is and opens the download,

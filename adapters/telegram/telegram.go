@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -34,21 +33,14 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/secret"
 )
 
 // MaxMessageLength is Telegram's limit on one message's text.
 const MaxMessageLength = 4096
 
-func init() {
-	adapters.Register("telegram", func(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (adapters.Adapter, error) {
-		a, err := New(id, decode, deps)
-		if err != nil {
-			return nil, err // not a typed nil in the interface
-		}
-		return a, nil
-	})
-}
+func init() { adapters.RegisterNew("telegram", New) }
 
 // Adapter is one Telegram bot.
 type Adapter struct {
@@ -84,16 +76,13 @@ var (
 // New builds an adapter from its config section. An empty token is
 // adapters.ErrNoCredentials, so the daemon skips the channel.
 func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter, error) {
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	log := deps.Logger()
 	cfg, err := parseConfig(id, decode, log)
 	if err != nil {
 		return nil, err
 	}
 	client := &http.Client{Transport: newTransport()}
-	a := &Adapter{id: id, cfg: cfg, api: newAPI(cfg.token, cfg.endpoint, client), log: log, backoff: defaultBackoff}
+	a := &Adapter{id: id, cfg: cfg, api: newAPI(cfg.token, cfg.endpoint, client), log: log, backoff: adapters.Backoff(500*time.Millisecond, 30*time.Second)}
 	if cfg.botUsername != "" {
 		a.me.Store(&identity{id: botIDFromToken(cfg.token), username: cfg.botUsername})
 	}
@@ -105,15 +94,6 @@ func botIDFromToken(token secret.String) int64 {
 	s, _, _ := strings.Cut(token.Reveal(), ":")
 	id, _ := strconv.ParseInt(s, 10, 64)
 	return id
-}
-
-// defaultBackoff doubles from half a second to half a minute.
-func defaultBackoff(n int) time.Duration {
-	d := 500 * time.Millisecond
-	for i := 1; i < n && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
 }
 
 // MaxMessageLength implements adapters.Limiter.
@@ -211,21 +191,9 @@ func (a *Adapter) retry(ctx context.Context, what string, f func(context.Context
 		}
 		a.log.WarnContext(ctx, "telegram call failed; retrying", "call", what, "attempt", n, "retry_in", wait, "error", err)
 		a.setHealth(false, what+" failing: "+err.Error())
-		if err := sleep(ctx, wait); err != nil {
+		if err := sleep.For(ctx, wait); err != nil {
 			return err
 		}
-	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -3,8 +3,6 @@ package whatsapp
 import "errors"
 
 var (
-	// ErrNotLinked means no WhatsApp device is linked for the adapter yet.
-	ErrNotLinked = errors.New("WhatsApp is not linked")
 	// ErrAlreadyLinked means Link found the adapter's device linked already.
 	ErrAlreadyLinked = errors.New("WhatsApp is already linked")
 	// ErrNotConnected means a send found no live connection to WhatsApp.

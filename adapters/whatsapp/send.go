@@ -127,14 +127,7 @@ func (a *Adapter) Fetch(ctx context.Context, f adapters.FileRef, maxBytes int64)
 	if err != nil {
 		return nil, "", fmt.Errorf("whatsapp file download: %w", err)
 	}
-	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return nil, "", fmt.Errorf("whatsapp file %s is over %d bytes: %w", f.Name, maxBytes, adapters.ErrTooLarge)
-	}
-	mediaType := f.MediaType
-	if mediaType == "" {
-		mediaType, _, _ = strings.Cut(http.DetectContentType(data), ";")
-	}
-	return data, mediaType, nil
+	return adapters.Fetched("whatsapp file "+f.Name, data, f.MediaType, maxBytes)
 }
 
 // quote is what a reply needs to show the message it quotes.

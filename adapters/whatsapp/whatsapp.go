@@ -30,7 +30,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -51,15 +50,7 @@ const MaxMessageLength = 4096
 // devicePoll is how often Start looks for a linked device while none is.
 const devicePoll = 10 * time.Second
 
-func init() {
-	adapters.Register("whatsapp", func(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (adapters.Adapter, error) {
-		a, err := New(id, decode, deps)
-		if err != nil {
-			return nil, err // not a typed nil in the interface
-		}
-		return a, nil
-	})
-}
+func init() { adapters.RegisterNew("whatsapp", New) }
 
 // Adapter is one WhatsApp account, linked as a device.
 type Adapter struct {
@@ -98,10 +89,7 @@ var (
 // database (deps.DB is nil when the config is only being checked); Start
 // opens the device store.
 func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter, error) {
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	log := deps.Logger()
 	cfg, err := parseConfig(decode)
 	if err != nil {
 		return nil, err
@@ -123,13 +111,7 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter,
 }
 
 // defaultDeliverBackoff doubles from a quarter second to half a minute.
-func defaultDeliverBackoff(n int) time.Duration {
-	d := 250 * time.Millisecond
-	for i := 1; i < n && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
-}
+var defaultDeliverBackoff = adapters.Backoff(250*time.Millisecond, 30*time.Second)
 
 // MaxMessageLength implements adapters.Limiter.
 func (a *Adapter) MaxMessageLength() int { return MaxMessageLength }

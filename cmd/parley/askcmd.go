@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/user"
@@ -26,16 +25,14 @@ type askResult struct {
 // cmdAsk answers one question in a fresh session and exits: through a
 // running daemon's API when one runs, else in process.
 func cmdAsk(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("ask")
 	asJSON := fs.Bool("json", false, "print {session, reply, error} as JSON")
 	server := fs.String("server", "", "ask a running parley at this address (default: the one this config's daemon records, if it runs)")
 	token := fs.String("token", "", "an API token of that daemon (default: $PARLEY_API_TOKEN, then the config's first)")
-	rest, err := parseFlags(fs, args, -1)
-	if err != nil {
+	if err := fs.parse(args, -1); err != nil {
 		return err
 	}
-	question := strings.TrimSpace(strings.Join(rest, " "))
+	question := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if question == "" || question == "-" {
 		b, err := io.ReadAll(io.LimitReader(stdin, adapters.MaxTextBytes+1))
 		if err != nil {
@@ -46,7 +43,7 @@ func cmdAsk(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if question == "" {
 		return fmt.Errorf("%w: nothing to ask; give the question as arguments or on standard input", errUsage)
 	}
-	cfg, _, err := loadConfig(*path)
+	cfg, _, err := loadConfig(*fs.config)
 	if err != nil {
 		return err
 	}

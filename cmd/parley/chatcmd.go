@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,11 +22,10 @@ import (
 // or through the server --server names. Ctrl-C stops the reply being
 // written; Ctrl-C with nothing running, /quit or the end of input leave.
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("chat")
 	server := fs.String("server", "", "talk to a running parley at this address (host:port or URL) through its HTTP API")
 	token := fs.String("token", os.Getenv("PARLEY_API_TOKEN"), "an API token of that server (default: $PARLEY_API_TOKEN)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
+	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
 	interrupts := make(chan os.Signal, 1)
@@ -36,7 +34,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *server != "" {
 		return client.ChatWith(ctx, &client.Client{Base: serverURL(*server), Token: *token}, client.ChatOptions{Interrupts: interrupts}, stdin, stdout)
 	}
-	cfg, _, err := loadConfig(*path)
+	cfg, _, err := loadConfig(*fs.config)
 	if err != nil {
 		return err
 	}
@@ -55,12 +53,8 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	term := cli.New("cli", stdin, stdout, name)
 	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(map[adapters.ID]adapters.Adapter{"cli": term}))
 	if errors.Is(err, dbutil.ErrLocked) {
-		// A daemon holds the database: talk to it, at the address its run
-		// file records (or, from an older one, its configured address).
-		c, ok := runningDaemon(cfg, "", *token)
-		if !ok {
-			c, _ = runningDaemon(cfg, cfg.HTTP.Listen, *token)
-		}
+		// A daemon holds the database: talk to it.
+		c := lockingDaemon(cfg, *token)
 		if c.Token == "" {
 			return fmt.Errorf("%w\nto talk to that daemon instead, give it an API token (http.tokens in its config) and run parley chat --token", err)
 		}

@@ -87,19 +87,17 @@ func cmdCompletion(_ context.Context, args []string, stdout io.Writer) error {
 	words := completionWords()
 	switch rest[0] {
 	case "bash":
-		fmt.Fprint(stdout, "# parley completion for bash: source <(parley completion bash)\n_parley() {\n  local cur=${COMP_WORDS[COMP_CWORD]} path=\"\" w\n")
-		fmt.Fprint(stdout, "  for ((i=1; i<COMP_CWORD; i++)); do w=${COMP_WORDS[i]}; [[ $w == -* ]] && continue; path=\"${path:+$path }$w\"; done\n  case \"$path\" in\n")
-		for _, p := range sortedKeys(words) {
-			fmt.Fprintf(stdout, "    %q) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", p, strings.Join(words[p], " "))
-		}
-		fmt.Fprint(stdout, "  esac\n}\ncomplete -o default -F _parley parley\n")
+		writeCaseScript(stdout, words,
+			"# parley completion for bash: source <(parley completion bash)\n_parley() {\n  local cur=${COMP_WORDS[COMP_CWORD]} path=\"\" w\n"+
+				"  for ((i=1; i<COMP_CWORD; i++)); do w=${COMP_WORDS[i]}; [[ $w == -* ]] && continue; path=\"${path:+$path }$w\"; done\n  case \"$path\" in\n",
+			"    %q) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n",
+			"  esac\n}\ncomplete -o default -F _parley parley\n")
 	case "zsh":
-		fmt.Fprint(stdout, "#compdef parley\n# parley completion for zsh: parley completion zsh > \"${fpath[1]}/_parley\"\n_parley() {\n  local p=\"\" w\n")
-		fmt.Fprint(stdout, "  for w in ${words[2,CURRENT-1]}; do [[ $w == -* ]] && continue; p=\"${p:+$p }$w\"; done\n  case \"$p\" in\n")
-		for _, p := range sortedKeys(words) {
-			fmt.Fprintf(stdout, "    %q) compadd -- %s ;;\n", p, strings.Join(words[p], " "))
-		}
-		fmt.Fprint(stdout, "    *) _files ;;\n  esac\n}\ncompdef _parley parley\n")
+		writeCaseScript(stdout, words,
+			"#compdef parley\n# parley completion for zsh: parley completion zsh > \"${fpath[1]}/_parley\"\n_parley() {\n  local p=\"\" w\n"+
+				"  for w in ${words[2,CURRENT-1]}; do [[ $w == -* ]] && continue; p=\"${p:+$p }$w\"; done\n  case \"$p\" in\n",
+			"    %q) compadd -- %s ;;\n",
+			"    *) _files ;;\n  esac\n}\ncompdef _parley parley\n")
 	case "fish":
 		fmt.Fprint(stdout, "# parley completion for fish: parley completion fish > ~/.config/fish/completions/parley.fish\ncomplete -c parley -f\n")
 		for _, c := range commandTable {
@@ -120,6 +118,17 @@ func cmdCompletion(_ context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: no completion for %q; the shells are bash, zsh and fish", errUsage, rest[0])
 	}
 	return nil
+}
+
+// writeCaseScript writes a script that completes with a shell's case over
+// the command path typed so far: head, then one branch per path, written
+// with branch (a format of the path and its words), then foot.
+func writeCaseScript(w io.Writer, words map[string][]string, head, branch, foot string) {
+	fmt.Fprint(w, head)
+	for _, p := range sortedKeys(words) {
+		fmt.Fprintf(w, branch, p, strings.Join(words[p], " "))
+	}
+	fmt.Fprint(w, foot)
 }
 
 func sortedKeys(m map[string][]string) []string {

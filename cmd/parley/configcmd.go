@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -25,12 +24,11 @@ func cmdConfig(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
 		return fmt.Errorf("%w: parley config check|print [--config FILE]", errUsage)
 	}
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	path := configFlag(fs)
-	if _, err := parseFlags(fs, args[1:], 0); err != nil {
+	fs := newFlags("config check")
+	if err := fs.parse(args[1:], 0); err != nil {
 		return err
 	}
-	cfg, used, err := config.LoadForCheck(*path)
+	cfg, used, err := config.LoadForCheck(*fs.config)
 	var problems config.Problems
 	if err != nil && !errors.As(err, &problems) {
 		return err // no file to check
@@ -93,12 +91,8 @@ func unjoin(err error) []error {
 // cmdConfigPrint prints the effective config as YAML: defaults filled in,
 // ${VAR} expanded, and every secret as [redacted].
 func cmdConfigPrint(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("config print", flag.ContinueOnError)
-	path := configFlag(fs)
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, used, err := loadConfig(*path)
+	fs := newFlags("config print")
+	cfg, err := fs.load(args, 0)
 	if err != nil {
 		return err
 	}
@@ -106,6 +100,6 @@ func cmdConfigPrint(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("print the config: %w", err)
 	}
-	fmt.Fprintf(stdout, "# the effective config of %s; secrets are redacted\n%s", config.DisplayPath(used), out)
+	fmt.Fprintf(stdout, "# the effective config of %s; secrets are redacted\n%s", config.DisplayPath(fs.used), out)
 	return nil
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/parleyd/parley/cron"
@@ -22,8 +20,7 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("cron "+sub, flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("cron " + sub)
 	var want int
 	var id, schedule, prompt, agentID, tz, notify *string
 	var timeout, catchUp *time.Duration
@@ -47,20 +44,17 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	rest, err := parseFlags(fs, args[1:], want)
-	if err != nil {
-		return err
-	}
 	var uses []string
 	if sub == "add" {
 		uses = []string{"agents[].id"} // --agent and its default
 	}
-	cfg, db, err := openConfigured(ctx, *path, uses...)
+	cfg, db, err := fs.open(ctx, args[1:], want, uses...)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store := cron.NewStore(db, nil)
+	jobID := fs.Arg(0) // of all but add
 	switch sub {
 	case "add":
 		agent := *agentID
@@ -91,55 +85,48 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if len(jobs) == 0 {
-			fmt.Fprintln(stdout, "no cron jobs; add them under cron.jobs in the config or with parley cron add")
-			return nil
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tSCHEDULE\tAGENT\tENABLED\tSOURCE\tNEXT\tNOTIFY")
-		for _, j := range jobs {
-			next := "-"
-			if s, err := j.ParsedSchedule(); err == nil && j.Enabled() {
-				next = s.Next(time.Now()).Local().Format(time.DateTime)
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%v\n", j.ID, j.Schedule, j.AgentID, j.Enabled(), j.Source, next, j.Notify)
-		}
-		return w.Flush()
+		return printTable(stdout, "no cron jobs; add them under cron.jobs in the config or with parley cron add",
+			"ID\tSCHEDULE\tAGENT\tENABLED\tSOURCE\tNEXT\tNOTIFY", jobs, func(j cron.Job) string {
+				next := "-"
+				if s, err := j.ParsedSchedule(); err == nil && j.Enabled() {
+					next = s.Next(time.Now()).Local().Format(time.DateTime)
+				}
+				return fmt.Sprintf("%s\t%s\t%s\t%v\t%s\t%s\t%v", j.ID, j.Schedule, j.AgentID, j.Enabled(), j.Source, next, j.Notify)
+			})
 	case "rm":
-		if err := store.Remove(ctx, rest[0]); err != nil {
+		if err := store.Remove(ctx, jobID); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "removed job %s\n", rest[0])
+		fmt.Fprintf(stdout, "removed job %s\n", jobID)
 	case "enable", "disable":
-		if err := store.SetEnabled(ctx, rest[0], sub == "enable"); err != nil {
+		if err := store.SetEnabled(ctx, jobID, sub == "enable"); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%sd job %s; a running parley picks it up within 15 s\n", sub, rest[0])
+		fmt.Fprintf(stdout, "%sd job %s; a running parley picks it up within 15 s\n", sub, jobID)
 	case "run":
-		r, err := store.RequestRun(ctx, rest[0])
+		r, err := store.RequestRun(ctx, jobID)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "run %s queued; a running parley starts it within 15 s (see parley cron runs %s)\n", r.ID, rest[0])
+		fmt.Fprintf(stdout, "run %s queued; a running parley starts it within 15 s (see parley cron runs %s)\n", r.ID, jobID)
 	case "runs":
 		if *limit < 1 || *limit > 1000 {
 			return fmt.Errorf("%w: --limit %d is out of range; use 1 to 1000", errUsage, *limit)
 		}
-		runs, err := store.Runs(ctx, rest[0], *limit)
+		runs, err := store.Runs(ctx, jobID, *limit)
 		if err != nil {
 			return err
 		}
 		if len(runs) == 0 {
-			fmt.Fprintf(stdout, "no runs of job %s yet\n", rest[0])
+			fmt.Fprintf(stdout, "no runs of job %s yet\n", jobID)
 			return nil
 		}
 		var targets []cron.Target
-		if j, err := store.Job(ctx, rest[0]); err == nil {
+		if j, err := store.Job(ctx, jobID); err == nil {
 			targets = j.Notify
 		}
 		outbox := gateway.NewStore(db, nil)
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "SCHEDULED\tSTATUS\tTOOK\tSESSION\tNOTIFY\tRESULT")
+		w := newTable(stdout, "SCHEDULED\tSTATUS\tTOOK\tSESSION\tNOTIFY\tRESULT")
 		for _, r := range runs {
 			notify, err := notifyState(ctx, outbox, r, targets)
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -15,13 +14,12 @@ import (
 // cmdDoctor checks what parley needs, says for each what is wrong and what
 // to do, and exits 1 when anything failed.
 func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("doctor")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
-	if _, err := parseFlags(fs, args, 0); err != nil {
+	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
-	cfg, used, err := config.LoadForCheck(*path)
+	cfg, used, err := config.LoadForCheck(*fs.config)
 	var problems config.Problems
 	if err != nil && !errors.As(err, &problems) {
 		return err // no file to check

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,15 +12,14 @@ import (
 // container's HEALTHCHECK, which has no curl. Exit 0 when /readyz answers
 // 200, 1 otherwise.
 func cmdHealthcheck(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("healthcheck")
 	url := fs.String("url", "", "the daemon's address (default: http.ops_listen or http.listen of the config)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
+	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
 	target := *url
 	if target == "" {
-		cfg, _, err := loadConfigFor(*path, "http")
+		cfg, _, err := loadConfigFor(*fs.config, "http")
 		if err != nil {
 			return err
 		}

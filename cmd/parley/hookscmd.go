@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
-	"text/tabwriter"
 	"time"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -18,16 +17,11 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "ls" && args[0] != "deliveries") {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	fs := flag.NewFlagSet("hooks "+args[0], flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("hooks " + args[0])
 	limit := fs.Int("limit", 20, "how many deliveries, newest first (1-1000)")
 	want := 0
 	if args[0] == "deliveries" {
 		want = 1
-	}
-	rest, err := parseFlags(fs, args[1:], want)
-	if err != nil {
-		return err
 	}
 	uses := []string{"database"}
 	if args[0] == "ls" {
@@ -35,21 +29,14 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 		// shell need not have.
 		uses = []string{"http.listen", "agents[].id", "hooks[].id", "hooks[].auth", "hooks[].agent", "hooks[].mode", "hooks[].notify"}
 	}
-	cfg, _, err := loadConfigFor(*path, uses...)
+	cfg, err := fs.load(args[1:], want, uses...)
 	if err != nil {
 		return err
 	}
 	if args[0] == "ls" {
-		if len(cfg.Hooks) == 0 {
-			fmt.Fprintln(stdout, "no hooks configured; add them under hooks in the config")
-			return nil
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tURL\tAUTH\tAGENT\tMODE\tNOTIFY")
-		for _, h := range cfg.Hooks {
-			fmt.Fprintf(w, "%s\t%s/hooks/%s\t%s\t%s\t%s\t%v\n", h.ID, baseURL(cfg.HTTP.Listen), h.ID, h.Auth, h.Agent, h.Mode, h.Notify)
-		}
-		return w.Flush()
+		return printTable(stdout, "no hooks configured; add them under hooks in the config", "ID\tURL\tAUTH\tAGENT\tMODE\tNOTIFY", cfg.Hooks, func(h config.Hook) string {
+			return fmt.Sprintf("%s\t%s/hooks/%s\t%s\t%s\t%s\t%v", h.ID, baseURL(cfg.HTTP.Listen), h.ID, h.Auth, h.Agent, h.Mode, h.Notify)
+		})
 	}
 	if *limit < 1 || *limit > 1000 {
 		return fmt.Errorf("%w: --limit %d is out of range; use 1 to 1000", errUsage, *limit)
@@ -59,25 +46,18 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	ds, err := webhooks.Deliveries(ctx, db, rest[0], *limit)
+	ds, err := webhooks.Deliveries(ctx, db, fs.Arg(0), *limit)
 	if err != nil {
 		return err
 	}
-	if len(ds) == 0 {
-		fmt.Fprintf(stdout, "no deliveries for hook %s\n", rest[0])
-		return nil
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "RECEIVED\tSTATUS\tHTTP\tDURATION\tSESSION\tREPLY")
-	for _, d := range ds {
+	return printTable(stdout, "no deliveries for hook "+fs.Arg(0), "RECEIVED\tSTATUS\tHTTP\tDURATION\tSESSION\tREPLY", ds, func(d webhooks.Delivery) string {
 		reply := d.Reply
 		if d.Err != "" {
 			reply = "error: " + d.Err
 		}
 		reply = textcut.Runes(reply, 60, "…")
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", d.ReceivedAt.Local().Format(time.DateTime), d.Status, d.HTTPStatus, d.Duration, d.SessionKey, reply)
-	}
-	return w.Flush()
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", d.ReceivedAt.Local().Format(time.DateTime), d.Status, d.HTTPStatus, d.Duration, d.SessionKey, reply)
+	})
 }
 
 // baseURL is where this machine reaches a daemon listening on listen: its

@@ -86,45 +86,37 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stdout, "ok", who)
 		return nil
 	}
-	// Telegram.
-	for first := true; ; first = false {
-		if !*yes {
-			s.telegramToken = in.secret("Telegram bot token from @BotFather (Enter to skip)", s.telegramToken, first)
+	// channelToken asks for a channel's token until it checks out or is
+	// skipped, and returns who the channel says the bot is.
+	channelToken := func(channel, name, prompt string, token *string) (string, error) {
+		for first := true; ; first = false {
+			if !*yes {
+				*token = in.secret(prompt, *token, first)
+			}
+			if *token == "" {
+				return "", nil
+			}
+			var who string
+			err := check("the "+name+" token", func() (string, error) {
+				var err error
+				who, err = daemon.CheckChannel(ctx, s.partial(), channel)
+				return who, err
+			})
+			if err == nil {
+				return who, nil
+			}
+			if *yes {
+				return "", fmt.Errorf("%s: %w", channel, err)
+			}
+			fmt.Fprintf(stdout, "  %v\n", err)
+			*token = ""
 		}
-		if s.telegramToken == "" {
-			break
-		}
-		err := check("the Telegram token", func() (string, error) {
-			who, err := daemon.CheckChannel(ctx, s.partial(), "telegram")
-			s.telegramBot = who
-			return who, err
-		})
-		if err == nil {
-			break
-		}
-		if *yes {
-			return fmt.Errorf("telegram: %w", err)
-		}
-		fmt.Fprintf(stdout, "  %v\n", err)
-		s.telegramToken = ""
 	}
-	// Discord.
-	for first := true; ; first = false {
-		if !*yes {
-			s.discordToken = in.secret("Discord bot token (Enter to skip)", s.discordToken, first)
-		}
-		if s.discordToken == "" {
-			break
-		}
-		err := check("the Discord token", func() (string, error) { return daemon.CheckChannel(ctx, s.partial(), "discord") })
-		if err == nil {
-			break
-		}
-		if *yes {
-			return fmt.Errorf("discord: %w", err)
-		}
-		fmt.Fprintf(stdout, "  %v\n", err)
-		s.discordToken = ""
+	if s.telegramBot, err = channelToken("telegram", "Telegram", "Telegram bot token from @BotFather (Enter to skip)", &s.telegramToken); err != nil {
+		return err
+	}
+	if _, err := channelToken("discord", "Discord", "Discord bot token (Enter to skip)", &s.discordToken); err != nil {
+		return err
 	}
 	linkNow := false
 	if !*yes {

@@ -7,9 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"text/tabwriter"
-
-	"flag"
 
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/tools"
@@ -29,13 +26,9 @@ func cmdMCP(ctx context.Context, args []string, s streams) error {
 // cmdMCPList shows the MCP servers of the config: each is started, listed
 // and stopped.
 func cmdMCPList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("mcp ls", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("mcp ls")
 	asJSON := fs.Bool("json", false, "print the servers as JSON")
-	if _, err := parseFlags(fs, args[1:], 0); err != nil {
-		return err
-	}
-	cfg, _, err := loadConfigFor(*path, "mcp")
+	cfg, err := fs.load(args[1:], 0, "mcp")
 	if err != nil {
 		return err
 	}
@@ -53,8 +46,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(st)
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS")
+	w := newTable(stdout, "SERVER\tSTATE\tTOOLS")
 	for _, s := range st {
 		detail := strings.Join(s.Tools, ", ")
 		if s.Error != "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,14 +20,10 @@ import (
 // configured database, or in front of the daemon that runs on this config
 // (its run file says where) or that --server names, through its /mcp.
 func cmdMCPServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mcp serve", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("mcp serve")
 	server := fs.String("server", "", "pass the calls to a running parley at this address (default: the one this config's daemon records, if it runs)")
 	token := fs.String("token", "", "an API token of that daemon (default: $PARLEY_API_TOKEN, then the config's first)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, used, err := loadConfig(*path)
+	cfg, err := fs.load(args, 0)
 	if err != nil {
 		return err
 	}
@@ -44,16 +39,10 @@ func cmdMCPServe(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return forwardMCP(ctx, c, transport, stderr)
 	}
 	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(map[adapters.ID]adapters.Adapter{mcpserve.AdapterID: mcpserve.Channel{}}),
-		daemon.WithConfigPath(used), daemon.WithVersion(version()))
+		daemon.WithConfigPath(fs.used), daemon.WithVersion(version()))
 	if errors.Is(err, dbutil.ErrLocked) {
-		// A daemon holds the database: serve in front of it, at the
-		// address its run file records (or, from an older one, its
-		// configured address).
-		c, ok := runningDaemon(cfg, "", *token)
-		if !ok {
-			c, _ = runningDaemon(cfg, cfg.HTTP.Listen, *token)
-		}
-		return forwardMCP(ctx, c, transport, stderr)
+		// A daemon holds the database: serve in front of it.
+		return forwardMCP(ctx, lockingDaemon(cfg, *token), transport, stderr)
 	}
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,12 +12,7 @@ import (
 )
 
 func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	path := configFlag(fs)
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, _, err := loadConfigFor(*path, "database")
+	cfg, err := newFlags("migrate").load(args, 0, "database")
 	if err != nil {
 		return err
 	}

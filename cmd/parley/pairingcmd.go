@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/parleyd/parley/gateway"
@@ -20,8 +18,7 @@ func cmdPairing(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("pairing "+sub, flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("pairing " + sub)
 	var want int
 	switch sub {
 	case "ls":
@@ -30,18 +27,14 @@ func cmdPairing(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	rest, err := parseFlags(fs, args[1:], want)
-	if err != nil {
-		return err
-	}
-	_, db, err := openConfigured(ctx, *path)
+	_, db, err := fs.open(ctx, args[1:], want)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store := gateway.NewStore(db, nil)
 	if sub == "approve" {
-		p, err := store.ApprovePairing(ctx, rest[0])
+		p, err := store.ApprovePairing(ctx, fs.Arg(0))
 		if err != nil {
 			return err
 		}
@@ -56,14 +49,7 @@ func cmdPairing(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(waiting) == 0 {
-		fmt.Fprintln(stdout, "no pairing requests waiting")
-		return nil
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "CODE\tADAPTER\tUSER\tNAME\tEXPIRES IN")
-	for _, p := range waiting {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Code, p.Adapter, p.UserID, p.DisplayName, time.Until(p.ExpiresAt).Round(time.Minute))
-	}
-	return w.Flush()
+	return printTable(stdout, "no pairing requests waiting", "CODE\tADAPTER\tUSER\tNAME\tEXPIRES IN", waiting, func(p gateway.Pairing) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.Code, p.Adapter, p.UserID, p.DisplayName, time.Until(p.ExpiresAt).Round(time.Minute))
+	})
 }

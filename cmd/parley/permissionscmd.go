@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/parleyd/parley/permissions"
 )
@@ -27,8 +25,7 @@ func cmdPermissions(ctx context.Context, args []string, stdout io.Writer) error 
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("permissions "+sub, flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("permissions " + sub)
 	var agent, user *string
 	want := 0
 	switch sub {
@@ -40,17 +37,14 @@ func cmdPermissions(ctx context.Context, args []string, stdout io.Writer) error 
 	default:
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	rest, err := parseFlags(fs, args[1:], want)
-	if err != nil {
-		return err
-	}
-	_, db, err := openConfigured(ctx, *path)
+	_, db, err := fs.open(ctx, args[1:], want)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store := permissions.NewStore(db)
 	if sub == "revoke" {
+		rest := fs.Args()
 		ok, err := store.RevokeProject(ctx, rest[0], rest[1], rest[2])
 		if err != nil {
 			return err
@@ -65,14 +59,7 @@ func cmdPermissions(ctx context.Context, args []string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if len(grants) == 0 {
-		fmt.Fprintln(stdout, "no stored permissions")
-		return nil
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "AGENT\tUSER\tTOOL\tACTION\tSINCE")
-	for _, g := range grants {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", g.Agent, g.User, g.Tool, g.Decision, g.Created.Local().Format("2006-01-02 15:04"))
-	}
-	return w.Flush()
+	return printTable(stdout, "no stored permissions", "AGENT\tUSER\tTOOL\tACTION\tSINCE", grants, func(g permissions.Grant) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", g.Agent, g.User, g.Tool, g.Decision, g.Created.Local().Format("2006-01-02 15:04"))
+	})
 }

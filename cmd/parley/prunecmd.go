@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,10 +14,9 @@ import (
 // cmdSessionsPrune deletes the sessions archived longer ago than
 // --older-than, with their messages; active sessions are never deleted.
 func cmdSessionsPrune(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sessions prune", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("sessions prune")
 	olderThan := fs.String("older-than", "", "delete sessions archived longer ago than this: 30d, 12h, 90m (required)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
+	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
 	if *olderThan == "" {
@@ -28,7 +26,7 @@ func cmdSessionsPrune(ctx context.Context, args []string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("%w: --older-than: %v", errUsage, err)
 	}
-	store, done, err := openSessions(ctx, *path)
+	store, done, err := openSessions(ctx, *fs.config)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"syscall"
@@ -15,13 +14,9 @@ import (
 // sends SIGHUP, which a service manager's reload does too), and with an API
 // token waits to say how it went.
 func cmdReload(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("reload")
 	token := fs.String("token", "", "an API token of the daemon, to wait for the outcome (default: $PARLEY_API_TOKEN, then the config's first)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, _, err := loadConfigFor(*path, "http")
+	cfg, err := fs.load(args, 0, "http")
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,17 @@ func runningDaemon(cfg *config.Config, server, token string) (*client.Client, bo
 	return &client.Client{Base: serverURL(server), Token: token}, true
 }
 
+// lockingDaemon is a client of the daemon that holds cfg's database, at
+// the address its run file records or, from an older one, its configured
+// address.
+func lockingDaemon(cfg *config.Config, token string) *client.Client {
+	if c, ok := runningDaemon(cfg, "", token); ok {
+		return c
+	}
+	c, _ := runningDaemon(cfg, cfg.HTTP.Listen, token)
+	return c
+}
+
 // serverURL is a --server value or a recorded address as a URL.
 func serverURL(server string) string {
 	server = strings.TrimRight(server, "/")

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/parleyd/parley/cluster"
@@ -24,13 +21,9 @@ var replicasCommand = &command{name: "replicas", args: "[--config FILE] [--json]
 	run:      func(ctx context.Context, s streams, args []string) error { return cmdReplicas(ctx, args, s.out) }}
 
 func cmdReplicas(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("replicas", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("replicas")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	_, db, err := openConfigured(ctx, *path)
+	_, db, err := fs.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -44,26 +37,15 @@ func cmdReplicas(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		if list == nil {
-			list = []cluster.Replica{}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"replicas": list})
+		return printJSON(stdout, map[string]any{"replicas": nonNil(list)})
 	}
-	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no live replicas: no parley run process is using this database")
-		return nil
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "REPLICA\tHOST\tPID\tSTARTED\tHEARTBEAT\tRUNS\tSESSIONS\tWAITING")
-	for _, r := range list {
-		runs := strings.Join(r.Channels, ",")
-		if runs == "" {
-			runs = "-"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s ago\t%s\t%d\t%d\n", r.ID, r.Host, r.PID, r.Started.Local().Format("2006-01-02 15:04:05"),
-			(time.Duration(r.HeartbeatAgeMS) * time.Millisecond).Round(100*time.Millisecond), runs, r.Lanes, r.Queued)
-	}
-	return w.Flush()
+	return printTable(stdout, "no live replicas: no parley run process is using this database",
+		"REPLICA\tHOST\tPID\tSTARTED\tHEARTBEAT\tRUNS\tSESSIONS\tWAITING", list, func(r cluster.Replica) string {
+			runs := strings.Join(r.Channels, ",")
+			if runs == "" {
+				runs = "-"
+			}
+			return fmt.Sprintf("%s\t%s\t%d\t%s\t%s ago\t%s\t%d\t%d", r.ID, r.Host, r.PID, r.Started.Local().Format("2006-01-02 15:04:05"),
+				(time.Duration(r.HeartbeatAgeMS) * time.Millisecond).Round(100*time.Millisecond), runs, r.Lanes, r.Queued)
+		})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
 	"os"
 	"os/signal"
@@ -12,16 +11,12 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	path := configFlag(fs)
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, used, err := loadConfig(*path)
+	fs := newFlags("run")
+	cfg, err := fs.load(args, 0)
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(ctx, cfg, newLogger(stderr, cfg.Log), daemon.WithConfigPath(used), daemon.WithVersion(version()))
+	d, err := daemon.New(ctx, cfg, newLogger(stderr, cfg.Log), daemon.WithConfigPath(fs.used), daemon.WithVersion(version()))
 	if err != nil {
 		return err
 	}
@@ -36,7 +31,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				next, _, err := loadConfig(*path)
+				next, _, err := loadConfig(*fs.config)
 				_ = d.Reload(ctx, next, err)
 			}
 		}

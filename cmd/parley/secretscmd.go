@@ -10,11 +10,9 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"golang.org/x/term"
 
-	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/vault"
 )
 
@@ -89,15 +87,15 @@ func cmdSecrets(ctx context.Context, args []string, s streams) error {
 	if sub == "keygen" {
 		return keygen(*out, s.out)
 	}
-	cfg, db, err := openConfigured(ctx, *path, "secrets")
+	cfg, _, err := loadConfigFor(*path, "database", "secrets")
+	if err != nil {
+		return err
+	}
+	v, db, err := openVault(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	v, err := daemon.OpenVault(cfg, db)
-	if err != nil {
-		return err
-	}
 	switch sub {
 	case "set":
 		value, err := readSecret(s, rest[0])
@@ -168,16 +166,9 @@ func listSecrets(ctx context.Context, v *vault.Store, conns, asJSON bool, out io
 		if asJSON {
 			return json.NewEncoder(out).Encode(map[string]any{"connections": nonNil(list)})
 		}
-		if len(list) == 0 {
-			fmt.Fprintln(out, "no connections; people connect with /connect <provider> in a direct chat")
-			return nil
-		}
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "USER\tPROVIDER\tCONNECTED\tUPDATED")
-		for _, c := range list {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.User, c.Provider, c.CreatedAt.Local().Format("2006-01-02 15:04"), c.UpdatedAt.Local().Format("2006-01-02 15:04"))
-		}
-		return w.Flush()
+		return printTable(out, "no connections; people connect with /connect <provider> in a direct chat", "USER\tPROVIDER\tCONNECTED\tUPDATED", list, func(c vault.Connection) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s", c.User, c.Provider, c.CreatedAt.Local().Format("2006-01-02 15:04"), c.UpdatedAt.Local().Format("2006-01-02 15:04"))
+		})
 	}
 	list, err := v.List(ctx)
 	if err != nil {
@@ -186,16 +177,9 @@ func listSecrets(ctx context.Context, v *vault.Store, conns, asJSON bool, out io
 	if asJSON {
 		return json.NewEncoder(out).Encode(map[string]any{"secrets": nonNil(list)})
 	}
-	if len(list) == 0 {
-		fmt.Fprintln(out, "no secrets; add one with: parley secrets set NAME")
-		return nil
-	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tCREATED\tUPDATED")
-	for _, e := range list {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", e.Name, e.CreatedAt.Local().Format("2006-01-02 15:04"), e.UpdatedAt.Local().Format("2006-01-02 15:04"))
-	}
-	return w.Flush()
+	return printTable(out, "no secrets; add one with: parley secrets set NAME", "NAME\tCREATED\tUPDATED", list, func(e vault.Entry) string {
+		return fmt.Sprintf("%s\t%s\t%s", e.Name, e.CreatedAt.Local().Format("2006-01-02 15:04"), e.UpdatedAt.Local().Format("2006-01-02 15:04"))
+	})
 }
 
 func nonNil[T any](s []T) []T {

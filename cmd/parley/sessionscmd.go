@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
-
-	"github.com/parleyd/parley/daemon"
 
 	"github.com/parleyd/parley/sessions"
 )
@@ -38,22 +33,13 @@ func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // would; while `parley run` holds a SQLite database, send /compact in the
 // chat instead.
 func cmdSessionsCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sessions compact", flag.ContinueOnError)
-	path := configFlag(fs)
-	rest, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	cfg, _, err := loadConfig(*path)
-	if err != nil {
-		return err
-	}
-	d, err := daemon.New(ctx, cfg, newLogger(stderr, cfg.Log), daemon.WithChannels(nil))
+	fs := newFlags("sessions compact")
+	d, err := fs.localDaemon(ctx, args, 1, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	line, err := d.CompactSession(ctx, sessions.ID(rest[0]))
+	line, err := d.CompactSession(ctx, sessions.ID(fs.Arg(0)))
 	if err != nil {
 		return err
 	}
@@ -61,6 +47,8 @@ func cmdSessionsCompact(ctx context.Context, args []string, stdout, stderr io.Wr
 	return nil
 }
 
+// openSessions opens the session store of the configured database; the
+// function returned closes it.
 func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, func(), error) {
 	_, db, err := openConfigured(ctx, configPath)
 	if err != nil {
@@ -70,15 +58,14 @@ func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, f
 }
 
 func cmdSessionsList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sessions ls", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("sessions ls")
 	status := fs.String("status", "", "only sessions with this status: active or archived")
 	surface := fs.String("surface", "", "only sessions on this surface, e.g. telegram, cron, cli")
 	agent := fs.String("agent", "", "only sessions of this agent")
 	limit := fs.Int("limit", 50, fmt.Sprintf("page size, 1-%d", sessions.MaxPageSize))
 	cursor := fs.String("cursor", "", "continue from the cursor a previous page printed")
 	asJSON := fs.Bool("json", false, "print JSON: {sessions, next_cursor}")
-	if _, err := parseFlags(fs, args, 0); err != nil {
+	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
 	if *limit < 1 || *limit > sessions.MaxPageSize {
@@ -87,7 +74,7 @@ func cmdSessionsList(ctx context.Context, args []string, stdout io.Writer) error
 	if *status != "" && *status != string(sessions.StatusActive) && *status != string(sessions.StatusArchived) {
 		return fmt.Errorf("%w: --status %q; use active or archived", errUsage, *status)
 	}
-	store, done, err := openSessions(ctx, *path)
+	store, done, err := openSessions(ctx, *fs.config)
 	if err != nil {
 		return err
 	}
@@ -99,24 +86,14 @@ func cmdSessionsList(ctx context.Context, args []string, stdout io.Writer) error
 		return err
 	}
 	if *asJSON {
-		if page.Sessions == nil {
-			page.Sessions = []sessions.Session{}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(page)
+		page.Sessions = nonNil(page.Sessions)
+		return printJSON(stdout, page)
 	}
-	if len(page.Sessions) == 0 {
-		fmt.Fprintln(stdout, "no sessions")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKEY\tAGENT\tSTATUS\tMESSAGES\tTOKENS\tLAST ACTIVE\tTITLE")
-	for _, s := range page.Sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.ID, s.Key, s.Key.AgentID, s.Status,
+	err = printTable(stdout, "no sessions", "ID\tKEY\tAGENT\tSTATUS\tMESSAGES\tTOKENS\tLAST ACTIVE\tTITLE", page.Sessions, func(s sessions.Session) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.ID, s.Key, s.Key.AgentID, s.Status,
 			s.MessageCount, s.Rollup.TokenCount, s.LastActiveAt.Local().Format(time.DateTime), s.Title)
-	}
-	if err := tw.Flush(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	if page.Next != "" {
@@ -126,21 +103,19 @@ func cmdSessionsList(ctx context.Context, args []string, stdout io.Writer) error
 }
 
 func cmdSessionsShow(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sessions show", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("sessions show")
 	archived := fs.Bool("archived", false, "the full history, including messages compaction archived")
 	hidden := fs.Bool("hidden", false, "include rewound (hidden) messages")
 	asJSON := fs.Bool("json", false, "print JSON: {session, messages}")
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
+	if err := fs.parse(args, 1); err != nil {
 		return err
 	}
-	store, done, err := openSessions(ctx, *path)
+	store, done, err := openSessions(ctx, *fs.config)
 	if err != nil {
 		return err
 	}
 	defer done()
-	id := sessions.ID(pos[0])
+	id := sessions.ID(fs.Arg(0))
 	s, err := store.Session(ctx, id)
 	if err != nil {
 		return fmt.Errorf("%w; list sessions with \"parley sessions ls\"", err)
@@ -150,15 +125,10 @@ func cmdSessionsShow(ctx context.Context, args []string, stdout io.Writer) error
 		return err
 	}
 	if *asJSON {
-		if msgs == nil {
-			msgs = []sessions.Message{}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return printJSON(stdout, struct {
 			Session  sessions.Session   `json:"session"`
 			Messages []sessions.Message `json:"messages"`
-		}{s, msgs})
+		}{s, nonNil(msgs)})
 	}
 	printSession(stdout, s)
 	for _, m := range msgs {

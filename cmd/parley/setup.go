@@ -15,6 +15,7 @@ import (
 	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/migrations"
+	"github.com/parleyd/parley/vault"
 )
 
 // loadConfig reads the config named by the flag, $PARLEY_CONFIG or
@@ -44,6 +45,64 @@ func configLoaded(cfg *config.Config, used string, err error) (*config.Config, s
 
 func configFlag(fs *flag.FlagSet) *string {
 	return fs.String("config", "", "config file (default: $PARLEY_CONFIG, then ./parley.yaml, then built-in defaults)")
+}
+
+// cmdFlags is a command's flag set with the --config flag most commands
+// take. Once parsed, Args and Arg are its positional arguments.
+type cmdFlags struct {
+	*flag.FlagSet
+	config *string
+	args   []string
+	used   string // the config file load read, "" for the defaults
+}
+
+// newFlags is the flag set of the command name ("cron add").
+func newFlags(name string) *cmdFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return &cmdFlags{FlagSet: fs, config: configFlag(fs)}
+}
+
+// parse parses args as parseFlags does; want is how many positionals the
+// command takes (-1: any).
+func (f *cmdFlags) parse(args []string, want int) error {
+	var err error
+	f.args, err = parseFlags(f.FlagSet, args, want)
+	return err
+}
+
+func (f *cmdFlags) Args() []string { return f.args }
+
+func (f *cmdFlags) Arg(i int) string {
+	if i < 0 || i >= len(f.args) {
+		return ""
+	}
+	return f.args[i]
+}
+
+// load parses args, then loads the config --config names: all of it, or
+// with keys, only what the keys name must be valid (see loadConfigFor).
+func (f *cmdFlags) load(args []string, want int, keys ...string) (*config.Config, error) {
+	if err := f.parse(args, want); err != nil {
+		return nil, err
+	}
+	var cfg *config.Config
+	var err error
+	if len(keys) == 0 {
+		cfg, f.used, err = loadConfig(*f.config)
+	} else {
+		cfg, f.used, err = loadConfigFor(*f.config, keys...)
+	}
+	return cfg, err
+}
+
+// open parses args, then loads the config and opens its existing
+// database, for a command that works beside a running daemon. Only the
+// database settings and the keys named must be valid.
+func (f *cmdFlags) open(ctx context.Context, args []string, want int, keys ...string) (*config.Config, *dbutil.DB, error) {
+	if err := f.parse(args, want); err != nil {
+		return nil, nil, err
+	}
+	return openConfigured(ctx, *f.config, keys...)
 }
 
 func newLogger(w io.Writer, c config.Log) *slog.Logger {
@@ -98,20 +157,41 @@ func openConfigured(ctx context.Context, path string, keys ...string) (*config.C
 	return cfg, db, nil
 }
 
+// localDaemon parses args, loads the config and makes the daemon of it
+// with no channels, for a command that does one job in process.
+func (f *cmdFlags) localDaemon(ctx context.Context, args []string, want int, stderr io.Writer) (*daemon.Daemon, error) {
+	cfg, err := f.load(args, want)
+	if err != nil {
+		return nil, err
+	}
+	return daemon.New(ctx, cfg, newLogger(stderr, cfg.Log), daemon.WithChannels(nil))
+}
+
 // resolveSecrets replaces cfg's ${secret:NAME} values with the stored
 // secrets, for a command that uses them without a daemon (parley mcp ls).
 func resolveSecrets(ctx context.Context, cfg *config.Config) error {
 	if len(cfg.SecretRefs()) == 0 {
 		return nil
 	}
-	db, err := openExisting(ctx, cfg)
+	v, db, err := openVault(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	return daemon.ResolveSecrets(ctx, cfg, v)
+}
+
+// openVault opens cfg's existing database and the secrets store in it;
+// closing the database closes the store.
+func openVault(ctx context.Context, cfg *config.Config) (*vault.Store, *dbutil.DB, error) {
+	db, err := openExisting(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	v, err := daemon.OpenVault(cfg, db)
 	if err != nil {
-		return err
+		db.Close()
+		return nil, nil, err
 	}
-	return daemon.ResolveSecrets(ctx, cfg, v)
+	return v, db, nil
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/parleyd/parley/daemon"
@@ -15,15 +12,11 @@ import (
 
 // cmdStatus asks a running daemon for its live state.
 func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("status")
 	server := fs.String("server", "", "the daemon's address (default: the one its run file records)")
 	token := fs.String("token", "", "an API token of the daemon (default: $PARLEY_API_TOKEN, then the config's first)")
 	asJSON := fs.Bool("json", false, "print the state as JSON")
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, _, err := loadConfigFor(*path, "http")
+	cfg, err := fs.load(args, 0, "http")
 	if err != nil {
 		return err
 	}
@@ -39,9 +32,7 @@ func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("ask the daemon at %s: %w", c.Base, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return printJSON(stdout, st)
 	}
 	fmt.Fprintf(stdout, "parley %s · up %s · %s · replica %s · listening on %s\n", st.Version,
 		time.Since(st.Started).Round(time.Second), st.Engine, st.Replica, st.Listen)
@@ -49,8 +40,7 @@ func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if !st.Outbox.OldestPending.IsZero() {
 		fmt.Fprintf(stdout, "oldest pending reply queued %s ago\n", time.Since(st.Outbox.OldestPending).Round(time.Second))
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "\nCHANNEL\tHEALTHY\tDETAIL")
+	w := newTable(stdout, "\nCHANNEL\tHEALTHY\tDETAIL")
 	for _, ch := range st.Channels {
 		fmt.Fprintf(w, "%s\t%v\t%s\n", ch.ID, ch.Healthy, ch.Detail)
 	}

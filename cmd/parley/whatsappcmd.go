@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -23,14 +22,10 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) == 0 || args[0] != "link" {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	fs := flag.NewFlagSet("whatsapp link", flag.ContinueOnError)
-	path := configFlag(fs)
+	fs := newFlags("whatsapp link")
 	id := fs.String("adapter", "", "the whatsapp adapter to link (default: the only one)")
 	phone := fs.String("phone", "", "link with a pairing code for this phone number (international format) instead of a QR code")
-	if _, err := parseFlags(fs, args[1:], 0); err != nil {
-		return err
-	}
-	cfg, _, err := loadConfig(*path)
+	cfg, err := fs.load(args[1:], 0)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/llm"
 )
 
@@ -180,14 +181,7 @@ func (m *Model) wait(ctx context.Context) error {
 	if m.delay <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(m.delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleep.For(ctx, m.delay)
 }
 
 // words splits s into deltas of one word each, with the spaces after it,

@@ -186,17 +186,8 @@ func (d *decoder) null() bool {
 // object calls field for each key, with the decoder at the key's value,
 // which field must consume. null is an empty object.
 func (d *decoder) object(field func(key []byte) error) error {
-	if d.null() {
-		return nil
-	}
-	if d.i >= len(d.data) || d.data[d.i] != '{' {
-		return d.errorf("want an object")
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == '}' {
-		d.i++
-		return nil
+	if empty, err := d.open('{', '}', "object"); empty || err != nil {
+		return err
 	}
 	for {
 		d.ws()
@@ -212,54 +203,61 @@ func (d *decoder) object(field func(key []byte) error) error {
 		if err := field(key); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.errorf("object not closed")
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return d.errorf("want a comma or }")
+		if more, err := d.more('}', "object"); !more || err != nil {
+			return err
 		}
 	}
 }
 
 // array calls elem for each element. null is an empty array.
 func (d *decoder) array(elem func() error) error {
-	if d.null() {
-		return nil
-	}
-	if d.i >= len(d.data) || d.data[d.i] != '[' {
-		return d.errorf("want an array")
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.data) && d.data[d.i] == ']' {
-		d.i++
-		return nil
+	if empty, err := d.open('[', ']', "array"); empty || err != nil {
+		return err
 	}
 	for {
 		if err := elem(); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.errorf("array not closed")
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return nil
-		default:
-			return d.errorf("want a comma or ]")
+		if more, err := d.more(']', "array"); !more || err != nil {
+			return err
 		}
 	}
+}
+
+// open consumes the start of an object or array (what), and reports
+// whether it is empty: null, or closed at once.
+func (d *decoder) open(opening, closing byte, what string) (empty bool, err error) {
+	if d.null() {
+		return true, nil
+	}
+	if d.i >= len(d.data) || d.data[d.i] != opening {
+		return false, d.errorf("want an " + what)
+	}
+	d.i++
+	d.ws()
+	if d.i < len(d.data) && d.data[d.i] == closing {
+		d.i++
+		return true, nil
+	}
+	return false, nil
+}
+
+// more consumes what follows a member of an object or array (what): a
+// comma, when another member follows, or the closing byte.
+func (d *decoder) more(closing byte, what string) (bool, error) {
+	d.ws()
+	if d.i >= len(d.data) {
+		return false, d.errorf(what + " not closed")
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		return true, nil
+	case closing:
+		d.i++
+		return false, nil
+	}
+	return false, d.errorf("want a comma or " + string(closing))
 }
 
 // str reads a string (or null, leaving *s as it was).
