@@ -7,37 +7,37 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // burstResult is the --burst part of `parley bench --idle`: the daemon's
 // resident set idle, at the end of a burst of API messages, and after it.
 type burstResult struct {
-	Messages   int       `json:"messages"`
-	Sessions   int       `json:"sessions"`
-	Seconds    float64   `json:"burst_seconds"`
-	IdleRSSMB  float64   `json:"idle_rss_mb"`
-	EndRSSMB   float64   `json:"end_rss_mb"`
-	PeakRSSMB  float64   `json:"peak_rss_mb"`
-	AfterSec   []int     `json:"after_s"`
-	AfterRSSMB []float64 `json:"after_rss_mb"`
+	Messages  int            `json:"messages"`
+	Sessions  int            `json:"sessions"`
+	Seconds   float64        `json:"burst_seconds"`
+	IdleRSSMB float64        `json:"idle_rss_mb"`
+	EndRSSMB  float64        `json:"end_rss_mb"`
+	PeakRSSMB float64        `json:"peak_rss_mb"`
+	After     []burstReading `json:"after"`
 	// What the last reading holds: anonymous memory (the Go heap, stacks,
 	// SQLite's caches) apart from the binary's mapped pages, and the Go
 	// heap in use as the daemon's /metrics reports it.
 	AfterAnonMB     float64 `json:"after_anon_mb"`
 	AfterHeapUseMB  float64 `json:"after_heap_inuse_mb"`
 	AfterHeapLiveMB float64 `json:"after_heap_alloc_mb"`
+}
+
+// burstReading is the resident set some seconds after a burst.
+type burstReading struct {
+	Seconds int     `json:"s"`
+	RSSMB   float64 `json:"rss_mb"`
 }
 
 // burstSessions is how many API sessions a burst spreads its messages
@@ -53,53 +53,17 @@ var burstAfter = []int{5, 10, 20, 30, 45, 60}
 // waits until every one is answered, then reads RSS for a minute.
 func benchBurst(ctx context.Context, exe, dir string, messages int) (burstResult, error) {
 	r := burstResult{Messages: messages, Sessions: min(burstSessions, messages)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return r, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	tok := make([]byte, 32)
 	_, _ = rand.Read(tok)
 	token := hex.EncodeToString(tok)
-	cfg := filepath.Join(dir, "burst.yaml")
-	body := fmt.Sprintf("database:\n  url: %s\nhttp:\n  listen: %s\n  tokens: [%q]\nlog:\n  level: error\n",
-		filepath.Join(dir, "burst.db"), addr, token)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+	p, err := startRun(ctx, exe, dir, "burst", token)
+	if err != nil {
 		return r, err
 	}
-	cmd := exec.Command(exe, "run", "--config", cfg)
-	cmd.Env = idleEnv()
-	if err := cmd.Start(); err != nil {
-		return r, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	api := burstClient{base: "http://" + addr, token: token, http: &http.Client{Timeout: 30 * time.Second}}
-	deadline := time.Now().Add(30 * time.Second)
-	for api.call(ctx, "GET", "/readyz", nil, nil) != nil {
-		if time.Now().After(deadline) {
-			return r, errors.New("parley run was not ready within 30s")
-		}
-		select {
-		case err := <-exited:
-			return r, fmt.Errorf("parley run exited before it was ready: %v", err)
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
+	defer p.stop()
+	api := burstClient{base: "http://" + p.addr, token: token, http: &http.Client{Timeout: 30 * time.Second}}
 	time.Sleep(idleSettle)
-	pid := cmd.Process.Pid
+	pid := p.cmd.Process.Pid
 	idle, err := readIdle(pid)
 	if err != nil {
 		return r, err
@@ -150,8 +114,7 @@ func benchBurst(ctx context.Context, exe, dir string, messages int) (burstResult
 		if err != nil {
 			return r, err
 		}
-		r.AfterSec = append(r.AfterSec, s)
-		r.AfterRSSMB = append(r.AfterRSSMB, at.rss)
+		r.After = append(r.After, burstReading{s, at.rss})
 	}
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil {
 		r.AfterAnonMB = statusMB(string(b), "RssAnon:")

@@ -117,8 +117,8 @@ func BenchIdle(ctx context.Context, exe string, runs, burst int, asJSON bool, st
 	if b := r.Burst; b != nil {
 		fmt.Fprintf(stdout, "burst: %d API messages over %d sessions in %.1f s: RSS idle %.1f MB, at the end %.1f MB, peak %.1f MB\n",
 			b.Messages, b.Sessions, b.Seconds, b.IdleRSSMB, b.EndRSSMB, b.PeakRSSMB)
-		for i, s := range b.AfterSec {
-			fmt.Fprintf(stdout, "  %2d s after: %.1f MB\n", s, b.AfterRSSMB[i])
+		for _, at := range b.After {
+			fmt.Fprintf(stdout, "  %2d s after: %.1f MB\n", at.Seconds, at.RSSMB)
 		}
 		fmt.Fprintf(stdout, "  of which anonymous %.1f MB; Go heap in use %.1f MB, live %.1f MB\n", b.AfterAnonMB, b.AfterHeapUseMB, b.AfterHeapLiveMB)
 	}
@@ -131,64 +131,85 @@ func BenchIdle(ctx context.Context, exe string, runs, burst int, asJSON bool, st
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func idleOnce(ctx context.Context, exe, dir string) (idleRun, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := startRun(ctx, exe, dir, "parley", "")
 	if err != nil {
 		return idleRun{}, err
 	}
+	defer p.stop()
+	time.Sleep(idleSettle)
+	run, err := readIdle(p.cmd.Process.Pid)
+	run.ready = p.ready
+	return run, err
+}
+
+// runningDaemon is a `parley run` a bench started.
+type runningDaemon struct {
+	cmd    *exec.Cmd
+	addr   string
+	ready  time.Duration // from exec to the first 200 from /readyz
+	exited chan error
+}
+
+// startRun starts `parley run` on a new config in dir, named name, with
+// no channels, the database name.db, and http.tokens [token] when token
+// is set, and waits until /readyz answers 200, polling it in a tight loop.
+func startRun(ctx context.Context, exe, dir, name, token string) (*runningDaemon, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg := filepath.Join(dir, "parley.yaml")
-	body := fmt.Sprintf("database:\n  url: %s\nhttp:\n  listen: %s\nlog:\n  level: error\n", filepath.Join(dir, "parley.db"), addr)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		return idleRun{}, err
+	cfg := filepath.Join(dir, name+".yaml")
+	body := fmt.Sprintf("database:\n  url: %s\nhttp:\n  listen: %s\n", filepath.Join(dir, name+".db"), addr)
+	if token != "" {
+		body += fmt.Sprintf("  tokens: [%q]\n", token)
 	}
-	cmd := exec.Command(exe, "run", "--config", cfg)
-	cmd.Env = idleEnv()
+	if err := os.WriteFile(cfg, []byte(body+"log:\n  level: error\n"), 0o600); err != nil {
+		return nil, err
+	}
+	p := &runningDaemon{cmd: exec.Command(exe, "run", "--config", cfg), addr: addr, exited: make(chan error, 1)}
+	p.cmd.Env = idleEnv()
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	url := "http://" + addr + "/readyz"
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return idleRun{}, err
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
-	var ready time.Duration
+	go func() { p.exited <- p.cmd.Wait() }()
 	for {
 		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				ready = time.Since(start)
-				break
+				p.ready = time.Since(start)
+				return p, nil
 			}
 		}
 		select {
-		case err := <-exited:
-			return idleRun{}, fmt.Errorf("parley run exited before it was ready: %v", err)
+		case err := <-p.exited:
+			return nil, fmt.Errorf("parley run exited before it was ready: %v", err)
 		case <-ctx.Done():
-			stop()
-			return idleRun{}, ctx.Err()
+			p.stop()
+			return nil, ctx.Err()
 		case <-time.After(200 * time.Microsecond):
 		}
 		if time.Since(start) > 30*time.Second {
-			stop()
-			return idleRun{}, errors.New("parley run was not ready within 30s")
+			p.stop()
+			return nil, errors.New("parley run was not ready within 30s")
 		}
 	}
-	time.Sleep(idleSettle)
-	run, err := readIdle(cmd.Process.Pid)
-	stop()
-	run.ready = ready
-	return run, err
+}
+
+// stop ends the daemon with SIGTERM, or SIGKILL after 10 s.
+func (p *runningDaemon) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
 }
 
 // readIdle reads a daemon's resident set, its peak and the CPU it has used
