@@ -11,6 +11,7 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
+	daemon.ReleaseInitPages()
 	fs := newFlags("run")
 	cfg, err := fs.load(args, 0)
 	if err != nil {
