@@ -2,6 +2,7 @@ package dbutil
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -101,7 +102,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 	var missed []string
 	// detach: a caller's cancel must not interrupt the shared transaction.
 	// Savepoints go through the statement cache like any statement.
-	q := querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true}
+	q := querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true, bound: map[string]*sql.Stmt{}}
 	bg := context.Background()
 	results := make([]error, len(batch))
 	// Each transaction of a batch runs in its own savepoint, so a failure
