@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 )
@@ -66,6 +67,13 @@ func (d *DB) writerLoop() {
 			}
 		}
 		d.runBatch(batch)
+		// The commit just woke its callers, and many queue their next
+		// transaction at once (a turn's next write, a channel's next
+		// message). Letting them run first puts those in the next batch,
+		// not the one after: fewer commits and fewer pages written per
+		// transaction under load. With nothing else to run it returns at
+		// once.
+		runtime.Gosched()
 	}
 }
 
