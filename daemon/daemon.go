@@ -456,16 +456,17 @@ func apiRunID(m adapters.Inbound) string {
 // the reply is on its way.
 func (d turns) AfterTurn(ctx context.Context, in gateway.TurnInput) {
 	defer d.retireSession(ctx, in)
-	req := d.request(ctx, in)
 	// The session's token count sums every live message's (generous)
 	// estimate, so it bounds what any prompt can hold: below the
-	// threshold, there is nothing to compact, and the history need not be
-	// read to find that out.
-	if n, err := d.sessions.TokenCount(ctx, in.Session.ID); err == nil && req.Agent.MaxContextTokens > 0 &&
-		n < agent.Threshold(req.Agent, req.Agent.MaxContextTokens) {
-		return
+	// threshold, there is nothing to compact, and neither the history nor
+	// the turn's tools need be looked at to find that out.
+	a, _ := d.cfg().Agent(in.AgentID)
+	if cfg := agentConfig(a, in.Session.Key); cfg.MaxContextTokens > 0 {
+		if n, err := d.sessions.TokenCount(ctx, in.Session.ID); err == nil && n < agent.Threshold(cfg, cfg.MaxContextTokens) {
+			return
+		}
 	}
-	res, err := d.runner.AfterTurn(ctx, req)
+	res, err := d.runner.AfterTurn(ctx, d.request(ctx, in))
 	if err != nil {
 		d.log.WarnContext(ctx, "compaction after a turn failed; the next turn tries again", "session_id", in.Session.ID, "error", err)
 		return

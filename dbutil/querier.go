@@ -42,6 +42,11 @@ type querier struct {
 	// detach runs statements without the caller's cancellation, inside a
 	// transaction other callers share.
 	detach bool
+	// bound, in a group commit's transaction, holds each statement bound
+	// to it once: the batch's transactions run the same few statements
+	// (two savepoint statements each), and binding one per run cost an
+	// allocation and a registration with the transaction every time.
+	bound map[string]*sql.Stmt
 }
 
 func (q querier) count() {
@@ -55,12 +60,19 @@ func (q querier) stmt(ctx context.Context, query string) *sql.Stmt {
 		return nil
 	}
 	if q.tx != nil {
+		if st, ok := q.bound[query]; ok {
+			return st
+		}
 		st := q.cache.lookup(query)
 		if st == nil {
 			*q.missed = append(*q.missed, query)
 			return nil
 		}
-		return q.tx.StmtContext(ctx, st)
+		st = q.tx.StmtContext(ctx, st)
+		if q.bound != nil {
+			q.bound[query] = st
+		}
+		return st
 	}
 	st, err := q.cache.get(ctx, q.db, query)
 	if err != nil {

@@ -37,8 +37,12 @@ const (
 
 	// Only an unanswered message is finished: if another replica took it
 	// over and answered first, this answer is dropped, not sent twice.
+	// $6 is always 'accepted', a parameter so that no plan can take the
+	// partial index inbound_unfinished, whose condition a literal matches:
+	// PostgreSQL's generic plan for a table without statistics yet (a new
+	// database) did, and scanned every unanswered message for the one.
 	finishInboundQuery = `UPDATE inbound SET status = $2, session_id = COALESCE($3, session_id), error = $4, updated_at = $5
-	WHERE id = $1 AND status = 'accepted'`
+	WHERE id = $1 AND status = $6`
 
 	// A turn stores each message's user message under the message's own
 	// id, so the join finds the session a crash interrupted, if any. Which
@@ -272,7 +276,7 @@ func (s *Store) AcceptAnswered(ctx context.Context, in adapters.Inbound, also fu
 		return "", false, fmt.Errorf("generate id: %w", err)
 	}
 	return s.accept(ctx, in, u, func(q dbutil.Querier) error {
-		if _, err := q.ExecContext(ctx, finishInboundQuery, u.String(), string(InboundDone), nil, "", dbutil.Millis(s.now())); err != nil {
+		if _, err := q.ExecContext(ctx, finishInboundQuery, u.String(), string(InboundDone), nil, "", dbutil.Millis(s.now()), string(InboundAccepted)); err != nil {
 			return fmt.Errorf("finish inbound %s: %w", u, err)
 		}
 		return also(q, u.String())
@@ -541,7 +545,7 @@ func (s *Store) CompleteIn(ctx context.Context, q dbutil.Querier, inboundIDs []s
 	now := dbutil.Millis(nowT)
 	sid := sql.NullString{String: sessionID, Valid: sessionID != ""}
 	for _, id := range inboundIDs {
-		res, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now)
+		res, err := q.ExecContext(ctx, finishInboundQuery, id, string(status), sid, errText, now, string(InboundAccepted))
 		if err != nil {
 			return fmt.Errorf("finish inbound %s: %w", id, err)
 		}

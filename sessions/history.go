@@ -120,6 +120,27 @@ func (c *historyCache) admit(id ID) bool {
 	return false
 }
 
+// anyTurns is the kind of an entry seeded for a session the store has just
+// created (see seed): it holds the whole live context, so it answers a
+// read of any kind, and takes the kind of the first.
+const anyTurns = -1
+
+// seed records that session id, which this store has just created, has an
+// empty live context at stamp at: its first turns' reads then come from
+// the copy its appends keep, with no read of its history at all.
+func (c *historyCache) seed(id ID, at stamp) {
+	if c == nil {
+		return
+	}
+	e := &historyEntry{id: id, turns: anyTurns, at: at, size: entrySize(nil)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remove(id)
+	c.entries[id] = c.lru.PushFront(e)
+	c.size += e.size
+	c.evict()
+}
+
 // get returns a copy of id's cached read of kind turns, if it was read at at.
 func (c *historyCache) get(id ID, turns int, at stamp) ([]Message, bool) {
 	return c.serve(id, turns, at, "")
@@ -143,6 +164,9 @@ func (c *historyCache) serve(id ID, turns int, at stamp, mid MessageID) ([]Messa
 		return nil, false
 	}
 	e := el.Value.(*historyEntry)
+	if e.turns == anyTurns {
+		e.turns = turns
+	}
 	if e.turns != turns || (mid == "" && e.at != at) || (mid != "" && e.byAppend != mid) {
 		return nil, false
 	}
@@ -288,10 +312,13 @@ func (c *historyCache) evict() {
 	}
 }
 
-// entrySize estimates the memory msgs hold.
+// entrySize estimates the memory an entry holding msgs takes.
 func entrySize(msgs []Message) int {
-	const perMessage = 320 // the struct, its strings' headers, a time, a slice header
-	n := cap(msgs) * perMessage
+	const (
+		perEntry   = 160 // the entry, its list element and map slot
+		perMessage = 320 // the struct, its strings' headers, a time, a slice header
+	)
+	n := perEntry + cap(msgs)*perMessage
 	for _, m := range msgs {
 		n += len(m.ID) + len(m.SessionID) + len(m.Content) + len(m.ToolCallID) + len(m.Model) + len(m.CompactionID)
 		for _, p := range m.Parts {

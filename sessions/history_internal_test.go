@@ -11,12 +11,35 @@ import (
 	"github.com/parleyd/parley/dbutil/dbtest"
 )
 
-// A conversation reads its history from the database once: after that,
-// each turn's read is the copy its appends kept up to date.
+// A conversation reads its history from the database once at most: after
+// that, each turn's read is the copy its appends kept up to date. One this
+// store started never reads it: its empty history is the first copy. A
+// cron run's session, one turn long, is not kept from the start.
 func TestHistoryCacheServesTheNextTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		key          Key
+		elsewhere    bool // started by another store
+		hits, misses int64
+	}{
+		{"started here", ChatKey("telegram", "1", "1", "a"), false, 20, 0},
+		{"started elsewhere", ChatKey("telegram", "1", "1", "a"), true, 18, 1},
+		{"a cron run", Key{Surface: SurfaceCron, SurfaceID: "job:1", AgentID: "a"}, false, 18, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testHistoryCacheServesTheNextTurn(t, tc.key, tc.elsewhere, tc.hits, tc.misses)
+		})
+	}
+}
+
+func testHistoryCacheServesTheNextTurn(t *testing.T, key Key, elsewhere bool, wantHits, wantMisses int64) {
 	ctx := context.Background()
 	st := NewStore(dbtest.SQLite(t))
-	s, _, err := st.Resolve(ctx, ChatKey("telegram", "1", "1", "a"), Policy{})
+	starter := st
+	if elsewhere {
+		starter = NewStore(st.db)
+	}
+	s, _, err := starter.Resolve(ctx, key, Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +57,10 @@ func TestHistoryCacheServesTheNextTurn(t *testing.T) {
 			t.Fatalf("turn %d read %d messages ending %q", i, len(msgs), msgs[len(msgs)-1].Content)
 		}
 	}
-	// The first read is only noted; the second is kept; the rest are hits.
-	if hits, misses := st.history.hits.Load(), st.history.misses.Load(); misses != 1 || hits != 18 {
-		t.Fatalf("%d reads from the cache and %d kept from the database; want 18 and 1", hits, misses)
+	// Elsewhere, the first read is only noted; the second is kept; the rest
+	// are hits.
+	if hits, misses := st.history.hits.Load(), st.history.misses.Load(); misses != wantMisses || hits != wantHits {
+		t.Fatalf("%d reads from the cache and %d kept from the database; want %d and %d", hits, misses, wantHits, wantMisses)
 	}
 	// A budget smaller than one session's history keeps nothing.
 	small := NewStore(st.db, WithHistoryCache(100))

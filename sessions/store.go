@@ -280,11 +280,15 @@ func insertSession(ctx context.Context, tx dbutil.Querier, key Key, now time.Tim
 }
 
 // rememberNew caches a session insertSession just committed: a new row
-// is at revision 0.
+// is at revision 0, with no messages. A cron run's or a webhook delivery's
+// session is a single turn, so its history is not kept.
 func (s *SQLStore) rememberNew(created Session) {
 	c := created
 	c.Metadata = append([]byte(nil), created.Metadata...)
 	s.actives.put(c, 0)
+	if created.Key.Surface != SurfaceCron && created.Key.Surface != SurfaceWebhook {
+		s.history.seed(created.ID, stamp{updated: dbutil.Millis(created.UpdatedAt)})
+	}
 }
 
 // replace archives a stale session and creates its successor in one

@@ -160,7 +160,8 @@ func testLiveContextAndHistory(e *env) {
 	hidden := e.append(s.ID, sessions.RoleAssistant, "rewound")
 	e.append(s.ID, sessions.RoleUser, "new 2")
 	// Stand-ins for what compaction and rewind do, which later code owns:
-	// archive seq 1-4 and put the summary in at the last archived seq.
+	// archive seq 1-4 and put the summary in at the last archived seq; and,
+	// as they do, change the session's row.
 	w := e.db.Writer()
 	now := dbutil.Millis(e.clock.Now())
 	for _, q := range []string{
@@ -170,6 +171,7 @@ func testLiveContextAndHistory(e *env) {
 		`DELETE FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = $1) AND seq <= 4 AND created_at <= $2`,
 		`INSERT INTO messages (id, session_id, seq, role, content, summary, created_at)
 		SELECT '0190c7a0-0000-7000-8000-0000000000aa', session_id, 4, 'system', 'summary', TRUE, $2 FROM messages WHERE id = $1`,
+		`UPDATE sessions SET revision = revision + 1, updated_at = $2 WHERE id = (SELECT session_id FROM messages WHERE id = $1)`,
 	} {
 		if _, err := w.ExecContext(e.ctx, q, hidden.ID, now); err != nil {
 			e.t.Fatal(err)
