@@ -27,6 +27,11 @@ type agentRunner struct {
 	events *api.EventLog
 	ctx    context.Context
 	wg     sync.WaitGroup
+	// lanes holds a mutex per session: like the gateway's lanes, runs of
+	// one session take turns (the agent refuses a second run of a session
+	// with ErrBusy, and a run's turn.finished is published just before it
+	// gives its slot back).
+	lanes sync.Map
 }
 
 var _ api.Runner = (*agentRunner)(nil)
@@ -41,8 +46,11 @@ func (a *agentRunner) Send(ctx context.Context, req api.SendRequest) (string, er
 	}
 	runID := uuid.Must(uuid.NewV7()).String()
 	a.wg.Add(1)
+	lane, _ := a.lanes.LoadOrStore(s.ID, new(sync.Mutex))
 	go func() {
 		defer a.wg.Done()
+		lane.(*sync.Mutex).Lock()
+		defer lane.(*sync.Mutex).Unlock()
 		// The input carries the run id, so the run's events do.
 		_, _ = a.runner.Run(a.ctx, agent.Request{Session: s, Agent: agent.AgentConfig{ID: s.Key.AgentID, Model: "echo"},
 			Inputs: []agent.Input{{Text: req.Content, RunID: runID}}})
