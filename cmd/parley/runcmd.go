@@ -11,7 +11,9 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
-	daemon.ReleaseInitPages()
+	// On another core while the daemon is built: unmapping is a few
+	// milliseconds of the kernel's time, and nothing waits for it.
+	go daemon.ReleaseInitPages()
 	fs := newFlags("run")
 	cfg, err := fs.load(args, 0)
 	if err != nil {
