@@ -37,18 +37,21 @@ import (
 // with New, then Start it and Stop it (or Run it, which does both), and
 // Close it.
 type Daemon struct {
-	conf     atomic.Pointer[config.Config] // replaced by Reload; read with cfg
-	log      *slog.Logger
-	db       *dbutil.DB
-	sessions *sessions.SQLStore
-	runner   *agent.Runner
-	gw       *gateway.Gateway
-	sender   *gateway.Sender
-	memory   *memory.Store
-	cron     *cron.Scheduler
-	metrics  *metrics.Metrics
-	bus      *events.Bus // what happens in runs and sessions, in process
-	events   *api.EventLog
+	// settlings counts the times the daemon handed memory back after a
+	// busy spell (settle).
+	settlings atomic.Int64
+	conf      atomic.Pointer[config.Config] // replaced by Reload; read with cfg
+	log       *slog.Logger
+	db        *dbutil.DB
+	sessions  *sessions.SQLStore
+	runner    *agent.Runner
+	gw        *gateway.Gateway
+	sender    *gateway.Sender
+	memory    *memory.Store
+	cron      *cron.Scheduler
+	metrics   *metrics.Metrics
+	bus       *events.Bus // what happens in runs and sessions, in process
+	events    *api.EventLog
 	// callbacks POSTs replies to API sessions' webhook_url; nil without a
 	// callback secret.
 	callbacks *api.Callbacks

@@ -6,13 +6,15 @@ import (
 	"time"
 )
 
+// trimAfter is when, after start, the pages only start-up used are handed
+// back.
+const trimAfter = 300 * time.Millisecond
+
+// settleEvery is how often the daemon looks whether a busy spell has ended
+// (a variable for the tests).
+var settleEvery = 5 * time.Second
+
 const (
-	// trimAfter is when, after start, the pages only start-up used are
-	// handed back.
-	trimAfter = 300 * time.Millisecond
-	// settleEvery is how often the daemon looks whether a busy spell has
-	// ended.
-	settleEvery = 5 * time.Second
 	// busySpell is how many write transactions since the last settling
 	// make a spell worth settling after; a quiet daemon's own upkeep
 	// (cron, retention) writes far fewer.
@@ -52,6 +54,7 @@ func (d *Daemon) settle(ctx context.Context) {
 			continue
 		}
 		settled = now
+		d.settlings.Add(1)
 		debug.FreeOSMemory()
 		if err := d.db.ShrinkMemory(ctx); err != nil && ctx.Err() == nil {
 			d.log.DebugContext(ctx, "shrink the database's memory", "error", err)
