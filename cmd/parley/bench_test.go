@@ -54,6 +54,8 @@ func TestBenchIdleStartsTheDaemon(t *testing.T) {
 		ReadyMedian   float64   `json:"ready_ms_median"`
 		IdleRSS       []float64 `json:"idle_rss_mb"`
 		IdleRSSMedian float64   `json:"idle_rss_mb_median"`
+		Peak          []float64 `json:"startup_peak_rss_mb"`
+		CPU           []float64 `json:"cpu_to_idle_ms"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("not JSON: %q", out)
@@ -65,6 +67,16 @@ func TestBenchIdleStartsTheDaemon(t *testing.T) {
 	for _, rss := range append(r.IdleRSS, r.FirstRSS) {
 		if rss < 1 || rss > 1024 {
 			t.Fatalf("idle RSS %.1f MB is not a real reading", rss)
+		}
+	}
+	// The start-up peak is at least the idle resident set, and starting
+	// costs some CPU, not none and not seconds.
+	if len(r.Peak) != 2 || len(r.CPU) != 2 {
+		t.Fatalf("peaks %v, CPU %v", r.Peak, r.CPU)
+	}
+	for i := range r.Peak {
+		if r.Peak[i] < r.IdleRSS[i] || r.CPU[i] <= 0 || r.CPU[i] > 10000 {
+			t.Fatalf("run %d: peak %.1f MB against idle %.1f MB, CPU %.1f ms", i, r.Peak[i], r.IdleRSS[i], r.CPU[i])
 		}
 	}
 	if r.ReadyMedian != (r.ReadyMs[0]+r.ReadyMs[1])/2 {
