@@ -255,10 +255,20 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	// Progress, until the test ends (a log after it would panic).
+	progressDone := make(chan struct{})
+	defer func() { cancel(); <-progressDone }()
 	go func() {
-		for ctx.Err() == nil {
-			time.Sleep(5 * time.Second)
-			t.Logf("progress: %d Telegram replies", tg.SentCount())
+		defer close(progressDone)
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				t.Logf("progress: %d Telegram replies", tg.SentCount())
+			}
 		}
 	}()
 	var wg sync.WaitGroup
@@ -497,10 +507,17 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 		fail("%s", strings.Join(all, "\n"))
 	}
 
-	// What each chat saw: its own echoes, in order, once each (a reply
-	// the kill cut between its send and its record may come twice).
+	// What each chat saw: its own echoes, in order, once each. A reply a
+	// lost replica had sent but not yet recorded is sent again by the
+	// survivor, so it may come twice, right after itself. The sender has
+	// at most one send in flight per chat (it claims a chat's oldest
+	// reply only), and sends to several chats at once, so each lost
+	// replica (the killed one and the frozen one) may repeat at most one
+	// reply in each chat.
+	const lost = 2
 	repeats := 0
 	for i := range nChats {
+		chatRepeats := 0
 		chat := int64(7000 + i)
 		var got []string
 		for _, m := range tg.Sent() {
@@ -512,6 +529,7 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 		for _, text := range got {
 			if k > 0 && text == crashText(chat, k-1) {
 				repeats++
+				chatRepeats++
 				continue
 			}
 			if text != crashText(chat, k) {
@@ -522,9 +540,12 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 		if k != perChat {
 			fail("chat %d got %d answers; want %d", chat, k, perChat)
 		}
+		if chatRepeats > lost {
+			fail("chat %d saw %d replies twice; at most the one send in flight to it that each of the %d lost replicas cut short may come twice", chat, chatRepeats, lost)
+		}
 	}
-	if repeats > 2 {
-		fail("%d replies reached their chat twice; at most the one send each lost replica cut short may", repeats)
+	if repeats > 0 {
+		t.Logf("%d replies reached their chat twice (sends the lost replicas had made but not recorded)", repeats)
 	}
 
 	// The stored conversations: every session's turns one after another
