@@ -69,7 +69,8 @@ const (
 	inboundOfQuery = `SELECT id, status, COALESCE(session_id, ''), error FROM inbound
 	WHERE adapter = $1 AND chat_id = $2 AND platform_message_id = $3`
 
-	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3, lane = NULL WHERE id = $1 AND status = 'accepted'`
+	// $4 is always 'accepted', a parameter for the reason finishInboundQuery's is.
+	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3, lane = NULL WHERE id = $1 AND status = $4`
 
 	// Among replicas (Store.Cluster), a dead replica is one with no live
 	// row in replicas: fenced, or never registered (an older version's).
@@ -85,8 +86,9 @@ const (
 	// the handover commits, so a fence takes the message over with the
 	// rest of that replica's.
 	forwardCheckQuery = `SELECT 1 FROM replicas WHERE instance = $1 AND fenced_at IS NULL FOR SHARE`
-	forwardQuery      = `UPDATE inbound SET owner = $2, lane = $3 WHERE id = $1 AND status = 'accepted'`
-	forwardNotify     = `SELECT pg_notify('parley_forward', $1)`
+	// $4 is always 'accepted' (see finishInboundQuery).
+	forwardQuery  = `UPDATE inbound SET owner = $2, lane = $3 WHERE id = $1 AND status = $4`
+	forwardNotify = `SELECT pg_notify('parley_forward', $1)`
 
 	// The messages other replicas handed to this one, in accept order.
 	forwardedQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, '')
@@ -150,8 +152,10 @@ const (
 	WHERE id = $1`
 
 	// Only a pending reply: a sender whose lease lapsed must not bring
-	// back one that another sender has sent meanwhile.
-	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4, lease_until = 0 WHERE id = $1 AND status = 'pending'`
+	// back one that another sender has sent meanwhile. $5 is always
+	// 'pending', a parameter so that no plan takes the partial index on
+	// pending replies for a lookup by id (see finishInboundQuery).
+	markRetryQuery = `UPDATE outbox SET status = $2, last_error = $3, next_attempt_at = $4, lease_until = 0 WHERE id = $1 AND status = $5`
 
 	// A restarted process takes back at once the replies its previous life
 	// claimed and never recorded: no other process can be sending them,
@@ -367,7 +371,7 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 		}
 		rows.Close()
 		for _, a := range out {
-			if _, err := q.ExecContext(ctx, takeInboundQuery, a.ID, s.owner, dbutil.Millis(now.Add(s.lease))); err != nil {
+			if _, err := q.ExecContext(ctx, takeInboundQuery, a.ID, s.owner, dbutil.Millis(now.Add(s.lease)), string(InboundAccepted)); err != nil {
 				return fmt.Errorf("take over inbound %s: %w", a.ID, err)
 			}
 		}
@@ -392,7 +396,7 @@ func (s *Store) Forward(ctx context.Context, id, hold, holder string) (ok bool, 
 		if err != nil {
 			return err
 		}
-		if _, err := q.ExecContext(ctx, forwardQuery, id, holder, hold); err != nil {
+		if _, err := q.ExecContext(ctx, forwardQuery, id, holder, hold, string(InboundAccepted)); err != nil {
 			return err
 		}
 		ok = true
@@ -772,7 +776,7 @@ func (s *Store) MarkRetry(ctx context.Context, id string, cause error, next time
 	if cause != nil {
 		msg = cause.Error()
 	}
-	_, err := s.db.Write().ExecContext(ctx, markRetryQuery, id, status, msg, dbutil.Millis(next))
+	_, err := s.db.Write().ExecContext(ctx, markRetryQuery, id, status, msg, dbutil.Millis(next), "pending")
 	if err != nil {
 		return fmt.Errorf("record failed attempt of reply %s: %w", id, err)
 	}
