@@ -44,6 +44,9 @@ type burstReading struct {
 // over; each gets its share at once, within the gateway's queue cap.
 const burstSessions = 50
 
+// burstAnswerWait is how long a burst's message may wait for its answer.
+const burstAnswerWait = 30 * time.Second
+
 // burstAfter are the moments after a burst at which the resident set is
 // read.
 var burstAfter = []int{5, 10, 20, 30, 45, 60}
@@ -178,29 +181,26 @@ func (c burstClient) call(ctx context.Context, method, path string, in, out any)
 }
 
 // converse sends n messages to a session, each once the previous one is
-// answered, as a person does.
+// answered, as a person does: the session's message count says so (a
+// user message and its answer each).
 func (c burstClient) converse(ctx context.Context, id string, n int) error {
 	for i := range n {
 		if err := c.call(ctx, "POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": "message " + strconv.Itoa(i)}, nil); err != nil {
 			return err
 		}
+		deadline := time.Now().Add(burstAnswerWait)
 		for {
-			var st struct {
-				State string `json:"state"`
+			var s struct {
+				MessageCount int `json:"message_count"`
 			}
-			if err := c.call(ctx, "GET", "/v1/sessions/"+id+"/status", nil, &st); err != nil {
+			if err := c.call(ctx, "GET", "/v1/sessions/"+id, nil, &s); err != nil {
 				return err
 			}
-			var page struct {
-				Messages []json.RawMessage `json:"messages"`
+			if s.MessageCount >= 2*(i+1) {
+				break
 			}
-			if st.State == "idle" {
-				if err := c.call(ctx, "GET", "/v1/sessions/"+id+"/messages?limit=200", nil, &page); err != nil {
-					return err
-				}
-				if len(page.Messages) >= 2*(i+1) {
-					break
-				}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("message %d of session %s had no answer within %s; the daemon's log (log.level: error in its config) says why", i+1, id, burstAnswerWait)
 			}
 			select {
 			case <-ctx.Done():
