@@ -3,14 +3,11 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/parleyd/parley/adapters"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/sessions"
@@ -25,13 +22,7 @@ func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
 		defer tg.Close()
 		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\nbudgets:\n  session_daily_tokens: 10\n"+
 			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
-		d, _, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
-			channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return channels
-		})
+		d, _, stop := testDaemonAt(t, path, configuredChannels(t))
 		defer stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -94,13 +85,7 @@ func TestUsageIsRecordedOnlyWhileACapIsSet(t *testing.T) {
 		defer tg.Close()
 		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\n"+
 			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
-		d, _, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
-			channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return channels
-		})
+		d, _, stop := testDaemonAt(t, path, configuredChannels(t))
 		defer stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

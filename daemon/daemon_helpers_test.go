@@ -51,6 +51,18 @@ func testDaemonAt(tb testing.TB, path string, channels func(d *Daemon) map[adapt
 	}
 }
 
+// configuredChannels is the channels the daemon's config declares, built
+// as parley run builds them.
+func configuredChannels(tb testing.TB) func(d *Daemon) map[adapters.ID]adapters.Adapter {
+	return func(d *Daemon) map[adapters.ID]adapters.Adapter {
+		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return channels
+	}
+}
+
 // apiOnly is the channels of a daemon driven through its API.
 func apiOnly(*Daemon) map[adapters.ID]adapters.Adapter {
 	return map[adapters.ID]adapters.Adapter{"api": apiChannel{}}

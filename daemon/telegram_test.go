@@ -2,13 +2,11 @@ package daemon
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 )
 
@@ -17,13 +15,7 @@ import (
 func runWithTelegram(tb testing.TB, tg *telegramtest.Server, extra string) (*Daemon, func()) {
 	tb.Helper()
 	d, _, stop := testDaemon(tb, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+
-		indentYAML(tg.ConfigYAML(), "    ")+extra, func(d *Daemon) map[adapters.ID]adapters.Adapter {
-		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return channels
-	})
+		indentYAML(tg.ConfigYAML(), "    ")+extra, configuredChannels(tb))
 	return d, stop
 }
 

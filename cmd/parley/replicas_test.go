@@ -148,26 +148,36 @@ func (c replicaClient) messages(base, session string) ([]storedMessage, error) {
 	return page.Messages, err
 }
 
+// replicaChannels is what GET /v1/replicas at url says: each live
+// replica's API address and the channels it runs.
+func replicaChannels(c replicaClient, url string) (map[string][]string, error) {
+	var out struct {
+		Replicas []struct {
+			APIURL   string   `json:"api_url"`
+			Channels []string `json:"channels"`
+		} `json:"replicas"`
+	}
+	if _, err := c.do("GET", url+"/v1/replicas", nil, &out); err != nil {
+		return nil, err
+	}
+	m := map[string][]string{}
+	for _, rep := range out.Replicas {
+		m[rep.APIURL] = rep.Channels
+	}
+	return m, nil
+}
+
 // telegramHolder is the replica that runs the Telegram channel now, as
 // the replicas report it (-1: none).
 func telegramHolder(c replicaClient, live []*replicaProc) int {
 	for _, r := range live {
-		var out struct {
-			Replicas []struct {
-				APIURL   string   `json:"api_url"`
-				Channels []string `json:"channels"`
-			} `json:"replicas"`
-		}
-		if _, err := c.do("GET", r.url+"/v1/replicas", nil, &out); err != nil {
+		runs, err := replicaChannels(c, r.url)
+		if err != nil {
 			continue
 		}
-		for _, rep := range out.Replicas {
-			if slices.Contains(rep.Channels, "tg-main") {
-				for i, p := range live {
-					if p.url == rep.APIURL {
-						return i
-					}
-				}
+		for i, p := range live {
+			if slices.Contains(runs[p.url], "tg-main") {
+				return i
 			}
 		}
 		return -1
@@ -720,18 +730,9 @@ func TestReplicasSpreadChannels(t *testing.T) {
 	}
 	c := replicaClient{http: &http.Client{Timeout: 15 * time.Second}}
 	runs := func(r *replicaProc) map[string][]string {
-		var out struct {
-			Replicas []struct {
-				APIURL   string   `json:"api_url"`
-				Channels []string `json:"channels"`
-			} `json:"replicas"`
-		}
-		if _, err := c.do("GET", r.url+"/v1/replicas", nil, &out); err != nil {
+		m, err := replicaChannels(c, r.url)
+		if err != nil {
 			t.Fatal(err)
-		}
-		m := map[string][]string{}
-		for _, rep := range out.Replicas {
-			m[rep.APIURL] = rep.Channels
 		}
 		return m
 	}
