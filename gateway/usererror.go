@@ -99,6 +99,12 @@ func (g *Gateway) failed(ctx context.Context, key sessions.Key, msg string, err 
 		g.opts.Log.InfoContext(ctx, "turn refused", append([]any{"session_key", key.String(), "reason", err}, attrs...)...)
 		return "", said.UserMessage()
 	}
+	// Cut short on purpose (/stop, or a /reset that interrupts a
+	// /compact): nothing failed, and the person asked for it.
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		g.opts.Log.InfoContext(ctx, msg+": stopped", append([]any{"session_key", key.String()}, attrs...)...)
+		return "", "Stopped."
+	}
 	ref = newRef()
 	kind := kindOf(err)
 	g.opts.Log.ErrorContext(ctx, msg, append([]any{"ref", ref, "session_key", key.String(), "error", err}, attrs...)...)

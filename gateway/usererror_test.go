@@ -146,6 +146,7 @@ func TestCommandFailuresTellNoInternals(t *testing.T) {
 	r.deliver(msg("1", "hi"))
 	r.sent(1)
 	r.deliver(msg("2", "/compact"))
+	r.sent(2) // before /reset, which would interrupt it
 	r.deliver(msg("3", "/reset"))
 	got := r.sent(3)
 	for i, want := range []string{"Sorry, I couldn't compact this conversation (ref ", "Sorry, I couldn't start a new conversation (ref "} {
@@ -153,6 +154,27 @@ func TestCommandFailuresTellNoInternals(t *testing.T) {
 			strings.Contains(reply, "SQLSTATE") {
 			t.Errorf("reply %q, want %q… with a ref and no internals", reply, want)
 		}
+	}
+}
+
+// A /compact that /reset interrupts says it stopped: no apology, no ref.
+func TestInterruptedCompactionSaysStopped(t *testing.T) {
+	started := make(chan struct{})
+	r := newRig(t, dbtest.SQLite(t), echoRun, func(o *gateway.Options) {
+		o.Runner = compacting{o.Runner, func(ctx context.Context, _ sessions.Session, _ string) (string, error) {
+			close(started)
+			<-ctx.Done()
+			return "", ctx.Err()
+		}}
+	})
+	r.deliver(msg("1", "hi"))
+	r.sent(1)
+	r.deliver(msg("2", "/compact"))
+	<-started
+	r.deliver(msg("3", "/reset"))
+	got := r.sent(3)
+	if got[1] != "Stopped." || got[2] != "Started a new conversation." {
+		t.Fatalf("replies %q, want the compaction stopped, then the reset", got[1:])
 	}
 }
 
