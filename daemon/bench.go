@@ -45,6 +45,14 @@ type BenchResult struct {
 	RawAppendPerSec float64 `json:"raw_append_per_sec"`
 	AppendsPerTurn  float64 `json:"appends_per_turn"`
 	LimitRatio      float64 `json:"limit_ratio"`
+	// WriterBusy and RawWriterBusy are the share of the run's time SQLite's
+	// writer spent in transactions, under the turns and under raw appends;
+	// WriterCommit and RawWriterCommit, the share of that in commits (0 on
+	// PostgreSQL). A writer busy near 1 is the limit.
+	WriterBusy      float64 `json:"writer_busy,omitempty"`
+	WriterCommit    float64 `json:"writer_commit,omitempty"`
+	RawWriterBusy   float64 `json:"raw_writer_busy,omitempty"`
+	RawWriterCommit float64 `json:"raw_writer_commit,omitempty"`
 	// WALFramesPerTurn and RawWALFramesPerAppend are the pages SQLite
 	// wrote to its write-ahead log per turn and per raw append (0 on
 	// PostgreSQL).
@@ -136,7 +144,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	// under load, not its start-up's.
 	trimResident()
 	resetPeakRSS()
-	raw, rawFrames, rawCPU, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
+	raw, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -164,6 +172,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	txBefore := d.db.Transactions()
 	framesBefore := walFrames(ctx, d.db)
 	cpuBefore := processCPU()
+	busyBefore, commitBefore := d.db.WriterBusy()
 	// Count the reads beside the daemon's own observer (its metrics).
 	var reads atomic.Int64
 	daemonObserver := d.metrics.ObserveDB()
@@ -190,6 +199,8 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	elapsed := time.Since(start)
 	d.db.Observe(daemonObserver)
 	cpu := processCPU() - cpuBefore
+	busy, commit := d.db.WriterBusy()
+	busy, commit = busy-busyBefore, commit-commitBefore
 	appends := d.db.Transactions() - txBefore
 	frames := walFrames(ctx, d.db) - framesBefore
 	over, wait, err := b.serial(ctx, min(o.Sessions, 1000))
@@ -198,13 +209,11 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	}
 	// Measure the limit again after the turns and take the mean: the
 	// machine's load drifts, and both figures should see the same.
-	rawAfter, rawFramesAfter, rawCPUAfter, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
+	rawAfter, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
 	if err != nil {
 		return BenchResult{}, halt(err)
 	}
-	raw = (raw + rawAfter) / 2
-	rawFrames = (rawFrames + rawFramesAfter) / 2
-	rawCPU = (rawCPU + rawCPUAfter) / 2
+	raw = raw.mean(rawAfter)
 	if err := halt(nil); err != nil {
 		return BenchResult{}, err
 	}
@@ -217,16 +226,18 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		StoreWaitP50ms: quantileMs(wait, 0.50),
 		LatencyP50ms:   quantileMs(lat, 0.50), LatencyP99ms: quantileMs(lat, 0.99), LatencyMaxms: quantileMs(lat, 1),
 		PeakRSSMB:         peakRSSMB(),
-		RawAppendPerSec:   raw,
+		RawAppendPerSec:   raw.rate,
 		AppendsPerTurn:    float64(appends) / float64(len(lat)),
 		CPUmsPerTurn:      float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
-		RawCPUmsPerAppend: rawCPU,
+		RawCPUmsPerAppend: raw.cpuMs,
 		ReadsPerTurn:      float64(reads.Load()) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
 	if d.db.Dialect == dbutil.SQLite {
 		r.WALFramesPerTurn = float64(frames) / float64(len(lat))
-		r.RawWALFramesPerAppend = rawFrames
+		r.RawWALFramesPerAppend = raw.frames
+		r.WriterBusy, r.WriterCommit = share(busy, elapsed), share(commit, busy)
+		r.RawWriterBusy, r.RawWriterCommit = raw.busy, raw.commit
 	}
 	return r, nil
 }
@@ -434,20 +445,43 @@ func walFrames(ctx context.Context, db *dbutil.DB) int64 {
 	return n
 }
 
+// rawRate is what rawAppendRate measures.
+type rawRate struct {
+	rate   float64 // durable appends per second
+	frames float64 // WAL frames per append (SQLite)
+	cpuMs  float64 // process CPU per append
+	busy   float64 // the writer's share of the time (SQLite)
+	commit float64 // the commits' share of the writer's time (SQLite)
+}
+
+// mean is the mean of two measurements.
+func (r rawRate) mean(o rawRate) rawRate {
+	return rawRate{(r.rate + o.rate) / 2, (r.frames + o.frames) / 2, (r.cpuMs + o.cpuMs) / 2, (r.busy + o.busy) / 2, (r.commit + o.commit) / 2}
+}
+
+// share is part ÷ whole, 0 when whole is.
+func share(part, whole time.Duration) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
 // rawAppendRate measures durable appends per second on the same database with
 // the same durability, from `workers` writers at once: the physical limit a
-// turn's commits share. It also returns the WAL frames per append.
-func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, workers, total int) (rate, frames, cpuMs float64, err error) {
+// turn's commits share.
+func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, workers, total int) (rawRate, error) {
 	ids := make([]sessions.ID, workers)
 	for i := range ids {
 		s, _, err := store.Resolve(ctx, sessions.ChatKey("bench-raw", strconv.Itoa(i), "raw", config.DefaultAgentID), sessions.Policy{})
 		if err != nil {
-			return 0, 0, 0, err
+			return rawRate{}, err
 		}
 		ids[i] = s.ID
 	}
 	framesBefore := walFrames(ctx, db)
 	cpuBefore := processCPU()
+	busyBefore, commitBefore := db.WriterBusy()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	start := time.Now()
@@ -466,12 +500,20 @@ func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, wor
 	wg.Wait()
 	took := time.Since(start)
 	cpu := processCPU() - cpuBefore
+	busy, commit := db.WriterBusy()
+	busy, commit = busy-busyBefore, commit-commitBefore
 	close(errs)
 	for err := range errs {
-		return 0, 0, 0, err
+		return rawRate{}, err
 	}
 	n := float64(total / workers * workers)
-	return n / took.Seconds(), float64(walFrames(ctx, db)-framesBefore) / n, float64(cpu.Microseconds()) / 1000 / n, nil
+	return rawRate{
+		rate:   n / took.Seconds(),
+		frames: float64(walFrames(ctx, db)-framesBefore) / n,
+		cpuMs:  float64(cpu.Microseconds()) / 1000 / n,
+		busy:   share(busy, took),
+		commit: share(commit, busy),
+	}, nil
 }
 
 // processCPU is the CPU time the process has used, user and system (Linux:

@@ -73,6 +73,9 @@ type DB struct {
 	observer atomic.Pointer[Observer]
 	// transactions counts write transactions, batched or not.
 	transactions atomic.Int64
+	// writerBusy and commitWait are the SQLite writer's time in batches and,
+	// of that, in commits (the fsync): how close it is to its limit.
+	writerBusy, commitWait atomic.Int64
 	// fence, when set, guards every write of a replica (see SetFence).
 	fence atomic.Pointer[Fence]
 	// readConns is how many SQLite reader connections may stay open.
@@ -82,6 +85,12 @@ type DB struct {
 // Transactions is how many write transactions (durable appends) this DB
 // committed; on SQLite several may share one commit (see group.go).
 func (d *DB) Transactions() int64 { return d.transactions.Load() }
+
+// WriterBusy is how long SQLite's writer goroutine has spent running batches
+// of transactions, and of that how long in their commits (0 on PostgreSQL).
+func (d *DB) WriterBusy() (busy, commit time.Duration) {
+	return time.Duration(d.writerBusy.Load()), time.Duration(d.commitWait.Load())
+}
 
 // Open opens the database named by opts and checks that it answers.
 func Open(ctx context.Context, opts Options) (*DB, error) {

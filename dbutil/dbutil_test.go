@@ -236,6 +236,12 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if rows != want {
 		t.Fatalf("%d rows committed, want %d", rows, want)
 	}
+	// The writer accounts for its time: some of it in commits, never more
+	// than all of it.
+	busy, commit := db.WriterBusy()
+	if busy <= 0 || commit <= 0 || commit > busy {
+		t.Fatalf("writer busy %v, of which commits %v", busy, commit)
+	}
 }
 
 // Transactions racing Close end with an error; none hangs.

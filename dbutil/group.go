@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 var errDBClosed = errors.New("database is closed")
@@ -66,7 +67,9 @@ func (d *DB) writerLoop() {
 				break drain
 			}
 		}
+		start := time.Now()
 		d.runBatch(batch)
+		d.writerBusy.Add(int64(time.Since(start)))
 		// The commit just woke its callers, and many queue their next
 		// transaction at once (a turn's next write, a channel's next
 		// message). Letting them run first puts those in the next batch,
@@ -155,7 +158,10 @@ func (d *DB) runBatch(batch []*txRequest) {
 		}
 		results[i] = err
 	}
-	if err := tx.Commit(); err != nil {
+	commitStart := time.Now()
+	err = tx.Commit()
+	d.commitWait.Add(int64(time.Since(commitStart)))
+	if err != nil {
 		fail(fmt.Errorf("commit transaction: %w", err))
 		return
 	}

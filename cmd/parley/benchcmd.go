@@ -59,5 +59,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if r.WALFramesPerTurn > 0 {
 		fmt.Fprintf(stdout, "WAL frames        %.1f per turn · %.2f per raw append (pages written to SQLite's log)\n", r.WALFramesPerTurn, r.RawWALFramesPerAppend)
 	}
+	if r.WriterBusy > 0 {
+		fmt.Fprintf(stdout, "SQLite writer     busy %.0f%% of the turns' time (%.0f%% of that in commits) · %.0f%% of the raw appends' (%.0f%%)\n",
+			100*r.WriterBusy, 100*r.WriterCommit, 100*r.RawWriterBusy, 100*r.RawWriterCommit)
+	}
 	return nil
 }
