@@ -2,7 +2,6 @@ package tools
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,19 +38,6 @@ func Decode(args json.RawMessage, v any) error {
 		return errors.New(msg)
 	}
 	return fmt.Errorf("arguments are not a valid object: %v", err)
-}
-
-// Decoded is a Tool's Run that reads the call's arguments into an A with
-// Decode before run sees them. Arguments Decode refuses are refused as
-// "<tool>: <what is wrong>; pass <example>", so the model reads what to send.
-func Decoded[A any](tool, example string, run func(ctx context.Context, call Call, args A) (string, error)) func(context.Context, Call) (string, error) {
-	return func(ctx context.Context, call Call) (string, error) {
-		var args A
-		if err := Decode(call.Arguments, &args); err != nil {
-			return "", fmt.Errorf("%s: %w; pass %s", tool, err, example)
-		}
-		return run(ctx, call, args)
-	}
 }
 
 // read decodes one JSON value from args into v and refuses anything after
