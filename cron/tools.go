@@ -68,6 +68,14 @@ var createSchema = json.RawMessage(fmt.Sprintf(`{
   "additionalProperties": false
 }`, maxToolPromptRunes, MaxNotify))
 
+// createArgs are schedule_create's arguments (createSchema).
+type createArgs struct {
+	Schedule *string  `json:"schedule"`
+	Prompt   *string  `json:"prompt"`
+	Timezone string   `json:"timezone"`
+	Notify   []string `json:"notify"`
+}
+
 var listSchema = json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)
 
 var deleteSchema = json.RawMessage(`{
@@ -78,6 +86,11 @@ var deleteSchema = json.RawMessage(`{
   "required": ["id"],
   "additionalProperties": false
 }`)
+
+// deleteArgs are schedule_delete's arguments (deleteSchema).
+type deleteArgs struct {
+	ID *string `json:"id"`
+}
 
 // Tools returns schedule_create, schedule_list and schedule_delete. Each
 // acts for the calling session's owner (OwnerOf(call.Key)): jobs it makes
@@ -91,12 +104,13 @@ func (s *Scheduler) Tools(opts ToolOptions) []tools.Tool {
 	}
 	t := scheduleTools{s: s, opts: opts}
 	return []tools.Tool{
-		{Name: CreateToolName, Schema: createSchema, Run: t.create,
+		{Name: CreateToolName, Schema: createSchema,
+			Run: tools.Decoded(CreateToolName, `{"schedule": "0 9 * * *", "prompt": "...", "timezone": "Europe/Berlin"}`, t.create),
 			Description: "Schedule a recurring task for this user: at each time the schedule names, the agent is given the prompt " +
 				"in a fresh conversation and the answer is sent to this chat (or the notify chats). Use it for reminders and regular reports."},
-		{Name: ListToolName, Schema: listSchema, Run: t.list,
+		{Name: ListToolName, Schema: listSchema, Run: tools.Decoded(ListToolName, "{}", t.list),
 			Description: "List this user's scheduled tasks with their ids, schedules, next run and last result."},
-		{Name: DeleteToolName, Schema: deleteSchema, Run: t.delete,
+		{Name: DeleteToolName, Schema: deleteSchema, Run: tools.Decoded(DeleteToolName, `{"id": "..."}`, t.delete),
 			Description: "Delete one of this user's scheduled tasks by its id (see schedule_list)."},
 	}
 }
@@ -119,16 +133,7 @@ func callerOwner(tool string, k sessions.Key) (Owner, error) {
 	return o, nil
 }
 
-func (t scheduleTools) create(ctx context.Context, call tools.Call) (string, error) {
-	var args struct {
-		Schedule *string  `json:"schedule"`
-		Prompt   *string  `json:"prompt"`
-		Timezone string   `json:"timezone"`
-		Notify   []string `json:"notify"`
-	}
-	if err := tools.Decode(call.Arguments, &args); err != nil {
-		return "", fmt.Errorf(`%s: %w; pass {"schedule": "0 9 * * *", "prompt": "...", "timezone": "Europe/Berlin"}`, CreateToolName, err)
-	}
+func (t scheduleTools) create(ctx context.Context, call tools.Call, args createArgs) (string, error) {
 	owner, err := callerOwner(CreateToolName, call.Key)
 	if err != nil {
 		return "", err
@@ -201,10 +206,7 @@ func (t scheduleTools) create(ctx context.Context, call tools.Call) (string, err
 	return b.String(), nil
 }
 
-func (t scheduleTools) list(ctx context.Context, call tools.Call) (string, error) {
-	if err := tools.Decode(call.Arguments, &struct{}{}); err != nil {
-		return "", fmt.Errorf("%s: %w; pass {}", ListToolName, err)
-	}
+func (t scheduleTools) list(ctx context.Context, call tools.Call, _ struct{}) (string, error) {
 	owner, err := callerOwner(ListToolName, call.Key)
 	if err != nil {
 		return "", err
@@ -245,13 +247,7 @@ func (t scheduleTools) list(ctx context.Context, call tools.Call) (string, error
 	return b.String(), nil
 }
 
-func (t scheduleTools) delete(ctx context.Context, call tools.Call) (string, error) {
-	var args struct {
-		ID *string `json:"id"`
-	}
-	if err := tools.Decode(call.Arguments, &args); err != nil {
-		return "", fmt.Errorf(`%s: %w; pass {"id": "..."}`, DeleteToolName, err)
-	}
+func (t scheduleTools) delete(ctx context.Context, call tools.Call, args deleteArgs) (string, error) {
 	owner, err := callerOwner(DeleteToolName, call.Key)
 	if err != nil {
 		return "", err

@@ -49,6 +49,23 @@ var listSchema = json.RawMessage(fmt.Sprintf(`{
   "additionalProperties": false
 }`, MaxKeyBytes))
 
+// keyArgs are the arguments of kv_get and kv_delete (getSchema).
+type keyArgs struct {
+	Key *string `json:"key"`
+}
+
+// setArgs are kv_set's arguments (setSchema).
+type setArgs struct {
+	Key   *string `json:"key"`
+	Value *string `json:"value"`
+}
+
+// listArgs are kv_list's arguments (listSchema).
+type listArgs struct {
+	Prefix string `json:"prefix"`
+	Cursor string `json:"cursor"`
+}
+
 // Tools returns kv_get, kv_set, kv_list and kv_delete on store. Each call
 // works on the storage of the session it runs in (tools.Call.SessionID):
 // no argument can name another session's.
@@ -62,11 +79,7 @@ func GetTool(store *Store) tools.Tool {
 		Name:        GetToolName,
 		Description: "Read the value kept under a key in this conversation's storage (kv_set writes it, kv_list lists the keys).",
 		Schema:      getSchema,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			key, err := keyArg(GetToolName, call)
-			if err != nil {
-				return "", err
-			}
+		Run: keyed(GetToolName, func(ctx context.Context, call tools.Call, key string) (string, error) {
 			it, err := store.Get(ctx, call.SessionID, key)
 			if errors.Is(err, ErrNotFound) {
 				return "", fmt.Errorf("%s: this conversation's storage has no key %q; kv_list shows the keys it has", GetToolName, key)
@@ -78,22 +91,19 @@ func GetTool(store *Store) tools.Tool {
 				return fmt.Sprintf("The value of %q is empty.", it.Key), nil
 			}
 			return *it.Value, nil
-		},
+		}),
 	}
 }
 
-// keyArg reads the one argument of kv_get and kv_delete, the key.
-func keyArg(tool string, call tools.Call) (string, error) {
-	var args struct {
-		Key *string `json:"key"`
-	}
-	if err := tools.Decode(call.Arguments, &args); err != nil {
-		return "", fmt.Errorf(`%s: %w; pass {"key": "..."}`, tool, err)
-	}
-	if args.Key == nil {
-		return "", fmt.Errorf("%s: key is required", tool)
-	}
-	return *args.Key, nil
+// keyed is the Run of kv_get and kv_delete, whose one argument is the key
+// (getSchema).
+func keyed(tool string, run func(ctx context.Context, call tools.Call, key string) (string, error)) func(context.Context, tools.Call) (string, error) {
+	return tools.Decoded(tool, `{"key": "..."}`, func(ctx context.Context, call tools.Call, args keyArgs) (string, error) {
+		if args.Key == nil {
+			return "", fmt.Errorf("%s: key is required", tool)
+		}
+		return run(ctx, call, *args.Key)
+	})
 }
 
 // SetTool is kv_set: keep a value under a key in the session's storage.
@@ -104,14 +114,7 @@ func SetTool(store *Store) tools.Tool {
 			"to read back later in this conversation with kv_get: notes, lists, drafts, intermediate results. " +
 			"Values and the storage as a whole are limited in size; the answer says how much is used.",
 		Schema: setSchema,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Key   *string `json:"key"`
-				Value *string `json:"value"`
-			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"key": "...", "value": "..."}`, SetToolName, err)
-			}
+		Run: tools.Decoded(SetToolName, `{"key": "...", "value": "..."}`, func(ctx context.Context, call tools.Call, args setArgs) (string, error) {
 			if args.Key == nil || args.Value == nil {
 				return "", fmt.Errorf(`%s: key and value are both required; pass {"key": "...", "value": "..."}`, SetToolName)
 			}
@@ -121,7 +124,7 @@ func SetTool(store *Store) tools.Tool {
 			}
 			return fmt.Sprintf("Stored %q (%d bytes). This conversation's storage holds %d of %d keys and %d of %d bytes.",
 				it.Key, len(*it.Value), u.Keys, u.Limits.MaxKeys, u.Bytes, u.Limits.MaxSessionBytes), nil
-		},
+		}),
 	}
 }
 
@@ -131,14 +134,7 @@ func ListTool(store *Store) tools.Tool {
 		Name:        ListToolName,
 		Description: "List the keys in this conversation's storage, with their sizes, optionally only those starting with a prefix.",
 		Schema:      listSchema,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Prefix string `json:"prefix"`
-				Cursor string `json:"cursor"`
-			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"prefix": "..."} or {}`, ListToolName, err)
-			}
+		Run: tools.Decoded(ListToolName, `{"prefix": "..."} or {}`, func(ctx context.Context, call tools.Call, args listArgs) (string, error) {
 			page, err := store.List(ctx, call.SessionID, ListOptions{Prefix: args.Prefix, Cursor: args.Cursor, Limit: listPage})
 			if errors.Is(err, ErrBadCursor) {
 				return "", fmt.Errorf("%s: %w", ListToolName, err)
@@ -151,7 +147,7 @@ func ListTool(store *Store) tools.Tool {
 				return "", toolError(ctx, store, ListToolName, err)
 			}
 			return formatList(args.Prefix, page, u), nil
-		},
+		}),
 	}
 }
 
@@ -161,11 +157,7 @@ func DeleteTool(store *Store) tools.Tool {
 		Name:        DeleteToolName,
 		Description: "Delete a key, and its value, from this conversation's storage.",
 		Schema:      getSchema,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			key, err := keyArg(DeleteToolName, call)
-			if err != nil {
-				return "", err
-			}
+		Run: keyed(DeleteToolName, func(ctx context.Context, call tools.Call, key string) (string, error) {
 			found, err := store.Delete(ctx, call.SessionID, key)
 			if err != nil {
 				return "", toolError(ctx, store, DeleteToolName, err)
@@ -174,7 +166,7 @@ func DeleteTool(store *Store) tools.Tool {
 				return fmt.Sprintf("There was no key %q; nothing was deleted.", key), nil
 			}
 			return fmt.Sprintf("Deleted %q.", key), nil
-		},
+		}),
 	}
 }
 

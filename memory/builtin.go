@@ -53,15 +53,11 @@ func (b *Builtin) Delete(context.Context, ItemID) error { return nil }
 
 // Search implements Index.
 func (b *Builtin) Search(ctx context.Context, scope Scope, text string, limit int) ([]Hit, error) {
-	if err := scope.Validate(); err != nil {
+	q, ok, err := searchQuery(scope, text, limit)
+	if !ok {
 		return nil, err
 	}
-	q := parseQuery(text)
-	if q.empty() || limit <= 0 {
-		return nil, nil
-	}
 	var hits []Hit
-	var err error
 	if b.db.Dialect == dbutil.Postgres {
 		hits, err = b.searchPostgres(ctx, scope, q, limit)
 	} else {

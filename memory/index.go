@@ -18,6 +18,17 @@ type Index interface {
 	Search(ctx context.Context, scope Scope, text string, limit int) ([]Hit, error)
 }
 
+// searchQuery is what an index's Search looks for: text's words, in a
+// valid scope. ok is false when there is nothing to look for (no words, or
+// no room for a hit) or, with err, when the scope is invalid.
+func searchQuery(scope Scope, text string, limit int) (q query, ok bool, err error) {
+	if err := scope.Validate(); err != nil {
+		return query{}, false, err
+	}
+	q = parseQuery(text)
+	return q, !q.empty() && limit > 0, nil
+}
+
 // Doc is what an index stores of an item.
 type Doc struct {
 	ID        ItemID

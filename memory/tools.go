@@ -37,6 +37,12 @@ var writeSchema = json.RawMessage(fmt.Sprintf(`{
   "additionalProperties": false
 }`, MaxContentRunes, MaxTags, MaxTagRunes))
 
+// writeArgs are memory_write's arguments (writeSchema).
+type writeArgs struct {
+	Content *string  `json:"content"`
+	Tags    []string `json:"tags"`
+}
+
 var searchSchema = json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
@@ -48,6 +54,12 @@ var searchSchema = json.RawMessage(fmt.Sprintf(`{
   "required": ["query"],
   "additionalProperties": false
 }`, maxQueryRunes, MaxSearchLimit, DefaultSearchLimit))
+
+// searchArgs are memory_search's arguments (searchSchema).
+type searchArgs struct {
+	Query *string `json:"query"`
+	Limit *int    `json:"limit"`
+}
 
 // Tools returns memory_write and memory_search on store. Each call works in
 // the scope of the calling session, ScopeOf(call.Key): a tool can't name
@@ -63,14 +75,7 @@ func WriteTool(store *Store) tools.Tool {
 		Description: "Save a fact to long-term memory, so it can be found in later conversations with this user " +
 			"(or this group) with memory_search. Save durable things: preferences, names, decisions, commitments.",
 		Schema: writeSchema,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Content *string  `json:"content"`
-				Tags    []string `json:"tags"`
-			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"content": "...", "tags": ["..."]}`, WriteToolName, err)
-			}
+		Run: tools.Decoded(WriteToolName, `{"content": "...", "tags": ["..."]}`, func(ctx context.Context, call tools.Call, args writeArgs) (string, error) {
 			if args.Content == nil {
 				return "", fmt.Errorf("%s: content is required: the fact to remember", WriteToolName)
 			}
@@ -83,7 +88,7 @@ func WriteTool(store *Store) tools.Tool {
 				msg += " (tags: " + strings.Join(it.Tags, ", ") + ")"
 			}
 			return msg + ".", nil
-		},
+		}),
 	}
 }
 
@@ -95,14 +100,7 @@ func SearchTool(store *Store) tools.Tool {
 		Description: "Search long-term memory (facts saved with memory_write and summaries of earlier " +
 			"conversation) of this user or group. Returns the best matches first, with where each came from.",
 		Schema: searchSchema,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Query *string `json:"query"`
-				Limit *int    `json:"limit"`
-			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"query": "...", "limit": %d}`, SearchToolName, err, DefaultSearchLimit)
-			}
+		Run: tools.Decoded(SearchToolName, fmt.Sprintf(`{"query": "...", "limit": %d}`, DefaultSearchLimit), func(ctx context.Context, call tools.Call, args searchArgs) (string, error) {
 			if args.Query == nil || strings.TrimSpace(*args.Query) == "" {
 				return "", fmt.Errorf("%s: query is required: plain words to look for", SearchToolName)
 			}
@@ -124,7 +122,7 @@ func SearchTool(store *Store) tools.Tool {
 				return "", toolError(ctx, store, SearchToolName, err)
 			}
 			return formatResults(*args.Query, results), nil
-		},
+		}),
 	}
 }
 

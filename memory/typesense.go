@@ -260,12 +260,9 @@ func (t *Typesense) Reset(ctx context.Context) error {
 // Search implements Index. The scope filter is scope_key:=`<key>`; the key
 // is letters only, so the backtick quoting can't be broken out of.
 func (t *Typesense) Search(ctx context.Context, scope Scope, text string, limit int) ([]Hit, error) {
-	if err := scope.Validate(); err != nil {
+	q, ok, err := searchQuery(scope, text, limit)
+	if !ok {
 		return nil, err
-	}
-	q := parseQuery(text)
-	if q.empty() || limit <= 0 {
-		return nil, nil
 	}
 	key := scope.key()
 	res, err := t.client.Collection(t.collection).Documents().Search(ctx, &api.SearchCollectionParams{

@@ -25,6 +25,12 @@ var toolSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
+// toolArgs are the skill tool's arguments (toolSchema).
+type toolArgs struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+}
+
 // Index is the prompt's skill index: how to use skills, then each skill's
 // name and description. Empty when there are none.
 func Index(list []Skill) string {
@@ -53,14 +59,7 @@ func Tool(list []Skill) tools.Tool {
 		Description: "Load a skill's instructions by name (the system prompt lists the skills), or read one of a skill's files. " +
 			"Call it before a task a skill fits.",
 		Schema: toolSchema,
-		Run: func(_ context.Context, call tools.Call) (string, error) {
-			var args struct {
-				Name string `json:"name"`
-				File string `json:"file"`
-			}
-			if err := tools.Decode(call.Arguments, &args); err != nil {
-				return "", fmt.Errorf(`%s: %w; pass {"name": "..."}`, ToolName, err)
-			}
+		Run: tools.Decoded(ToolName, `{"name": "..."}`, func(_ context.Context, _ tools.Call, args toolArgs) (string, error) {
 			name := strings.TrimSpace(args.Name)
 			if name == "" {
 				if args.File != "" {
@@ -77,7 +76,7 @@ func Tool(list []Skill) tools.Tool {
 				return s.ReadFile(args.File)
 			}
 			return load(s)
-		},
+		}),
 	}
 }
 

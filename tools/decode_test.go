@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 )
@@ -60,5 +61,28 @@ func TestDecode(t *testing.T) {
 	var empty struct{}
 	if err := Decode(json.RawMessage(`{"x": 1}`), &empty); err == nil || err.Error() != `unknown field "x"; pass {}` {
 		t.Errorf("Decode into no fields = %v", err)
+	}
+}
+
+func TestDecoded(t *testing.T) {
+	type args struct {
+		Name *string `json:"name"`
+	}
+	var got *string
+	run := Decoded("greet", `{"name": "..."}`, func(_ context.Context, call Call, a args) (string, error) {
+		got = a.Name
+		return "hello " + *a.Name + " from " + string(call.SessionID), nil
+	})
+	out, err := run(context.Background(), Call{SessionID: "s1", Arguments: json.RawMessage(`{"name": "Ada"}`)})
+	if err != nil || out != "hello Ada from s1" {
+		t.Fatalf("run = %q, %v", out, err)
+	}
+	got = nil
+	_, err = run(context.Background(), Call{Arguments: json.RawMessage(`{"name": 5}`)})
+	if want := `greet: name must be a string, not a JSON number; pass {"name": "..."}`; err == nil || err.Error() != want {
+		t.Errorf("run with a bad argument = %v, want %s", err, want)
+	}
+	if got != nil {
+		t.Error("run saw arguments Decode refused")
 	}
 }

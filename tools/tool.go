@@ -28,6 +28,19 @@ type Tool struct {
 	Run func(ctx context.Context, call Call) (string, error)
 }
 
+// Decoded is a Tool's Run that reads the call's arguments into an A with
+// Decode before run sees them. Arguments Decode refuses are refused as
+// "<tool>: <what is wrong>; pass <example>", so the model reads what to send.
+func Decoded[A any](tool, example string, run func(ctx context.Context, call Call, args A) (string, error)) func(context.Context, Call) (string, error) {
+	return func(ctx context.Context, call Call) (string, error) {
+		var args A
+		if err := Decode(call.Arguments, &args); err != nil {
+			return "", fmt.Errorf("%s: %w; pass %s", tool, err, example)
+		}
+		return run(ctx, call, args)
+	}
+}
+
 // Call is one invocation of a tool, with the session it runs for.
 type Call struct {
 	// Name is the tool called.

@@ -112,6 +112,13 @@ func (a *Adapter) session(ctx context.Context, c client, sink adapters.Sink) end
 			return true
 		}
 	}
+	// reconnect logs msg (with args) and the backoff's next wait, then
+	// retries after it; false when ctx ended first.
+	reconnect := func(msg, detail string, args ...any) bool {
+		d := next()
+		a.log.WarnContext(ctx, msg, append(args, "retry_in", d)...)
+		return retry(d, detail)
+	}
 	presenceDue := false
 
 connect:
@@ -128,9 +135,7 @@ connect:
 		case errors.Is(err, store.ErrDeviceDeleted):
 			sig.push(signal{kind: sigLoggedOut, detail: "device deleted"})
 		case err != nil:
-			d := next()
-			a.log.WarnContext(ctx, "whatsapp connect failed", "error", err, "retry_in", d)
-			if !retry(d, "disconnected: "+err.Error()) {
+			if !reconnect("whatsapp connect failed", "disconnected: "+err.Error(), "error", err) {
 				return endStopped
 			}
 			continue connect
@@ -154,24 +159,18 @@ connect:
 					if c.IsConnected() {
 						continue // from a connection already replaced by a newer one
 					}
-					d := next()
-					a.log.WarnContext(ctx, "whatsapp disconnected", "retry_in", d)
-					if !retry(d, "disconnected") {
+					if !reconnect("whatsapp disconnected", "disconnected") {
 						return endStopped
 					}
 					continue connect
 				case sigStale:
 					c.Disconnect()
-					d := next()
-					a.log.WarnContext(ctx, "whatsapp keepalives failing; reconnecting", "retry_in", d)
-					if !retry(d, "disconnected: keepalives failing") {
+					if !reconnect("whatsapp keepalives failing; reconnecting", "disconnected: keepalives failing") {
 						return endStopped
 					}
 					continue connect
 				case sigFailure:
-					d := next()
-					a.log.WarnContext(ctx, "whatsapp connect failure", "reason", s.detail, "retry_in", d)
-					if !retry(d, "connect failure: "+s.detail) {
+					if !reconnect("whatsapp connect failure", "connect failure: "+s.detail, "reason", s.detail) {
 						return endStopped
 					}
 					continue connect

@@ -18,11 +18,8 @@ import (
 // anything: the config's own problems, each channel's keys (nothing
 // connects), the cron schedules and the agents' tool names, all at once.
 func cmdConfig(args []string, stdout io.Writer) error {
-	if len(args) > 0 && args[0] == "print" {
+	if args[0] == "print" { // dispatch has checked it against the command table
 		return cmdConfigPrint(args[1:], stdout)
-	}
-	if len(args) == 0 || args[0] != "check" {
-		return fmt.Errorf("%w: parley config check|print [--config FILE]", errUsage)
 	}
 	fs := newFlags("config check")
 	if err := fs.parse(args[1:], 0); err != nil {

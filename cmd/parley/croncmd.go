@@ -15,11 +15,7 @@ import (
 // cmdCron manages stored jobs and shows their receipts. It works beside a
 // running daemon, which picks up changes (and runs asked for) within 15 s.
 func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
-	const use = "parley cron add --id ID --schedule SPEC --prompt TEXT [--agent A] [--timezone TZ] [--notify adapter:chat,...] | ls | rm ID | enable ID | disable ID | run ID | runs ID [--limit N]"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, use)
-	}
-	sub := args[0]
+	sub := args[0] // dispatch has checked it against the command table
 	fs := newFlags("cron " + sub)
 	var want int
 	var id, schedule, prompt, agentID, tz, notify *string
@@ -41,8 +37,6 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	case "runs":
 		want = 1
 		limit = fs.Int("limit", 20, "how many receipts, newest first (1-1000)")
-	default:
-		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	var uses []string
 	if sub == "add" {

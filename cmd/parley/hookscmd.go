@@ -13,11 +13,7 @@ import (
 )
 
 func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
-	const use = "parley hooks ls | parley hooks deliveries ID [--limit N] [--config FILE]"
-	if len(args) == 0 || (args[0] != "ls" && args[0] != "deliveries") {
-		return fmt.Errorf("%w: %s", errUsage, use)
-	}
-	fs := newFlags("hooks " + args[0])
+	fs := newFlags("hooks " + args[0]) // dispatch has checked args[0] against the command table
 	limit := fs.Int("limit", 20, "how many deliveries, newest first (1-1000)")
 	want := 0
 	if args[0] == "deliveries" {

@@ -14,11 +14,8 @@ import (
 
 // cmdMCP runs parley mcp ls or parley mcp serve.
 func cmdMCP(ctx context.Context, args []string, s streams) error {
-	if len(args) > 0 && args[0] == "serve" {
+	if args[0] == "serve" { // dispatch has checked it against the command table
 		return cmdMCPServe(ctx, args[1:], s.in, s.out, s.err)
-	}
-	if len(args) == 0 || args[0] != "ls" {
-		return fmt.Errorf("%w: parley mcp ls [--config FILE] [--json], or parley mcp serve [--config FILE]", errUsage)
 	}
 	return cmdMCPList(ctx, args, s.out)
 }

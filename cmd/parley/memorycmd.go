@@ -7,9 +7,7 @@ import (
 )
 
 func cmdMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "reindex" {
-		return fmt.Errorf("%w: parley memory reindex [--config FILE]", errUsage)
-	}
+	// dispatch has checked args[0] is reindex, the one subcommand.
 	d, err := newFlags("memory reindex").localDaemon(ctx, args[1:], 0, stderr)
 	if err != nil {
 		return err

@@ -13,19 +13,11 @@ import (
 // beside a running daemon: SQLite takes the write through its own locking,
 // and the daemon reads approvals from the database.
 func cmdPairing(ctx context.Context, args []string, stdout io.Writer) error {
-	const use = "parley pairing ls | parley pairing approve CODE [--config FILE]"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, use)
-	}
-	sub := args[0]
+	sub := args[0] // dispatch has checked it against the command table
 	fs := newFlags("pairing " + sub)
-	var want int
-	switch sub {
-	case "ls":
-	case "approve":
+	want := 0
+	if sub == "approve" {
 		want = 1
-	default:
-		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	_, db, err := fs.open(ctx, args[1:], want)
 	if err != nil {

@@ -20,11 +20,7 @@ var permissionsCommand = &command{name: "permissions", summary: "the tools peopl
 }, run: func(ctx context.Context, s streams, args []string) error { return cmdPermissions(ctx, args, s.out) }}
 
 func cmdPermissions(ctx context.Context, args []string, stdout io.Writer) error {
-	const use = "parley permissions ls [--agent ID] [--user USER] | parley permissions revoke AGENT USER TOOL [--config FILE]"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, use)
-	}
-	sub := args[0]
+	sub := args[0] // dispatch has checked it against the command table
 	fs := newFlags("permissions " + sub)
 	var agent, user *string
 	want := 0
@@ -34,8 +30,6 @@ func cmdPermissions(ctx context.Context, args []string, stdout io.Writer) error 
 		user = fs.String("user", "", "only this person's, as <channel type>:<user id>")
 	case "revoke":
 		want = 3
-	default:
-		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	_, db, err := fs.open(ctx, args[1:], want)
 	if err != nil {

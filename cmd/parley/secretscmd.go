@@ -45,11 +45,7 @@ var secretsCommand = &command{name: "secrets", summary: "the encrypted secrets s
 	}, run: func(ctx context.Context, s streams, args []string) error { return cmdSecrets(ctx, args, s) }}
 
 func cmdSecrets(ctx context.Context, args []string, s streams) error {
-	const use = "parley secrets set NAME | ls [--connections] [--json] | rm NAME | rotate [--new-key-file FILE] | keygen [--out FILE]"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, use)
-	}
-	sub := args[0]
+	sub := args[0] // dispatch has checked it against the command table
 	fs := flag.NewFlagSet("secrets "+sub, flag.ContinueOnError)
 	var path *string
 	if sub != "keygen" {
@@ -70,8 +66,6 @@ func cmdSecrets(ctx context.Context, args []string, s streams) error {
 		newKeyFile = fs.String("new-key-file", "", "read the new key from this file (default: $"+vault.EnvNewKey+")")
 	case "keygen":
 		out = fs.String("out", "", "write the key to this new file (mode 0600) instead of printing it")
-	default:
-		return fmt.Errorf("%w: %s", errUsage, use)
 	}
 	rest, err := parseFlags(fs, args[1:], want)
 	if err != nil {

@@ -11,20 +11,15 @@ import (
 )
 
 func cmdSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: parley sessions ls|show|compact|prune", errUsage)
-	}
-	switch args[0] {
-	case "ls", "list":
+	switch args[0] { // dispatch has checked it against the command table
+	case "ls":
 		return cmdSessionsList(ctx, args[1:], stdout)
 	case "show":
 		return cmdSessionsShow(ctx, args[1:], stdout)
 	case "compact":
 		return cmdSessionsCompact(ctx, args[1:], stdout, stderr)
-	case "prune":
+	default: // prune
 		return cmdSessionsPrune(ctx, args[1:], stdout)
-	default:
-		return fmt.Errorf("%w: unknown sessions command %q; use ls, show, compact or prune", errUsage, args[0])
 	}
 }
 

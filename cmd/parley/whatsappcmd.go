@@ -18,10 +18,7 @@ import (
 // scan, or a pairing code with --phone. The device is stored in parley's
 // own database.
 func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const use = "parley whatsapp link [--adapter ID] [--phone NUMBER] [--config FILE]"
-	if len(args) == 0 || args[0] != "link" {
-		return fmt.Errorf("%w: %s", errUsage, use)
-	}
+	// args[0] is link, the one subcommand: dispatch and init check it.
 	fs := newFlags("whatsapp link")
 	id := fs.String("adapter", "", "the whatsapp adapter to link (default: the only one)")
 	phone := fs.String("phone", "", "link with a pairing code for this phone number (international format) instead of a QR code")

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/internal/sse"
@@ -46,15 +45,7 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model. It never retries by itself: wrap the Model in
 // llm.WithRetry, which retries visibly.
 func New(o Options) *Model {
-	base := o.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	m := &Model{url: strings.TrimRight(base, "/") + "/v1/messages", apiKey: o.APIKey, client: o.HTTPClient}
-	if m.client == nil {
-		m.client = wire.DefaultClient
-	}
-	return m
+	return &Model{url: wire.Endpoint(o.BaseURL, DefaultBaseURL, "/v1/messages"), apiKey: o.APIKey, client: wire.Client(o.HTTPClient)}
 }
 
 // Stream implements llm.Model.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/internal/wire"
@@ -26,25 +25,15 @@ type apiError struct {
 // {"type":"error","error":{"type":…,"message":…},"request_id":…}. A body
 // in another shape (a proxy's HTML page) is kept as a short snippet.
 func (m *Model) statusError(res *http.Response) error {
-	raw := wire.ReadErrorBody(res.Body)
-	se := &llm.StatusError{
-		Provider:   provider,
-		StatusCode: res.StatusCode,
-		RetryAfter: wire.RetryAfter(res.Header, time.Now()),
-	}
-	var body struct {
-		Error *apiError `json:"error"`
-	}
-	if json.Unmarshal(raw, &body) == nil && body.Error != nil {
-		se.Code = body.Error.Type
-		se.Message = wire.Redact(body.Error.Message, m.apiKey)
-	} else {
-		se.Message = m.snippet(raw)
-	}
-	if se.Message == "" {
-		se.Message = http.StatusText(res.StatusCode)
-	}
-	return classify(se)
+	return classify(wire.StatusError(provider, res, m.apiKey, func(raw []byte) (code, message string, ok bool) {
+		var body struct {
+			Error *apiError `json:"error"`
+		}
+		if json.Unmarshal(raw, &body) != nil || body.Error == nil {
+			return "", "", false
+		}
+		return body.Error.Type, body.Error.Message, true
+	}))
 }
 
 // eventError reads an error event sent mid-stream, which arrives on a 200

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/internal/wire"
@@ -80,26 +79,17 @@ func (d errorDetail) code() string {
 
 // statusError reads an HTTP error response.
 func (m *Model) statusError(res *http.Response) error {
-	raw := wire.ReadErrorBody(res.Body)
-	se := &llm.StatusError{
-		Provider:   provider,
-		StatusCode: res.StatusCode,
-		RetryAfter: wire.RetryAfter(res.Header, time.Now()),
-	}
-	if d, ok := parseError(raw, false); ok {
-		code := d.code()
+	return classify(wire.StatusError(provider, res, m.apiKey, func(raw []byte) (code, message string, ok bool) {
+		d, ok := parseError(raw, false)
+		if !ok {
+			return "", "", false
+		}
+		code = d.code()
 		if _, numeric := strconv.Atoi(code); numeric == nil {
 			code = "" // a number repeating the HTTP status says nothing more
 		}
-		se.Code = firstNonEmpty(code, d.Type)
-		se.Message = wire.Redact(d.Message, m.apiKey)
-	} else {
-		se.Message = m.snippet(raw)
-	}
-	if se.Message == "" {
-		se.Message = http.StatusText(res.StatusCode)
-	}
-	return classify(se)
+		return firstNonEmpty(code, d.Type), d.Message, true
+	}))
 }
 
 // streamStatusError reads an error sent mid-stream, which arrives with

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/parleyd/parley/llm"
 )
 
 // RetryAfter reads the wait a provider asked for: retry-after-ms
@@ -59,6 +61,23 @@ func Redact(s, secret string) string {
 // writes; the caller's context ends a call.
 var DefaultClient = &http.Client{Transport: defaultTransport()}
 
+// Client is c, or DefaultClient when c is nil.
+func Client(c *http.Client) *http.Client {
+	if c == nil {
+		return DefaultClient
+	}
+	return c
+}
+
+// Endpoint is path under base, or under def when base is empty, without
+// the base's trailing slashes.
+func Endpoint(base, def, path string) string {
+	if base == "" {
+		base = def
+	}
+	return strings.TrimRight(base, "/") + path
+}
+
 func defaultTransport() http.RoundTripper {
 	t, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -72,6 +91,29 @@ func defaultTransport() http.RoundTripper {
 
 // MaxErrorBody is how much of an error response is read.
 const MaxErrorBody = 64 << 10
+
+// StatusError reads provider's HTTP error response: its status, the wait
+// it asks for and its message. parse reads the code and message of a body
+// in the provider's shape; a body in another shape (a proxy's HTML page) is
+// kept as a short snippet. secret is redacted from the message, and an
+// empty message is the status's text.
+func StatusError(provider string, res *http.Response, secret string, parse func(raw []byte) (code, message string, ok bool)) *llm.StatusError {
+	raw := ReadErrorBody(res.Body)
+	se := &llm.StatusError{
+		Provider:   provider,
+		StatusCode: res.StatusCode,
+		RetryAfter: RetryAfter(res.Header, time.Now()),
+	}
+	if code, message, ok := parse(raw); ok {
+		se.Code, se.Message = code, Redact(message, secret)
+	} else {
+		se.Message = Redact(Snippet(raw), secret)
+	}
+	if se.Message == "" {
+		se.Message = http.StatusText(res.StatusCode)
+	}
+	return se
+}
 
 // ReadErrorBody reads (a bounded part of) an error response's body.
 func ReadErrorBody(body io.Reader) []byte {
