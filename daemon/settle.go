@@ -27,7 +27,8 @@ const (
 // settle hands back memory once start-up is over, and again each time a
 // busy spell ends: a burst fills the Go heap, SQLite's page caches and the
 // binary's mapped pages, and a daemon that then sits idle for hours
-// should not hold them. It returns the freed heap to the system, closes
+// should not hold them. It forgets the histories the session store keeps
+// for the next turns, returns the freed heap to the system, closes
 // SQLite's idle readers and empties the writer's cache, and unmaps the
 // binary's pages (trimResident).
 func (d *Daemon) settle(ctx context.Context) {
@@ -55,6 +56,7 @@ func (d *Daemon) settle(ctx context.Context) {
 		}
 		settled = now
 		d.settlings.Add(1)
+		d.sessions.ReleaseCaches()
 		debug.FreeOSMemory()
 		if err := d.db.ShrinkMemory(ctx); err != nil && ctx.Err() == nil {
 			d.log.DebugContext(ctx, "shrink the database's memory", "error", err)

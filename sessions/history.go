@@ -284,6 +284,37 @@ func (c *historyCache) tokens(id ID) (int64, bool) {
 	return el.Value.(*historyEntry).at.tokens, true
 }
 
+// clear forgets every cached history and every session read lately.
+func (c *historyCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.lru.Init()
+	c.size = 0
+	clear(c.seen)
+	c.order, c.next = nil, 0
+}
+
+// CachedHistories is how many sessions' recent history the store keeps in
+// memory.
+func (s *SQLStore) CachedHistories() int {
+	if s.history == nil {
+		return 0
+	}
+	s.history.mu.Lock()
+	defer s.history.mu.Unlock()
+	return len(s.history.entries)
+}
+
+// ReleaseCaches forgets the recent histories the store keeps: a daemon
+// gone quiet after a busy spell then holds no copy of conversations that
+// may not speak again for hours. A session's next turn reads its history
+// from the database, and it is kept again from the read after.
+func (s *SQLStore) ReleaseCaches() { s.history.clear() }
+
 // drop forgets id's cached history.
 func (c *historyCache) drop(id ID) {
 	if c == nil {

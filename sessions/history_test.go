@@ -134,12 +134,15 @@ func randomHistory(t *testing.T, db *dbutil.DB, budget int, seed uint64) {
 			if _, err := st.Rewind(ctx, id, to.ID); err != nil && !errors.Is(err, sessions.ErrInvalidMessage) {
 				t.Fatalf("op %d: %v", op, err)
 			}
-		default:
+		case n < 98:
 			what = "unrewind"
 			if _, err := st.Unrewind(ctx, id); err != nil && !errors.Is(err, sessions.ErrNothingToUnrewind) &&
 				!errors.Is(err, sessions.ErrConflict) {
 				t.Fatalf("op %d: %v", op, err)
 			}
+		default:
+			what = "release" // a daemon settling after a busy spell
+			st.ReleaseCaches()
 		}
 		for range 2 {
 			reader := stores[rng.IntN(len(stores))]
@@ -161,6 +164,54 @@ func randomHistory(t *testing.T, db *dbutil.DB, budget int, seed uint64) {
 				}
 			}
 		}
+	}
+}
+
+// A store that releases its caches (a daemon settling after a busy spell)
+// keeps no history, reads the next from the database, and keeps it again
+// from the read after.
+func TestReleaseCachesForgetsHistories(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	st := sessions.NewStore(db)
+	var ids []sessions.ID
+	for i := range 3 {
+		s, _, err := st.Resolve(ctx, sessions.ChatKey("telegram", fmt.Sprint("r", i), "u", "a"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	read := func() {
+		t.Helper()
+		for _, id := range ids {
+			if _, err := st.Append(ctx, id, sessions.Message{Role: sessions.RoleUser, Content: "hello " + string(id)}); err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := st.Messages(ctx, id, sessions.MessagesOptions{Turns: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := msgs[len(msgs)-1].Content; last != "hello "+string(id) {
+				t.Fatalf("read %q last, want the append just made", last)
+			}
+		}
+	}
+	read()
+	if n := st.CachedHistories(); n != len(ids) {
+		t.Fatalf("%d histories cached after the reads, want %d", n, len(ids))
+	}
+	st.ReleaseCaches()
+	if n := st.CachedHistories(); n != 0 {
+		t.Fatalf("%d histories cached after release", n)
+	}
+	read() // from the database: a session is kept from its second read
+	if n := st.CachedHistories(); n != 0 {
+		t.Fatalf("%d histories cached after one read each", n)
+	}
+	read()
+	if n := st.CachedHistories(); n != len(ids) {
+		t.Fatalf("%d histories cached after two reads each, want %d", n, len(ids))
 	}
 }
 
