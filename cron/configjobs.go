@@ -127,6 +127,15 @@ func (s *Store) declares() bool {
 	return s.config != nil
 }
 
+// renews reports whether the running scheduler renews this process's
+// declaration: when it has one and other processes may use the database.
+// A SQLite file this process holds has no other replica to keep apart
+// from, so the declaration SyncConfig made stands (nothing else removes
+// config jobs) and an idle daemon writes nothing every few seconds.
+func (s *Store) renews() bool {
+	return s.declares() && s.db.Mark() == dbutil.NoMark
+}
+
 // renewConfig renews this process's declaration of its config's jobs and
 // removes the config jobs whose declarations all lapsed (every replica
 // whose config had them stopped or crashed). It returns their ids.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -203,28 +204,40 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 	if err := s.recoverRuns(ctx, now); err != nil {
 		return err
 	}
+	// polled is the database's mark before the last read of the jobs: on a
+	// SQLite file this process holds, a poll with nothing written since
+	// has nothing new to read, and an idle daemon leaves the file alone.
+	polled := s.store.db.Mark()
 	if err := s.loadJobs(ctx, now); err != nil {
 		return err
 	}
-	s.startQueued(ctx, now)
+	if !s.startQueued(ctx, now) {
+		polled = dbutil.NoMark
+	}
 	nextPoll, nextRenew := now.Add(s.opts.Poll), now
 	for {
 		now = s.clock.Now()
-		if s.store.declares() && !now.Before(nextRenew) {
+		if s.store.renews() && !now.Before(nextRenew) {
 			s.renewConfig(ctx)
 			nextRenew = now.Add(min(s.opts.Poll, ConfigLease/3))
 		}
-		if s.reload.Swap(false) || !now.Before(nextPoll) {
-			if err := s.loadJobs(ctx, now); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "read cron jobs", "error", err)
+		if reload := s.reload.Swap(false); reload || !now.Before(nextPoll) {
+			if reload || !s.store.db.Unchanged(polled) {
+				polled = s.store.db.Mark()
+				if err := s.loadJobs(ctx, now); err != nil && ctx.Err() == nil {
+					s.log.WarnContext(ctx, "read cron jobs", "error", err)
+					polled = dbutil.NoMark
+				}
+				if !s.startQueued(ctx, now) {
+					polled = dbutil.NoMark // try again at the next poll
+				}
 			}
-			s.startQueued(ctx, now)
 			nextPoll = now.Add(s.opts.Poll)
 		}
 		s.expire(ctx, now)
 		s.fireDue(ctx, now)
 		wake := s.nextWake(nextPoll)
-		if s.store.declares() && nextRenew.Before(wake) {
+		if s.store.renews() && nextRenew.Before(wake) {
 			wake = nextRenew
 		}
 		timer, stop := s.clock.At(wake)
@@ -479,14 +492,16 @@ func (s *Scheduler) recoverRuns(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// startQueued starts the manual runs Store.RequestRun queued.
-func (s *Scheduler) startQueued(ctx context.Context, now time.Time) {
+// startQueued starts the manual runs Store.RequestRun queued; ok is false
+// when one could not be started, to be tried again at the next poll.
+func (s *Scheduler) startQueued(ctx context.Context, now time.Time) (ok bool) {
+	ok = true
 	runs, err := s.store.openRuns(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.WarnContext(ctx, "read queued cron runs", "error", err)
 		}
-		return
+		return false
 	}
 	for _, r := range runs {
 		if r.Status != StatusQueued {
@@ -501,18 +516,21 @@ func (s *Scheduler) startQueued(ctx context.Context, now time.Time) {
 		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "start a queued cron run", "job_id", r.JobID, "run_id", r.ID, "error", err)
+			ok = false
 			continue
 		}
-		r, ok, err := s.store.claim(ctx, r, j, now)
+		r, claimed, err := s.store.claim(ctx, r, j, now)
 		switch {
 		case err != nil:
 			s.log.ErrorContext(ctx, "start a queued cron run", "job_id", r.JobID, "run_id", r.ID, "error", err)
-		case ok && r.Status == StatusStarted:
+			ok = false
+		case claimed && r.Status == StatusStarted:
 			s.start(ctx, j, r)
-		case ok:
+		case claimed:
 			s.log.InfoContext(ctx, "manual cron run skipped", "job_id", j.ID, "reason", r.Error)
 		}
 	}
+	return ok
 }
 
 // RunNow fires a job at once (`parley cron run ID` in the daemon's

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parleyd/parley/dbutil"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,6 +449,54 @@ func TestPollPicksUpJobsFromAnotherProcess(t *testing.T) {
 			t.Fatalf("fire = %+v", in)
 		}
 	})
+}
+
+// On a SQLite file this process holds, a poll with nothing written since
+// the last one reads nothing; one after a write reads the jobs again.
+func TestIdlePollsLeaveTheDatabaseAlone(t *testing.T) {
+	db := dbtest.SQLite(t)
+	db.HoldsFile()
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	e := newEnv(t, db, "2025-06-02T10:30:00Z")
+	// A config job: on a file no other process uses, its declaration is
+	// not renewed, and stays.
+	if err := e.store.SyncConfig(context.Background(), []cron.Job{{ID: "nightly", Schedule: "0 3 * * *", Timezone: "UTC", AgentID: "main", Prompt: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.start() // polls every hour
+	before, mark := reads.Load(), db.Mark()
+	for range 5 {
+		e.clk.Step(t, time.Hour)
+	}
+	if n := reads.Load() - before; n != 0 {
+		t.Fatalf("five idle polls read the database %d times", n)
+	}
+	if !db.Unchanged(mark) {
+		t.Fatal("an idle scheduler wrote to the database")
+	}
+	if _, err := e.store.Job(context.Background(), "nightly"); err != nil {
+		t.Fatalf("the config job: %v", err)
+	}
+	// A job written without a reload (this process's API, say) is read by
+	// the next poll, since the write changed the database.
+	if _, err := cron.NewStore(db, e.clk.Now).Add(context.Background(), cron.Job{ID: "late", Schedule: "45 * * * *", Timezone: "UTC", AgentID: "main", Prompt: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(t, 15*time.Minute) // 15:45: not read yet
+	e.sink.none(t)
+	e.clk.Step(t, 45*time.Minute) // 16:30: read, and its 15:45 fire recorded as missed
+	if r := e.onlyRun("late"); r.Status != cron.StatusSkipped {
+		t.Fatalf("receipt = %+v", r)
+	}
+	e.clk.Step(t, 15*time.Minute)
+	if in := e.sink.next(t); !strings.HasPrefix(in.ChatID, "late:") {
+		t.Fatalf("fire = %+v", in)
+	}
 }
 
 func TestManualRuns(t *testing.T) {

@@ -40,18 +40,21 @@ type Daemon struct {
 	// settlings counts the times the daemon handed memory back after a
 	// busy spell (settle).
 	settlings atomic.Int64
-	conf      atomic.Pointer[config.Config] // replaced by Reload; read with cfg
-	log       *slog.Logger
-	db        *dbutil.DB
-	sessions  *sessions.SQLStore
-	runner    *agent.Runner
-	gw        *gateway.Gateway
-	sender    *gateway.Sender
-	memory    *memory.Store
-	cron      *cron.Scheduler
-	metrics   *metrics.Metrics
-	bus       *events.Bus // what happens in runs and sessions, in process
-	events    *api.EventLog
+	// retrims counts the times a quiet daemon unmapped the binary's pages
+	// that came back (see settle).
+	retrims  atomic.Int64
+	conf     atomic.Pointer[config.Config] // replaced by Reload; read with cfg
+	log      *slog.Logger
+	db       *dbutil.DB
+	sessions *sessions.SQLStore
+	runner   *agent.Runner
+	gw       *gateway.Gateway
+	sender   *gateway.Sender
+	memory   *memory.Store
+	cron     *cron.Scheduler
+	metrics  *metrics.Metrics
+	bus      *events.Bus // what happens in runs and sessions, in process
+	events   *api.EventLog
 	// callbacks POSTs replies to API sessions' webhook_url; nil without a
 	// callback secret.
 	callbacks *api.Callbacks
@@ -114,6 +117,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return nil, err
 	}
 	d.db, d.applied = db, applied
+	if db.Dialect == dbutil.SQLite {
+		db.HoldsFile() // locked above: no other process writes it
+	}
 	// ${secret:NAME} values are resolved before anything reads them.
 	if err := d.openVault(ctx, cfg); err != nil {
 		db.Close()

@@ -22,7 +22,15 @@ const (
 	// quietWrites is at most how many write transactions a settleEvery may
 	// see for the daemon to count as quiet again.
 	quietWrites = 2
+	// remapped is how much of the binary a quiet daemon may map again
+	// (a poll's first read of the database after a while, an API call)
+	// before it is unmapped again, at most every retrimEvery.
+	remapped = 2 << 20
 )
+
+// retrimEvery is how often at most a quiet daemon unmaps again what came
+// back (a variable for the tests).
+var retrimEvery = 30 * time.Second
 
 // settle hands back memory once start-up is over, and again each time a
 // busy spell ends: a burst fills the Go heap, SQLite's page caches and the
@@ -32,16 +40,26 @@ const (
 // SQLite's idle readers and empties the writer's cache, and unmaps the
 // binary's pages (trimResident).
 func (d *Daemon) settle(ctx context.Context) {
+	var (
+		trimmedAt   time.Time
+		trimmedSize int64
+	)
+	trim := func() {
+		trimResident()
+		trimmedAt, trimmedSize = time.Now(), fileResident()
+	}
 	select {
 	case <-time.After(trimAfter):
-		trimResident()
+		trim()
 	case <-ctx.Done():
 		return
 	}
 	t := time.NewTicker(settleEvery)
 	defer t.Stop()
-	settled := d.db.Transactions()
-	last := settled
+	// Start-up counts as a spell: what its last steps mapped again (the
+	// first polls' statements, say) goes once the daemon is quiet.
+	settled := d.db.Transactions() - busySpell
+	last := d.db.Transactions()
 	for {
 		select {
 		case <-ctx.Done():
@@ -51,7 +69,15 @@ func (d *Daemon) settle(ctx context.Context) {
 		now := d.db.Transactions()
 		quiet := now-last <= quietWrites
 		last = now
-		if !quiet || now-settled < busySpell {
+		if !quiet {
+			continue
+		}
+		if now-settled < busySpell {
+			// Quiet, but no spell: unmap what was mapped again since.
+			if time.Since(trimmedAt) >= retrimEvery && fileResident()-trimmedSize >= remapped {
+				d.retrims.Add(1)
+				trim()
+			}
 			continue
 		}
 		settled = now
@@ -61,7 +87,7 @@ func (d *Daemon) settle(ctx context.Context) {
 		if err := d.db.ShrinkMemory(ctx); err != nil && ctx.Err() == nil {
 			d.log.DebugContext(ctx, "shrink the database's memory", "error", err)
 		}
-		trimResident()
+		trim()
 	}
 }
 

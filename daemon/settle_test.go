@@ -2,15 +2,18 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
+	"golang.org/x/sys/unix"
 )
 
 // A daemon hands memory back once a busy spell ends: not while it is busy,
-// not when it has been idle all along, and once per spell.
+// not again while it stays idle, and once per spell. Its start-up counts as
+// one.
 func TestSettlesAfterABusySpell(t *testing.T) {
 	old := settleEvery
 	settleEvery = 100 * time.Millisecond
@@ -20,8 +23,8 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	ctx := context.Background()
 
 	time.Sleep(trimAfter + 6*settleEvery)
-	if n := d.settlings.Load(); n != 0 {
-		t.Fatalf("settled %d times without a busy spell", n)
+	if n := d.settlings.Load(); n != 1 {
+		t.Fatalf("settled %d times after start-up, want once", n)
 	}
 	write := func() {
 		if err := d.db.Tx(ctx, func(q dbutil.Querier) error {
@@ -51,12 +54,12 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	busyUntil := time.Now().Add(10 * settleEvery)
 	for n := 0; n < 2*busySpell || time.Now().Before(busyUntil); n++ {
 		write()
-		if s := d.settlings.Load(); s != 0 {
+		if s := d.settlings.Load(); s != 1 {
 			t.Fatalf("settled while busy (after %d writes)", n)
 		}
 	}
 	deadline := time.Now().Add(20 * settleEvery)
-	for d.settlings.Load() == 0 {
+	for d.settlings.Load() == 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("did not settle after the busy spell ended")
 		}
@@ -66,7 +69,76 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 		t.Fatalf("still %d histories cached after settling", n)
 	}
 	time.Sleep(6 * settleEvery)
-	if n := d.settlings.Load(); n != 1 {
-		t.Fatalf("settled %d times after one spell", n)
+	if n := d.settlings.Load(); n != 2 {
+		t.Fatalf("settled %d times after start-up and one spell", n)
+	}
+}
+
+// A quiet daemon unmaps again what came back since it last did, once the
+// pages grow past remapped, and at most every retrimEvery: not while
+// nothing grows.
+func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
+	if fileResident() == 0 {
+		t.Skip("no /proc/self/statm here")
+	}
+	oldSettle, oldRetrim := settleEvery, retrimEvery
+	settleEvery, retrimEvery = 50*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { settleEvery, retrimEvery = oldSettle, oldRetrim })
+	d, _, stop := testDaemon(t, "", apiOnly)
+	defer stop()
+
+	// Start-up settles first (its trim is what growth is measured from).
+	deadline := time.Now().Add(5 * time.Second)
+	for d.settlings.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("start-up never settled")
+		}
+		time.Sleep(settleEvery)
+	}
+	time.Sleep(2 * retrimEvery)
+	if n := d.retrims.Load(); n != 0 {
+		t.Fatalf("unmapped again %d times with nothing mapped", n)
+	}
+	// Map 8 MB of a file and touch it: file-backed pages, as the binary's
+	// are when a path runs again.
+	f, err := os.CreateTemp(t.TempDir(), "mapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 8 << 20
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	var sum byte
+	for i := 0; i < size; i += os.Getpagesize() {
+		sum += m[i]
+	}
+	if sum != 0 {
+		t.Fatal("a new file reads as zeros")
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for d.retrims.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("did not unmap again after 8 MB came back")
+		}
+		time.Sleep(settleEvery)
+	}
+	time.Sleep(3 * retrimEvery)
+	if n := d.retrims.Load(); n != 1 {
+		t.Fatalf("unmapped again %d times for one growth", n)
+	}
+}
+
+func TestStatmShared(t *testing.T) {
+	if n := statmShared("5000 3000 1200 900 0 800 0\n"); n != 1200 {
+		t.Fatalf("statmShared = %d", n)
+	}
+	if n := statmShared("5000"); n != 0 {
+		t.Fatalf("statmShared of a short line = %d", n)
 	}
 }

@@ -36,6 +36,28 @@ func trimResident() {
 	}
 }
 
+// fileResident is how many bytes of files the process has mapped in
+// memory (its binary's pages, above all), from /proc/self/statm; 0 when
+// it can't say.
+func fileResident() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	return statmShared(string(b)) * int64(os.Getpagesize())
+}
+
+// statmShared is the third field of /proc/PID/statm: resident pages backed
+// by a file.
+func statmShared(statm string) int64 {
+	f := strings.Fields(statm)
+	if len(f) < 3 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[2], 10, 64)
+	return n
+}
+
 type mapping struct{ start, end uintptr }
 
 // readOnlyFileMappings lists, from /proc/self/smaps text, exe's mappings

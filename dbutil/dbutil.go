@@ -76,6 +76,8 @@ type DB struct {
 	// writerBusy and commitWait are the SQLite writer's time in batches and,
 	// of that, in commits (the fsync): how close it is to its limit.
 	writerBusy, commitWait atomic.Int64
+	// holdsFile: see HoldsFile.
+	holdsFile atomic.Bool
 	// fence, when set, guards every write of a replica (see SetFence).
 	fence atomic.Pointer[Fence]
 	// readConns is how many SQLite reader connections may stay open.
@@ -85,6 +87,33 @@ type DB struct {
 // Transactions is how many write transactions (durable appends) this DB
 // committed; on SQLite several may share one commit (see group.go).
 func (d *DB) Transactions() int64 { return d.transactions.Load() }
+
+// Mark is a mark of the database's state for a poller that found nothing
+// to do: Unchanged later says whether anything has been written since.
+// Only a SQLite file this process holds (HoldsFile) can say; elsewhere
+// (PostgreSQL, shared by replicas) the mark is NoMark and the poller looks.
+type Mark int64
+
+// NoMark is the mark of a database other processes may write.
+const NoMark Mark = -1
+
+// Mark is the database's state now: the count of write transactions made
+// through this DB, which on a SQLite file this process holds are all of
+// them.
+func (d *DB) Mark() Mark {
+	if d.Dialect != SQLite || !d.holdsFile.Load() {
+		return NoMark
+	}
+	return Mark(d.transactions.Load())
+}
+
+// Unchanged reports whether nothing was written since m was taken. It is
+// false for NoMark.
+func (d *DB) Unchanged(m Mark) bool { return m != NoMark && d.Mark() == m }
+
+// HoldsFile records that this process holds the SQLite file's lock
+// (LockSQLite), so it makes every write to it.
+func (d *DB) HoldsFile() { d.holdsFile.Store(true) }
 
 // WriterBusy is how long SQLite's writer goroutine has spent running batches
 // of transactions, and of that how long in their commits (0 on PostgreSQL).

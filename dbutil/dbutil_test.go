@@ -427,3 +427,43 @@ func TestQueryReadsEveryRow(t *testing.T) {
 		}
 	})
 }
+
+// A mark says whether anything was written since, only on a SQLite file
+// this process holds: another process may write any other database.
+func TestMarkSeesEveryWriteOfAHeldFile(t *testing.T) {
+	db := dbtest.RawSQLite(t)
+	ctx := context.Background()
+	if m := db.Mark(); m != dbutil.NoMark || db.Unchanged(m) {
+		t.Fatalf("a file not held gave mark %d", m)
+	}
+	db.HoldsFile()
+	m := db.Mark()
+	if m == dbutil.NoMark || !db.Unchanged(m) {
+		t.Fatalf("mark %d of a held file, unchanged %v", m, db.Unchanged(m))
+	}
+	if err := db.View(ctx, func(q dbutil.Querier) error {
+		var n int
+		return q.QueryRowContext(ctx, "SELECT 1").Scan(&n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !db.Unchanged(m) {
+		t.Fatal("a read changed the mark")
+	}
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	if db.Unchanged(m) {
+		t.Fatal("a write on its own left the mark unchanged")
+	}
+	m = db.Mark()
+	if err := db.Tx(ctx, func(q dbutil.Querier) error {
+		_, err := q.ExecContext(ctx, "INSERT INTO t (v) VALUES ('x')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if db.Unchanged(m) {
+		t.Fatal("a transaction left the mark unchanged")
+	}
+}

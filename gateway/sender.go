@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
 )
 
 // SenderOptions configure the outbox sender.
@@ -107,48 +108,94 @@ func (s *Sender) Run(ctx context.Context) error {
 	ticker := time.NewTicker(s.opts.Poll)
 	defer ticker.Stop()
 	woken := false
+	var idle idleOutbox
 	for {
 		for {
 			// Woken for a reply just queued, or right after a pass that
 			// sent (a chat's next reply may be due), the sender claims
 			// without looking first; on a poll it looks, so an idle
 			// outbox costs a read, not a write.
-			n, err := s.sendDue(ctx, !woken)
+			mark := s.store.db.Mark()
+			claimed, n, err := s.sendDue(ctx, !woken)
 			if err != nil && ctx.Err() == nil {
 				s.opts.Log.WarnContext(ctx, "outbox pass failed", "error", err)
 			}
+			idle = s.noteIdle(ctx, mark, claimed == 0 && err == nil)
 			if n == 0 || ctx.Err() != nil {
 				break // nothing sent: wait
 			}
 			woken = true
 		}
 		woken = false
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.wake:
-			woken = true
-		case <-ticker.C:
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.wake:
+				woken = true
+				break wait
+			case <-ticker.C:
+				if !idle.still(s.store.db, s.store.now()) {
+					break wait
+				}
+			}
 		}
 	}
+}
+
+// idleOutbox is what a pass that found nothing due saw: the database's
+// mark before it, and when the next pending reply comes due (zero: none
+// is pending). On a SQLite file this process holds, a poll then looks at
+// the outbox only if something was written since, or a retry or a lapsed
+// claim has come due: an idle daemon leaves its database alone, and the
+// code that reading it maps stays unmapped.
+type idleOutbox struct {
+	ok      bool // the pass found nothing due
+	mark    dbutil.Mark
+	nextDue time.Time
+}
+
+// still reports whether the outbox is as the pass saw it: nothing written
+// since, and nothing come due.
+func (i idleOutbox) still(db *dbutil.DB, now time.Time) bool {
+	return i.ok && db.Unchanged(i.mark) && (i.nextDue.IsZero() || now.Before(i.nextDue))
+}
+
+// noteIdle records what a pass that began at mark saw, when it found
+// nothing due (none is false otherwise).
+func (s *Sender) noteIdle(ctx context.Context, mark dbutil.Mark, none bool) idleOutbox {
+	if !none || mark == dbutil.NoMark {
+		return idleOutbox{}
+	}
+	at, pending, err := s.store.NextDue(ctx)
+	if err != nil {
+		return idleOutbox{}
+	}
+	i := idleOutbox{ok: true, mark: mark}
+	if pending {
+		i.nextDue = at
+	}
+	return i
 }
 
 // SendDue makes one pass over the due replies and returns how many it sent.
 // Parallel bounds the platform calls under way; recording an outcome
 // doesn't hold a slot, so the records of a pass share commits.
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
-	return s.sendDue(ctx, true)
+	_, sent, err := s.sendDue(ctx, true)
+	return sent, err
 }
 
-func (s *Sender) sendDue(ctx context.Context, look bool) (int, error) {
+// sendDue is SendDue that also says how many replies it claimed.
+func (s *Sender) sendDue(ctx context.Context, look bool) (claimed, sent int, err error) {
 	due, err := s.store.claimDue(ctx, claimDueLimit, s.opts.Lease, look)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		sent int
 		errs []error
 		sem  = make(chan struct{}, s.opts.Parallel)
 	)
@@ -169,7 +216,7 @@ func (s *Sender) sendDue(ctx context.Context, look bool) (int, error) {
 		}()
 	}
 	wg.Wait()
-	return sent, errors.Join(errs...)
+	return len(due), sent, errors.Join(errs...)
 }
 
 // deliverReply sends r, or makes it the final edit of the streamed message

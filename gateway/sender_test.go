@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions/storetest"
@@ -201,4 +203,80 @@ func TestUndeliverableFailsAtOnce(t *testing.T) {
 			t.Fatalf("backlog after the retry: %+v %v", b, err)
 		}
 	})
+}
+
+// On a SQLite file this process holds, an idle sender's polls read
+// nothing; a reply queued without a wake is still found by the next poll,
+// and a retry comes due with nothing written meanwhile.
+func TestIdleSenderLeavesTheDatabaseAlone(t *testing.T) {
+	db := dbtest.SQLite(t)
+	db.HoldsFile()
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	store := gateway.NewStore(db, nil)
+	rec := adapterstest.New()
+	var retries atomic.Int64
+	s := senderFor(store, rec, gateway.SenderOptions{Poll: 10 * time.Millisecond,
+		Backoff: func(int) time.Duration { return 200 * time.Millisecond },
+		OnRetry: func(adapters.ID) { retries.Add(1) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	time.Sleep(100 * time.Millisecond) // its first pass
+	before := reads.Load()
+	time.Sleep(300 * time.Millisecond) // thirty polls
+	if n := reads.Load() - before; n != 0 {
+		t.Fatalf("an idle sender read the outbox %d times in thirty polls", n)
+	}
+
+	rec.FailNext(1, errors.New("platform unreachable"))
+	if err := store.QueueReplies(ctx, []gateway.Reply{{Key: "k:0", Adapter: "tg", ChatID: "1", Text: "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.Sent()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reply was never sent (%d retries)", retries.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := retries.Load(); n != 1 {
+		t.Fatalf("sent after %d failed attempts, want 1", n)
+	}
+	if got := rec.Sent(); len(got) != 1 || got[0].Text != "hello" {
+		t.Fatalf("sent %v", got)
+	}
+}
+
+// Where other processes may write the database (PostgreSQL, or a SQLite
+// file this process does not hold), the sender looks on every poll.
+func TestSenderPollsWhenItCannotSeeEveryWrite(t *testing.T) {
+	db := dbtest.SQLite(t) // not held: another process may write it
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	s := senderFor(gateway.NewStore(db, nil), adapterstest.New(), gateway.SenderOptions{Poll: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	before := reads.Load()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	<-done
+	if n := reads.Load() - before; n < 5 {
+		t.Fatalf("the sender looked %d times in thirty polls", n)
+	}
 }

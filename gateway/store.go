@@ -109,6 +109,11 @@ const (
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
 
+	// When the next pending reply may be claimed: its retry's time, or
+	// when a claim on it lapses, whichever is later.
+	nextDueQuery = `SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until ELSE next_attempt_at END)
+	FROM outbox WHERE status = 'pending'`
+
 	// The due replies, claimed in one statement. The claim is a lease of
 	// its own (lease_until), apart from next_attempt_at, the platform's
 	// backoff: a claim taken back never cuts a backoff short. RETURNING gives the
@@ -644,6 +649,21 @@ func (s *Store) DueReplies(ctx context.Context, limit int) ([]Reply, error) {
 		return nil, fmt.Errorf("list due replies: %w", err)
 	}
 	return out, nil
+}
+
+// NextDue is when the next pending reply may be claimed; ok is false when
+// none is pending.
+func (s *Store) NextDue(ctx context.Context) (at time.Time, ok bool, err error) {
+	var due sql.NullInt64
+	if err := s.db.View(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, nextDueQuery).Scan(&due)
+	}); err != nil {
+		return time.Time{}, false, fmt.Errorf("read when the next reply is due: %w", err)
+	}
+	if !due.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(due.Int64), true, nil
 }
 
 func scanReplies(rows *sql.Rows, err error) ([]Reply, error) {

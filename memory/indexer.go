@@ -84,33 +84,54 @@ func NewIndexer(store *Store, opts ...IndexerOption) *Indexer {
 func (x *Indexer) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// emptied is the database's mark before a pass that left the queue
+	// empty: on a SQLite file this process holds, a poll with nothing
+	// written since finds it empty still, and an idle daemon leaves the
+	// file alone.
+	emptied := dbutil.NoMark
 	for {
+		kicked := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-x.store.kick:
+			kicked = true
 		case <-timer.C:
 		}
+		if !kicked && x.store.db.Unchanged(emptied) {
+			timer.Reset(x.poll)
+			continue
+		}
+		mark := x.store.db.Mark()
 		_, err := x.Flush(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := x.nextWait(ctx)
+		wait, empty := x.nextWait(ctx)
+		emptied = dbutil.NoMark
 		if err != nil {
 			x.log.WarnContext(ctx, "memory index push failed", "index", x.store.index.Name(), "error", err)
 			wait = max(wait, x.minBackoff) // a failing database must not spin the loop
+		} else if empty {
+			emptied = mark
 		}
 		timer.Reset(wait)
 	}
 }
 
-// nextWait is how long until the earliest queued row is due, at most poll.
-func (x *Indexer) nextWait(ctx context.Context) time.Duration {
+// nextWait is how long until the earliest queued row is due, at most poll;
+// empty says no row is queued.
+func (x *Indexer) nextWait(ctx context.Context) (wait time.Duration, empty bool) {
 	var due sql.NullInt64
-	if err := x.store.db.Read().QueryRowContext(ctx, nextDueQueueQuery).Scan(&due); err != nil || !due.Valid {
-		return x.poll
+	if err := x.store.db.View(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, nextDueQueueQuery).Scan(&due)
+	}); err != nil {
+		return x.poll, false
 	}
-	return min(max(dbutil.Time(due.Int64).Sub(x.now()), 0), x.poll)
+	if !due.Valid {
+		return x.poll, true
+	}
+	return min(max(dbutil.Time(due.Int64).Sub(x.now()), 0), x.poll), false
 }
 
 type queuedWrite struct {
@@ -159,7 +180,7 @@ func (x *Indexer) Flush(ctx context.Context) (int, error) {
 }
 
 func (x *Indexer) due(ctx context.Context) ([]queuedWrite, error) {
-	return dbutil.Query(ctx, x.store.db.Read(), dueQueueQuery, func(r dbutil.Scanner) (queuedWrite, error) {
+	return dbutil.ViewQuery(ctx, x.store.db, dueQueueQuery, func(r dbutil.Scanner) (queuedWrite, error) {
 		var w queuedWrite
 		return w, r.Scan(&w.itemID, &w.op, &w.generation, &w.attempts)
 	}, dbutil.Millis(x.now()), x.batch)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -479,5 +480,46 @@ func TestToolsWhenTypesenseIsDown(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "memory tool failed") || !strings.Contains(logs.String(), "503") {
 		t.Fatalf("the failure was not logged with its cause:\n%s", logs.String())
+	}
+}
+
+// On a SQLite file this process holds, the indexer's polls read nothing
+// while nothing is written; a write by another store on the database, which
+// does not wake this indexer, is pushed at the next poll.
+func TestIdleIndexerLeavesTheDatabaseAlone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	db := dbtest.SQLite(t)
+	db.HoldsFile()
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	_, srv := newFakeTypesense(t, testAPIKey)
+	idx, err := NewTypesense(TypesenseOptions{URL: srv.URL, APIKey: testAPIKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(db, idx)
+	x := NewIndexer(s, WithBackoff(time.Millisecond, 50*time.Millisecond), WithPollInterval(10*time.Millisecond))
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	time.Sleep(100 * time.Millisecond)
+	before := reads.Load()
+	time.Sleep(300 * time.Millisecond) // thirty polls
+	if n := reads.Load() - before; n != 0 {
+		t.Fatalf("an idle indexer read the database %d times in thirty polls", n)
+	}
+	other := NewStore(db, idx) // its writes wake its own indexer, not x
+	mustWrite(t, other, alice, "written elsewhere")
+	waitFor(t, "the write to be pushed by a poll", func() bool { n, _ := x.Pending(ctx); return n == 0 })
+	if got := mustSearch(t, s, alice, "elsewhere", 5); len(got) != 1 {
+		t.Fatalf("found %d", len(got))
 	}
 }
