@@ -236,3 +236,34 @@ func BenchmarkEventLogBurst(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak_MiB")
 }
+
+// Release (a daemon settling after a busy spell) drops the finished runs,
+// which the database can rebuild, and keeps a run under way and a run
+// someone reads. With no run records to rebuild from it keeps everything.
+func TestEventLogReleaseDropsFinishedRuns(t *testing.T) {
+	l := api.NewEventLogWith(api.EventLogOptions{Runs: api.NewRunRecords(dbtest.SQLite(t))})
+	oneRun(l, "s-done", "r-done")
+	oneRun(l, "s-read", "r-read")
+	reader := l.Subscribe("s-read", api.SubscribeOptions{RunID: "r-read"})
+	defer reader.Close()
+	l.Start("s-live", "r-live")
+	l.Append("r-live", api.Event{SessionID: "s-live", Type: api.TypeMessageDelta, Data: json.RawMessage(`{"text":"still writing"}`)})
+
+	l.Release()
+	if l.Held("s-done", "r-done") {
+		t.Fatal("a finished run nobody reads was kept")
+	}
+	if !l.Held("s-live", "r-live") {
+		t.Fatal("a run under way was dropped")
+	}
+	if !l.Held("s-read", "r-read") {
+		t.Fatal("a run being read was dropped")
+	}
+
+	plain := api.NewEventLogWith(api.EventLogOptions{})
+	oneRun(plain, "s-done", "r-done")
+	plain.Release()
+	if !plain.Held("s-done", "r-done") {
+		t.Fatal("a run no database can rebuild was dropped")
+	}
+}

@@ -377,7 +377,26 @@ func (l *EventLog) dropSessionLocked(id string, sl *sessionLog) {
 func (l *EventLog) Sweep() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.trimLocked(l.now().Add(-l.retention))
+	l.sweepLocked(l.now().Add(-l.retention))
+}
+
+// Release drops every finished run now, as the end of its retention would:
+// a daemon gone quiet after a busy spell then keeps no events nobody reads.
+// A run still under way stays, and so does a session's latest run while
+// the session has readers. With Runs set, a stream that asks for a dropped
+// run later gets it rebuilt from the database; without, Release does
+// nothing.
+func (l *EventLog) Release() {
+	if l.opts.Runs == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweepLocked(l.now().Add(time.Nanosecond))
+}
+
+func (l *EventLog) sweepLocked(cutoff time.Time) {
+	l.trimLocked(cutoff)
 	for id, sl := range l.sessions {
 		if len(sl.subs) == 0 && sl.run.id == "" {
 			delete(l.sessions, id)

@@ -36,7 +36,9 @@ var retrimEvery = 30 * time.Second
 // busy spell ends: a burst fills the Go heap, SQLite's page caches and the
 // binary's mapped pages, and a daemon that then sits idle for hours
 // should not hold them. It forgets the histories the session store keeps
-// for the next turns, returns the freed heap to the system, closes
+// for the next turns and the API's events of finished runs (both are
+// read again from the database when asked for), returns the freed heap to
+// the system, closes
 // SQLite's idle readers and empties the writer's cache, and unmaps the
 // binary's pages (trimResident).
 func (d *Daemon) settle(ctx context.Context) {
@@ -83,6 +85,9 @@ func (d *Daemon) settle(ctx context.Context) {
 		settled = now
 		d.settlings.Add(1)
 		d.sessions.ReleaseCaches()
+		if d.events != nil {
+			d.events.Release()
+		}
 		debug.FreeOSMemory()
 		if err := d.db.ShrinkMemory(ctx); err != nil && ctx.Err() == nil {
 			d.log.DebugContext(ctx, "shrink the database's memory", "error", err)

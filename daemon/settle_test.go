@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 	"golang.org/x/sys/unix"
@@ -18,7 +20,7 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	old := settleEvery
 	settleEvery = 100 * time.Millisecond
 	t.Cleanup(func() { settleEvery = old })
-	d, _, stop := testDaemon(t, "", apiOnly)
+	d, _, stop := testDaemon(t, "http:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
 	defer stop()
 	ctx := context.Background()
 
@@ -50,6 +52,12 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	if d.sessions.CachedHistories() == 0 {
 		t.Fatal("the store kept no history to release")
 	}
+	// And a finished run's events, which the API keeps for its streams.
+	d.events.Start(string(sess.ID), "run-1")
+	d.events.Append("run-1", api.Event{SessionID: string(sess.ID), Type: api.TypeTurnFinished, Data: json.RawMessage(`{}`)})
+	if !d.events.Held(string(sess.ID), "run-1") {
+		t.Fatal("the event log kept no run to release")
+	}
 	// Busy: writes in every window, more than a spell's worth.
 	busyUntil := time.Now().Add(10 * settleEvery)
 	for n := 0; n < 2*busySpell || time.Now().Before(busyUntil); n++ {
@@ -67,6 +75,9 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	}
 	if n := d.sessions.CachedHistories(); n != 0 {
 		t.Fatalf("still %d histories cached after settling", n)
+	}
+	if d.events.Held(string(sess.ID), "run-1") {
+		t.Fatal("the finished run's events are still held after settling")
 	}
 	time.Sleep(6 * settleEvery)
 	if n := d.settlings.Load(); n != 2 {
