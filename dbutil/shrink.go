@@ -14,5 +14,11 @@ func (d *DB) ShrinkMemory(ctx context.Context) error {
 	d.read.SetMaxIdleConns(0)
 	d.read.SetMaxIdleConns(d.readConns)
 	_, err := d.write.ExecContext(ctx, "PRAGMA shrink_memory")
+	// The writer's connection goes too when it is idle, with its schema
+	// and the statements a busy spell prepared on it: the next write
+	// opens it again, configured by the same DSN, and database/sql
+	// prepares a cached statement again on it at its next use.
+	d.write.SetMaxIdleConns(0)
+	d.write.SetMaxIdleConns(1)
 	return err
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-// Shrinking closes the idle readers and leaves the database working.
+// Shrinking closes the idle readers and the idle writer, and leaves the
+// database working: the writer opens again as it was configured, and a
+// cached statement is prepared again on it.
 func TestShrinkMemory(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, Options{URL: filepath.Join(t.TempDir(), "shrink.db")})
@@ -48,7 +50,31 @@ func TestShrinkMemory(t *testing.T) {
 	if idle := db.Reader().Stats().Idle; idle != 0 {
 		t.Fatalf("%d idle readers left open", idle)
 	}
+	if open := db.write.Stats().OpenConnections; open != 0 {
+		t.Fatalf("%d writer connections left open", open)
+	}
 	if count() != 100 {
 		t.Fatal("after shrinking")
+	}
+	var fk, sync, temp int
+	if err := db.Tx(ctx, func(q Querier) error {
+		if _, err := q.ExecContext(ctx, "INSERT INTO t VALUES (?)", "after"); err != nil {
+			return err
+		}
+		if err := q.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+			return err
+		}
+		if err := q.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+			return err
+		}
+		return q.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fk != 1 || sync != 2 || temp != 2 {
+		t.Fatalf("the writer opened again with foreign_keys %d, synchronous %d, temp_store %d", fk, sync, temp)
+	}
+	if count() != 101 {
+		t.Fatal("the write after shrinking is not there")
 	}
 }
