@@ -91,6 +91,20 @@ func Open(t *testing.T, ctx context.Context, url string) *Page {
 // Call sends one command and waits for its answer, skipping events.
 func (p *Page) Call(method string, params any, out any) {
 	p.t.Helper()
+	if msg := p.call(method, params, out); msg != "" {
+		p.t.Fatalf("%s: %s", method, msg)
+	}
+}
+
+// navigated is the protocol's answer to an evaluation the page left
+// before it returned: the expression navigated (a click on a link, a form
+// submitted, location.href set), or a navigation under way committed.
+const navigated = "Inspected target navigated or closed"
+
+// call is Call that returns the protocol's error message instead of
+// failing the test on it.
+func (p *Page) call(method string, params any, out any) string {
+	p.t.Helper()
 	p.next++
 	id := p.next
 	msg := map[string]any{"id": id, "method": method, "params": params}
@@ -117,14 +131,14 @@ func (p *Page) Call(method string, params any, out any) {
 			continue
 		}
 		if reply.Error != nil {
-			p.t.Fatalf("%s: %s", method, reply.Error.Message)
+			return reply.Error.Message
 		}
 		if out != nil {
 			if err := json.Unmarshal(reply.Result, out); err != nil {
 				p.t.Fatalf("%s: %v", method, err)
 			}
 		}
-		return
+		return ""
 	}
 }
 
@@ -142,7 +156,21 @@ func (p *Page) Eval(expr string, out any) {
 			} `json:"exception"`
 		} `json:"exceptionDetails"`
 	}
-	p.Call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	params := map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}
+	for attempt := 1; ; attempt++ {
+		msg := p.call("Runtime.evaluate", params, &res)
+		if msg == "" {
+			break
+		}
+		if msg != navigated || attempt == 20 {
+			p.t.Fatalf("eval %s: %s", expr, msg)
+		}
+		if out == nil {
+			return // the expression navigated, as it was meant to
+		}
+		// A read that a navigation cut short: read the page it went to.
+		time.Sleep(50 * time.Millisecond)
+	}
 	if res.ExceptionDetails != nil {
 		p.t.Fatalf("eval %s: %s %s", expr, res.ExceptionDetails.Text, res.ExceptionDetails.Exception.Description)
 	}
