@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/parleyd/parley/dbutil"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -456,12 +454,7 @@ func TestPollPicksUpJobsFromAnotherProcess(t *testing.T) {
 func TestIdlePollsLeaveTheDatabaseAlone(t *testing.T) {
 	db := dbtest.SQLite(t)
 	db.HoldsFile()
-	var reads atomic.Int64
-	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
-		if op == dbutil.OpRead {
-			reads.Add(1)
-		}
-	})
+	reads := dbtest.CountReads(db)
 	e := newEnv(t, db, "2025-06-02T10:30:00Z")
 	// A config job: on a file no other process uses, its declaration is
 	// not renewed, and stays.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,13 +100,7 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	defer stop()
 
 	// Start-up settles first (its trim is what growth is measured from).
-	deadline := time.Now().Add(5 * time.Second)
-	for d.settlings.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("start-up never settled")
-		}
-		time.Sleep(settleEvery)
-	}
+	waitCount(t, &d.settlings, "start-up never settled")
 	time.Sleep(2 * retrimEvery)
 	if n := d.retrims.Load(); n != 0 {
 		t.Fatalf("unmapped again %d times with nothing mapped", n)
@@ -132,13 +127,7 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	if sum != 0 {
 		t.Fatal("a new file reads as zeros")
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for d.retrims.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("did not unmap again after 8 MB came back")
-		}
-		time.Sleep(settleEvery)
-	}
+	waitCount(t, &d.retrims, "did not unmap again after 8 MB came back")
 	time.Sleep(3 * retrimEvery)
 	if n := d.retrims.Load(); n != 1 {
 		t.Fatalf("unmapped again %d times for one growth", n)
@@ -151,5 +140,17 @@ func TestStatmShared(t *testing.T) {
 	}
 	if n := statmShared("5000"); n != 0 {
 		t.Fatalf("statmShared of a short line = %d", n)
+	}
+}
+
+// waitCount waits until n is above 0, failing with what after 5 s.
+func waitCount(t *testing.T, n *atomic.Int64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for n.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(settleEvery)
 	}
 }

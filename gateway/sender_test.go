@@ -12,7 +12,6 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
-	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions/storetest"
@@ -211,12 +210,7 @@ func TestUndeliverableFailsAtOnce(t *testing.T) {
 func TestIdleSenderLeavesTheDatabaseAlone(t *testing.T) {
 	db := dbtest.SQLite(t)
 	db.HoldsFile()
-	var reads atomic.Int64
-	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
-		if op == dbutil.OpRead {
-			reads.Add(1)
-		}
-	})
+	reads := dbtest.CountReads(db)
 	store := gateway.NewStore(db, nil)
 	rec := adapterstest.New()
 	var retries atomic.Int64
@@ -261,12 +255,7 @@ func TestIdleSenderLeavesTheDatabaseAlone(t *testing.T) {
 // file this process does not hold), the sender looks on every poll.
 func TestSenderPollsWhenItCannotSeeEveryWrite(t *testing.T) {
 	db := dbtest.SQLite(t) // not held: another process may write it
-	var reads atomic.Int64
-	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
-		if op == dbutil.OpRead {
-			reads.Add(1)
-		}
-	})
+	reads := dbtest.CountReads(db)
 	s := senderFor(gateway.NewStore(db, nil), adapterstest.New(), gateway.SenderOptions{Poll: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -490,12 +489,7 @@ func TestIdleIndexerLeavesTheDatabaseAlone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	db := dbtest.SQLite(t)
 	db.HoldsFile()
-	var reads atomic.Int64
-	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
-		if op == dbutil.OpRead {
-			reads.Add(1)
-		}
-	})
+	reads := dbtest.CountReads(db)
 	_, srv := newFakeTypesense(t, testAPIKey)
 	idx, err := NewTypesense(TypesenseOptions{URL: srv.URL, APIKey: testAPIKey})
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -174,4 +176,16 @@ func EachTwoHandles(t *testing.T, fn func(t *testing.T, a, b *dbutil.DB)) {
 			fn(t, a, b)
 		})
 	}
+}
+
+// CountReads counts db's reads (its Views) from now on, for tests that a
+// poller leaves an idle database alone.
+func CountReads(db *dbutil.DB) *atomic.Int64 {
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	return &reads
 }
