@@ -292,7 +292,9 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 	}
 
 	// Telegram: chats with two messages waiting at most, answered in order.
-	const nChats, perChat = 6, 60
+	// Long enough to still run after a failover and a freeze on a slow
+	// machine: the load must outlast both (see "make it longer" below).
+	const nChats, perChat = 6, 150
 	for i := range nChats {
 		chat := int64(7000 + i)
 		wg.Add(1)
