@@ -504,9 +504,8 @@ func TestIdleIndexerLeavesTheDatabaseAlone(t *testing.T) {
 		<-done
 	}()
 
-	time.Sleep(100 * time.Millisecond)
-	before := reads.Load()
-	time.Sleep(300 * time.Millisecond) // thirty polls
+	before := dbtest.WaitStill(reads, 50*time.Millisecond, 2*time.Second) // its first passes
+	time.Sleep(300 * time.Millisecond)                                    // thirty polls
 	if n := reads.Load() - before; n != 0 {
 		t.Fatalf("an idle indexer read the database %d times in thirty polls", n)
 	}

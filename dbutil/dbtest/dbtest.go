@@ -189,3 +189,19 @@ func CountReads(db *dbutil.DB) *atomic.Int64 {
 	})
 	return &reads
 }
+
+// WaitStill waits until reads has not moved for still (a poller done with
+// its first passes), or until within has passed, and returns the count.
+func WaitStill(reads *atomic.Int64, still, within time.Duration) int64 {
+	deadline := time.Now().Add(within)
+	n := reads.Load()
+	for time.Now().Before(deadline) {
+		time.Sleep(still)
+		m := reads.Load()
+		if m == n {
+			return m
+		}
+		n = m
+	}
+	return n
+}
