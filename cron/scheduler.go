@@ -204,15 +204,9 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 	if err := s.recoverRuns(ctx, now); err != nil {
 		return err
 	}
-	// polled is the database's mark before the last read of the jobs: on a
-	// SQLite file this process holds, a poll with nothing written since
-	// has nothing new to read, and an idle daemon leaves the file alone.
-	polled := s.store.db.Mark()
-	if err := s.loadJobs(ctx, now); err != nil {
+	polled, err := s.poll(ctx, now)
+	if err != nil {
 		return err
-	}
-	if !s.startQueued(ctx, now) {
-		polled = dbutil.NoMark
 	}
 	nextPoll, nextRenew := now.Add(s.opts.Poll), now
 	for {
@@ -223,13 +217,8 @@ func (s *Scheduler) Start(ctx context.Context, sink adapters.Sink) error {
 		}
 		if reload := s.reload.Swap(false); reload || !now.Before(nextPoll) {
 			if reload || !s.store.db.Unchanged(polled) {
-				polled = s.store.db.Mark()
-				if err := s.loadJobs(ctx, now); err != nil && ctx.Err() == nil {
+				if polled, err = s.poll(ctx, now); err != nil && ctx.Err() == nil {
 					s.log.WarnContext(ctx, "read cron jobs", "error", err)
-					polled = dbutil.NoMark
-				}
-				if !s.startQueued(ctx, now) {
-					polled = dbutil.NoMark // try again at the next poll
 				}
 			}
 			nextPoll = now.Add(s.opts.Poll)
@@ -490,6 +479,22 @@ func (s *Scheduler) recoverRuns(ctx context.Context, now time.Time) error {
 		s.start(ctx, j, r)
 	}
 	return nil
+}
+
+// poll reads the jobs and starts the queued manual runs. It returns the
+// database's mark from before the read: on a SQLite file this process
+// holds, a later poll with nothing written since has nothing new to read,
+// and an idle daemon leaves the file alone. After a failure the mark is
+// NoMark, so the next poll tries again.
+func (s *Scheduler) poll(ctx context.Context, now time.Time) (dbutil.Mark, error) {
+	mark := s.store.db.Mark()
+	if err := s.loadJobs(ctx, now); err != nil {
+		return dbutil.NoMark, err
+	}
+	if !s.startQueued(ctx, now) {
+		return dbutil.NoMark, nil
+	}
+	return mark, nil
 }
 
 // startQueued starts the manual runs Store.RequestRun queued; ok is false
