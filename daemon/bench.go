@@ -58,6 +58,11 @@ type BenchResult struct {
 	// PostgreSQL).
 	WALFramesPerTurn      float64 `json:"wal_frames_per_turn,omitempty"`
 	RawWALFramesPerAppend float64 `json:"raw_wal_frames_per_append,omitempty"`
+	// CommitsPerTurn and RawCommitsPerAppend are the commits (on SQLite,
+	// each an fsync that a batch of transactions shares) per turn and per
+	// raw append.
+	CommitsPerTurn      float64 `json:"commits_per_turn"`
+	RawCommitsPerAppend float64 `json:"raw_commits_per_append"`
 	// CPUmsPerTurn and RawCPUmsPerAppend are the process's CPU time (user
 	// and system, every goroutine) per turn under load and per raw append
 	// (Linux only).
@@ -169,7 +174,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	}
 
 	b := &benchRun{d: d, ad: ad, convs: make([]benchConv, o.Sessions)}
-	txBefore := d.db.Transactions()
+	txBefore, commitsBefore := d.db.Transactions(), d.db.Commits()
 	framesBefore := walFrames(ctx, d.db)
 	cpuBefore := processCPU()
 	busyBefore, commitBefore := d.db.WriterBusy()
@@ -201,7 +206,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	cpu := processCPU() - cpuBefore
 	busy, commit := d.db.WriterBusy()
 	busy, commit = busy-busyBefore, commit-commitBefore
-	appends := d.db.Transactions() - txBefore
+	appends, commits := d.db.Transactions()-txBefore, d.db.Commits()-commitsBefore
 	frames := walFrames(ctx, d.db) - framesBefore
 	over, wait, err := b.serial(ctx, min(o.Sessions, 1000))
 	if err != nil {
@@ -225,12 +230,14 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		OverheadTurns:  len(over),
 		StoreWaitP50ms: quantileMs(wait, 0.50),
 		LatencyP50ms:   quantileMs(lat, 0.50), LatencyP99ms: quantileMs(lat, 0.99), LatencyMaxms: quantileMs(lat, 1),
-		PeakRSSMB:         peakRSSMB(),
-		RawAppendPerSec:   raw.rate,
-		AppendsPerTurn:    float64(appends) / float64(len(lat)),
-		CPUmsPerTurn:      float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
-		RawCPUmsPerAppend: raw.cpuMs,
-		ReadsPerTurn:      float64(reads.Load()) / float64(len(lat)),
+		PeakRSSMB:           peakRSSMB(),
+		RawAppendPerSec:     raw.rate,
+		AppendsPerTurn:      float64(appends) / float64(len(lat)),
+		CommitsPerTurn:      float64(commits) / float64(len(lat)),
+		RawCommitsPerAppend: raw.commits,
+		CPUmsPerTurn:        float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
+		RawCPUmsPerAppend:   raw.cpuMs,
+		ReadsPerTurn:        float64(reads.Load()) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
 	if d.db.Dialect == dbutil.SQLite {
@@ -447,16 +454,17 @@ func walFrames(ctx context.Context, db *dbutil.DB) int64 {
 
 // rawRate is what rawAppendRate measures.
 type rawRate struct {
-	rate   float64 // durable appends per second
-	frames float64 // WAL frames per append (SQLite)
-	cpuMs  float64 // process CPU per append
-	busy   float64 // the writer's share of the time (SQLite)
-	commit float64 // the commits' share of the writer's time (SQLite)
+	rate    float64 // durable appends per second
+	frames  float64 // WAL frames per append (SQLite)
+	cpuMs   float64 // process CPU per append
+	busy    float64 // the writer's share of the time (SQLite)
+	commit  float64 // the commits' share of the writer's time (SQLite)
+	commits float64 // commits per append
 }
 
 // mean is the mean of two measurements.
 func (r rawRate) mean(o rawRate) rawRate {
-	return rawRate{(r.rate + o.rate) / 2, (r.frames + o.frames) / 2, (r.cpuMs + o.cpuMs) / 2, (r.busy + o.busy) / 2, (r.commit + o.commit) / 2}
+	return rawRate{(r.rate + o.rate) / 2, (r.frames + o.frames) / 2, (r.cpuMs + o.cpuMs) / 2, (r.busy + o.busy) / 2, (r.commit + o.commit) / 2, (r.commits + o.commits) / 2}
 }
 
 // share is part ÷ whole, 0 when whole is.
@@ -479,7 +487,7 @@ func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, wor
 		}
 		ids[i] = s.ID
 	}
-	framesBefore := walFrames(ctx, db)
+	framesBefore, commitsBefore := walFrames(ctx, db), db.Commits()
 	cpuBefore := processCPU()
 	busyBefore, commitBefore := db.WriterBusy()
 	var wg sync.WaitGroup
@@ -508,11 +516,12 @@ func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, wor
 	}
 	n := float64(total / workers * workers)
 	return rawRate{
-		rate:   n / took.Seconds(),
-		frames: float64(walFrames(ctx, db)-framesBefore) / n,
-		cpuMs:  float64(cpu.Microseconds()) / 1000 / n,
-		busy:   share(busy, took),
-		commit: share(commit, busy),
+		rate:    n / took.Seconds(),
+		frames:  float64(walFrames(ctx, db)-framesBefore) / n,
+		cpuMs:   float64(cpu.Microseconds()) / 1000 / n,
+		busy:    share(busy, took),
+		commit:  share(commit, busy),
+		commits: float64(db.Commits()-commitsBefore) / n,
 	}, nil
 }
 

@@ -71,8 +71,9 @@ type DB struct {
 	readersClosed bool
 	// observer, when set, hears of every wait on the database.
 	observer atomic.Pointer[Observer]
-	// transactions counts write transactions, batched or not.
-	transactions atomic.Int64
+	// transactions counts write transactions, batched or not; commits,
+	// the commits they took (on SQLite, one a batch).
+	transactions, commits atomic.Int64
 	// writerBusy and commitWait are the SQLite writer's time in batches and,
 	// of that, in commits (the fsync): how close it is to its limit.
 	writerBusy, commitWait atomic.Int64
@@ -87,6 +88,10 @@ type DB struct {
 // Transactions is how many write transactions (durable appends) this DB
 // committed; on SQLite several may share one commit (see group.go).
 func (d *DB) Transactions() int64 { return d.transactions.Load() }
+
+// Commits is how many commits those transactions took: as many on
+// PostgreSQL, one a batch on SQLite.
+func (d *DB) Commits() int64 { return d.commits.Load() }
 
 // Mark is a mark of the database's state for a poller that found nothing
 // to do: Unchanged later says whether anything has been written since.
@@ -302,6 +307,7 @@ func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
 		err = fmt.Errorf("commit transaction: %w", err)
 	} else {
 		d.transactions.Add(1)
+		d.commits.Add(1)
 	}
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(ctx, d.write, q) // best effort: unprepared works too

@@ -244,6 +244,56 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 }
 
+// Transactions queued behind a busy writer share one commit, and the
+// counts say so: Transactions counts each, Commits each commit.
+func TestCommitsCountSharedCommits(t *testing.T) {
+	db := dbtest.RawSQLite(t)
+	ctx := context.Background()
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	tx0, c0 := db.Transactions(), db.Commits()
+	hold, holding := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = db.Tx(ctx, func(q dbutil.Querier) error {
+			close(holding)
+			<-hold // the writer is busy with this one while the rest queue
+			_, err := q.ExecContext(ctx, "INSERT INTO t (id) VALUES (0)")
+			return err
+		})
+	}()
+	<-holding
+	const queued = 10
+	for i := 1; i <= queued; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.Tx(ctx, func(q dbutil.Querier) error {
+				_, err := q.ExecContext(ctx, "INSERT INTO t (id) VALUES ($1)", i)
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	// Let every one queue before the writer is free again.
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Queued() < queued && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	wg.Wait()
+	if got := db.Transactions() - tx0; got != queued+1 {
+		t.Fatalf("%d transactions, want %d", got, queued+1)
+	}
+	if got := db.Commits() - c0; got != 2 {
+		t.Fatalf("%d commits for a transaction and %d queued behind it, want 2", got, queued)
+	}
+}
+
 // Transactions racing Close end with an error; none hangs.
 func TestTxAfterCloseFails(t *testing.T) {
 	ctx := context.Background()

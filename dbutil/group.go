@@ -166,6 +166,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 		return
 	}
 	d.transactions.Add(int64(len(batch)))
+	d.commits.Add(1)
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(context.Background(), d.write, q)
 	}

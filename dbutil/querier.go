@@ -52,6 +52,7 @@ type querier struct {
 func (q querier) count() {
 	if q.owner != nil { // a statement on the write handle commits on its own
 		q.owner.transactions.Add(1)
+		q.owner.commits.Add(1)
 	}
 }
 

@@ -19,7 +19,7 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 	for _, k := range []string{"turns_per_sec", "overhead_p50_ms", "overhead_p99_ms", "overhead_max_ms", "peak_rss_mb",
 		"raw_append_per_sec", "appends_per_turn", "limit_ratio", "engine", "sessions", "turns",
 		"overhead_turns", "store_wait_p50_ms", "latency_p50_ms", "latency_p99_ms", "latency_max_ms",
-		"wal_frames_per_turn", "raw_wal_frames_per_append",
+		"wal_frames_per_turn", "raw_wal_frames_per_append", "commits_per_turn", "raw_commits_per_append",
 		"writer_busy", "writer_commit", "raw_writer_busy", "raw_writer_commit"} {
 		v, ok := r[k]
 		if !ok {
@@ -30,7 +30,12 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 			t.Errorf("%s = %v, want a positive figure", k, v)
 		}
 	}
-	for _, k := range []string{"writer_busy", "writer_commit", "raw_writer_busy", "raw_writer_commit"} {
+	// A commit serves one transaction or more: never more commits than
+	// transactions.
+	if c, a := r["commits_per_turn"].(float64), r["appends_per_turn"].(float64); c > a {
+		t.Errorf("%v commits per turn for %v transactions", c, a)
+	}
+	for _, k := range []string{"writer_busy", "writer_commit", "raw_writer_busy", "raw_writer_commit", "raw_commits_per_append"} {
 		if f, _ := r[k].(float64); f > 1.01 {
 			t.Errorf("%s = %v, want a share of at most 1", k, f)
 		}

@@ -53,6 +53,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "raw durable appends/s %.0f (same database, same durability)\n", r.RawAppendPerSec)
 	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions) · %.1f reads\n", r.AppendsPerTurn, r.ReadsPerTurn)
 	fmt.Fprintf(stdout, "limit ratio       %.2f (turn rate ÷ (raw rate ÷ appends per turn))\n", r.LimitRatio)
+	fmt.Fprintf(stdout, "commits           %.3f per turn · %.4f per raw append (each one fsync)\n", r.CommitsPerTurn, r.RawCommitsPerAppend)
 	if r.CPUmsPerTurn > 0 {
 		fmt.Fprintf(stdout, "CPU               %.3f ms per turn · %.3f ms per raw append (the whole process)\n", r.CPUmsPerTurn, r.RawCPUmsPerAppend)
 	}
