@@ -35,6 +35,15 @@ func WithActiveCache(n int) Option {
 	}
 }
 
+// WithSoleWriter says that this store makes every change to its database's
+// sessions: the process holds the SQLite file (dbutil.LockSQLite) and
+// writes sessions through no other store. A remembered active session is
+// then resolved with no read at all, instead of a read of its revision.
+// Never on PostgreSQL, where replicas and commands share the database.
+func WithSoleWriter() Option {
+	return func(s *SQLStore) { s.soleWriter = s.db.Dialect == dbutil.SQLite }
+}
+
 // activeCache remembers, per key, the active session a store last read,
 // with the revision it had then, and keeps it up to date with the store's
 // own appends.
@@ -43,6 +52,11 @@ type activeCache struct {
 	max   int
 	byKey map[Key]*activeEntry
 	byID  map[ID]*activeEntry
+	// newer holds the revision this store's appends took sessions with no
+	// copy to, so that a read that began before such an append can't put
+	// the older state it saw (see put); it is cleared when it grows past
+	// max entries.
+	newer map[ID]int64
 
 	hits, misses atomic.Int64
 }
@@ -53,7 +67,7 @@ type activeEntry struct {
 }
 
 func newActiveCache(n int) *activeCache {
-	return &activeCache{max: n, byKey: map[Key]*activeEntry{}, byID: map[ID]*activeEntry{}}
+	return &activeCache{max: n, byKey: map[Key]*activeEntry{}, byID: map[ID]*activeEntry{}, newer: map[ID]int64{}}
 }
 
 // get returns key's remembered session and the revision it is at.
@@ -77,6 +91,12 @@ func (c *activeCache) put(s Session, rev int64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r, ok := c.newer[s.ID]; ok {
+		delete(c.newer, s.ID)
+		if r > rev {
+			return // read before an append of ours: already old
+		}
+	}
 	if old, ok := c.byKey[s.Key]; ok {
 		delete(c.byID, old.s.ID)
 	} else if len(c.byKey) >= c.max {
@@ -106,6 +126,22 @@ func (c *activeCache) forget(id ID) {
 	}
 }
 
+// forgetChildren drops the sessions branched from parent, whose parent_id
+// its deletion clears.
+func (c *activeCache) forgetChildren(parent ID) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, e := range c.byID {
+		if e.s.ParentID == parent {
+			delete(c.byID, id)
+			delete(c.byKey, e.s.Key)
+		}
+	}
+}
+
 // appended brings session id's copy up to an append of this store, which
 // left the row at stamp at having added tokens and usage u. A copy at any
 // other revision than the one just before is dropped: something else
@@ -118,6 +154,10 @@ func (c *activeCache) appended(id ID, at stamp, tokens int64, u Usage) {
 	defer c.mu.Unlock()
 	e, ok := c.byID[id]
 	if !ok {
+		if len(c.newer) >= c.max {
+			clear(c.newer)
+		}
+		c.newer[id] = at.revision
 		return
 	}
 	if e.rev != at.revision-1 || e.s.Rollup.TokenCount+tokens != at.tokens {
@@ -157,6 +197,13 @@ func (s *SQLStore) cachedActive(ctx context.Context, key Key) (Session, bool) {
 	sess, rev, ok := s.actives.get(key)
 	if !ok {
 		return Session{}, false
+	}
+	if s.soleWriter {
+		// Every change to the session is this store's, and each one
+		// brought the copy up to date or dropped it: no read.
+		s.actives.hits.Add(1)
+		sess.Metadata = append([]byte(nil), sess.Metadata...)
+		return sess, true
 	}
 	var dbRev int64
 	var status Status

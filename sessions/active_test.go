@@ -343,3 +343,107 @@ func TestResolveHonoursItsDeadlineOnPostgres(t *testing.T) {
 		t.Fatal("resolve waited on the lock past its deadline")
 	}
 }
+
+// A store that makes every change to its file's sessions resolves a
+// remembered session with no read at all, and whatever it does to the
+// session, it resolves what the database holds.
+func TestSoleWriterResolvesWithoutReading(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	st := sessions.NewStore(db, sessions.WithSoleWriter())
+	plain := sessions.NewStore(db, sessions.WithActiveCache(0))
+	key := sessions.ChatKey("telegram", "sole", "u", "a")
+	same := func(step string, k sessions.Key) {
+		t.Helper()
+		got, err := st.Active(ctx, k)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		want, err := plain.Active(ctx, k)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if g, w := sessionJSON(t, got), sessionJSON(t, want); g != w {
+			t.Fatalf("%s: the remembered session\n got %s\nwant %s", step, g, w)
+		}
+	}
+	s, _, err := st.Resolve(ctx, key, sessions.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	reads := dbtest.CountReads(db)
+	for range 5 {
+		if _, _, err := st.Resolve(ctx, key, sessions.Policy{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("%d reads resolving a remembered session five times, want none", n)
+	}
+	db.Observe(nil)
+	same("appended", key)
+
+	if err := st.Rename(ctx, s.ID, "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	same("renamed", key)
+	title := "updated"
+	if _, err := st.Update(ctx, s.ID, sessions.Update{Title: &title, Metadata: json.RawMessage(`{"k":"v"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	same("updated", key)
+	if _, err := st.Reset(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	same("reset", key)
+	cur, err := st.Active(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Archive(ctx, cur.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Resolve(ctx, key, sessions.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	same("archived, then resolved", key)
+
+	// A child remembered before its parent is deleted loses its parent_id
+	// with it (the foreign key's ON DELETE SET NULL).
+	parent, err := st.Create(ctx, sessions.ChatKey("telegram", "sole-parent", "u", "a"), sessions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	childKey := sessions.ChatKey("telegram", "sole-child", "u", "a")
+	if _, err := st.Create(ctx, childKey, sessions.CreateOptions{ParentID: parent.ID}); err != nil {
+		t.Fatal(err)
+	}
+	same("child created", childKey)
+	if err := st.Delete(ctx, parent.ID); err != nil {
+		t.Fatal(err)
+	}
+	same("parent deleted", childKey)
+}
+
+// On PostgreSQL, which replicas share, the option changes nothing: a
+// remembered session's revision is read every time.
+func TestSoleWriterIsNotForPostgres(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	ctx := context.Background()
+	db := dbtest.Postgres(t)
+	st := sessions.NewStore(db, sessions.WithSoleWriter())
+	key := sessions.ChatKey("telegram", "sole-pg", "u", "a")
+	if _, _, err := st.Resolve(ctx, key, sessions.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	reads := dbtest.CountReads(db)
+	if _, _, err := st.Resolve(ctx, key, sessions.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n == 0 {
+		t.Fatal("no read resolving on PostgreSQL: a change by another replica would go unseen")
+	}
+}

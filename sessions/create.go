@@ -199,6 +199,7 @@ func (s *SQLStore) Update(ctx context.Context, id ID, u Update) (Session, error)
 		}
 		return nil
 	})
+	s.actives.forget(id)
 	if err != nil {
 		return Session{}, err
 	}

@@ -233,3 +233,19 @@ func TestTokenCountFromTheActiveSession(t *testing.T) {
 		t.Fatalf("after compaction: token count %d %v, the row says %d", n, err, row.Rollup.TokenCount)
 	}
 }
+
+// A read that began before an append of the store's, to a session it had
+// no copy of, is not remembered: its state is already older.
+func TestActiveCacheRefusesAReadOlderThanAnAppend(t *testing.T) {
+	c := newActiveCache(4)
+	s := Session{ID: "s1", Key: ChatKey("telegram", "c", "u", "a")}
+	c.appended(s.ID, stamp{revision: 7, lastSeq: 3, count: 3}, 1, Usage{})
+	c.put(s, 6)
+	if _, _, ok := c.get(s.Key); ok {
+		t.Fatal("a read at revision 6 was remembered after an append took the session to 7")
+	}
+	c.put(s, 7)
+	if _, rev, ok := c.get(s.Key); !ok || rev != 7 {
+		t.Fatalf("a read at revision 7: remembered %v at %d", ok, rev)
+	}
+}

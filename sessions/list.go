@@ -142,6 +142,7 @@ func (s *SQLStore) Session(ctx context.Context, id ID) (Session, error) {
 // Rename implements Store.
 func (s *SQLStore) Rename(ctx context.Context, id ID, title string) error {
 	res, err := s.db.Write().ExecContext(ctx, renameSessionQuery, id, title, dbutil.Millis(s.now()))
+	s.actives.forget(id)
 	if err != nil {
 		return fmt.Errorf("rename session %s: %w", id, err)
 	}
@@ -158,6 +159,7 @@ func (s *SQLStore) Delete(ctx context.Context, id ID) error {
 	sess, err := scanSession(s.db.Write().QueryRowContext(ctx, deleteSessionQuery, id))
 	s.history.drop(id)
 	s.actives.forget(id)
+	s.actives.forgetChildren(id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}

@@ -210,6 +210,7 @@ func (s *SQLStore) AppendWith(ctx context.Context, id ID, m Message, also Append
 		// have changed since that append, so a read after it is not one
 		// the cache can answer.
 		s.history.unmark(id)
+		s.actives.forget(id) // that append changed the session unseen
 		prev, err := s.messageByID(ctx, m.ID)
 		if err != nil {
 			return Message{}, fmt.Errorf("append message to session %s: %w", id, err)

@@ -110,6 +110,7 @@ func (s *SQLStore) PruneArchived(ctx context.Context, before time.Time) (PruneRe
 		for _, id := range ids {
 			s.history.drop(id)
 			s.actives.forget(id)
+			s.actives.forgetChildren(id)
 			s.bus.Publish(events.Event{Type: EventSessionDeleted, SessionID: string(id), At: s.now(), Data: SessionDeleted{ID: id}})
 		}
 		total.Sessions += got.Sessions

@@ -59,6 +59,8 @@ type SQLStore struct {
 	actives *activeCache
 	// appendHooks run in each Append's transaction.
 	appendHooks []AppendHook
+	// soleWriter: see WithSoleWriter.
+	soleWriter bool
 }
 
 var _ Store = (*SQLStore)(nil)
@@ -350,6 +352,9 @@ func (s *SQLStore) Reset(ctx context.Context, key Key) (Session, error) {
 	})
 	if err != nil {
 		return Session{}, err
+	}
+	if old.ID != "" {
+		s.actives.forget(old.ID)
 	}
 	switch {
 	case old.ID != "":
