@@ -140,11 +140,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		// A reply's callback is queued in the transaction that stores it.
 		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
 	}
-	if db.Dialect == dbutil.SQLite {
-		// The file is held (above), and d.sessions is the one store
-		// that writes its sessions.
-		storeOpts = append(storeOpts, sessions.WithSoleWriter())
-	}
+	// d.sessions is the one store the daemon writes sessions through; on
+	// a SQLite file it holds (above), it then reads no remembered session.
+	storeOpts = append(storeOpts, sessions.WithSoleWriter())
 	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
 		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log, Owner: d.replicaID(cfg),

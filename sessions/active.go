@@ -35,13 +35,14 @@ func WithActiveCache(n int) Option {
 	}
 }
 
-// WithSoleWriter says that this store makes every change to its database's
-// sessions: the process holds the SQLite file (dbutil.LockSQLite) and
-// writes sessions through no other store. A remembered active session is
-// then resolved with no read at all, instead of a read of its revision.
-// Never on PostgreSQL, where replicas and commands share the database.
+// WithSoleWriter says that this store is the one its process writes
+// sessions through. On a SQLite file the process holds
+// (dbutil.DB.HoldsFile), it then makes every change to them, and resolves
+// a remembered active session with no read at all, instead of a read of
+// its revision. Anywhere else (PostgreSQL, which replicas share, or a file
+// another process may write) it reads the revision as before.
 func WithSoleWriter() Option {
-	return func(s *SQLStore) { s.soleWriter = s.db.Dialect == dbutil.SQLite }
+	return func(s *SQLStore) { s.soleWriter = true }
 }
 
 // activeCache remembers, per key, the active session a store last read,
@@ -198,7 +199,7 @@ func (s *SQLStore) cachedActive(ctx context.Context, key Key) (Session, bool) {
 	if !ok {
 		return Session{}, false
 	}
-	if s.soleWriter {
+	if s.soleWriter && s.db.Mark() != dbutil.NoMark {
 		// Every change to the session is this store's, and each one
 		// brought the copy up to date or dropped it: no read.
 		s.actives.hits.Add(1)
