@@ -504,9 +504,7 @@ func TestIdleIndexerLeavesTheDatabaseAlone(t *testing.T) {
 		<-done
 	}()
 
-	before := dbtest.WaitStill(reads, 50*time.Millisecond, 2*time.Second) // its first passes
-	time.Sleep(300 * time.Millisecond)                                    // thirty polls
-	if n := reads.Load() - before; n != 0 {
+	if n := dbtest.IdleReads(reads, 300*time.Millisecond); n != 0 { // thirty polls
 		t.Fatalf("an idle indexer read the database %d times in thirty polls", n)
 	}
 	other := NewStore(db, idx) // its writes wake its own indexer, not x

@@ -190,18 +190,20 @@ func CountReads(db *dbutil.DB) *atomic.Int64 {
 	return &reads
 }
 
-// WaitStill waits until reads has not moved for still (a poller done with
-// its first passes), or until within has passed, and returns the count.
-func WaitStill(reads *atomic.Int64, still, within time.Duration) int64 {
-	deadline := time.Now().Add(within)
+// IdleReads waits for a poller's first passes to end (reads still for
+// 50 ms, within 2 s), then returns how many reads it makes over window:
+// none, from a poller that leaves an idle database alone.
+func IdleReads(reads *atomic.Int64, window time.Duration) int64 {
+	deadline := time.Now().Add(2 * time.Second)
 	n := reads.Load()
 	for time.Now().Before(deadline) {
-		time.Sleep(still)
+		time.Sleep(50 * time.Millisecond)
 		m := reads.Load()
 		if m == n {
-			return m
+			break
 		}
 		n = m
 	}
-	return n
+	time.Sleep(window)
+	return reads.Load() - n
 }
