@@ -14,6 +14,24 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
+// sameActive fails the test, at step, unless st resolves key's active
+// session as plain, which remembers none, reads it.
+func sameActive(t *testing.T, step string, st, plain *sessions.SQLStore, key sessions.Key) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := st.Active(ctx, key)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	want, err := plain.Active(ctx, key)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	if g, w := sessionJSON(t, got), sessionJSON(t, want); g != w {
+		t.Fatalf("%s: the remembered session\n got %s\nwant %s", step, g, w)
+	}
+}
+
 func sessionJSON(t *testing.T, s sessions.Session) string {
 	t.Helper()
 	b, err := json.Marshal(s)
@@ -229,17 +247,7 @@ func TestActiveCacheSeesEveryChangeToTheRow(t *testing.T) {
 		}
 		same := func(step string) {
 			t.Helper()
-			got, err := st.Active(ctx, childKey)
-			if err != nil {
-				t.Fatalf("%s: %v", step, err)
-			}
-			want, err := plain.Active(ctx, childKey)
-			if err != nil {
-				t.Fatalf("%s: %v", step, err)
-			}
-			if g, w := sessionJSON(t, got), sessionJSON(t, want); g != w {
-				t.Fatalf("%s: the remembered session\n got %s\nwant %s", step, g, w)
-			}
+			sameActive(t, step, st, plain, childKey)
 		}
 		same("created")
 		// Deleting the parent sets the child's parent_id to NULL (the
@@ -377,17 +385,7 @@ func TestSoleWriterResolvesWithoutReading(t *testing.T) {
 	key := sessions.ChatKey("telegram", "sole", "u", "a")
 	same := func(step string, k sessions.Key) {
 		t.Helper()
-		got, err := st.Active(ctx, k)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		want, err := plain.Active(ctx, k)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		if g, w := sessionJSON(t, got), sessionJSON(t, want); g != w {
-			t.Fatalf("%s: the remembered session\n got %s\nwant %s", step, g, w)
-		}
+		sameActive(t, step, st, plain, k)
 	}
 	s, _, err := st.Resolve(ctx, key, sessions.Policy{})
 	if err != nil {
