@@ -24,9 +24,11 @@ import (
 
 // BenchResult is what `parley bench --json` prints.
 type BenchResult struct {
-	Engine      string  `json:"engine"`
-	Sessions    int     `json:"sessions"`
-	Turns       int     `json:"turns"`
+	Engine   string `json:"engine"`
+	Sessions int    `json:"sessions"`
+	Turns    int    `json:"turns"`
+	// Deliveries is how many messages the bench hands the gateway at once.
+	Deliveries  int     `json:"deliveries"`
 	TurnsPerSec float64 `json:"turns_per_sec"`
 	// Overhead is the gateway's own time per turn: Deliver to Send, less
 	// the time the turn waited on the database, measured one turn at a
@@ -63,6 +65,11 @@ type BenchResult struct {
 	// raw append.
 	CommitsPerTurn      float64 `json:"commits_per_turn"`
 	RawCommitsPerAppend float64 `json:"raw_commits_per_append"`
+	// FsyncsPerTurn and RawFsyncsPerAppend are the fsyncs that made those
+	// commits durable (SQLite): one covers every commit made while the
+	// last one ran.
+	FsyncsPerTurn      float64 `json:"fsyncs_per_turn,omitempty"`
+	RawFsyncsPerAppend float64 `json:"raw_fsyncs_per_append,omitempty"`
 	// CPUmsPerTurn and RawCPUmsPerAppend are the process's CPU time (user
 	// and system, every goroutine) per turn under load and per raw append
 	// (Linux only).
@@ -99,6 +106,7 @@ func (b *benchAdapter) Send(ctx context.Context, out adapters.Outbound) (adapter
 type BenchOptions struct {
 	Sessions   int    // concurrent conversations
 	Turns      int    // turns per conversation
+	Deliveries int    // messages handed to the gateway at once; 0 for one per conversation
 	Database   string // a postgres:// URL; "" for SQLite in a temporary directory
 	CPUProfile string // a file for a CPU profile of the turns under load
 }
@@ -173,8 +181,12 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		return err
 	}
 
-	b := &benchRun{d: d, ad: ad, convs: make([]benchConv, o.Sessions)}
-	txBefore, commitsBefore := d.db.Transactions(), d.db.Commits()
+	deliveries := o.Deliveries
+	if deliveries <= 0 || deliveries > o.Sessions {
+		deliveries = o.Sessions
+	}
+	b := &benchRun{d: d, ad: ad, convs: make([]benchConv, o.Sessions), deliveries: deliveries}
+	txBefore, commitsBefore, syncsBefore := d.db.Transactions(), d.db.Commits(), d.db.Syncs()
 	framesBefore := walFrames(ctx, d.db)
 	cpuBefore := processCPU()
 	busyBefore, commitBefore := d.db.WriterBusy()
@@ -206,7 +218,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	cpu := processCPU() - cpuBefore
 	busy, commit := d.db.WriterBusy()
 	busy, commit = busy-busyBefore, commit-commitBefore
-	appends, commits := d.db.Transactions()-txBefore, d.db.Commits()-commitsBefore
+	appends, commits, syncs := d.db.Transactions()-txBefore, d.db.Commits()-commitsBefore, d.db.Syncs()-syncsBefore
 	frames := walFrames(ctx, d.db) - framesBefore
 	over, wait, err := b.serial(ctx, min(o.Sessions, 1000))
 	if err != nil {
@@ -224,7 +236,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	}
 
 	r := BenchResult{
-		Engine: string(d.db.Dialect), Sessions: o.Sessions, Turns: len(lat),
+		Engine: string(d.db.Dialect), Sessions: o.Sessions, Turns: len(lat), Deliveries: deliveries,
 		TurnsPerSec:   float64(len(lat)) / elapsed.Seconds(),
 		OverheadP50ms: quantileMs(over, 0.50), OverheadP99ms: quantileMs(over, 0.99), OverheadMaxms: quantileMs(over, 1),
 		OverheadTurns:  len(over),
@@ -235,6 +247,8 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		AppendsPerTurn:      float64(appends) / float64(len(lat)),
 		CommitsPerTurn:      float64(commits) / float64(len(lat)),
 		RawCommitsPerAppend: raw.commits,
+		FsyncsPerTurn:       float64(syncs) / float64(len(lat)),
+		RawFsyncsPerAppend:  raw.syncs,
 		CPUmsPerTurn:        float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
 		RawCPUmsPerAppend:   raw.cpuMs,
 		ReadsPerTurn:        float64(reads.Load()) / float64(len(lat)),
@@ -254,6 +268,9 @@ type benchRun struct {
 	d     *Daemon
 	ad    *benchAdapter
 	convs []benchConv
+	// deliveries is how many goroutines deliver messages: as many as a
+	// channel delivers at once.
+	deliveries int
 }
 
 type benchConv struct {
@@ -282,11 +299,14 @@ func (b *benchRun) conv(r benchReply) int {
 const replyTimeout = 2 * time.Minute
 
 // load runs turns turns in every conversation, all of them in flight at
-// once. A few drivers play every user, as a channel's few connections
-// would: each reply makes its conversation send the next message. It
-// returns each turn's latency, Deliver to Send.
+// once. Each reply makes its conversation send the next message, as its
+// user would. The messages reach the gateway through b.deliveries drivers,
+// the deliveries a channel makes at once: Discord and webhooks deliver
+// each conversation's message as it comes (a driver per conversation),
+// Telegram's poller a batch of up to 100 updates at once. It returns each
+// turn's latency, Deliver to Send.
 func (b *benchRun) load(ctx context.Context, turns int) ([]time.Duration, error) {
-	const drivers = 32
+	drivers := b.deliveries
 	n := len(b.convs)
 	var (
 		mu      sync.Mutex
@@ -460,11 +480,12 @@ type rawRate struct {
 	busy    float64 // the writer's share of the time (SQLite)
 	commit  float64 // the commits' share of the writer's time (SQLite)
 	commits float64 // commits per append
+	syncs   float64 // fsyncs per append
 }
 
 // mean is the mean of two measurements.
 func (r rawRate) mean(o rawRate) rawRate {
-	return rawRate{(r.rate + o.rate) / 2, (r.frames + o.frames) / 2, (r.cpuMs + o.cpuMs) / 2, (r.busy + o.busy) / 2, (r.commit + o.commit) / 2, (r.commits + o.commits) / 2}
+	return rawRate{(r.rate + o.rate) / 2, (r.frames + o.frames) / 2, (r.cpuMs + o.cpuMs) / 2, (r.busy + o.busy) / 2, (r.commit + o.commit) / 2, (r.commits + o.commits) / 2, (r.syncs + o.syncs) / 2}
 }
 
 // share is part ÷ whole, 0 when whole is.
@@ -487,7 +508,7 @@ func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, wor
 		}
 		ids[i] = s.ID
 	}
-	framesBefore, commitsBefore := walFrames(ctx, db), db.Commits()
+	framesBefore, commitsBefore, syncsBefore := walFrames(ctx, db), db.Commits(), db.Syncs()
 	cpuBefore := processCPU()
 	busyBefore, commitBefore := db.WriterBusy()
 	var wg sync.WaitGroup
@@ -522,6 +543,7 @@ func rawAppendRate(ctx context.Context, db *dbutil.DB, store sessions.Store, wor
 		busy:    share(busy, took),
 		commit:  share(commit, busy),
 		commits: float64(db.Commits()-commitsBefore) / n,
+		syncs:   float64(db.Syncs()-syncsBefore) / n,
 	}, nil
 }
 

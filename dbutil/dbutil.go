@@ -63,6 +63,11 @@ type DB struct {
 	stopWriter, writerDone chan struct{}
 	writerMu               *sync.RWMutex
 	writerClosed           bool
+	acks                   chan ackRequest
+	// syncWAL, when set, makes the writer's commits durable (group.go);
+	// wal is the file it syncs, closed when the writer stops.
+	syncWAL atomic.Pointer[func() error]
+	wal     *walSyncer
 	// SQLite's reader goroutines (view.go); nil on PostgreSQL.
 	views         chan *viewRequest
 	stopReaders   chan struct{}
@@ -74,6 +79,8 @@ type DB struct {
 	// transactions counts write transactions, batched or not; commits,
 	// the commits they took (on SQLite, one a batch).
 	transactions, commits atomic.Int64
+	// syncs counts the fsyncs group commit made (see syncWAL).
+	syncs atomic.Int64
 	// writerBusy and commitWait are the SQLite writer's time in batches and,
 	// of that, in commits (the fsync): how close it is to its limit.
 	writerBusy, commitWait atomic.Int64
@@ -126,6 +133,11 @@ func (d *DB) WriterBusy() (busy, commit time.Duration) {
 	return time.Duration(d.writerBusy.Load()), time.Duration(d.commitWait.Load())
 }
 
+// Syncs is how many fsyncs of its log made SQLite's commits durable: one
+// covers every commit made while the last one ran (0 on PostgreSQL, and
+// with synchronous "normal").
+func (d *DB) Syncs() int64 { return d.syncs.Load() }
+
 // Open opens the database named by opts and checks that it answers.
 func Open(ctx context.Context, opts Options) (*DB, error) {
 	target, err := ParseURL(opts.URL)
@@ -161,14 +173,24 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		f.Close()
 	}
 	tightenModes(path)
-	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
-		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
-			"foreign_keys(1)",
-			"journal_mode(WAL)",
-			"synchronous(" + sync + ")",
-		},
-	}.Encode()
+	dsn := func(sync string) string {
+		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
+			"_pragma": {
+				fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
+				"foreign_keys(1)",
+				"journal_mode(WAL)",
+				"synchronous(" + sync + ")",
+			},
+		}.Encode()
+	}
+	base := dsn(sync)
+	// With "full", the writer commits without an fsync and group commit's
+	// acker fsyncs the log before any caller hears of its commit (group.go):
+	// what FULL promises, with the fsync off the writer's path.
+	writeBase, wal := base, (*walSyncer)(nil)
+	if sync == "FULL" {
+		writeBase, wal = dsn("NORMAL"), &walSyncer{path: path + "-wal"}
+	}
 
 	// The writer keeps its temporary files in memory: group commit runs
 	// each transaction in a savepoint, whose sub-journal (the pages it
@@ -176,7 +198,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	// KiB and then stays one for the rest of the batch, a write(2) for
 	// every page every later transaction of the batch touches. It is
 	// never needed after a crash, and holds one savepoint's pages at most.
-	write, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
+	write, err := sql.Open("sqlite", writeBase+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -202,7 +224,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(5 * time.Minute)
 	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}, readConns: n}
-	d.startWriter()
+	d.startWriter(wal)
 	d.startReaders(n)
 	return d, nil
 }

@@ -2,3 +2,14 @@ package dbutil
 
 // Queued is how many transactions wait for the SQLite writer now.
 func (d *DB) Queued() int { return len(d.txs) }
+
+// SyncsWAL reports whether the writer's commits wait for an fsync of the
+// log made by group commit's acker.
+func (d *DB) SyncsWAL() bool { return d.syncWAL.Load() != nil }
+
+// WrapSyncWAL puts wrap around the acker's fsync of the log.
+func (d *DB) WrapSyncWAL(wrap func(sync func() error) error) {
+	sync := *d.syncWAL.Load()
+	wrapped := func() error { return wrap(sync) }
+	d.syncWAL.Store(&wrapped)
+}

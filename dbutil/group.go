@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,8 +19,25 @@ var errDBClosed = errors.New("database is closed")
 // waiting at that moment and runs them in one SQLite transaction, each in
 // a savepoint of its own: one that fails is rolled back alone, and one
 // fsync makes the whole batch durable. A caller's Tx returns only after
-// that commit. With no queue there is no wait: a lone transaction commits
-// at once.
+// that commit is durable. With no queue there is no wait: a lone
+// transaction commits at once.
+//
+// The writer hands each committed batch to a second goroutine, the acker,
+// and goes straight on to the next batch:
+//   - With synchronous "full" (the default) the writer's connection
+//     commits without an fsync (SQLite's synchronous=NORMAL) and the acker
+//     fsyncs the log, then answers the callers. The fsync of one batch
+//     overlaps the statements of the next, and one fsync covers every
+//     batch committed while the last one ran. A transaction is answered
+//     only once its commit is on disk, as with synchronous=FULL; what
+//     differs is that a reader may see a commit for the few hundred
+//     microseconds before it is. Whatever parley does outside the database
+//     (a reply sent, a platform told a message arrived) follows a write's
+//     answer, never a read alone, so nothing outside can depend on a commit
+//     a power cut could take back.
+//   - Waking hundreds of callers is work too: the Go scheduler queues each
+//     one on the waker's CPU, so when the writer woke them it then waited
+//     behind them for its CPU. The acker wakes them instead.
 
 // maxBatch caps how many transactions share one commit.
 const maxBatch = 1024
@@ -31,17 +48,37 @@ type txRequest struct {
 	done chan error
 }
 
-// startWriter starts the group-commit goroutine; Close stops it.
-func (d *DB) startWriter() {
+// ackRequest is one batch's outcome, on its way to its callers.
+type ackRequest struct {
+	reqs    []*txRequest
+	results []error
+	// committed: the batch's commit went through and awaits the fsync.
+	committed bool
+}
+
+// startWriter starts the group-commit goroutines; Close stops them. With
+// wal set, the writer's connection commits without an fsync and the acker
+// makes each commit durable, syncing wal, before it answers.
+func (d *DB) startWriter(wal *walSyncer) {
 	d.txs = make(chan *txRequest, maxBatch)
+	d.acks = make(chan ackRequest, maxBatch)
+	if wal != nil {
+		d.wal = wal
+		sync := wal.sync
+		d.syncWAL.Store(&sync)
+	}
 	d.writerMu = new(sync.RWMutex)
 	d.stopWriter = make(chan struct{})
 	d.writerDone = make(chan struct{})
-	go d.writerLoop()
+	ackerDone := make(chan struct{})
+	go d.ackLoop(ackerDone)
+	go d.writerLoop(ackerDone)
 }
 
-func (d *DB) writerLoop() {
+func (d *DB) writerLoop(ackerDone chan struct{}) {
 	defer close(d.writerDone)
+	// The acker answers every batch committed before the writer stops.
+	defer func() { close(d.acks); <-ackerDone }()
 	batch := make([]*txRequest, 0, maxBatch)
 	for {
 		select {
@@ -70,13 +107,51 @@ func (d *DB) writerLoop() {
 		start := time.Now()
 		d.runBatch(batch)
 		d.writerBusy.Add(int64(time.Since(start)))
-		// The commit just woke its callers, and many queue their next
-		// transaction at once (a turn's next write, a channel's next
-		// message). Letting them run first puts those in the next batch,
-		// not the one after: fewer commits and fewer pages written per
-		// transaction under load. With nothing else to run it returns at
-		// once.
-		runtime.Gosched()
+	}
+}
+
+// ackLoop answers the writer's batches in the order they ran: after one
+// fsync of the log for every commit waiting, when the writer commits
+// without one.
+func (d *DB) ackLoop(done chan struct{}) {
+	defer close(done)
+	if d.wal != nil {
+		defer d.wal.close()
+	}
+	var pending []ackRequest
+	for a := range d.acks {
+		pending = append(pending[:0], a)
+	drain:
+		for {
+			select {
+			case a, ok := <-d.acks:
+				if !ok {
+					break drain
+				}
+				pending = append(pending, a)
+			default:
+				break drain
+			}
+		}
+		var syncErr error
+		if sync := d.syncWAL.Load(); sync != nil && slices.ContainsFunc(pending, func(a ackRequest) bool { return a.committed }) {
+			d.syncs.Add(1)
+			if err := (*sync)(); err != nil {
+				// Committed, but maybe not on disk: the caller sees an
+				// error and may retry, as after a lost commit answer.
+				syncErr = fmt.Errorf("commit transaction: make it durable (fsync of the SQLite log): %w", err)
+			}
+		}
+		for _, a := range pending {
+			for i, r := range a.reqs {
+				err := a.results[i]
+				if err == nil && a.committed && syncErr != nil {
+					err = syncErr
+				}
+				r.done <- err
+			}
+		}
+		clear(pending) // let the batches go
 	}
 }
 
@@ -100,10 +175,16 @@ func (d *DB) groupTx(ctx context.Context, fn func(Querier) error) error {
 }
 
 func (d *DB) runBatch(batch []*txRequest) {
+	// The writer reuses batch; the acker gets a copy.
+	answer := func(results []error, committed bool) {
+		d.acks <- ackRequest{reqs: slices.Clone(batch), results: results, committed: committed}
+	}
 	fail := func(err error) {
-		for _, r := range batch {
-			r.done <- err
+		results := make([]error, len(batch))
+		for i := range results {
+			results[i] = err
 		}
+		answer(results, false)
 	}
 	tx, err := d.write.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -129,7 +210,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 		}
 		if err != nil {
 			_ = tx.Rollback()
-			r.done <- err
+			answer([]error{err}, false)
 			return
 		}
 	}
@@ -170,9 +251,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 	for _, q := range missed {
 		_, _ = d.writeStmts.get(context.Background(), d.write, q)
 	}
-	for i, r := range batch {
-		r.done <- results[i]
-	}
+	answer(results, true)
 }
 
 // callTx runs fn, turning a panic into an error so one bad transaction

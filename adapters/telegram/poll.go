@@ -20,8 +20,10 @@ const (
 	// batchLimit is the most updates one getUpdates returns (Telegram's
 	// own maximum).
 	batchLimit = 100
-	// maxParallel bounds the chats of one batch delivered at once.
-	maxParallel = 32
+	// maxParallel bounds the chats of one batch delivered at once: all of
+	// them, so a batch's messages share the database's group commits (one
+	// wait for a commit, not one for every 32 chats).
+	maxParallel = batchLimit
 	// ackTimeout bounds the getUpdates that confirms the last batch when
 	// the adapter stops.
 	ackTimeout = 5 * time.Second

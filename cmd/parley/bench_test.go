@@ -20,7 +20,8 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		"raw_append_per_sec", "appends_per_turn", "limit_ratio", "engine", "sessions", "turns",
 		"overhead_turns", "store_wait_p50_ms", "latency_p50_ms", "latency_p99_ms", "latency_max_ms",
 		"wal_frames_per_turn", "raw_wal_frames_per_append", "commits_per_turn", "raw_commits_per_append",
-		"writer_busy", "writer_commit", "raw_writer_busy", "raw_writer_commit"} {
+		"writer_busy", "writer_commit", "raw_writer_busy", "raw_writer_commit",
+		"deliveries", "fsyncs_per_turn", "raw_fsyncs_per_append"} {
 		v, ok := r[k]
 		if !ok {
 			t.Errorf("missing %q", k)
@@ -30,10 +31,17 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 			t.Errorf("%s = %v, want a positive figure", k, v)
 		}
 	}
-	// A commit serves one transaction or more: never more commits than
-	// transactions.
+	// A commit serves one transaction or more, and an fsync one commit or
+	// more: never more commits than transactions, nor fsyncs than commits.
 	if c, a := r["commits_per_turn"].(float64), r["appends_per_turn"].(float64); c > a {
 		t.Errorf("%v commits per turn for %v transactions", c, a)
+	}
+	if f, c := r["fsyncs_per_turn"].(float64), r["commits_per_turn"].(float64); f > c {
+		t.Errorf("%v fsyncs per turn for %v commits", f, c)
+	}
+	// By default every conversation delivers its next message itself.
+	if d := r["deliveries"].(float64); d != 3 {
+		t.Errorf("%v deliveries at a time for 3 conversations, want 3", d)
 	}
 	for _, k := range []string{"writer_busy", "writer_commit", "raw_writer_busy", "raw_writer_commit", "raw_commits_per_append"} {
 		if f, _ := r[k].(float64); f > 1.01 {

@@ -14,6 +14,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	nSessions := fs.Int("sessions", 1000, "concurrent conversations")
 	nTurns := fs.Int("turns", 10, "turns per conversation, each sent after the previous reply")
+	deliveries := fs.Int("deliveries", 0, "messages handed to the gateway at once, as a channel's parallel deliveries (default: one per conversation, as Discord and webhooks deliver)")
 	database := fs.String("database", "", "a postgres:// URL to measure PostgreSQL (default: SQLite in a temporary directory)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the turns under load to this file (go tool pprof reads it)")
@@ -33,10 +34,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return daemon.BenchIdle(ctx, *binary, *runs, *burst, *asJSON, stdout)
 	}
-	if *nSessions < 1 || *nTurns < 1 {
-		return fmt.Errorf("%w: --sessions and --turns must be at least 1", errUsage)
+	if *nSessions < 1 || *nTurns < 1 || *deliveries < 0 {
+		return fmt.Errorf("%w: --sessions and --turns must be at least 1, and --deliveries 0 or more", errUsage)
 	}
-	r, err := daemon.Bench(ctx, daemon.BenchOptions{Sessions: *nSessions, Turns: *nTurns, Database: *database, CPUProfile: *cpuProfile}, stderr)
+	r, err := daemon.Bench(ctx, daemon.BenchOptions{Sessions: *nSessions, Turns: *nTurns, Deliveries: *deliveries, Database: *database, CPUProfile: *cpuProfile}, stderr)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return json.NewEncoder(stdout).Encode(r)
 	}
 	fmt.Fprintf(stdout, "engine            %s\n", r.Engine)
-	fmt.Fprintf(stdout, "turns             %d (%d sessions × %d, all in flight at once)\n", r.Turns, r.Sessions, *nTurns)
+	fmt.Fprintf(stdout, "turns             %d (%d sessions × %d, all in flight at once; %d delivered at a time)\n", r.Turns, r.Sessions, *nTurns, r.Deliveries)
 	fmt.Fprintf(stdout, "turns/s           %.0f\n", r.TurnsPerSec)
 	fmt.Fprintf(stdout, "latency           p50 %.1f ms · p99 %.1f ms · max %.1f ms (Deliver to Send, under that load)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	fmt.Fprintf(stdout, "gateway overhead  p50 %.3f ms · p99 %.3f ms · max %.3f ms (Deliver to Send less database waits, %d turns one at a time; they waited p50 %.2f ms on the database)\n",
@@ -53,7 +54,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "raw durable appends/s %.0f (same database, same durability)\n", r.RawAppendPerSec)
 	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions) · %.1f reads\n", r.AppendsPerTurn, r.ReadsPerTurn)
 	fmt.Fprintf(stdout, "limit ratio       %.2f (turn rate ÷ (raw rate ÷ appends per turn))\n", r.LimitRatio)
-	fmt.Fprintf(stdout, "commits           %.3f per turn · %.4f per raw append (each one fsync)\n", r.CommitsPerTurn, r.RawCommitsPerAppend)
+	fmt.Fprintf(stdout, "commits           %.3f per turn · %.4f per raw append", r.CommitsPerTurn, r.RawCommitsPerAppend)
+	if r.FsyncsPerTurn > 0 {
+		fmt.Fprintf(stdout, " (fsyncs: %.3f per turn · %.4f per raw append, each covering the commits made while the last one ran)", r.FsyncsPerTurn, r.RawFsyncsPerAppend)
+	}
+	fmt.Fprintln(stdout)
 	if r.CPUmsPerTurn > 0 {
 		fmt.Fprintf(stdout, "CPU               %.3f ms per turn · %.3f ms per raw append (the whole process)\n", r.CPUmsPerTurn, r.RawCPUmsPerAppend)
 	}

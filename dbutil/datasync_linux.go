@@ -1,0 +1,10 @@
+package dbutil
+
+import (
+	"os"
+	"syscall"
+)
+
+// datasync flushes f's data to disk, and the metadata needed to read it
+// back (its size), as SQLite does on Linux.
+func datasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
