@@ -7,4 +7,11 @@ import (
 
 // datasync flushes f's data to disk, and the metadata needed to read it
 // back (its size), as SQLite does on Linux.
-func datasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+func datasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}

@@ -3,6 +3,7 @@ package dbutil_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -81,17 +82,64 @@ func TestCommitIsAnsweredOnlyOnceTheLogIsOnDisk(t *testing.T) {
 	}
 }
 
-// A commit whose fsync failed may not be on disk: its caller hears so.
+// A commit whose fsync failed may not be on disk: its caller hears so, and
+// so does every later one's, even if a later fsync succeeds: the kernel may
+// have dropped the pages it could not write, leaving a hole in the log past
+// which recovery reads nothing.
 func TestFailedLogSyncFailsTheWrite(t *testing.T) {
 	db, _ := openFull(t)
 	ctx := context.Background()
-	db.WrapSyncWAL(func(func() error) error { return errors.New("input/output error") })
-	err := db.Tx(ctx, func(q dbutil.Querier) error {
-		_, err := q.ExecContext(ctx, "INSERT INTO t (id) VALUES (1)")
-		return err
+	var failing atomic.Bool
+	failing.Store(true)
+	db.WrapSyncWAL(func(sync func() error) error {
+		if failing.Load() {
+			return fmt.Errorf("%w x.db-wal: input/output error", dbutil.ErrFsync)
+		}
+		return sync()
 	})
+	insert := func(id int) error {
+		return db.Tx(ctx, func(q dbutil.Querier) error {
+			_, err := q.ExecContext(ctx, "INSERT INTO t (id) VALUES ($1)", id)
+			return err
+		})
+	}
+	err := insert(1)
 	if err == nil || !strings.Contains(err.Error(), "durable") || !strings.Contains(err.Error(), "input/output error") {
 		t.Fatalf("got %v, want the failed fsync", err)
+	}
+	failing.Store(false)
+	if err := insert(2); err == nil || !strings.Contains(err.Error(), "restart parley") {
+		t.Fatalf("a write after a failed fsync: got %v, want it refused as not durable", err)
+	}
+	// The log could not be opened, say: that write fails, but nothing was
+	// lost, and the next fsync makes every commit durable again.
+	db2, _ := openFull(t)
+	var opening atomic.Bool
+	opening.Store(true)
+	db2.WrapSyncWAL(func(sync func() error) error {
+		if opening.Load() {
+			return errors.New("open x.db-wal: too many open files")
+		}
+		return sync()
+	})
+	insert2 := func(id int) error {
+		return db2.Tx(ctx, func(q dbutil.Querier) error {
+			_, err := q.ExecContext(ctx, "INSERT INTO t (id) VALUES ($1)", id)
+			return err
+		})
+	}
+	if err := insert2(1); err == nil || !strings.Contains(err.Error(), "too many open files") {
+		t.Fatalf("got %v, want the failure to open the log", err)
+	}
+	opening.Store(false)
+	if err := insert2(2); err != nil {
+		t.Fatalf("a write after the log opened again: %v", err)
+	}
+
+	// As SQLite's own I/O error would be: the database couldn't take the
+	// write, so what met it is tried again later, not failed for good.
+	if !dbutil.Unavailable(err) {
+		t.Fatalf("%v is not counted as the database being unavailable", err)
 	}
 	// A transaction that failed by itself committed nothing and waits for
 	// no fsync: it gets its own error.

@@ -13,3 +13,6 @@ func (d *DB) WrapSyncWAL(wrap func(sync func() error) error) {
 	wrapped := func() error { return wrap(sync) }
 	d.syncWAL.Store(&wrapped)
 }
+
+// ErrFsync marks a failed fsync of the log (walsync.go).
+var ErrFsync = errFsync

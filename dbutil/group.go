@@ -119,6 +119,21 @@ func (d *DB) writerLoop(ackerDone chan struct{}) {
 	}
 }
 
+// syncError is a failed fsync of the SQLite log: the disk could not take
+// the write (an I/O error, a full disk), as SQLite's own SQLITE_IOERR says
+// when it fsyncs, so Unavailable counts it as the database's.
+type syncError struct{ err error }
+
+func (e *syncError) Error() string {
+	if errors.Is(e.err, errFsync) {
+		return "commit transaction: an fsync of the SQLite log failed, so no commit since can be promised durable (" + e.err.Error() +
+			"); check the disk (full? failing?) and restart parley"
+	}
+	return "commit transaction: make it durable: " + e.err.Error()
+}
+
+func (e *syncError) Unwrap() error { return e.err }
+
 // ackLoop answers the writer's batches in the order they ran: after one
 // fsync of the log for every commit waiting, when the writer commits
 // without one.
@@ -128,6 +143,7 @@ func (d *DB) ackLoop(done chan struct{}) {
 		defer d.wal.close()
 	}
 	var pending []ackRequest
+	var failed *syncError // the first fsync that failed, if one did
 	for a := range d.acks {
 		pending = append(pending[:0], a)
 	drain:
@@ -144,11 +160,26 @@ func (d *DB) ackLoop(done chan struct{}) {
 		}
 		var syncErr error
 		if sync := d.syncWAL.Load(); sync != nil && slices.ContainsFunc(pending, func(a ackRequest) bool { return a.committed }) {
-			d.syncs.Add(1)
-			if err := (*sync)(); err != nil {
-				// Committed, but maybe not on disk: the caller sees an
-				// error and may retry, as after a lost commit answer.
-				syncErr = fmt.Errorf("commit transaction: make it durable (fsync of the SQLite log): %w", err)
+			switch {
+			case failed != nil:
+				// Once an fsync failed, the kernel may have dropped
+				// pages of the log it could not write and a later fsync
+				// succeed all the same: the log may hold a hole, past
+				// which recovery reads nothing. No later commit can be
+				// promised durable until parley starts again.
+				syncErr = failed
+			default:
+				d.syncs.Add(1)
+				if err := (*sync)(); err != nil {
+					// Committed, but maybe not on disk: the caller sees
+					// an error and may retry, as after a lost commit
+					// answer. Only a failed fsync itself (not, say, a
+					// failure to open the log) can have lost pages.
+					syncErr = &syncError{err: err}
+					if errors.Is(err, errFsync) {
+						failed = syncErr.(*syncError)
+					}
+				}
 			}
 		}
 		for _, a := range pending {

@@ -36,7 +36,8 @@ func Unavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if errors.Is(err, ErrLeaseLapsed) {
+	var syncErr *syncError
+	if errors.Is(err, ErrLeaseLapsed) || errors.As(err, &syncErr) {
 		return true
 	}
 	var ue *url.Error

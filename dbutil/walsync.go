@@ -2,6 +2,7 @@ package dbutil
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 )
@@ -38,8 +39,14 @@ func (w *walSyncer) sync() error {
 			return err
 		}
 	}
-	return datasync(w.f)
+	if err := datasync(w.f); err != nil {
+		return fmt.Errorf("%w %s: %w", errFsync, w.path, err)
+	}
+	return nil
 }
+
+// errFsync marks a failed fsync, as opposed to a failure to reach the file.
+var errFsync = errors.New("fsync")
 
 func (w *walSyncer) close() {
 	if w.f != nil {
