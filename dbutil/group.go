@@ -24,7 +24,7 @@ var errDBClosed = errors.New("database is closed")
 // transaction commits at once.
 //
 // The writer hands each committed batch to a second goroutine, the acker,
-// and goes straight on to the next batch:
+// and goes on to the next batch (after a yield, see writerLoop):
 //   - With synchronous "full" (the default) the writer's connection
 //     commits without an fsync (SQLite's synchronous=NORMAL) and the acker
 //     fsyncs the log, then answers the callers. The fsync of one batch
@@ -113,8 +113,8 @@ func (d *DB) writerLoop(ackerDone chan struct{}) {
 		// first puts those in the next batch, not the one after: fewer
 		// commits, fsyncs and pages written per transaction when the
 		// writer is not saturated (at 50 conversations, a third of the
-		// commits and 18% less CPU per turn). With nothing else to run it
-		// returns at once.
+		// commits and 10-20% less CPU per turn). With nothing else to run
+		// it returns at once.
 		runtime.Gosched()
 	}
 }
