@@ -173,23 +173,20 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		f.Close()
 	}
 	tightenModes(path)
-	dsn := func(sync string) string {
-		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
-			"_pragma": {
-				fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
-				"foreign_keys(1)",
-				"journal_mode(WAL)",
-				"synchronous(" + sync + ")",
-			},
-		}.Encode()
-	}
-	base := dsn(sync)
-	// With "full", the writer commits without an fsync and group commit's
-	// acker fsyncs the log before any caller hears of its commit (group.go):
+	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
+			"foreign_keys(1)",
+			"journal_mode(WAL)",
+			"synchronous(" + sync + ")",
+		},
+	}.Encode()
+	// With "full", group commit's batches commit without an fsync and its
+	// acker fsyncs the log before any caller hears of a commit (group.go):
 	// what FULL promises, with the fsync off the writer's path.
-	writeBase, wal := base, (*walSyncer)(nil)
+	var wal *walSyncer
 	if sync == "FULL" {
-		writeBase, wal = dsn("NORMAL"), &walSyncer{path: path + "-wal"}
+		wal = &walSyncer{path: path + "-wal"}
 	}
 
 	// The writer keeps its temporary files in memory: group commit runs
@@ -198,7 +195,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	// KiB and then stays one for the rest of the batch, a write(2) for
 	// every page every later transaction of the batch touches. It is
 	// never needed after a crash, and holds one savepoint's pages at most.
-	write, err := sql.Open("sqlite", writeBase+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
+	write, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

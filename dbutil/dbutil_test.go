@@ -84,13 +84,14 @@ func TestParseURL(t *testing.T) {
 
 func TestSQLitePragmas(t *testing.T) {
 	ctx := context.Background()
-	// With "full" the writer's connection commits without an fsync and
-	// group commit fsyncs the log before it answers (group.go); with
-	// "normal", nothing fsyncs a commit.
+	// With "full" group commit's batches commit without an fsync and it
+	// fsyncs the log before it answers (group.go); the connection itself
+	// stays at FULL for writes made on it directly. With "normal", nothing
+	// fsyncs a commit.
 	for _, tc := range []struct {
 		sync, want string
 		syncs      bool
-	}{{"", "1", true}, {"full", "1", true}, {"normal", "1", false}} {
+	}{{"", "2", true}, {"full", "2", true}, {"normal", "1", false}} {
 		db, err := dbutil.Open(ctx, dbutil.Options{URL: "sqlite:" + t.TempDir() + "/sub/dir/x.db", Synchronous: tc.sync})
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package dbutil_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -146,5 +147,41 @@ func TestFailedLogSyncFailsTheWrite(t *testing.T) {
 	want := errors.New("refused")
 	if err := db.Tx(ctx, func(dbutil.Querier) error { return want }); !errors.Is(err, want) {
 		t.Fatalf("got %v, want %v", err, want)
+	}
+}
+
+// Only group commit's batches commit without an fsync of their own, the
+// acker's following them. A write made on the writer's connection directly
+// (the WhatsApp device store makes its own) commits at FULL, with no acker
+// behind it.
+func TestDirectWritesOnTheWriterStayFull(t *testing.T) {
+	db, _ := openFull(t)
+	ctx := context.Background()
+	level := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) int {
+		var n int
+		if err := q.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var inBatch int
+	if err := db.Tx(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&inBatch)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if inBatch != 1 {
+		t.Fatalf("synchronous %d inside a batch, want 1 (NORMAL, the acker fsyncs)", inBatch)
+	}
+	if got := level(db.Writer()); got != 2 {
+		t.Fatalf("synchronous %d on the writer's connection after a batch, want 2 (FULL)", got)
+	}
+	if _, err := db.Writer().ExecContext(ctx, "INSERT INTO t (id) VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	if got := level(db.Writer()); got != 2 {
+		t.Fatalf("synchronous %d, want 2", got)
 	}
 }

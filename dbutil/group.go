@@ -3,6 +3,7 @@ package dbutil
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"runtime"
@@ -25,9 +26,9 @@ var errDBClosed = errors.New("database is closed")
 //
 // The writer hands each committed batch to a second goroutine, the acker,
 // and goes on to the next batch (after a yield, see writerLoop):
-//   - With synchronous "full" (the default) the writer's connection
-//     commits without an fsync (SQLite's synchronous=NORMAL) and the acker
-//     fsyncs the log, then answers the callers. The fsync of one batch
+//   - With synchronous "full" (the default) a batch commits without an
+//     fsync (SQLite's synchronous=NORMAL, for the batch only: see hold)
+//     and the acker fsyncs the log, then answers the callers. The fsync of one batch
 //     overlaps the statements of the next, and one fsync covers every
 //     batch committed while the last one ran. A transaction is answered
 //     only once its commit is on disk, as with synchronous=FULL; what
@@ -226,12 +227,25 @@ func (d *DB) runBatch(batch []*txRequest) {
 		}
 		answer(results, false)
 	}
-	tx, err := d.write.BeginTx(context.Background(), nil)
+	conn, release, err := d.hold(context.Background())
 	if err != nil {
 		fail(fmt.Errorf("begin transaction: %w", err))
 		return
 	}
 	var missed []string
+	defer func() {
+		release()
+		// Prepared once the batch let go of the connection: preparing
+		// takes one.
+		for _, q := range missed {
+			_, _ = d.writeStmts.get(context.Background(), d.write, q)
+		}
+	}()
+	tx, err := conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		fail(fmt.Errorf("begin transaction: %w", err))
+		return
+	}
 	// detach: a caller's cancel must not interrupt the shared transaction.
 	// Savepoints go through the statement cache like any statement.
 	q := querier{db: d.write, cache: d.writeStmts, tx: tx, missed: &missed, detach: true, bound: map[string]*sql.Stmt{}}
@@ -288,10 +302,34 @@ func (d *DB) runBatch(batch []*txRequest) {
 	}
 	d.transactions.Add(int64(len(batch)))
 	d.commits.Add(1)
-	for _, q := range missed {
-		_, _ = d.writeStmts.get(context.Background(), d.write, q)
-	}
 	answer(results, true)
+}
+
+// hold takes the writer's one connection for a batch. When the acker syncs
+// the log, the batch commits in NORMAL mode (no fsync of its own), and the
+// connection is set back to FULL before it is let go: others write on it
+// directly, outside group commit (the WhatsApp device store does), and no
+// acker follows their commits.
+func (d *DB) hold(ctx context.Context) (conn *sql.Conn, release func(), err error) {
+	conn, err = d.write.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.syncWAL.Load() == nil {
+		return conn, func() { conn.Close() }, nil
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, func() {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
+			// Never hand on a connection that commits without an fsync:
+			// drop it, and the next use opens another (at FULL).
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}, nil
 }
 
 // callTx runs fn, turning a panic into an error so one bad transaction
