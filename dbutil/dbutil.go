@@ -64,7 +64,7 @@ type DB struct {
 	writerMu               *sync.RWMutex
 	writerClosed           bool
 	acks                   chan ackRequest
-	// syncWAL, when set, makes the writer's commits durable (group.go);
+	// syncWAL, when set, makes group commit's batches durable (group.go);
 	// wal is the file it syncs, closed when the writer stops.
 	syncWAL atomic.Pointer[func() error]
 	wal     *walSyncer

@@ -28,10 +28,10 @@ var errDBClosed = errors.New("database is closed")
 // and goes on to the next batch (after a yield, see writerLoop):
 //   - With synchronous "full" (the default) a batch commits without an
 //     fsync (SQLite's synchronous=NORMAL, for the batch only: see hold)
-//     and the acker fsyncs the log, then answers the callers. The fsync of one batch
-//     overlaps the statements of the next, and one fsync covers every
-//     batch committed while the last one ran. A transaction is answered
-//     only once its commit is on disk, as with synchronous=FULL; what
+//     and the acker fsyncs the log, then answers the callers. The fsync
+//     of one batch overlaps the statements of the next, and one fsync
+//     covers every batch committed while the last one ran. A transaction
+//     is answered only once its commit is on disk, as with synchronous=FULL; what
 //     differs is that a reader may see a commit for the few hundred
 //     microseconds before it is. Whatever parley does outside the database
 //     (a reply sent, a platform told a message arrived) follows a write's
@@ -59,7 +59,7 @@ type ackRequest struct {
 }
 
 // startWriter starts the group-commit goroutines; Close stops them. With
-// wal set, the writer's connection commits without an fsync and the acker
+// wal set, each batch commits without an fsync of its own and the acker
 // makes each commit durable, syncing wal, before it answers.
 func (d *DB) startWriter(wal *walSyncer) {
 	d.txs = make(chan *txRequest, maxBatch)
@@ -176,10 +176,11 @@ func (d *DB) ackLoop(done chan struct{}) {
 					// an error and may retry, as after a lost commit
 					// answer. Only a failed fsync itself (not, say, a
 					// failure to open the log) can have lost pages.
-					syncErr = &syncError{err: err}
+					e := &syncError{err: err}
 					if errors.Is(err, errFsync) {
-						failed = syncErr.(*syncError)
+						failed = e
 					}
+					syncErr = e
 				}
 			}
 		}
