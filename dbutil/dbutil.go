@@ -302,11 +302,16 @@ func (d *DB) Close() error {
 // On SQLite, transactions from concurrent callers share one commit (see
 // group.go), so fn must not call Tx itself.
 func (d *DB) Tx(ctx context.Context, fn func(q Querier) error) error {
+	return d.tx(ctx, fn, false)
+}
+
+// tx is Tx; single says fn runs exactly one statement.
+func (d *DB) tx(ctx context.Context, fn func(q Querier) error, single bool) error {
 	if o := d.observer.Load(); o != nil {
 		defer observe(*o, OpWrite, time.Now())
 	}
 	if d.txs != nil {
-		return fromDB(d.groupTx(ctx, fn))
+		return fromDB(d.groupTx(ctx, fn, single))
 	}
 	tx, err := d.write.BeginTx(ctx, nil)
 	if err != nil {

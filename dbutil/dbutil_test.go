@@ -3,6 +3,7 @@ package dbutil_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -523,5 +524,99 @@ func TestMarkSeesEveryWriteOfAHeldFile(t *testing.T) {
 	}
 	if db.Unchanged(m) {
 		t.Fatal("a transaction left the mark unchanged")
+	}
+}
+
+// Single writes (db.Write()) share a batch without savepoints of their own:
+// one that SQLite refuses part-way (a multi-row insert whose second row
+// breaks a constraint) commits none of its rows, and every other write of
+// the batch, single or not, commits.
+func TestRefusedSingleWriteInASharedBatchUndoesOnlyItself(t *testing.T) {
+	db := dbtest.RawSQLite(t)
+	ctx := context.Background()
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL CHECK (v <> 'bad'))"); err != nil {
+		t.Fatal(err)
+	}
+	hold, holding := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = db.Tx(ctx, func(q dbutil.Querier) error {
+			close(holding)
+			<-hold // the writer is busy with this one while the rest queue
+			_, err := q.ExecContext(ctx, "INSERT INTO t (id, v) VALUES (0, 'ok')")
+			return err
+		})
+	}()
+	<-holding
+	type write struct {
+		name  string
+		run   func() error
+		fails bool
+	}
+	single := func(query string) func() error {
+		return func() error { _, err := db.Write().ExecContext(ctx, query); return err }
+	}
+	writes := []write{
+		{"single before", single("INSERT INTO t (id, v) VALUES (1, 'ok')"), false},
+		// Row 10 goes in before row 11 breaks the CHECK: SQLite must take
+		// row 10 back out, with no savepoint around the statement.
+		{"refused part-way", single("INSERT INTO t (id, v) VALUES (10, 'ok'), (11, 'bad')"), true},
+		{"duplicate key", single("INSERT INTO t (id, v) VALUES (0, 'again')"), true},
+		{"transaction", func() error {
+			return db.Tx(ctx, func(q dbutil.Querier) error {
+				if _, err := q.ExecContext(ctx, "INSERT INTO t (id, v) VALUES (2, 'ok')"); err != nil {
+					return err
+				}
+				_, err := q.ExecContext(ctx, "UPDATE t SET v = 'updated' WHERE id = 1")
+				return err
+			})
+		}, false},
+		{"single after", single("INSERT INTO t (id, v) VALUES (3, 'ok')"), false},
+	}
+	errs := make([]error, len(writes))
+	for i, w := range writes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.run()
+		}()
+		// Queue them in order, all behind the held transaction.
+		deadline := time.Now().Add(10 * time.Second)
+		for db.Queued() < i+1 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	c0 := db.Commits()
+	close(hold)
+	wg.Wait()
+	for i, w := range writes {
+		if w.fails != (errs[i] != nil) {
+			t.Errorf("%s: err %v, want failure %v", w.name, errs[i], w.fails)
+		}
+		if errs[i] != nil && dbutil.Unavailable(errs[i]) {
+			t.Errorf("%s: a refused statement reads as the database unavailable: %v", w.name, errs[i])
+		}
+	}
+	if got := db.Commits() - c0; got != 2 {
+		t.Errorf("the held transaction and the writes queued behind it took %d commits, want 2 (the queued ones in one batch)", got)
+	}
+	rows, err := db.Read().QueryContext(ctx, "SELECT id, v FROM t ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id int
+		var v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d=%s", id, v))
+	}
+	if want := "0=ok 1=updated 2=ok 3=ok"; strings.Join(got, " ") != want {
+		t.Fatalf("rows %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 var errDBClosed = errors.New("database is closed")
@@ -45,9 +47,13 @@ var errDBClosed = errors.New("database is closed")
 const maxBatch = 1024
 
 type txRequest struct {
-	ctx  context.Context
-	fn   func(Querier) error
-	done chan error
+	ctx context.Context
+	fn  func(Querier) error
+	// single says fn runs exactly one statement (a write on the write
+	// handle): SQLite undoes a failed statement's changes itself, so in a
+	// shared batch it needs no savepoint of its own.
+	single bool
+	done   chan error
 }
 
 // ackRequest is one batch's outcome, on its way to its callers.
@@ -198,8 +204,8 @@ func (d *DB) ackLoop(done chan struct{}) {
 }
 
 // groupTx queues fn for the writer goroutine and waits for its commit.
-func (d *DB) groupTx(ctx context.Context, fn func(Querier) error) error {
-	r := &txRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+func (d *DB) groupTx(ctx context.Context, fn func(Querier) error, single bool) error {
+	r := &txRequest{ctx: ctx, fn: fn, single: single, done: make(chan error, 1)}
 	d.writerMu.RLock()
 	if d.writerClosed {
 		d.writerMu.RUnlock()
@@ -274,6 +280,21 @@ func (d *DB) runBatch(batch []*txRequest) {
 			results[i] = err
 			continue
 		}
+		if r.single {
+			// One statement is atomic on its own: a statement SQLite
+			// refuses (a constraint, a type) leaves the transaction as it
+			// was. Any other failure (I/O, a full disk, out of memory)
+			// may have rolled the whole transaction back, so the batch
+			// fails as when a savepoint can't be rolled back to.
+			err := callTx(r.fn, q)
+			if err != nil && !statementOnly(err) {
+				_ = tx.Rollback()
+				fail(err)
+				return
+			}
+			results[i] = err
+			continue
+		}
 		if _, err := q.ExecContext(bg, "SAVEPOINT parley_tx"); err != nil {
 			results[i] = fmt.Errorf("begin transaction: %w", err)
 			continue
@@ -331,6 +352,25 @@ func (d *DB) hold(ctx context.Context) (conn *sql.Conn, release func(), err erro
 		}
 		conn.Close()
 	}, nil
+}
+
+// statementOnly reports whether err, from one statement inside a
+// transaction, failed that statement alone: SQLite refused it (a
+// constraint, a type mismatch, a value too big, a bad parameter, an error
+// in the SQL) and undid what it had changed, or the statement never reached
+// SQLite (an argument that could not be converted). SQLite's I/O, full
+// disk, busy, out-of-memory, interrupt and corruption errors can roll back
+// the whole transaction, so they are not.
+func statementOnly(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return !Unavailable(err)
+	}
+	switch se.Code() & 0xff {
+	case sqliteError, sqliteConstraint, sqliteMismatch, sqliteTooBig, sqliteRange:
+		return true
+	}
+	return false
 }
 
 // callTx runs fn, turning a panic into an error so one bad transaction

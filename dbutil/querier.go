@@ -88,13 +88,13 @@ func (q querier) ExecContext(ctx context.Context, query string, args ...any) (sq
 	}
 	if q.tx == nil && q.owner != nil && q.owner.txs != nil {
 		var res sql.Result
-		err := q.owner.Tx(ctx, func(tq Querier) error {
+		err := q.owner.tx(ctx, func(tq Querier) error {
 			r, err := tq.ExecContext(ctx, query, args...)
 			if err == nil {
 				res = settle(r)
 			}
 			return err
-		})
+		}, true)
 		return res, err
 	}
 	q.count()

@@ -25,6 +25,16 @@ const (
 	sqliteCantOpen = 14
 )
 
+// SQLite's primary result codes for a statement it refused: it undid the
+// statement's changes and left the transaction as it was.
+const (
+	sqliteError      = 1
+	sqliteTooBig     = 18
+	sqliteConstraint = 19
+	sqliteMismatch   = 20
+	sqliteRange      = 25
+)
+
 // Unavailable reports whether err says the database could not be reached
 // or could not take the write (a connection refused or cut, a server
 // restarting or out of resources, a full disk), as opposed to a statement
