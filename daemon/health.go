@@ -37,6 +37,10 @@ type readyOptions struct {
 	// Elsewhere, among replicas, says a channel is run by another replica
 	// (this one stands by): it is shown so, and degrades nothing.
 	Elsewhere func(id adapters.ID) bool
+	// Broken says why no write can be promised durable any more (a failed
+	// fsync of the SQLite log, until a restart), or nil; default: the
+	// database's own (dbutil.DB.Broken).
+	Broken func() error
 }
 
 // readyOptions are the daemon's: its log, its API tokens, and its SQLite
@@ -73,6 +77,9 @@ func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]ad
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.Broken == nil {
+		o.Broken = db.Broken
+	}
 	admin := adminCheck(o.Tokens)
 	// The log hears when a check starts failing and when all pass again,
 	// not of every probe.
@@ -101,6 +108,17 @@ func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]ad
 		if err := db.Reader().PingContext(ctx); err != nil {
 			note(r.Context(), "database", err.Error())
 			body := map[string]any{"status": "unavailable", "database": "unreachable"}
+			if admin(r) {
+				body["detail"] = err.Error()
+			}
+			writeJSON(w, http.StatusServiceUnavailable, body)
+			return
+		}
+		if err := o.Broken(); err != nil {
+			// Every write fails until parley restarts: restarting it is
+			// what an orchestrator does for a daemon that stays unready.
+			note(r.Context(), "database", err.Error())
+			body := map[string]any{"status": "unavailable", "database": "not durable: an fsync of the SQLite log failed; check the disk and restart parley"}
 			if admin(r) {
 				body["detail"] = err.Error()
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -187,5 +189,45 @@ func TestReadyzDiskFull(t *testing.T) {
 	}
 	if n, err := ro.DiskFree(ro.DataDir); err != nil || n == 0 {
 		t.Fatalf("free space of %s: %d %v", ro.DataDir, n, err)
+	}
+}
+
+// After a failed fsync of the SQLite log every write fails until parley
+// restarts (dbutil's ackLoop): /readyz says so, so an orchestrator restarts
+// the daemon, and says what to do, with the error itself only for an admin.
+func TestReadyzReportsALogThatCouldNotBeSynced(t *testing.T) {
+	db := dbtest.SQLite(t)
+	var mu sync.Mutex
+	var broken error
+	o := readyOptions{Tokens: []string{"admin-token"}, Broken: func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return broken
+	}}
+	h := newHTTPHandler(db, nil, nil, o)
+	probe := func(token string) (int, map[string]any) {
+		rr := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/readyz", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		h.ServeHTTP(rr, req)
+		var got map[string]any
+		_ = json.Unmarshal(rr.Body.Bytes(), &got)
+		return rr.Code, got
+	}
+	if code, got := probe(""); code != http.StatusOK || got["database"] != "ok" {
+		t.Fatalf("before: %d %v", code, got)
+	}
+	mu.Lock()
+	broken = errors.New("commit transaction: an fsync of the SQLite log failed (fdatasync parley.db-wal: input/output error)")
+	mu.Unlock()
+	code, got := probe("")
+	if code != http.StatusServiceUnavailable || got["status"] != "unavailable" ||
+		!strings.Contains(fmt.Sprint(got["database"]), "restart parley") || got["detail"] != nil {
+		t.Fatalf("after a failed fsync, without a token: %d %v", code, got)
+	}
+	if code, got := probe("admin-token"); code != http.StatusServiceUnavailable || !strings.Contains(fmt.Sprint(got["detail"]), "input/output error") {
+		t.Fatalf("after a failed fsync, as an admin: %d %v", code, got)
 	}
 }

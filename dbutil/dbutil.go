@@ -81,6 +81,9 @@ type DB struct {
 	transactions, commits atomic.Int64
 	// syncs counts the fsyncs group commit made (see syncWAL).
 	syncs atomic.Int64
+	// broken is the failed fsync of the log after which no write can be
+	// promised durable until parley restarts (see ackLoop).
+	broken atomic.Pointer[syncError]
 	// writerBusy and commitWait are the SQLite writer's time in batches and,
 	// of that, in commits (the fsync): how close it is to its limit.
 	writerBusy, commitWait atomic.Int64
@@ -131,6 +134,16 @@ func (d *DB) HoldsFile() { d.holdsFile.Store(true) }
 // of transactions, and of that how long in their commits (0 on PostgreSQL).
 func (d *DB) WriterBusy() (busy, commit time.Duration) {
 	return time.Duration(d.writerBusy.Load()), time.Duration(d.commitWait.Load())
+}
+
+// Broken is why no write to this database can be promised durable any
+// more, or nil: an fsync of the SQLite log failed, and every write fails
+// until parley restarts (see ackLoop). /readyz reports it.
+func (d *DB) Broken() error {
+	if e := d.broken.Load(); e != nil {
+		return e
+	}
+	return nil
 }
 
 // Syncs is how many fsyncs of its log made SQLite's commits durable: one

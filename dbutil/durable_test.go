@@ -112,6 +112,9 @@ func TestFailedLogSyncFailsTheWrite(t *testing.T) {
 	if err := insert(2); err == nil || !strings.Contains(err.Error(), "restart parley") {
 		t.Fatalf("a write after a failed fsync: got %v, want it refused as not durable", err)
 	}
+	if b := db.Broken(); b == nil || !strings.Contains(b.Error(), "restart parley") {
+		t.Fatalf("Broken after a failed fsync: %v, want why writes fail", b)
+	}
 	// The log could not be opened, say: that write fails, but nothing was
 	// lost, and the next fsync makes every commit durable again.
 	db2, _ := openFull(t)
@@ -135,6 +138,9 @@ func TestFailedLogSyncFailsTheWrite(t *testing.T) {
 	opening.Store(false)
 	if err := insert2(2); err != nil {
 		t.Fatalf("a write after the log opened again: %v", err)
+	}
+	if b := db2.Broken(); b != nil {
+		t.Fatalf("Broken after a failure only to open the log: %v, want nil", b)
 	}
 
 	// As SQLite's own I/O error would be: the database couldn't take the

@@ -185,6 +185,7 @@ func (d *DB) ackLoop(done chan struct{}) {
 					e := &syncError{err: err}
 					if errors.Is(err, errFsync) {
 						failed = e
+						d.broken.Store(e)
 					}
 					syncErr = e
 				}
