@@ -537,6 +537,9 @@ func TestRefusedSingleWriteInASharedBatchUndoesOnlyItself(t *testing.T) {
 	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL CHECK (v <> 'bad'))"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE c (id INTEGER PRIMARY KEY, t_id INTEGER NOT NULL REFERENCES t (id))"); err != nil {
+		t.Fatal(err)
+	}
 	hold, holding := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -564,6 +567,9 @@ func TestRefusedSingleWriteInASharedBatchUndoesOnlyItself(t *testing.T) {
 		// row 10 back out, with no savepoint around the statement.
 		{"refused part-way", single("INSERT INTO t (id, v) VALUES (10, 'ok'), (11, 'bad')"), true},
 		{"duplicate key", single("INSERT INTO t (id, v) VALUES (0, 'again')"), true},
+		// A foreign key is checked once the row is in: SQLite takes it out.
+		{"missing parent", single("INSERT INTO c (id, t_id) VALUES (1, 99)"), true},
+		{"child", single("INSERT INTO c (id, t_id) VALUES (2, 0)"), false},
 		{"transaction", func() error {
 			return db.Tx(ctx, func(q dbutil.Querier) error {
 				if _, err := q.ExecContext(ctx, "INSERT INTO t (id, v) VALUES (2, 'ok')"); err != nil {
@@ -618,5 +624,12 @@ func TestRefusedSingleWriteInASharedBatchUndoesOnlyItself(t *testing.T) {
 	}
 	if want := "0=ok 1=updated 2=ok 3=ok"; strings.Join(got, " ") != want {
 		t.Fatalf("rows %q, want %q", strings.Join(got, " "), want)
+	}
+	var children string
+	if err := db.Read().QueryRowContext(ctx, "SELECT group_concat(id) FROM c").Scan(&children); err != nil {
+		t.Fatal(err)
+	}
+	if children != "2" {
+		t.Fatalf("child rows %q, want only 2 (1's parent is missing)", children)
 	}
 }
