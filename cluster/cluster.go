@@ -396,8 +396,14 @@ func (m *Member) Heartbeat(ctx context.Context) error {
 		st = m.opts.Stats()
 	}
 	sent := time.Now()
-	// The heartbeat itself bypasses the local check (it is what renews it).
-	res, err := m.db.Writer().ExecContext(ctx, heartbeatQuery, m.id, strings.Join(st.Adapters, ","), strings.Join(st.Channels, ","), st.Lanes, st.Queued)
+	// The heartbeat itself bypasses the local check (it is what renews
+	// it), and the workload's queue for connections: a heartbeat that
+	// waited there past the lease lapsed the replica it renews.
+	beat, err := m.db.Priority(ctx)
+	if err != nil {
+		return fmt.Errorf("renew the heartbeat of replica %s: %w", m.id, err)
+	}
+	res, err := beat.ExecContext(ctx, heartbeatQuery, m.id, strings.Join(st.Adapters, ","), strings.Join(st.Channels, ","), st.Lanes, st.Queued)
 	if err != nil {
 		return fmt.Errorf("renew the heartbeat of replica %s: %w", m.id, err)
 	}

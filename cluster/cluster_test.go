@@ -182,3 +182,54 @@ func TestLeaveFreesHolds(t *testing.T) {
 		t.Fatalf("after a left, b's claim: %q, %v", h, err)
 	}
 }
+
+// A replica's heartbeat doesn't queue behind its own workload: with every
+// connection of its pool busy and more statements waiting for one, a
+// heartbeat still goes through at once. Queued behind them past the lease,
+// it lapsed the replica (its writes refused, its peers fencing it), which
+// `parley bench` on PostgreSQL met at 1,000 conversations.
+func TestHeartbeatGoesThroughAPoolTheWorkloadHolds(t *testing.T) {
+	ctx := context.Background()
+	dbA, _ := dbtest.TwoHandles(t, "postgres")
+	a := New(dbA, Options{Name: "busy", Lease: 5 * time.Second, Heartbeat: time.Hour})
+	if err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// More statements than the pool has connections (10), each holding
+	// its connection for 3 s.
+	busy, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const held = 14
+	started := make(chan struct{}, held)
+	done := make(chan error, held)
+	for range held {
+		go func() {
+			started <- struct{}{}
+			_, err := dbA.Writer().ExecContext(busy, "SELECT pg_sleep(3)")
+			done <- err
+		}()
+	}
+	for range held {
+		<-started
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for dbA.Writer().Stats().InUse < 10 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := dbA.Writer().Stats().InUse; n < 10 {
+		t.Fatalf("only %d of the pool's connections busy", n)
+	}
+	beatCtx, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	start := time.Now()
+	if err := a.Heartbeat(beatCtx); err != nil {
+		t.Fatalf("a heartbeat while the pool is busy: %v (after %v)", err, time.Since(start))
+	}
+	if err := a.Alive(); err != nil {
+		t.Fatalf("alive after the heartbeat: %v", err)
+	}
+	cancel()
+	for range held {
+		<-done
+	}
+}

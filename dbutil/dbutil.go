@@ -54,6 +54,11 @@ type DB struct {
 	write   *sql.DB
 	read    *sql.DB
 	pool    *pgxpool.Pool
+	// priority is Priority's handle, opened on first use.
+	priorityMu     sync.Mutex
+	priority       *sql.DB
+	priorityPool   *pgxpool.Pool
+	priorityClosed bool
 	path    string
 
 	readStmts, writeStmts *stmtCache
@@ -280,6 +285,37 @@ func (d *DB) Write() Querier {
 // Writer is the handle for writes and read-modify-write transactions.
 func (d *DB) Writer() *sql.DB { return d.write }
 
+// Priority is a handle for the few statements that must not wait behind
+// the workload for a connection: a replica's heartbeat, which renews the
+// lease every write of the replica depends on. On PostgreSQL it is a pool
+// of one connection of its own, opened on first use (so a replica holds
+// one connection more than database.max_conns); under a burst, the
+// workload's transactions queue for the main pool's connections, and a
+// heartbeat queued behind them for longer than the lease made the replica
+// refuse its own writes (ErrLeaseLapsed) and its peers fence it. On SQLite
+// it is the writer.
+func (d *DB) Priority(ctx context.Context) (*sql.DB, error) {
+	if d.pool == nil {
+		return d.write, nil
+	}
+	d.priorityMu.Lock()
+	defer d.priorityMu.Unlock()
+	if d.priority != nil {
+		return d.priority, nil
+	}
+	if d.priorityClosed {
+		return nil, errDBClosed
+	}
+	cfg := d.pool.Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open a connection for the heartbeat to postgres %s: %w", describe(cfg), err)
+	}
+	d.priorityPool, d.priority = pool, stdlib.OpenDBFromPool(pool)
+	return d.priority, nil
+}
+
 // Reader is the handle for plain reads. On SQLite it is read-only.
 func (d *DB) Reader() *sql.DB { return d.read }
 
@@ -303,6 +339,13 @@ func (d *DB) Close() error {
 		errs = append(errs, d.read.Close())
 	}
 	errs = append(errs, d.write.Close())
+	d.priorityMu.Lock()
+	d.priorityClosed = true
+	if d.priority != nil {
+		errs = append(errs, d.priority.Close())
+		d.priorityPool.Close()
+	}
+	d.priorityMu.Unlock()
 	if d.pool != nil {
 		d.pool.Close()
 	}
