@@ -59,7 +59,7 @@ type DB struct {
 	priority       *sql.DB
 	priorityPool   *pgxpool.Pool
 	priorityClosed bool
-	path    string
+	path           string
 
 	readStmts, writeStmts *stmtCache
 
