@@ -9,13 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/typesense/typesense-go/v3/typesense"
-	"github.com/typesense/typesense-go/v3/typesense/api"
-	"github.com/typesense/typesense-go/v3/typesense/api/pointer"
 
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/textcut"
@@ -70,7 +67,7 @@ var collectionName = lazyregexp.New(`^[A-Za-z0-9_-]{1,128}$`)
 // search filters on scope_key. Writes reach it through the queue and an
 // Indexer; the collection is created when missing.
 type Typesense struct {
-	client     *typesense.Client
+	client     *typesenseClient
 	collection string
 	server     string
 	apiKey     string // kept only to scrub it from errors
@@ -107,11 +104,7 @@ func NewTypesense(opts TypesenseOptions) (*Typesense, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	client := typesense.NewClient(
-		typesense.WithServer(strings.TrimRight(u.String(), "/")),
-		typesense.WithAPIKey(opts.APIKey),
-		typesense.WithConnectionTimeout(opts.Timeout),
-	)
+	client := newTypesenseClient(u.String(), opts.APIKey, &http.Client{Timeout: opts.Timeout})
 	return &Typesense{client: client, collection: opts.Collection, server: u.Redacted(), apiKey: opts.APIKey}, nil
 }
 
@@ -120,13 +113,14 @@ func (t *Typesense) Name() string { return "typesense" }
 
 // typesenseFields is the collection schema. The scope fields are facets, so
 // they filter and can be counted; scope_key is what searches filter on.
-func typesenseFields() []api.Field {
-	facet := func(name string) api.Field { return api.Field{Name: name, Type: "string", Facet: pointer.True()} }
-	return []api.Field{
+func typesenseFields() []typesenseField {
+	facet := func(name string) typesenseField { return typesenseField{Name: name, Type: "string", Facet: true} }
+	notIndexed := false
+	return []typesenseField{
 		facet("kind"), facet("agent"), facet("user"), facet("workspace"), facet("scope_key"),
 		{Name: "content", Type: "string"},
-		{Name: "tags", Type: "string[]", Facet: pointer.True(), Optional: pointer.True()},
-		{Name: "session_id", Type: "string", Index: pointer.False(), Optional: pointer.True()},
+		{Name: "tags", Type: "string[]", Facet: true, Optional: true},
+		{Name: "session_id", Type: "string", Index: &notIndexed, Optional: true},
 		{Name: "created_at", Type: "int64"},
 	}
 }
@@ -139,7 +133,7 @@ func (t *Typesense) Ensure(ctx context.Context) error {
 	if t.ensured {
 		return nil
 	}
-	got, err := t.client.Collection(t.collection).Retrieve(ctx)
+	got, err := t.client.collection(ctx, t.collection)
 	switch {
 	case err == nil:
 		have := map[string]bool{}
@@ -152,8 +146,8 @@ func (t *Typesense) Ensure(ctx context.Context) error {
 			}
 		}
 	case statusOf(err) == http.StatusNotFound:
-		_, err = t.client.Collections().Create(ctx, &api.CollectionSchema{
-			Name: t.collection, Fields: typesenseFields(), DefaultSortingField: pointer.String("created_at"),
+		err = t.client.createCollection(ctx, typesenseSchema{
+			Name: t.collection, Fields: typesenseFields(), DefaultSortingField: "created_at",
 		})
 		if err != nil && statusOf(err) != http.StatusConflict { // 409: another replica made it first
 			return t.fail("create collection", err)
@@ -193,8 +187,7 @@ func (t *Typesense) Upsert(ctx context.Context, d Doc) error {
 	if err := t.Ensure(ctx); err != nil {
 		return err
 	}
-	_, err := t.client.Collection(t.collection).Documents().Upsert(ctx, toTypesense(d), &api.DocumentIndexParameters{})
-	if err != nil {
+	if err := t.client.upsert(ctx, t.collection, toTypesense(d)); err != nil {
 		t.forgetOn404(err)
 		return t.fail("upsert memory "+string(d.ID), err)
 	}
@@ -216,8 +209,7 @@ func (t *Typesense) UpsertBatch(ctx context.Context, docs []Doc) error {
 			return fmt.Errorf("encode memory %s for typesense: %w", d.ID, err)
 		}
 	}
-	rc, err := t.client.Collection(t.collection).Documents().ImportJsonl(ctx, &body,
-		&api.ImportDocumentsParams{Action: pointer.Any(api.Upsert), BatchSize: pointer.Int(len(docs))})
+	rc, err := t.client.importJSONL(ctx, t.collection, &body, len(docs))
 	if err != nil {
 		t.forgetOn404(err)
 		return t.fail("import memories", err)
@@ -225,7 +217,7 @@ func (t *Typesense) UpsertBatch(ctx context.Context, docs []Doc) error {
 	defer rc.Close()
 	dec := json.NewDecoder(rc)
 	for i := 0; dec.More(); i++ {
-		var r api.ImportDocumentResponse
+		var r typesenseImportResult
 		if err := dec.Decode(&r); err != nil {
 			return t.fail("read the import result", err)
 		}
@@ -238,7 +230,7 @@ func (t *Typesense) UpsertBatch(ctx context.Context, docs []Doc) error {
 
 // Delete implements Index.
 func (t *Typesense) Delete(ctx context.Context, id ItemID) error {
-	_, err := t.client.Collection(t.collection).Document(string(id)).Delete(ctx)
+	err := t.client.deleteDocument(ctx, t.collection, string(id))
 	if err != nil && statusOf(err) != http.StatusNotFound {
 		return t.fail("delete memory "+string(id), err)
 	}
@@ -247,7 +239,7 @@ func (t *Typesense) Delete(ctx context.Context, id ItemID) error {
 
 // Reset drops and recreates the collection, for Reindex.
 func (t *Typesense) Reset(ctx context.Context) error {
-	_, err := t.client.Collection(t.collection).Delete(ctx)
+	err := t.client.dropCollection(ctx, t.collection)
 	if err != nil && statusOf(err) != http.StatusNotFound {
 		return t.fail("drop collection", err)
 	}
@@ -265,34 +257,28 @@ func (t *Typesense) Search(ctx context.Context, scope Scope, text string, limit 
 		return nil, err
 	}
 	key := scope.key()
-	res, err := t.client.Collection(t.collection).Documents().Search(ctx, &api.SearchCollectionParams{
-		Q:             pointer.String(q.typesense()),
-		QueryBy:       pointer.String("content,tags"),
-		FilterBy:      pointer.String(typesenseScopeFilter(scope)),
-		SortBy:        pointer.String("_text_match:desc,created_at:desc"),
-		PerPage:       pointer.Int(limit),
-		IncludeFields: pointer.String("id,scope_key"),
+	res, err := t.client.search(ctx, t.collection, url.Values{
+		"q":              {q.typesense()},
+		"query_by":       {"content,tags"},
+		"filter_by":      {typesenseScopeFilter(scope)},
+		"sort_by":        {"_text_match:desc,created_at:desc"},
+		"per_page":       {strconv.Itoa(limit)},
+		"include_fields": {"id,scope_key"},
 	})
 	if err != nil {
 		t.forgetOn404(err)
 		return nil, t.fail("search", err)
 	}
 	var hits []Hit
-	if res.Hits == nil {
-		return nil, nil
-	}
-	for _, h := range *res.Hits {
-		if h.Document == nil {
-			continue
-		}
-		doc := *h.Document
+	for _, h := range res.Hits {
+		doc := h.Document
 		id, _ := doc["id"].(string)
 		if k, _ := doc["scope_key"].(string); id == "" || k != key {
 			continue // never trust a hit outside the scope asked for
 		}
 		hit := Hit{ID: ItemID(id)}
 		if h.TextMatch != nil {
-			hit.Score = float64(*h.TextMatch)
+			hit.Score = *h.TextMatch
 		}
 		hits = append(hits, hit)
 	}
@@ -311,7 +297,7 @@ func (t *Typesense) forgetOn404(err error) {
 }
 
 func statusOf(err error) int {
-	var he *typesense.HTTPError
+	var he *typesenseHTTPError
 	if errors.As(err, &he) {
 		return he.Status
 	}
@@ -334,7 +320,7 @@ func (e *indexError) Is(target error) bool { return target == ErrIndexUnavailabl
 const maxErrorBody = 200
 
 func (t *Typesense) fail(op string, err error) error {
-	var he *typesense.HTTPError
+	var he *typesenseHTTPError
 	var msg string
 	unavailable := true
 	switch {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -512,5 +514,42 @@ func TestIdleIndexerLeavesTheDatabaseAlone(t *testing.T) {
 	waitFor(t, "the write to be pushed by a poll", func() bool { n, _ := x.Pending(ctx); return n == 0 })
 	if got := mustSearch(t, s, alice, "elsewhere", 5); len(got) != 1 {
 		t.Fatalf("found %d", len(got))
+	}
+}
+
+// A server behind a path prefix (a reverse proxy's /typesense/) keeps its
+// prefix on every request, and a document id is escaped as one segment.
+func TestTypesenseBehindAPathPrefix(t *testing.T) {
+	ctx := context.Background()
+	fake := &fakeTypesense{t: t, key: testAPIKey, collections: map[string]*fakeCollection{}}
+	mux := http.NewServeMux()
+	mux.Handle("/typesense/", http.StripPrefix("/typesense", fake))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	idx, err := NewTypesense(TypesenseOptions{URL: srv.URL + "/typesense/", APIKey: testAPIKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := Doc{ID: "odd id?#", Scope: alice, Kind: "memory", Content: "tea by the window", CreatedAt: t0}
+	if err := idx.Upsert(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	if fake.doc(DefaultTypesenseCollection, string(doc.ID)) == nil {
+		t.Fatalf("the document was not stored under its id: %v", fake.requests())
+	}
+	hits, err := idx.Search(ctx, alice, "window", 5)
+	if err != nil || len(hits) != 1 || hits[0].ID != doc.ID || hits[0].Score <= 0 {
+		t.Fatalf("Search = %+v, %v", hits, err)
+	}
+	if err := idx.Delete(ctx, doc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if fake.doc(DefaultTypesenseCollection, string(doc.ID)) != nil {
+		t.Fatal("the document is still there after Delete")
+	}
+	want := []string{"GET /collections/parley_memory", "POST /collections", "POST /collections/parley_memory/documents",
+		"GET /collections/parley_memory/documents/search", "DELETE /collections/parley_memory/documents/odd id?#"}
+	if got := fake.requests(); !slices.Equal(got, want) {
+		t.Fatalf("requests %q, want %q", got, want)
 	}
 }

@@ -1,7 +1,9 @@
-// Package metrics exposes parley's Prometheus metrics. The rest of the code
-// never imports Prometheus: the daemon hands this package the event bus
-// (Feed), a database observer (ObserveDB), a model factory (Models) and a few
-// plain calls for what only it sees (sends, reconnects, retries...).
+// Package metrics exposes parley's Prometheus metrics, in the text format
+// written by hand (registry.go) with the Go runtime's and the process's
+// beside them. The rest of the code never sees the format: the daemon hands
+// this package the event bus (Feed), a database observer (ObserveDB), a
+// model factory (Models) and a few plain calls for what only it sees (sends,
+// reconnects, retries...).
 //
 // Every label value is an id or an enum (agent id, adapter id, model spec,
 // status); anything that doesn't look like one is exported as "other", so no
@@ -9,16 +11,11 @@
 package metrics
 
 import (
-	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/dbutil"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Turn outcomes, the outcome label of parley_turns_total.
@@ -47,45 +44,47 @@ var (
 	compactionBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
 )
 
-// Metrics holds parley's collectors in a registry of its own.
+// Metrics holds parley's metrics in a registry of its own.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg registry
 	now func() time.Time
 
-	turns          *prometheus.CounterVec   // agent, outcome
-	turnDuration   *prometheus.HistogramVec // agent, outcome
-	modelCall      *prometheus.HistogramVec // provider, model, outcome
-	modelFirstTok  *prometheus.HistogramVec // provider, model
-	storeWait      *prometheus.HistogramVec // op
-	adapterSend    *prometheus.HistogramVec // adapter, outcome
-	compactions    *prometheus.CounterVec   // trigger
-	compactionTime prometheus.Histogram
-	tokens         *prometheus.CounterVec // kind, provider, model
-	adapterErrors  *prometheus.CounterVec // adapter
-	reconnects     *prometheus.CounterVec // adapter
-	duplicates     prometheus.Counter
-	outboxRetries  prometheus.Counter
+	turns          counterVec   // agent, outcome
+	turnDuration   histogramVec // agent, outcome
+	modelCall      histogramVec // provider, model, outcome
+	modelFirstTok  histogramVec // provider, model
+	storeWait      histogramVec // op
+	adapterSend    histogramVec // adapter, outcome
+	compactions    counterVec   // trigger
+	compactionTime histogram
+	tokens         counterVec // kind, provider, model
+	adapterErrors  counterVec // adapter
+	reconnects     counterVec // adapter
+	duplicates     counter
+	outboxRetries  counter
 	// outboxReclaimed counts replies a crash interrupted mid-send.
-	outboxReclaimed prometheus.Counter
-	webhooks        *prometheus.CounterVec // status
-	cronRuns        *prometheus.CounterVec // status
-	budgetRefusals  *prometheus.CounterVec // scope
-	webhookRefused  *prometheus.CounterVec // hook, reason
+	outboxReclaimed counter
+	webhooks        counterVec // status
+	cronRuns        counterVec // status
+	budgetRefusals  counterVec // scope
+	webhookRefused  counterVec // hook, reason
 
 	queue, lanes atomic.Pointer[func() int]
-	// runtimeOnce registers the Go and process collectors (Handler).
-	runtimeOnce sync.Once
+	// scrapes counts answered scrapes (promhttp_metric_handler_requests_total
+	// with code 200), scraping the ones being answered, writeErrors the
+	// scrapes whose writing failed.
+	scrapes, scraping, writeErrors atomic.Int64
 
 	// afterEvent, when set (by tests, before Feed), runs after each event Feed
 	// has handled.
 	afterEvent func()
 }
 
-// New returns a Metrics with every parley_ collector registered in a fresh
-// registry; Handler adds the Go runtime and process collectors.
+// New returns a Metrics with every parley_ metric registered in a fresh
+// registry; Handler also exposes the Go runtime's and the process's.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), now: time.Now}
-	f := factory{m.reg}
+	m := &Metrics{now: time.Now}
+	f := &m.reg
 
 	m.turns = f.counterVec("parley_turns_total",
 		"Agent turns finished, by agent and outcome (ok, error, aborted).", "agent", "outcome")
@@ -133,29 +132,11 @@ func New() *Metrics {
 		m.compactions.WithLabelValues(string(trigger))
 	}
 
-	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_queue_depth",
-			Help: "Inbound messages waiting in the gateway's lanes, all sessions together."},
-			func() float64 { return call(&m.queue) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_active_lanes",
-			Help: "Session lanes (one event loop per session) currently running."},
-			func() float64 { return call(&m.lanes) }),
-	)
+	f.gaugeFunc("parley_queue_depth", "Inbound messages waiting in the gateway's lanes, all sessions together.",
+		func() float64 { return call(&m.queue) })
+	f.gaugeFunc("parley_active_lanes", "Session lanes (one event loop per session) currently running.",
+		func() float64 { return call(&m.lanes) })
 	return m
-}
-
-// Handler serves the registry in the Prometheus exposition format. The Go
-// runtime and process collectors join the registry at the first scrape:
-// building the Go collector's descriptions of every runtime metric is
-// about a third of a millisecond that a start need not wait for.
-func (m *Metrics) Handler() http.Handler {
-	h := promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.runtimeOnce.Do(func() {
-			m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		})
-		h.ServeHTTP(w, r)
-	})
 }
 
 // SendObserved records one outbound send through adapter: how long it took
@@ -219,33 +200,6 @@ func call(p *atomic.Pointer[func() int]) float64 {
 		return float64((*f)())
 	}
 	return 0
-}
-
-// factory builds collectors and registers them.
-type factory struct{ reg *prometheus.Registry }
-
-func (f factory) counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-	f.reg.MustRegister(c)
-	return c
-}
-
-func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	f.reg.MustRegister(c)
-	return c
-}
-
-func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
-	f.reg.MustRegister(h)
-	return h
-}
-
-func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-	f.reg.MustRegister(h)
-	return h
 }
 
 // WebhookRefused counts a refused webhook request: the hook it named ("" for

@@ -34,7 +34,7 @@ func TestFreshInstallMatchesStepwiseUpgrade(t *testing.T) {
 				t.Fatal(err)
 			}
 			var versions []int64
-			for _, src := range sources.ListSources() {
+			for _, src := range sources.Sources() {
 				versions = append(versions, src.Version)
 			}
 			if n < 2 || n != len(versions) || versions[len(versions)-1] != latest {
@@ -51,7 +51,7 @@ func TestFreshInstallMatchesStepwiseUpgrade(t *testing.T) {
 				if _, err := p.UpTo(ctx, v); err != nil {
 					t.Fatalf("upgrade to %d: %v", v, err)
 				}
-				got, err := p.GetDBVersion(ctx)
+				got, err := p.Version(ctx)
 				if err != nil || got != v {
 					t.Fatalf("after upgrade to %d the database is at %d (%v)", v, got, err)
 				}
