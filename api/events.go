@@ -415,6 +415,7 @@ func (l *EventLog) trimLocked(cutoff time.Time) {
 		if !run.dropped && l.bytes <= l.opts.MaxBytes && (cutoff.IsZero() || !run.finishedAt.Before(cutoff)) {
 			break
 		}
+		l.done[0] = nil // the queue's array keeps no run it let go alive
 		l.done = l.done[1:]
 		run.queued = false
 		if run.dropped {

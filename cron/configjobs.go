@@ -58,6 +58,10 @@ const (
 	(SELECT 1 FROM cron_config_declarations d WHERE d.job_id = cron_jobs.id AND d.declared_until > $1)
 	RETURNING id`
 
+	// configRowsQuery says whether any config job or declaration is
+	// stored: without one, a config with no jobs has nothing to change.
+	configRowsQuery = `SELECT EXISTS (SELECT 1 FROM cron_config_declarations) OR EXISTS (SELECT 1 FROM cron_jobs WHERE source = 'config')`
+
 	// Replicas change declarations one at a time, so a removal never runs
 	// on a snapshot that misses another replica's declaration just made.
 	configLockQuery = `SELECT pg_advisory_xact_lock(7021292373850171749)`
@@ -92,6 +96,14 @@ func (s *Store) SyncConfig(ctx context.Context, jobs []Job) error {
 		}
 		seen[jobs[i].ID] = true
 	}
+	if len(jobs) == 0 && !s.configRows(ctx) {
+		// The common start without config jobs: one read, no write
+		// transaction (and its fsync) on the way to ready.
+		s.mu.Lock()
+		s.config = []Job{}
+		s.mu.Unlock()
+		return nil
+	}
 	now := s.now()
 	err := s.configTx(ctx, func(q dbutil.Querier) error {
 		if s.db.Dialect != dbutil.Postgres {
@@ -117,6 +129,16 @@ func (s *Store) SyncConfig(ctx context.Context, jobs []Job) error {
 	s.config = append([]Job{}, jobs...)
 	s.mu.Unlock()
 	return nil
+}
+
+// configRows reports whether any config job or declaration is stored
+// (true when it can't tell).
+func (s *Store) configRows(ctx context.Context) bool {
+	var found bool
+	if err := s.db.Read().QueryRowContext(ctx, configRowsQuery).Scan(&found); err != nil {
+		return true
+	}
+	return found
 }
 
 // declares reports whether this process has a config whose jobs it

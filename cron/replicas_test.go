@@ -212,3 +212,28 @@ func TestConfigJobGoneFromTheConfigIsRemovedAfterARestart(t *testing.T) {
 		})
 	}
 }
+
+// A start with no config jobs writes nothing while no config job or
+// declaration is stored, and still removes the config jobs of a config
+// that had some (here after a clean stop, which withdrew their
+// declarations).
+func TestEmptyConfigWritesNothingUnlessConfigJobsAreStored(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		db := open(t)
+		e1 := newEnv(t, db, "2025-06-02T10:00:00Z")
+		e1.add(cron.Job{ID: "cli-job", Schedule: "@hourly"})
+		writes := db.Transactions()
+		e1.syncConfig()
+		if n := db.Transactions() - writes; n != 0 {
+			t.Fatalf("an empty config with no config job stored made %d write transactions; want 0", n)
+		}
+		e1.syncConfig(configJob("daily", "d"))
+		e1.start().stop()
+
+		e2 := newEnvClock(t, db, e1.clk)
+		e2.syncConfig()
+		if got, want := e2.jobIDs(), "[cli-job=Write the report.]"; got != want {
+			t.Fatalf("jobs after a restart with no config jobs = %s, want %s", got, want)
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/commands"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 )
@@ -120,15 +121,26 @@ func (r apiRunner) Compact(ctx context.Context, id sessions.ID) (api.CompactResu
 }
 
 // apiHandler is the /v1 API over this daemon.
-func (d *Daemon) apiHandler() http.Handler {
-	tokens := make([]string, len(d.cfg().HTTP.Tokens))
-	for i, t := range d.cfg().HTTP.Tokens {
+func (d *Daemon) apiHandler() http.Handler { return d.apiHandlerFor(d.cfg()) }
+
+// apiHandlerFor is the API's handler with cfg's tokens and limits.
+func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
+	tokens := make([]string, len(cfg.HTTP.Tokens))
+	for i, t := range cfg.HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
 	return d.toHolder(api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
-		MaxTitleChars: d.cfg().HTTP.MaxTitleChars, MaxMetadataBytes: d.cfg().HTTP.MaxMetadataBytes,
-		DefaultAgent: d.cfg().Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log}))
+		MaxTitleChars: cfg.HTTP.MaxTitleChars, MaxMetadataBytes: cfg.HTTP.MaxMetadataBytes,
+		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log}))
+}
+
+// lazyAPI is the API's handler, built on its first request (registering
+// its routes is start-up time that readiness doesn't need) from the config
+// the daemon started with, as it would have been at start.
+func (d *Daemon) lazyAPI() http.Handler {
+	cfg := d.cfg()
+	return lazyHandler(func() http.Handler { return d.apiHandlerFor(cfg) })
 }
 
 // metricsHandler adds /metrics (Prometheus, open like /healthz) and the

@@ -1,8 +1,13 @@
 package daemon
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/parleyd/parley/config"
 )
 
 // Every server parley runs bounds a slow client's headers, its whole
@@ -14,5 +19,62 @@ func TestHTTPServersHaveTimeouts(t *testing.T) {
 	}
 	if srv.ReadTimeout < srv.ReadHeaderTimeout {
 		t.Fatalf("read timeout %s is shorter than the header timeout %s", srv.ReadTimeout, srv.ReadHeaderTimeout)
+	}
+}
+
+// The API's routes are registered on its first request, not at start, and
+// as at start: a reload before that request doesn't change the limits it
+// applies (they change only at a restart, as before).
+func TestServedAPIBuiltOnFirstRequestAsAtStart(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfigTB(t, "http:\n  listen: 127.0.0.1:0\n  tokens: [\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"]\n  max_title_chars: 10\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := d.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	next, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.HTTP.MaxTitleChars = 1000
+	if err := d.Reload(ctx, next, nil); err != nil {
+		t.Fatal(err)
+	}
+	post := func(token, title string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, "POST", "http://"+d.listen+"/v1/sessions", strings.NewReader(`{"title":"`+title+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post("wrong", "short"); got != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: status %d, want 401", got)
+	}
+	if got := post("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "a title of 25 characters"); got != http.StatusBadRequest {
+		t.Fatalf("a title over the start's max_title_chars: status %d, want 400", got)
+	}
+	if got := post("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "short"); got != http.StatusCreated && got != http.StatusOK {
+		t.Fatalf("a session with a short title: status %d", got)
 	}
 }

@@ -272,10 +272,11 @@ func (d *Daemon) adviseWhenBare() {
 // metrics routes (on http.ops_listen when it is set).
 func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 	d.listen = ln.Addr().String()
-	d.srv = newHTTPServer(d.metricsHandler(d.withStatus(newHTTPHandler(d.db, d.adapters, d.apiHandler(), d.readyOptions()))))
+	v1 := d.lazyAPI()
+	d.srv = newHTTPServer(d.metricsHandler(d.withStatus(newHTTPHandler(d.db, d.adapters, v1, d.readyOptions()))))
 	if opsLn != nil {
 		app := http.NewServeMux()
-		appRoutes(app, d.adapters, d.apiHandler())
+		appRoutes(app, d.adapters, v1)
 		d.srv.Handler = securityHeaders(d.withStatus(app))
 		health := http.NewServeMux()
 		healthRoutes(health, d.db, d.adapters, d.readyOptions())

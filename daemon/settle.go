@@ -37,10 +37,10 @@ var retrimEvery = 30 * time.Second
 // binary's mapped pages, and a daemon that then sits idle for hours
 // should not hold them. It forgets the histories the session store keeps
 // for the next turns and the API's events of finished runs (both are
-// read again from the database when asked for), returns the freed heap to
-// the system, closes
-// SQLite's idle readers and empties the writer's cache, and unmaps the
-// binary's pages (trimResident).
+// read again from the database when asked for) and the prompts the echo
+// model remembers (for tests; each holds a whole history), returns the
+// freed heap to the system, closes SQLite's idle readers and empties the
+// writer's cache, and unmaps the binary's pages (trimResident).
 func (d *Daemon) settle(ctx context.Context) {
 	var (
 		trimmedAt   time.Time
@@ -85,6 +85,7 @@ func (d *Daemon) settle(ctx context.Context) {
 		settled = now
 		d.settlings.Add(1)
 		d.sessions.ReleaseCaches()
+		d.offline.Forget()
 		if d.events != nil {
 			d.events.Release()
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 	"golang.org/x/sys/unix"
 )
@@ -59,6 +60,10 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	if !d.events.Held(string(sess.ID), "run-1") {
 		t.Fatal("the event log kept no run to release")
 	}
+	// And the prompts the echo model remembers.
+	if _, err := d.offline.Stream(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	// Busy: writes in every window, more than a spell's worth.
 	busyUntil := time.Now().Add(10 * settleEvery)
 	for n := 0; n < 2*busySpell || time.Now().Before(busyUntil); n++ {
@@ -79,6 +84,9 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	}
 	if d.events.Held(string(sess.ID), "run-1") {
 		t.Fatal("the finished run's events are still held after settling")
+	}
+	if n := len(d.offline.Requests()); n != 0 {
+		t.Fatalf("the echo model still remembers %d prompts after settling", n)
 	}
 	time.Sleep(6 * settleEvery)
 	if n := d.settlings.Load(); n != 2 {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"encoding/binary"
 	"io"
 	"os"
 	"strconv"
@@ -26,12 +27,24 @@ func trimResident() {
 	if err != nil {
 		return
 	}
-	f, err := os.Open("/proc/self/smaps")
+	maps, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	for _, m := range readOnlyFileMappings(f, exe) {
+	candidates := readOnlyFileMappings(maps, exe)
+	maps.Close()
+	// /proc/self/maps and pagemap, not smaps: smaps walks every page of
+	// every mapping (the Go heap's too) to count it, which cost more than
+	// the unmapping itself.
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return
+	}
+	defer pagemap.Close()
+	for _, m := range candidates {
+		if private, err := holdsPrivatePages(pagemap, m); err != nil || private {
+			continue
+		}
 		_ = unix.Madvise(unsafeSlice(m.start, int(m.end-m.start)), unix.MADV_DONTNEED)
 	}
 }
@@ -60,39 +73,61 @@ func statmShared(statm string) int64 {
 
 type mapping struct{ start, end uintptr }
 
-// readOnlyFileMappings lists, from /proc/self/smaps text, exe's mappings
-// that are not writable and hold no page of this process's own: a
-// read-only mapping can hold private copies (the dynamic loader's
-// relocations in a binary linked with libc, made read-only afterwards),
-// and dropping those would lose what was written to them.
-func readOnlyFileMappings(smaps io.Reader, exe string) []mapping {
+// readOnlyFileMappings lists, from /proc/self/maps text, exe's mappings
+// that are not writable.
+func readOnlyFileMappings(maps io.Reader, exe string) []mapping {
 	var out []mapping
-	var cur mapping
-	keep := false
-	sc := bufio.NewScanner(smaps)
+	sc := bufio.NewScanner(maps)
 	for sc.Scan() {
+		// Address range, permissions, offset, device, inode and path.
 		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
+		if len(fields) < 6 || fields[5] != exe || strings.Contains(fields[1], "w") {
 			continue
 		}
-		if lo, hi, ok := strings.Cut(fields[0], "-"); ok && len(fields) >= 5 {
-			// A mapping's header: address range, permissions, offset,
-			// device, inode and path.
-			start, err1 := strconv.ParseUint(lo, 16, 64)
-			end, err2 := strconv.ParseUint(hi, 16, 64)
-			keep = err1 == nil && err2 == nil && end > start && len(fields) >= 6 &&
-				fields[5] == exe && !strings.Contains(fields[1], "w")
-			cur = mapping{uintptr(start), uintptr(end)}
+		lo, hi, ok := strings.Cut(fields[0], "-")
+		if !ok {
 			continue
 		}
-		if fields[0] == "Anonymous:" && keep {
-			if len(fields) >= 2 && fields[1] == "0" {
-				out = append(out, cur)
-			}
-			keep = false
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil && end > start {
+			out = append(out, mapping{uintptr(start), uintptr(end)})
 		}
 	}
 	return out
+}
+
+// Bits of a /proc/PID/pagemap entry.
+const (
+	pagePresent    = 1 << 63
+	pageFileShared = 1 << 61 // a page of the file (or shared memory), not a private copy
+)
+
+// holdsPrivatePages reports whether m, a private mapping of a file, holds
+// a page of this process's own: a copy made by writing to it, as the
+// dynamic loader does to relocations in a binary linked with libc before
+// it makes them read-only (or a debugger's breakpoint). Dropping such a
+// page would lose what was written to it. pagemap is
+// /proc/self/pagemap, one 8-byte entry per page.
+func holdsPrivatePages(pagemap io.ReaderAt, m mapping) (bool, error) {
+	page := uintptr(os.Getpagesize())
+	buf := make([]byte, 8*1024)
+	for addr := m.start; addr < m.end; {
+		n := min(int((m.end-addr)/page)*8, len(buf))
+		if n == 0 {
+			return false, nil
+		}
+		if _, err := pagemap.ReadAt(buf[:n], int64(addr/page)*8); err != nil {
+			return false, err
+		}
+		for i := 0; i < n; i += 8 {
+			if e := binary.NativeEndian.Uint64(buf[i:]); e&pagePresent != 0 && e&pageFileShared == 0 {
+				return true, nil
+			}
+		}
+		addr += uintptr(n/8) * page
+	}
+	return false, nil
 }
 
 // unsafeSlice views a mapped range of this process's memory as a slice,

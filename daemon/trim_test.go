@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -77,26 +78,73 @@ func TestTrimKeepsTheBinaryCached(t *testing.T) {
 	}
 }
 
-// Only read-only mappings of the binary that hold no private copy are
-// dropped.
+// Only the binary's read-only mappings are candidates.
 func TestReadOnlyFileMappings(t *testing.T) {
-	smaps := `00400000-00800000 r-xp 00000000 fd:01 123 /opt/parley
-Size:               4096 kB
-Anonymous:             0 kB
+	maps := `00400000-00800000 r-xp 00000000 fd:01 123 /opt/parley
 00800000-00900000 r--p 00400000 fd:01 123 /opt/parley
-Anonymous:             8 kB
-00900000-00a00000 r--p 00500000 fd:01 123 /opt/parley
-Anonymous:             0 kB
 00a00000-00b00000 rw-p 00600000 fd:01 123 /opt/parley
-Anonymous:             0 kB
 7f0000000000-7f0000100000 r--p 00000000 fd:01 456 /usr/lib/libc.so.6
-Anonymous:             0 kB
 7f0000200000-7f0000300000 rw-p 00000000 00:00 0
-Anonymous:           100 kB
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]
 `
-	got := readOnlyFileMappings(strings.NewReader(smaps), "/opt/parley")
-	want := []mapping{{0x400000, 0x800000}, {0x900000, 0xa00000}}
+	got := readOnlyFileMappings(strings.NewReader(maps), "/opt/parley")
+	want := []mapping{{0x400000, 0x800000}, {0x800000, 0x900000}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("got %x, want %x", got, want)
+	}
+}
+
+// pageSink keeps the compiler from dropping a test's reads of a mapping.
+var pageSink byte
+
+// A read-only mapping that holds a private copy of a page (written while
+// it was writable, as the dynamic loader writes relocations) is told
+// apart from one that holds only the file's pages, so trimming never
+// drops what was written.
+func TestHoldsPrivatePages(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skip("no /proc/self/pagemap here")
+	}
+	defer pagemap.Close()
+	page := os.Getpagesize()
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, make([]byte, 4*page), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mapFile := func(t *testing.T) ([]byte, mapping) {
+		b, err := unix.Mmap(int(f.Fd()), 0, 4*page, unix.PROT_READ, unix.MAP_PRIVATE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Munmap(b) })
+		start := uintptr(unsafe.Pointer(&b[0]))
+		return b, mapping{start, start + uintptr(len(b))}
+	}
+
+	clean, m := mapFile(t)
+	pageSink = clean[page] + clean[3*page] // mapped, from the file
+	if private, err := holdsPrivatePages(pagemap, m); err != nil || private {
+		t.Fatalf("a mapping of the file's own pages: private = %v, %v", private, err)
+	}
+
+	written, m := mapFile(t)
+	if err := unix.Mprotect(written, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		t.Fatal(err)
+	}
+	written[2*page] = 1
+	if err := unix.Mprotect(written, unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	if private, err := holdsPrivatePages(pagemap, m); err != nil || !private {
+		t.Fatalf("a read-only mapping with a page written to: private = %v, %v", private, err)
 	}
 }

@@ -13,6 +13,12 @@ import (
 const (
 	sqliteFTSExistsQuery = `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'memory_fts'`
 
+	// sqliteFTSObjectsQuery counts the FTS5 table and its three triggers:
+	// 4 when ensureSQLite has nothing to create.
+	sqliteFTSObjectsQuery = `SELECT count(*) FROM sqlite_master
+	WHERE (type = 'table' AND name = 'memory_fts')
+		OR (type = 'trigger' AND name IN ('memory_items_fts_insert', 'memory_items_fts_delete', 'memory_items_fts_update'))`
+
 	createSQLiteFTSQuery = `CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
 	scope_key, content, tags,
 	content = 'memory_items', content_rowid = 'doc_id',
@@ -42,6 +48,12 @@ END`
 )
 
 func (b *Builtin) ensureSQLite(ctx context.Context) error {
+	// Every start but the first finds the index in place: one read says
+	// so, without a write transaction (and its fsync) on the way to ready.
+	var n int
+	if err := b.db.Read().QueryRowContext(ctx, sqliteFTSObjectsQuery).Scan(&n); err == nil && n == 4 {
+		return nil
+	}
 	return b.db.Tx(ctx, func(q dbutil.Querier) error {
 		var exists int
 		if err := q.QueryRowContext(ctx, sqliteFTSExistsQuery).Scan(&exists); err != nil {

@@ -82,7 +82,14 @@ func NewIndexer(store *Store, opts ...IndexerOption) *Indexer {
 // A write through the Store wakes it at once; failed pushes wait out their
 // backoff; rows queued elsewhere are found by polling.
 func (x *Indexer) Run(ctx context.Context) error {
-	timer := time.NewTimer(0)
+	// An index in the database is written in each item's own transaction,
+	// so nothing is queued for it; rows an external index left behind are
+	// pushed at the first poll, not among the reads of a start.
+	first := time.Duration(0)
+	if !x.store.queued() {
+		first = x.poll
+	}
+	timer := time.NewTimer(first)
 	defer timer.Stop()
 	// emptied is the database's mark before a pass that left the queue
 	// empty: on a SQLite file this process holds, a poll with nothing

@@ -348,3 +348,29 @@ func (nopIndex) Name() string                                              { ret
 func (nopIndex) Upsert(context.Context, Doc) error                         { return nil }
 func (nopIndex) Delete(context.Context, ItemID) error                      { return nil }
 func (nopIndex) Search(context.Context, Scope, string, int) ([]Hit, error) { return nil, nil }
+
+// Opening the SQLite index again writes nothing once it is complete, and
+// completes one that lacks a part (here a trigger, as an interrupted
+// first start could leave it): a write then still reaches the index.
+func TestSQLiteBuiltinOpensWithoutWritingAndCompletesAPartialIndex(t *testing.T) {
+	ctx := context.Background()
+	db, c := dbtest.SQLite(t), newClock()
+	s := builtinStore(t, db, c)
+	writes := db.Transactions()
+	if _, err := NewBuiltin(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Transactions() - writes; n != 0 {
+		t.Fatalf("reopening a complete index made %d write transactions; want 0", n)
+	}
+	if _, err := db.Writer().ExecContext(ctx, `DROP TRIGGER memory_items_fts_insert`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewBuiltin(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, alice, "the kite is yellow")
+	if got := mustSearch(t, s, alice, "kite", 5); len(got) != 1 {
+		t.Fatalf("found %d items after the index was completed; want 1", len(got))
+	}
+}

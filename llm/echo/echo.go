@@ -96,6 +96,15 @@ func (m *Model) Requests() []llm.Request {
 	return append([]llm.Request(nil), m.reqs...)
 }
 
+// Forget drops the requests Requests remembers: each holds its whole
+// prompt, and a daemon answering through echo forgets them when it
+// settles after a busy spell.
+func (m *Model) Forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reqs = nil
+}
+
 // Stream implements llm.Model.
 func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {

@@ -186,3 +186,25 @@ func TestRequestsAreBounded(t *testing.T) {
 		t.Fatalf("kept %d requests, first %q last %q", len(reqs), reqs[0].Model, reqs[len(reqs)-1].Model)
 	}
 }
+
+// Forget drops the remembered requests; later ones are remembered again.
+func TestForget(t *testing.T) {
+	m := echo.New()
+	stream := func(model string) {
+		t.Helper()
+		if _, err := m.Stream(context.Background(), llm.Request{Model: model,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream("a")
+	stream("b")
+	m.Forget()
+	if n := len(m.Requests()); n != 0 {
+		t.Fatalf("%d requests remembered after Forget", n)
+	}
+	stream("c")
+	if reqs := m.Requests(); len(reqs) != 1 || reqs[0].Model != "c" {
+		t.Fatalf("after Forget and one request: %+v", reqs)
+	}
+}
