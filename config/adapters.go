@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
 // Adapter is one configured channel instance, e.g. a Telegram bot. The keys
@@ -105,7 +103,7 @@ func (a Adapter) Decode(v any) error {
 // Path is where the entry is in the file, e.g. "adapters[0]", for messages.
 func (a Adapter) Path() string { return a.path }
 
-var adapterID = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+var adapterID = idPattern{max: 64, more: "_.-"}
 
 const adapterIDRule = `use 1-64 characters from a-z, 0-9, "_", "-" and ".", starting with a letter or digit, such as "tg-main"`
 

@@ -102,7 +102,7 @@ func (p Pairs) Format(f fmt.State, verb rune) {
 // DefaultMCPTimeout bounds an MCP tool call when the server sets none.
 const DefaultMCPTimeout = Duration(60 * time.Second)
 
-var mcpID = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var mcpID = idPattern{max: 32, more: "_-"}
 
 // checkMCP reports the servers' problems and fills in defaults.
 func (c *Config) checkMCP(ck *checker) {

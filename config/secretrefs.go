@@ -39,6 +39,9 @@ type SecretRef struct {
 func (c *Config) SecretRefs() []SecretRef {
 	var out []SecretRef
 	c.walkStrings(func(path, s string) (string, bool) {
+		if !strings.Contains(s, secretRefPrefix) {
+			return s, false // most values: no regexp compiled to say so
+		}
 		for _, m := range secretRef.FindAllStringSubmatch(s, -1) {
 			out = append(out, SecretRef{Key: path, Name: m[1]})
 		}

@@ -15,7 +15,32 @@ import (
 	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
-var agentID = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var agentID = idPattern{max: 64, more: "_-"}
+
+// idPattern is an id's rule: 1 to max characters from a-z, 0-9 and more,
+// starting with a letter or a digit. It is checked by hand: the agents'
+// and the channels' ids are checked at every start, and compiling a
+// regexp for them took most of the time loading the config did.
+type idPattern struct {
+	max  int
+	more string
+}
+
+// MatchString reports whether s is such an id.
+func (p idPattern) MatchString(s string) bool {
+	if s == "" || len(s) > p.max {
+		return false
+	}
+	for i := range len(s) {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case i > 0 && strings.IndexByte(p.more, c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 const modelRule = `use "echo" (offline), "openai/<model>" such as "openai/gpt-4o-mini", or "anthropic/<model>" such as "anthropic/claude-sonnet-4-5"`
 
