@@ -187,7 +187,11 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	// Created 0600 here, the WAL and shared-memory files take its mode.
+	existed := false
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, dataFileMode); err == nil {
+		if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+			existed = true
+		}
 		f.Close()
 	}
 	tightenModes(path)
@@ -221,10 +225,6 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	if err := write.PingContext(ctx); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
 
 	read, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
 	if err != nil {
@@ -238,6 +238,32 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(5 * time.Minute)
+	// Each connection reads and parses the whole schema when it opens
+	// (about a third of SQLite's share of a start). On a database that
+	// is already in WAL mode, the first reader opens on another core
+	// while the writer does: start-up's first reads (the schema version)
+	// find it ready. A new database is left to the writer alone, which
+	// turns it to WAL mode first.
+	var firstReader chan error
+	if existed {
+		firstReader = make(chan error, 1)
+		go func() { firstReader <- read.PingContext(ctx) }()
+	}
+	if err := write.PingContext(ctx); err != nil {
+		if firstReader != nil {
+			<-firstReader
+		}
+		read.Close()
+		write.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if firstReader != nil {
+		if err := <-firstReader; err != nil {
+			read.Close()
+			write.Close()
+			return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
+		}
+	}
 	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}, readConns: n}
 	d.startWriter(wal)
 	d.startReaders(n)

@@ -2,6 +2,7 @@ package dbutil_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -631,5 +632,43 @@ func TestRefusedSingleWriteInASharedBatchUndoesOnlyItself(t *testing.T) {
 	}
 	if children != "2" {
 		t.Fatalf("child rows %q, want only 2 (1's parent is missing)", children)
+	}
+}
+
+// A database that already exists opens its first reader beside the
+// writer. One made elsewhere in rollback-journal mode must still come up
+// in WAL mode, with what it held readable through View, however the two
+// connections' pragmas interleave.
+func TestOpenAnExistingRollbackJournalDatabase(t *testing.T) {
+	ctx := context.Background()
+	for i := range 5 {
+		path := fmt.Sprintf("%s/old-%d.db", t.TempDir(), i)
+		old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(DELETE)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.ExecContext(ctx, "CREATE TABLE kept (v TEXT); INSERT INTO kept VALUES ('before')"); err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := old.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "delete" {
+			t.Fatalf("journal mode of the old database: %q, %v", mode, err)
+		}
+		old.Close()
+
+		db, err := dbutil.Open(ctx, dbutil.Options{URL: path})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if err := db.Writer().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			t.Fatalf("open %d: journal mode %q, %v; want wal", i, mode, err)
+		}
+		var v string
+		if err := db.View(ctx, func(q dbutil.Querier) error {
+			return q.QueryRowContext(ctx, "SELECT v FROM kept").Scan(&v)
+		}); err != nil || v != "before" {
+			t.Fatalf("open %d: read %q, %v", i, v, err)
+		}
+		db.Close()
 	}
 }
