@@ -22,6 +22,7 @@ require (
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	google.golang.org/protobuf v1.36.12
+	modernc.org/memory v1.12.1
 	modernc.org/sqlite v1.60.1
 )
 
@@ -58,6 +59,5 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	modernc.org/libc v1.78.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.12.1 // indirect
 	rsc.io/qr v0.2.0 // indirect
 )

@@ -1,0 +1,35 @@
+//go:build linux && (amd64 || arm64 || loong64 || ppc64le || s390x || riscv64 || 386 || arm) && !libc.membrk && !libc.memgrind
+
+package dbutil
+
+import (
+	"sync"
+	_ "unsafe" // for go:linkname
+
+	"modernc.org/memory"
+)
+
+// SQLite's C heap, in the pure-Go SQLite parley builds with, is one
+// modernc.org/memory allocator inside modernc.org/libc. It keeps the
+// regions a busy spell freed (up to 4 MiB of each size class, resident)
+// for reuse, and libc offers no call that hands them back: after a burst
+// they were about 4.4 MB of an idle daemon's 14. These two names are
+// libc's own (v1.78, pinned with SQLite in go.mod);
+// TestTrimSQLiteHeapHandsMemoryBack fails if they stop naming its
+// allocator.
+//
+//go:linkname libcAllocator modernc.org/libc.allocator
+var libcAllocator memory.Allocator
+
+//go:linkname libcAllocatorMu modernc.org/libc.allocatorMu
+var libcAllocatorMu sync.Mutex
+
+// trimSQLiteHeap unmaps the empty regions SQLite's allocator retains.
+// Regions still holding an allocation stay.
+const trimsSQLiteHeap = true
+
+func trimSQLiteHeap() error {
+	libcAllocatorMu.Lock()
+	defer libcAllocatorMu.Unlock()
+	return libcAllocator.Trim()
+}

@@ -1,0 +1,9 @@
+//go:build !(linux && (amd64 || arm64 || loong64 || ppc64le || s390x || riscv64 || 386 || arm) && !libc.membrk && !libc.memgrind)
+
+package dbutil
+
+// trimSQLiteHeap does nothing where modernc.org/libc builds its allocator
+// otherwise (see sqliteheap_libc.go).
+const trimsSQLiteHeap = false
+
+func trimSQLiteHeap() error { return nil }
