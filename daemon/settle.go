@@ -22,11 +22,13 @@ const (
 	// quietWrites is at most how many write transactions a settleEvery may
 	// see for the daemon to count as quiet again.
 	quietWrites = 2
-	// remapped is how much of the binary a quiet daemon may map again
-	// (a poll's first read of the database after a while, an API call)
-	// before it is unmapped again, at most every retrimEvery.
-	remapped = 2 << 20
 )
+
+// remapped is how much of the binary a quiet daemon may map again (a
+// poll's first read of the database after a while, an API call) before
+// it is unmapped again, at most every retrimEvery (a variable for the
+// tests).
+var remapped int64 = 2 << 20
 
 // retrimEvery is how often at most a quiet daemon unmaps again what came
 // back (a variable for the tests).
