@@ -187,11 +187,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	// Created 0600 here, the WAL and shared-memory files take its mode.
-	existed := false
+	inWAL := false
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, dataFileMode); err == nil {
-		if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-			existed = true
-		}
+		inWAL = walHeader(f)
 		f.Close()
 	}
 	tightenModes(path)
@@ -242,10 +240,11 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	// (about a third of SQLite's share of a start). On a database that
 	// is already in WAL mode, the first reader opens on another core
 	// while the writer does: start-up's first reads (the schema version)
-	// find it ready. A new database is left to the writer alone, which
-	// turns it to WAL mode first.
+	// find it ready. Any other is left to the writer alone, which turns
+	// it to WAL mode first: two connections switching it at once can
+	// find it locked with no wait (TestOpenAnExistingRollbackJournalDatabase).
 	var firstReader chan error
-	if existed {
+	if inWAL {
 		firstReader = make(chan error, 1)
 		go func() { firstReader <- read.PingContext(ctx) }()
 	}
@@ -268,6 +267,17 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	d.startWriter(wal)
 	d.startReaders(n)
 	return d, nil
+}
+
+// walHeader reports whether f is an SQLite database in WAL mode: its
+// header's file format versions (bytes 18 and 19) are 2, which SQLite
+// writes when the journal mode becomes WAL and which persists.
+func walHeader(f *os.File) bool {
+	var h [20]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		return false
+	}
+	return string(h[:16]) == "SQLite format 3\x00" && h[18] == 2 && h[19] == 2
 }
 
 func openPostgres(ctx context.Context, opts Options) (*DB, error) {

@@ -670,5 +670,16 @@ func TestOpenAnExistingRollbackJournalDatabase(t *testing.T) {
 			t.Fatalf("open %d: read %q, %v", i, v, err)
 		}
 		db.Close()
+		// Now in WAL mode: opened again, the reader opens beside the writer.
+		if db, err = dbutil.Open(ctx, dbutil.Options{URL: path}); err != nil {
+			t.Fatalf("open %d again: %v", i, err)
+		}
+		v = ""
+		if err := db.View(ctx, func(q dbutil.Querier) error {
+			return q.QueryRowContext(ctx, "SELECT v FROM kept").Scan(&v)
+		}); err != nil || v != "before" {
+			t.Fatalf("open %d again: read %q, %v", i, v, err)
+		}
+		db.Close()
 	}
 }

@@ -224,10 +224,16 @@ func (d *DB) groupTx(ctx context.Context, fn func(Querier) error, single bool) e
 }
 
 func (d *DB) runBatch(batch []*txRequest) {
-	// The writer reuses batch; the acker gets a copy.
+	// The writer reuses batch; the acker gets a copy. It gets it once the
+	// connection is let go and the statements the batch missed are
+	// prepared (the deferred function below): a caller that hears of its
+	// commit finds the writer idle, and what it does next with the
+	// connection (ShrinkMemory closing it) is not undone by the writer.
+	var out *ackRequest
 	answer := func(results []error, committed bool) {
-		d.acks <- ackRequest{reqs: slices.Clone(batch), results: results, committed: committed}
+		out = &ackRequest{reqs: slices.Clone(batch), results: results, committed: committed}
 	}
+	defer func() { d.acks <- *out }()
 	fail := func(err error) {
 		results := make([]error, len(batch))
 		for i := range results {

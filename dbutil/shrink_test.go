@@ -151,3 +151,38 @@ func anonResident(t *testing.T) int64 {
 	t.Fatal("no RssAnon in /proc/self/status")
 	return 0
 }
+
+// The writer goroutine prepares the statements a batch missed, and lets
+// go of its connection, before the batch's callers hear of their commit:
+// a settle right after a write finds the writer idle and closes its
+// connection (CI: "1 writer connections left open", when the writer
+// prepared a statement after the caller had its answer and took the
+// connection back after ShrinkMemory had closed the idle ones).
+func TestShrinkMemoryRightAfterAWrite(t *testing.T) {
+	ctx := context.Background()
+	// NORMAL: nothing fsyncs before the answer, so the caller is answered
+	// as soon as the writer lets it be.
+	db, err := Open(ctx, Options{URL: filepath.Join(t.TempDir(), "after.db"), Synchronous: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		// A statement new to the cache each time: the batch misses it.
+		if err := db.Tx(ctx, func(q Querier) error {
+			_, err := q.ExecContext(ctx, fmt.Sprintf("INSERT INTO t VALUES ('%d')", i))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.ShrinkMemory(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if open := db.write.Stats().OpenConnections; open != 0 {
+			t.Fatalf("write %d: %d writer connections left open", i, open)
+		}
+	}
+}
