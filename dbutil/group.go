@@ -224,16 +224,16 @@ func (d *DB) groupTx(ctx context.Context, fn func(Querier) error, single bool) e
 }
 
 func (d *DB) runBatch(batch []*txRequest) {
-	// The writer reuses batch; the acker gets a copy. It gets it once the
-	// connection is let go and the statements the batch missed are
-	// prepared (the deferred function below): a caller that hears of its
-	// commit finds the writer idle, and what it does next with the
-	// connection (ShrinkMemory closing it) is not undone by the writer.
+	// The writer reuses batch; the acker gets a copy. When the batch
+	// missed statements, the acker gets it only once they are prepared:
+	// preparing takes the connection again after the batch let go of it,
+	// and a caller that heard of its commit first could close the
+	// connection (ShrinkMemory) just before the writer opened it again.
+	// Otherwise the acker's fsync overlaps the writer letting go.
 	var out *ackRequest
 	answer := func(results []error, committed bool) {
 		out = &ackRequest{reqs: slices.Clone(batch), results: results, committed: committed}
 	}
-	defer func() { d.acks <- *out }()
 	fail := func(err error) {
 		results := make([]error, len(batch))
 		for i := range results {
@@ -244,16 +244,21 @@ func (d *DB) runBatch(batch []*txRequest) {
 	conn, release, err := d.hold(context.Background())
 	if err != nil {
 		fail(fmt.Errorf("begin transaction: %w", err))
+		d.acks <- *out
 		return
 	}
 	var missed []string
 	defer func() {
+		if len(missed) == 0 {
+			d.acks <- *out
+			release()
+			return
+		}
 		release()
-		// Prepared once the batch let go of the connection: preparing
-		// takes one.
 		for _, q := range missed {
 			_, _ = d.writeStmts.get(context.Background(), d.write, q)
 		}
+		d.acks <- *out
 	}()
 	tx, err := conn.BeginTx(context.Background(), nil)
 	if err != nil {
