@@ -683,3 +683,47 @@ func TestOpenAnExistingRollbackJournalDatabase(t *testing.T) {
 		db.Close()
 	}
 }
+
+// A commit that adds nothing to the log (its writes changed no row: a
+// reclaim with nothing to take back, as at every start) has nothing to
+// make durable and costs no fsync; one that adds pages still gets one
+// before it is answered.
+func TestCommitThatWroteNothingIsNotSynced(t *testing.T) {
+	ctx := context.Background()
+	db, err := dbutil.Open(ctx, dbutil.Options{URL: t.TempDir() + "/x.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	synced := db.Syncs()
+	if synced == 0 {
+		t.Fatal("creating a table was not synced")
+	}
+	for range 3 {
+		res, err := db.Write().ExecContext(ctx, "UPDATE t SET v = 'x' WHERE v = 'nothing'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := res.RowsAffected(); n != 0 {
+			t.Fatalf("updated %d rows of an empty table", n)
+		}
+		if err := db.Tx(ctx, func(q dbutil.Querier) error {
+			_, err := q.ExecContext(ctx, "DELETE FROM t WHERE v = 'nothing'")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := db.Syncs(); n != synced {
+		t.Fatalf("%d fsyncs for commits that wrote nothing", n-synced)
+	}
+	if _, err := db.Write().ExecContext(ctx, "INSERT INTO t VALUES ('kept')"); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Syncs(); n != synced+1 {
+		t.Fatalf("%d fsyncs for a commit that wrote a row; want 1", n-synced)
+	}
+}

@@ -62,6 +62,11 @@ type ackRequest struct {
 	results []error
 	// committed: the batch's commit went through and awaits the fsync.
 	committed bool
+	// wrote: the commit added pages to the log. One that added none (its
+	// writes all changed nothing: a reclaim with nothing to take back, a
+	// lease already current) has nothing to make durable, and no fsync is
+	// made for it.
+	wrote bool
 }
 
 // startWriter starts the group-commit goroutines; Close stops them. With
@@ -175,6 +180,9 @@ func (d *DB) ackLoop(done chan struct{}) {
 				// which recovery reads nothing. No later commit can be
 				// promised durable until parley starts again.
 				syncErr = failed
+			case !slices.ContainsFunc(pending, func(a ackRequest) bool { return a.committed && a.wrote }):
+				// Nothing new in the log: what these batches read was
+				// made durable before an earlier batch was answered.
 			default:
 				d.syncs.Add(1)
 				if err := (*sync)(); err != nil {
@@ -231,8 +239,9 @@ func (d *DB) runBatch(batch []*txRequest) {
 	// connection (ShrinkMemory) just before the writer opened it again.
 	// Otherwise the acker's fsync overlaps the writer letting go.
 	var out *ackRequest
+	wrote := true // unless the log's page count says otherwise
 	answer := func(results []error, committed bool) {
-		out = &ackRequest{reqs: slices.Clone(batch), results: results, committed: committed}
+		out = &ackRequest{reqs: slices.Clone(batch), results: results, committed: committed, wrote: wrote}
 	}
 	fail := func(err error) {
 		results := make([]error, len(batch))
@@ -260,6 +269,7 @@ func (d *DB) runBatch(batch []*txRequest) {
 		}
 		d.acks <- *out
 	}()
+	framesBefore, counted := logPages(conn)
 	tx, err := conn.BeginTx(context.Background(), nil)
 	if err != nil {
 		fail(fmt.Errorf("begin transaction: %w", err))
@@ -336,8 +346,29 @@ func (d *DB) runBatch(batch []*txRequest) {
 	}
 	d.transactions.Add(int64(len(batch)))
 	d.commits.Add(1)
+	if framesAfter, ok := logPages(conn); counted && ok && framesAfter == framesBefore {
+		wrote = false
+	}
 	answer(results, true)
 }
+
+// logPages is how many pages the writer's connection has written to the
+// log since it opened (SQLITE_DBSTATUS_CACHE_WRITE, as WALFrames reads
+// it); ok is false when the driver can't say.
+func logPages(conn *sql.Conn) (n int, ok bool) {
+	err := conn.Raw(func(dc any) error {
+		st, isStatus := dc.(sqlite.DBStatus)
+		if !isStatus {
+			return errNoStatus
+		}
+		var err error
+		n, _, err = st.Status(sqlite.DBStatusCacheWrite, false)
+		return err
+	})
+	return n, err == nil
+}
+
+var errNoStatus = errors.New("the SQLite driver reports no page counts")
 
 // hold takes the writer's one connection for a batch. When the acker syncs
 // the log, the batch commits in NORMAL mode (no fsync of its own), and the
