@@ -102,27 +102,27 @@ func healthRoutes(mux *http.ServeMux, db *dbutil.DB, channels map[adapters.ID]ad
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
+	// databaseDown answers 503 with what is wrong with the database; the
+	// error itself goes to the log, and to an admin's request.
+	databaseDown := func(w http.ResponseWriter, r *http.Request, what string, err error) {
+		note(r.Context(), "database", err.Error())
+		body := map[string]any{"status": "unavailable", "database": what}
+		if admin(r) {
+			body["detail"] = err.Error()
+		}
+		writeJSON(w, http.StatusServiceUnavailable, body)
+	}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := db.Reader().PingContext(ctx); err != nil {
-			note(r.Context(), "database", err.Error())
-			body := map[string]any{"status": "unavailable", "database": "unreachable"}
-			if admin(r) {
-				body["detail"] = err.Error()
-			}
-			writeJSON(w, http.StatusServiceUnavailable, body)
+			databaseDown(w, r, "unreachable", err)
 			return
 		}
 		if err := o.Broken(); err != nil {
 			// Every write fails until parley restarts: restarting it is
 			// what an orchestrator does for a daemon that stays unready.
-			note(r.Context(), "database", err.Error())
-			body := map[string]any{"status": "unavailable", "database": "not durable: an fsync of the SQLite log failed; check the disk and restart parley"}
-			if admin(r) {
-				body["detail"] = err.Error()
-			}
-			writeJSON(w, http.StatusServiceUnavailable, body)
+			databaseDown(w, r, "not durable: an fsync of the SQLite log failed; check the disk and restart parley", err)
 			return
 		}
 		body := map[string]any{"status": "ready", "database": "ok"}
