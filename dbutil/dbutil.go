@@ -248,20 +248,16 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 		firstReader = make(chan error, 1)
 		go func() { firstReader <- read.PingContext(ctx) }()
 	}
-	if err := write.PingContext(ctx); err != nil {
-		if firstReader != nil {
-			<-firstReader
+	err = write.PingContext(ctx)
+	if firstReader != nil {
+		if rerr := <-firstReader; err == nil && rerr != nil {
+			err = fmt.Errorf("for reading: %w", rerr)
 		}
+	}
+	if err != nil {
 		read.Close()
 		write.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
-	if firstReader != nil {
-		if err := <-firstReader; err != nil {
-			read.Close()
-			write.Close()
-			return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
-		}
 	}
 	d := &DB{Dialect: SQLite, write: write, read: read, path: path, readStmts: &stmtCache{}, writeStmts: &stmtCache{}, readConns: n}
 	d.startWriter(wal)

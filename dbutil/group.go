@@ -269,7 +269,15 @@ func (d *DB) runBatch(batch []*txRequest) {
 		}
 		d.acks <- *out
 	}()
-	framesBefore, counted := logPages(conn)
+	// Whether the commit adds to the log, for the acker: pages written
+	// before and after. Only the acker's fsync needs it; when a count
+	// can't be read, the batch counts as written.
+	var framesBefore int64
+	counted := false
+	if d.syncWAL.Load() != nil {
+		n, err := logPages(conn)
+		framesBefore, counted = n, err == nil
+	}
 	tx, err := conn.BeginTx(context.Background(), nil)
 	if err != nil {
 		fail(fmt.Errorf("begin transaction: %w", err))
@@ -346,29 +354,13 @@ func (d *DB) runBatch(batch []*txRequest) {
 	}
 	d.transactions.Add(int64(len(batch)))
 	d.commits.Add(1)
-	if framesAfter, ok := logPages(conn); counted && ok && framesAfter == framesBefore {
-		wrote = false
+	if counted {
+		if n, err := logPages(conn); err == nil && n == framesBefore {
+			wrote = false
+		}
 	}
 	answer(results, true)
 }
-
-// logPages is how many pages the writer's connection has written to the
-// log since it opened (SQLITE_DBSTATUS_CACHE_WRITE, as WALFrames reads
-// it); ok is false when the driver can't say.
-func logPages(conn *sql.Conn) (n int, ok bool) {
-	err := conn.Raw(func(dc any) error {
-		st, isStatus := dc.(sqlite.DBStatus)
-		if !isStatus {
-			return errNoStatus
-		}
-		var err error
-		n, _, err = st.Status(sqlite.DBStatusCacheWrite, false)
-		return err
-	})
-	return n, err == nil
-}
-
-var errNoStatus = errors.New("the SQLite driver reports no page counts")
 
 // hold takes the writer's one connection for a batch. When the acker syncs
 // the log, the batch commits in NORMAL mode (no fsync of its own), and the

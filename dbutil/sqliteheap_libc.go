@@ -24,10 +24,11 @@ var libcAllocator memory.Allocator
 //go:linkname libcAllocatorMu modernc.org/libc.allocatorMu
 var libcAllocatorMu sync.Mutex
 
-// trimSQLiteHeap unmaps the empty regions SQLite's allocator retains.
-// Regions still holding an allocation stay.
+// trimsSQLiteHeap says trimSQLiteHeap hands memory back on this build.
 const trimsSQLiteHeap = true
 
+// trimSQLiteHeap unmaps the empty regions SQLite's allocator retains.
+// Regions still holding an allocation stay.
 func trimSQLiteHeap() error {
 	libcAllocatorMu.Lock()
 	defer libcAllocatorMu.Unlock()

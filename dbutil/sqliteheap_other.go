@@ -2,8 +2,9 @@
 
 package dbutil
 
-// trimSQLiteHeap does nothing where modernc.org/libc builds its allocator
-// otherwise (see sqliteheap_libc.go).
+// trimsSQLiteHeap says trimSQLiteHeap hands memory back on this build.
 const trimsSQLiteHeap = false
 
+// trimSQLiteHeap does nothing where modernc.org/libc builds its allocator
+// otherwise (see sqliteheap_libc.go).
 func trimSQLiteHeap() error { return nil }

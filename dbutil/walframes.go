@@ -2,6 +2,7 @@ package dbutil
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -25,20 +26,26 @@ func (d *DB) WALFrames(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count WAL frames: %w", err)
 	}
 	defer conn.Close()
-	var frames int64
-	err = conn.Raw(func(dc any) error {
-		st, ok := dc.(sqlite.DBStatus)
-		if !ok {
-			return fmt.Errorf("the SQLite driver (%T) reports no page counts", dc)
-		}
-		// SQLITE_DBSTATUS_CACHE_WRITE: in WAL mode, the pages written as
-		// frames (pagerWalFrames counts them).
-		n, _, err := st.Status(sqlite.DBStatusCacheWrite, false)
-		frames = int64(n)
-		return err
-	})
+	frames, err := logPages(conn)
 	if err != nil {
 		return 0, fmt.Errorf("count WAL frames: %w", err)
 	}
 	return frames, nil
+}
+
+// logPages is how many pages conn, a connection of SQLite's, has written
+// to the write-ahead log since it opened: SQLITE_DBSTATUS_CACHE_WRITE,
+// which in WAL mode counts the pages written as frames (pagerWalFrames).
+func logPages(conn *sql.Conn) (int64, error) {
+	var frames int64
+	err := conn.Raw(func(dc any) error {
+		st, ok := dc.(sqlite.DBStatus)
+		if !ok {
+			return fmt.Errorf("the SQLite driver (%T) reports no page counts", dc)
+		}
+		n, _, err := st.Status(sqlite.DBStatusCacheWrite, false)
+		frames = int64(n)
+		return err
+	})
+	return frames, err
 }
