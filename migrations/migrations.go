@@ -252,7 +252,9 @@ func (r *Runner) pending(ctx context.Context, conn *sql.Conn, version int64) ([]
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("migrations %s were never applied, yet the database is at version %d", strings.Join(missing, ", "), newest)
+		return nil, fmt.Errorf("migrations %s were never applied, yet the database is at version %d: "+
+			"goose_db_version holds later migrations without these, so a build of parley other than a release migrated it, or the table was edited; "+
+			"restore the database from a backup made before that (README: Operations, Backups)", strings.Join(missing, ", "), newest)
 	}
 	return out, nil
 }
@@ -340,12 +342,17 @@ func (r *Runner) Version(ctx context.Context) (int64, error) {
 // database whose schema is newer than this binary is refused: an older
 // parley must not write to it.
 func Up(ctx context.Context, db *dbutil.DB, log *slog.Logger) (int, error) {
-	latest, err := Latest(db.Dialect)
+	sources, err := sourcesOf(db.Dialect)
 	if err != nil {
 		return 0, err
 	}
-	// The common start: the schema is current. One read says so.
-	if current, ok := recordedVersion(ctx, db); ok && current == latest {
+	if len(sources) == 0 {
+		return 0, fmt.Errorf("no migrations for %s", db.Dialect)
+	}
+	// The common start: the schema is current, every migration this
+	// binary ships recorded and none newer. One read says so; anything
+	// else (a gap too) goes the whole way, which says what is wrong.
+	if newest, applied, ok := recordedVersions(ctx, db); ok && newest == sources[len(sources)-1].Version && applied == len(sources) {
 		return 0, nil
 	}
 	r, err := Provider(db, log)
@@ -393,13 +400,14 @@ func (r *Runner) refuseNewer(ctx context.Context) (current, latest int64, err er
 	return current, latest, nil
 }
 
-// recordedVersion reads the newest applied version from the version table;
-// ok is false when it can't (a new database has no table yet).
-func recordedVersion(ctx context.Context, db *dbutil.DB) (v int64, ok bool) {
+// recordedVersions reads the newest applied version from the version table
+// and how many versions are applied; ok is false when it can't (a new
+// database has no table yet).
+func recordedVersions(ctx context.Context, db *dbutil.DB) (newest int64, applied int, ok bool) {
 	err := db.View(ctx, func(q dbutil.Querier) error {
-		return q.QueryRowContext(ctx, "SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&v)
+		return q.QueryRowContext(ctx, "SELECT COALESCE(MAX(version_id), 0), COUNT(DISTINCT version_id) FROM goose_db_version WHERE is_applied AND version_id > 0").Scan(&newest, &applied)
 	})
-	return v, err == nil
+	return newest, applied, err == nil
 }
 
 // Version is the schema version the database is at.
