@@ -126,8 +126,13 @@ func (d *DB) writerLoop(ackerDone chan struct{}) {
 		// commits, fsyncs and pages written per transaction when the
 		// writer is not saturated (at 50 conversations, a third of the
 		// commits and 10-20% less CPU per turn). With nothing else to run
-		// it returns at once.
-		runtime.Gosched()
+		// it returns at once. With transactions already waiting the
+		// writer is saturated and goes straight on: a yield then put it
+		// behind every runnable caller (Gosched queues it globally) and
+		// left it idle 15% of the time under load.
+		if len(d.txs) == 0 {
+			runtime.Gosched()
+		}
 	}
 }
 
