@@ -86,6 +86,10 @@ type DB struct {
 	transactions, commits atomic.Int64
 	// syncs counts the fsyncs group commit made (see syncWAL).
 	syncs atomic.Int64
+	// checkpoint wakes the checkpointer (checkpoint.go); checkpoints
+	// counts the checkpoints it ran.
+	checkpointWake chan struct{}
+	checkpoints    atomic.Int64
 	// broken is the failed fsync of the log after which no write can be
 	// promised durable until parley restarts (see ackLoop).
 	broken atomic.Pointer[syncError]
@@ -215,7 +219,11 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	// KiB and then stays one for the rest of the batch, a write(2) for
 	// every page every later transaction of the batch touches. It is
 	// never needed after a crash, and holds one savepoint's pages at most.
-	write, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=temp_store(MEMORY)")
+	//
+	// Its automatic checkpoints are a backstop: checkpoint.go runs them
+	// off the writer.
+	write, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=temp_store(MEMORY)"+
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", writerCheckpointPages))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

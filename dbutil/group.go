@@ -97,16 +97,20 @@ func (d *DB) startWriter(wal *walSyncer) {
 	d.writerMu = new(sync.RWMutex)
 	d.stopWriter = make(chan struct{})
 	d.writerDone = make(chan struct{})
-	ackerDone := make(chan struct{})
+	d.checkpointWake = make(chan struct{}, 1)
+	ackerDone, checkpointerDone := make(chan struct{}), make(chan struct{})
 	go d.ackLoop(ackerDone)
-	go d.writerLoop(ackerDone)
+	go d.checkpointLoop(d.checkpointWake, checkpointerDone)
+	go d.writerLoop(ackerDone, checkpointerDone)
 }
 
-func (d *DB) writerLoop(ackerDone chan struct{}) {
+func (d *DB) writerLoop(ackerDone, checkpointerDone chan struct{}) {
 	defer close(d.writerDone)
 	// The acker answers every batch committed before the writer stops.
 	defer func() { close(d.acks); <-ackerDone }()
+	defer func() { close(d.checkpointWake); <-checkpointerDone }()
 	batch := make([]*txRequest, 0, maxBatch)
+	var logged int64 // pages added to the log since the last checkpoint asked for
 	for {
 		select {
 		case <-d.stopWriter:
@@ -132,7 +136,13 @@ func (d *DB) writerLoop(ackerDone chan struct{}) {
 			}
 		}
 		start := time.Now()
-		d.runBatch(batch)
+		if logged += d.runBatch(batch); logged >= checkpointEvery {
+			logged = 0
+			select {
+			case d.checkpointWake <- struct{}{}:
+			default: // one is under way
+			}
+		}
 		d.writerBusy.Add(int64(time.Since(start)))
 		// Callers the acker woke queue their next transaction at once (a
 		// turn's next write, a channel's next message). Letting them run
@@ -250,7 +260,9 @@ func (d *DB) groupTx(ctx context.Context, fn func(Querier) error, single bool) e
 	return <-r.done
 }
 
-func (d *DB) runBatch(batch []*txRequest) {
+// runBatch runs batch in one commit and hands it to the acker; it returns
+// how many pages the commit added to the log, as far as it could tell.
+func (d *DB) runBatch(batch []*txRequest) (logged int64) {
 	// The writer reuses batch; the acker gets a copy. When the batch
 	// missed statements, the acker gets it only once they are prepared:
 	// preparing takes the connection again after the batch let go of it,
@@ -288,15 +300,11 @@ func (d *DB) runBatch(batch []*txRequest) {
 		}
 		d.acks <- *out
 	}()
-	// Whether the commit adds to the log, for the acker: pages written
-	// before and after. Only the acker's fsync needs it; when a count
-	// can't be read, the batch counts as written.
-	var framesBefore int64
-	counted := false
-	if d.syncWAL.Load() != nil {
-		n, err := logPages(conn)
-		framesBefore, counted = n, err == nil
-	}
+	// What the commit adds to the log, for the checkpointer and the
+	// acker: pages written before and after. When a count can't be read,
+	// the batch counts as written.
+	framesBefore, err := logPages(conn)
+	counted := err == nil
 	tx, err := conn.BeginTx(context.Background(), nil)
 	if err != nil {
 		fail(fmt.Errorf("begin transaction: %w", err))
@@ -374,11 +382,13 @@ func (d *DB) runBatch(batch []*txRequest) {
 	d.transactions.Add(int64(len(batch)))
 	d.commits.Add(1)
 	if counted {
-		if n, err := logPages(conn); err == nil && n == framesBefore {
-			wrote = false
+		if n, err := logPages(conn); err == nil {
+			logged = n - framesBefore
+			wrote = logged > 0
 		}
 	}
 	answer(results, true)
+	return logged
 }
 
 // hold takes the writer's one connection for a batch. When the acker syncs
