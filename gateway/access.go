@@ -251,7 +251,7 @@ func (s *Store) ApprovePairing(ctx context.Context, code string) (Pairing, error
 		if _, err := q.ExecContext(ctx, allowUserQuery, adapter, p.UserID, dbutil.Millis(now), code); err != nil {
 			return err
 		}
-		return queueReplies(ctx, q, now, s.owner, []Reply{{Key: pairingKeyPrefix + code, Adapter: p.Adapter, ChatID: p.ChatID,
+		return s.queueReplies(ctx, q, now, []Reply{{Key: pairingKeyPrefix + code, Adapter: p.Adapter, ChatID: p.ChatID,
 			Text: "You're approved: send your message again and I'll answer."}})
 	})
 	if err != nil {

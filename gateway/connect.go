@@ -110,7 +110,7 @@ func (g *Gateway) acceptToken(ctx context.Context, in adapters.Inbound, t token)
 		}
 		j := job{inboundID: id, in: kept}
 		_, replies, _ := g.record(outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: reply})
-		return queueReplies(ctx, q, g.opts.Store.now(), g.opts.Store.owner, replies)
+		return g.opts.Store.queueReplies(ctx, q, g.opts.Store.now(), replies)
 	})
 	if err != nil {
 		if !t.inline {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
@@ -632,4 +633,105 @@ func TestUnfinishedInLaneOrder(t *testing.T) {
 			clock.Advance(time.Millisecond)
 		}
 	})
+}
+
+// On a SQLite file this process holds, a store whose outbox has never held
+// a note answers RecentNotes with no read after the first, and reads again
+// from the moment one is queued: a note is never missed. Neither a file
+// that isn't held (another process may queue notes) nor a store opened on
+// an outbox that already holds one skips the read.
+func TestRecentNotesSkipsTheReadWhileThereAreNone(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	var reads atomic.Int64
+	db.Observe(func(op dbutil.Op, _ time.Time, _ time.Duration) {
+		if op == dbutil.OpRead {
+			reads.Add(1)
+		}
+	})
+	since := time.Now().Add(-time.Hour)
+	notesIn := func(s *gateway.Store, chat string) (n int, viewed int64) {
+		t.Helper()
+		before := reads.Load()
+		notes, err := s.RecentNotes(ctx, "tg", chat, since, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(notes), reads.Load() - before
+	}
+
+	// Not held: every call reads.
+	loose := gateway.NewStore(db, nil)
+	for range 2 {
+		if n, viewed := notesIn(loose, "1"); n != 0 || viewed != 1 {
+			t.Fatalf("on a file not held: %d notes in %d reads, want 0 in 1", n, viewed)
+		}
+	}
+
+	db.HoldsFile()
+	s := gateway.NewStore(db, nil)
+	if n, viewed := notesIn(s, "1"); n != 0 || viewed != 1 {
+		t.Fatalf("first call: %d notes in %d reads, want 0 in 1", n, viewed)
+	}
+	for _, chat := range []string{"1", "2", "3"} {
+		if n, viewed := notesIn(s, chat); n != 0 || viewed != 0 {
+			t.Fatalf("chat %s, no note ever queued: %d notes in %d reads, want none and no read", chat, n, viewed)
+		}
+	}
+	// A reply to a message is not a note: still no read.
+	id, _, err := s.Accept(ctx, inbound("m1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, []string{id}, gateway.InboundDone, "", "", []gateway.Reply{{Key: "r:" + id, InboundID: id, Adapter: "tg", ChatID: "1", Text: "an answer"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, viewed := notesIn(s, "1"); n != 0 || viewed != 0 {
+		t.Fatalf("after a reply: %d notes in %d reads, want none and no read", n, viewed)
+	}
+	// A note: found at once.
+	if err := s.QueueReplies(ctx, []gateway.Reply{{Key: "cron:r1:tg:2:0", Adapter: "tg", ChatID: "2", Text: "the nightly report"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, viewed := notesIn(s, "2"); n != 1 || viewed != 1 {
+		t.Fatalf("after a note: %d notes in %d reads, want 1 in 1", n, viewed)
+	}
+	if n, viewed := notesIn(s, "1"); n != 0 || viewed != 1 {
+		t.Fatalf("another chat after a note: %d notes in %d reads, want 0 in 1", n, viewed)
+	}
+	// A new store on an outbox that holds a note reads it.
+	again := gateway.NewStore(db, nil)
+	for range 2 {
+		if n, viewed := notesIn(again, "2"); n != 1 || viewed != 1 {
+			t.Fatalf("a new store on an outbox with a note: %d notes in %d reads, want 1 in 1", n, viewed)
+		}
+	}
+}
+
+// A note queued while RecentNotes finds none is never hidden by it: the
+// note's store of "some" wins over the read's "none", in either order.
+func TestRecentNotesRacingANote(t *testing.T) {
+	ctx := context.Background()
+	for i := range 20 {
+		db := dbtest.SQLite(t)
+		db.HoldsFile()
+		s := gateway.NewStore(db, nil)
+		done := make(chan error, 1)
+		go func() {
+			done <- s.QueueReplies(ctx, []gateway.Reply{{Key: fmt.Sprintf("cron:r%d:tg:9:0", i), Adapter: "tg", ChatID: "9", Text: "report"}})
+		}()
+		if _, err := s.RecentNotes(ctx, "tg", "9", time.Now().Add(-time.Hour), 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		notes, err := s.RecentNotes(ctx, "tg", "9", time.Now().Add(-time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(notes) != 1 {
+			t.Fatalf("run %d: %d notes after the note was queued, want 1", i, len(notes))
+		}
+	}
 }
