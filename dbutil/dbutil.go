@@ -86,7 +86,7 @@ type DB struct {
 	transactions, commits atomic.Int64
 	// syncs counts the fsyncs group commit made (see syncWAL).
 	syncs atomic.Int64
-	// checkpoint wakes the checkpointer (checkpoint.go); checkpoints
+	// checkpointWake wakes the checkpointer (checkpoint.go); checkpoints
 	// counts the checkpoints it ran.
 	checkpointWake chan struct{}
 	checkpoints    atomic.Int64
