@@ -11,18 +11,12 @@ import (
 	"github.com/parleyd/parley/dbutil"
 )
 
-// openPages opens a SQLite database with a table whose rows each fill a
-// page of their own, so each insert adds at least one page to the log.
+// openPages is openFull with a table whose rows each fill a page of
+// their own, so each insert adds at least one page to the log.
 func openPages(t *testing.T) (*dbutil.DB, string) {
 	t.Helper()
-	ctx := context.Background()
-	path := t.TempDir() + "/x.db"
-	db, err := dbutil.Open(ctx, dbutil.Options{URL: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE pages (body TEXT)"); err != nil {
+	db, path := openFull(t)
+	if _, err := db.Write().ExecContext(context.Background(), "CREATE TABLE pages (body TEXT)"); err != nil {
 		t.Fatal(err)
 	}
 	return db, path

@@ -684,11 +684,7 @@ func TestOpenAnExistingRollbackJournalDatabase(t *testing.T) {
 // before it is answered.
 func TestCommitThatWroteNothingIsNotSynced(t *testing.T) {
 	ctx := context.Background()
-	db, err := dbutil.Open(ctx, dbutil.Options{URL: t.TempDir() + "/x.db"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := dbtest.RawSQLite(t)
 	if _, err := db.Write().ExecContext(ctx, "CREATE TABLE t (v TEXT)"); err != nil {
 		t.Fatal(err)
 	}
