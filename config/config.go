@@ -28,6 +28,7 @@ const (
 	DefaultListen           = "127.0.0.1:8080"
 	DefaultEventLogMB       = 4
 	DefaultMinFreeMB        = 100
+	DefaultHistoryCacheMB   = 8
 	DefaultMaxTitleChars    = 200
 	DefaultMaxMetadataBytes = 16 << 10
 	DefaultLogLevel         = "info"
@@ -266,9 +267,13 @@ func (c *Config) MissingKeys() []string {
 type Database struct {
 	// URL is a postgres:// or postgresql:// URL for PostgreSQL; anything else
 	// is a SQLite file path, optionally prefixed with "file:" or "sqlite:".
-	URL      DSN      `yaml:"url"`
-	SQLite   SQLite   `yaml:"sqlite"`
-	Postgres Postgres `yaml:"postgres"`
+	URL DSN `yaml:"url"`
+	// HistoryCacheMB bounds, in MiB, the recent histories kept in memory,
+	// so a turn reads one row of its session instead of its messages
+	// (0 turns it off).
+	HistoryCacheMB int      `yaml:"history_cache_mb"`
+	SQLite         SQLite   `yaml:"sqlite"`
+	Postgres       Postgres `yaml:"postgres"`
 }
 
 // SQLite tunes the SQLite engine.
@@ -483,6 +488,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	}
 	intDefault(&c.Database.Postgres.MaxConns, "database.postgres.max_conns", DefaultPostgresMaxConns)
 	intDefault(&c.Database.SQLite.MinFreeMB, "database.sqlite.min_free_mb", DefaultMinFreeMB)
+	intDefault(&c.Database.HistoryCacheMB, "database.history_cache_mb", DefaultHistoryCacheMB)
 	if strings.TrimSpace(c.HTTP.Listen) == "" {
 		c.HTTP.Listen = DefaultListen
 	}

@@ -168,6 +168,9 @@ func (d Database) validate(ck *checker) {
 	if d.SQLite.BusyTimeout <= 0 {
 		ck.add("database.sqlite.busy_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, d.SQLite.BusyTimeout))
 	}
+	if n := d.HistoryCacheMB; n < 0 || n > 4096 {
+		ck.add("database.history_cache_mb", fmt.Sprintf("%d is out of range; use 0-4096 (0 keeps no history in memory)", n))
+	}
 	if d.SQLite.MinFreeMB < 0 {
 		ck.add("database.sqlite.min_free_mb", fmt.Sprintf("%d is below 0; use 0 to turn the check off", d.SQLite.MinFreeMB))
 	}

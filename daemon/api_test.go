@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -270,15 +271,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		_, _ = b.ReadFrom(resp.Body)
-		resp.Body.Close()
-		text := b.String()
-		if resp.StatusCode == 200 && strings.Contains(text, `parley_turns_total{agent="default",outcome="ok"} 1`) &&
+		text := scrapeMetrics(t, url)
+		if strings.Contains(text, `parley_turns_total{agent="default",outcome="ok"} 1`) &&
 			strings.Contains(text, "parley_inbound_duplicates_dropped_total 1") && strings.Contains(text, "parley_store_wait_duration_seconds") {
 			return
 		}
@@ -362,4 +356,97 @@ func TestAPIQueueFullIsRefused(t *testing.T) {
 		t.Fatalf("%d accepted, %d refused; want the queue's cap of 5 to refuse some of 60", accepted, refused)
 	}
 	t.Logf("%d accepted and answered, %d refused", accepted, refused)
+}
+
+// database.history_cache_mb reaches the session store: with the default, a
+// chat's later turns read its history from memory, as
+// parley_history_cache_reads_total shows; with 0, every one reads it from
+// the database and nothing is kept.
+func TestHistoryCacheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		cached     bool
+	}{
+		{"default", "", true},
+		{"off", "  history_cache_mb: 0\n", false}, // under database:, which testDaemon's config opens with
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d, url, stop := testDaemon(t, tc.yaml+"gateway:\n  debounce: 0s\n", apiOnly)
+			defer stop()
+			const turns = 4
+			var text string
+			for i := range turns {
+				in := adapters.Inbound{Adapter: "api", Surface: "api", ChatID: "h1", UserID: "u", MessageID: fmt.Sprint(i),
+					Text: fmt.Sprint("turn ", i), Time: time.Now()}
+				if err := d.gw.Deliver(ctx, in); err != nil {
+					t.Fatal(err)
+				}
+				text = waitMetric(t, url, fmt.Sprintf(`parley_turns_total{agent="default",outcome="ok"} %d`, i+1))
+			}
+			hit := metricValue(t, text, `parley_history_cache_reads_total{result="hit"}`)
+			miss := metricValue(t, text, `parley_history_cache_reads_total{result="miss"}`)
+			if tc.cached {
+				if hit < turns-1 || d.sessions.CachedHistories() == 0 {
+					t.Fatalf("after %d turns in one chat: %v hits, %v misses, %d histories kept; want a hit for every turn after the first",
+						turns, hit, miss, d.sessions.CachedHistories())
+				}
+			} else if hit != 0 || miss < turns || d.sessions.CachedHistories() != 0 {
+				t.Fatalf("with the cache off, after %d turns: %v hits, %v misses, %d histories kept; want only misses, none kept",
+					turns, hit, miss, d.sessions.CachedHistories())
+			}
+		})
+	}
+}
+
+// waitMetric scrapes url's /metrics until it has the line want, and
+// returns that scrape.
+func waitMetric(t *testing.T, url, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		text := scrapeMetrics(t, url)
+		for l := range strings.Lines(text) {
+			if strings.TrimSpace(l) == want {
+				return text
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never had %q:\n%s", want, text)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// scrapeMetrics is url's /metrics, which must answer 200.
+func scrapeMetrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, b.String())
+	}
+	return b.String()
+}
+
+// metricValue is the value of the series named (with its labels) series
+// in a scrape.
+func metricValue(t *testing.T, scrape, series string) float64 {
+	t.Helper()
+	for l := range strings.Lines(scrape) {
+		if rest, ok := strings.CutPrefix(l, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", series, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s in the scrape:\n%s", series, scrape)
+	return 0
 }

@@ -148,6 +148,8 @@ func (d *Daemon) lazyAPI() http.Handler {
 func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
 	d.metrics.SetQueue(d.gw.QueueDepth)
 	d.metrics.SetActiveLanes(d.gw.ActiveLanes)
+	d.metrics.SetHistoryCache(d.sessions.HistoryCacheStats)
+	d.metrics.SetCheckpoints(d.db.CheckpointStats)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)

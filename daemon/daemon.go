@@ -135,7 +135,8 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
 	// The spend caps count each reply's usage with it (nothing while no
 	// cap is set).
-	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log), sessions.WithAppendHook(d.usageHook)}
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log), sessions.WithAppendHook(d.usageHook),
+		sessions.WithHistoryCache(cfg.Database.HistoryCacheMB << 20)}
 	if cfg.HTTP.CallbackSecret.Reveal() != "" {
 		// A reply's callback is queued in the transaction that stores it.
 		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))

@@ -31,10 +31,14 @@ const (
 func (d *DB) checkpointLoop(wake <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for range wake {
-		// A failed checkpoint (the database closing, a reader holding an
-		// old snapshot) leaves the pages for the next one or the backstop.
+		// A failed checkpoint (the database closing, a disk error) leaves
+		// the pages for the next one or the backstop; it is counted for
+		// the operator's metrics. A reader holding an old snapshot only
+		// stops a checkpoint short, which is not a failure.
 		if d.checkpoint(context.Background()) == nil {
 			d.checkpoints.Add(1)
+		} else {
+			d.checkpointFailures.Add(1)
 		}
 	}
 }
@@ -50,3 +54,9 @@ func (d *DB) checkpoint(ctx context.Context) error {
 
 // Checkpoints is how many checkpoints the checkpointer has run (SQLite).
 func (d *DB) Checkpoints() int64 { return d.checkpoints.Load() }
+
+// CheckpointStats is how many checkpoints the checkpointer has run and how
+// many failed (SQLite; both 0 on PostgreSQL).
+func (d *DB) CheckpointStats() (ran, failed int64) {
+	return d.checkpoints.Load(), d.checkpointFailures.Load()
+}

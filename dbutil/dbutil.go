@@ -90,6 +90,8 @@ type DB struct {
 	// counts the checkpoints it ran.
 	checkpointWake chan struct{}
 	checkpoints    atomic.Int64
+	// checkpointFailures counts the checkpoints that failed.
+	checkpointFailures atomic.Int64
 	// broken is the failed fsync of the log after which no write can be
 	// promised durable until parley restarts (see ackLoop).
 	broken atomic.Pointer[syncError]

@@ -16,3 +16,12 @@ func (d *DB) WrapSyncWAL(wrap func(sync func() error) error) {
 
 // ErrFsync marks a failed fsync of the log (walsync.go).
 var ErrFsync = errFsync
+
+// CheckpointOnce runs the checkpointer for one wake-up, as the writer's
+// would.
+func (d *DB) CheckpointOnce() {
+	wake, done := make(chan struct{}, 1), make(chan struct{})
+	wake <- struct{}{}
+	close(wake)
+	d.checkpointLoop(wake, done)
+}

@@ -70,6 +70,8 @@ type Metrics struct {
 	webhookRefused  counterVec // hook, reason
 
 	queue, lanes atomic.Pointer[func() int]
+	// historyCache and checkpoints read two counts each at a scrape.
+	historyCache, checkpoints atomic.Pointer[func() (int64, int64)]
 	// scrapes counts answered scrapes (promhttp_metric_handler_requests_total
 	// with code 200), scraping the ones being answered, writeErrors the
 	// scrapes whose writing failed.
@@ -132,6 +134,14 @@ func New() *Metrics {
 		m.compactions.WithLabelValues(string(trigger))
 	}
 
+	f.counterFunc("parley_history_cache_reads_total",
+		"Reads of a conversation's recent history, by result: hit (answered from memory after one read of the session's row) or miss (its messages read from the database). "+
+			"Misses that climb while hits stay flat mean more conversations take turns than database.history_cache_mb holds.",
+		"result", []string{"hit", "miss"}, func() []float64 { return pair(&m.historyCache) })
+	f.counterFunc("parley_sqlite_checkpoints_total",
+		"SQLite checkpoints (the write-ahead log copied back into the database) run beside the writer, by result (ok, failed). "+
+			"Failures leave the log to grow until the writer's own checkpoint copies it; 0 on PostgreSQL.",
+		"result", []string{"ok", "failed"}, func() []float64 { return pair(&m.checkpoints) })
 	f.gaugeFunc("parley_queue_depth", "Inbound messages waiting in the gateway's lanes, all sessions together.",
 		func() float64 { return call(&m.queue) })
 	f.gaugeFunc("parley_active_lanes", "Session lanes (one event loop per session) currently running.",
@@ -186,6 +196,32 @@ func (m *Metrics) SetQueue(f func() int) { set(&m.queue, f) }
 // SetActiveLanes sets the function parley_active_lanes reads at each
 // scrape, under the same rules as SetQueue.
 func (m *Metrics) SetActiveLanes(f func() int) { set(&m.lanes, f) }
+
+// SetHistoryCache sets the function parley_history_cache_reads_total
+// reads at each scrape: the hits and the misses so far
+// (sessions.SQLStore.HistoryCacheStats), under the same rules as SetQueue.
+func (m *Metrics) SetHistoryCache(f func() (hits, misses int64)) { setPair(&m.historyCache, f) }
+
+// SetCheckpoints sets the function parley_sqlite_checkpoints_total reads
+// at each scrape: the checkpoints run and failed so far
+// (dbutil.DB.CheckpointStats), under the same rules as SetQueue.
+func (m *Metrics) SetCheckpoints(f func() (ran, failed int64)) { setPair(&m.checkpoints, f) }
+
+func setPair(p *atomic.Pointer[func() (int64, int64)], f func() (int64, int64)) {
+	if f == nil {
+		p.Store(nil)
+		return
+	}
+	p.Store(&f)
+}
+
+func pair(p *atomic.Pointer[func() (int64, int64)]) []float64 {
+	if f := p.Load(); f != nil {
+		a, b := (*f)()
+		return []float64{float64(a), float64(b)}
+	}
+	return []float64{0, 0}
+}
 
 func set(p *atomic.Pointer[func() int], f func() int) {
 	if f == nil {

@@ -33,6 +33,8 @@ func TestPlainCounters(t *testing.T) {
 	queue.Store(7)
 	m.SetQueue(func() int { return int(queue.Load()) })
 	m.SetActiveLanes(func() int { return 3 })
+	m.SetHistoryCache(func() (int64, int64) { return 41, 5 })
+	m.SetCheckpoints(func() (int64, int64) { return 12, 1 })
 
 	body := scrape(t, m)
 	wantLines(t, body,
@@ -43,6 +45,10 @@ func TestPlainCounters(t *testing.T) {
 		`parley_adapter_send_duration_seconds_bucket{adapter="tg-main",outcome="ok",le="0.05"} 1`,
 		`parley_adapter_send_duration_seconds_count{adapter="discord-1",outcome="ok"} 1`,
 		`parley_adapter_errors_total{adapter="tg-main"} 2`,
+		`parley_history_cache_reads_total{result="hit"} 41`,
+		`parley_history_cache_reads_total{result="miss"} 5`,
+		`parley_sqlite_checkpoints_total{result="ok"} 12`,
+		`parley_sqlite_checkpoints_total{result="failed"} 1`,
 		`parley_adapter_reconnects_total{adapter="wa"} 1`,
 		`parley_inbound_duplicates_dropped_total 3`,
 		`parley_outbox_retries_total 1`,

@@ -37,6 +37,10 @@ type family struct {
 	order           []int          // indexes into labels, sorted by label name
 	buckets         []float64      // upper bounds, for a histogram
 	read            func() float64 // a gauge's value, read at each scrape
+	// readCounts, for a counter of one label read at each scrape, returns
+	// the count of each of values, in their order.
+	values     []string
+	readCounts func() []float64
 
 	mu     sync.RWMutex
 	series map[string]*series // by the label values joined with labelSep
@@ -75,6 +79,13 @@ func (r *registry) histogramVec(name, help string, buckets []float64, labels ...
 // gaugeFunc adds an unlabelled gauge whose value read returns at each scrape.
 func (r *registry) gaugeFunc(name, help string, read func() float64) {
 	r.add(name, help, typeGauge, nil).read = read
+}
+
+// counterFunc adds a counter with one label, whose values are values and
+// whose counts read returns at each scrape, one for each value in order.
+func (r *registry) counterFunc(name, help, label string, values []string, read func() []float64) {
+	f := r.add(name, help, typeCounter, nil, label)
+	f.values, f.readCounts = values, read
 }
 
 // write writes every family, sorted by name.
@@ -298,6 +309,16 @@ func (e *exposer) counter(name, help string, v float64) {
 func (e *exposer) family(f *family) {
 	if f.read != nil {
 		e.gauge(f.name, f.help, f.read())
+		return
+	}
+	if f.readCounts != nil {
+		counts := f.readCounts()
+		e.header(f.name, f.help, f.typ)
+		for i, v := range f.values {
+			if i < len(counts) {
+				e.sample(f.name, f.labels, []string{v}, f.order, "", "", counts[i])
+			}
+		}
 		return
 	}
 	all := f.sorted()

@@ -77,6 +77,9 @@ type historyCache struct {
 	next  int
 
 	hits, misses atomic.Int64
+	// unkept counts the reads of sessions read once lately (admit), whose
+	// results were not kept.
+	unkept atomic.Int64
 }
 
 type historyEntry struct {
@@ -313,6 +316,17 @@ func (s *SQLStore) CachedHistories() int {
 	return len(s.history.entries)
 }
 
+// HistoryCacheStats is how many reads of a live context the store answered
+// from its history cache (hits) and how many read the messages from the
+// database (misses). Misses that climb with hits flat mean the cache holds
+// fewer conversations than take turns: see WithHistoryCache.
+func (s *SQLStore) HistoryCacheStats() (hits, misses int64) {
+	if s.history == nil {
+		return 0, s.uncachedReads.Load()
+	}
+	return s.history.hits.Load(), s.history.misses.Load() + s.history.unkept.Load()
+}
+
 // ReleaseCaches forgets the recent histories the store keeps: a daemon
 // gone quiet after a busy spell then holds no copy of conversations that
 // may not speak again for hours. A session's next turn reads its history
@@ -403,6 +417,7 @@ func windowStart(msgs []Message, turns int) int {
 // themselves only when the cached copy is not of that stamp.
 func (s *SQLStore) readLive(ctx context.Context, r dbutil.Querier, id ID, turns int) ([]Message, error) {
 	if !s.history.admit(id) {
+		s.history.unkept.Add(1)
 		return readMessages(ctx, r, id, MessagesOptions{Turns: turns})
 	}
 	at, err := scanStamp(r.QueryRowContext(s.db.Brief(ctx), sessionStampQuery, id))

@@ -21,18 +21,19 @@ func TestHistoryCacheServesTheNextTurn(t *testing.T) {
 		key          Key
 		elsewhere    bool // started by another store
 		hits, misses int64
+		unkept       int64 // first reads, only noted
 	}{
-		{"started here", ChatKey("telegram", "1", "1", "a"), false, 20, 0},
-		{"started elsewhere", ChatKey("telegram", "1", "1", "a"), true, 18, 1},
-		{"a cron run", Key{Surface: SurfaceCron, SurfaceID: "job:1", AgentID: "a"}, false, 18, 1},
+		{"started here", ChatKey("telegram", "1", "1", "a"), false, 20, 0, 0},
+		{"started elsewhere", ChatKey("telegram", "1", "1", "a"), true, 18, 1, 1},
+		{"a cron run", Key{Surface: SurfaceCron, SurfaceID: "job:1", AgentID: "a"}, false, 18, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testHistoryCacheServesTheNextTurn(t, tc.key, tc.elsewhere, tc.hits, tc.misses)
+			testHistoryCacheServesTheNextTurn(t, tc.key, tc.elsewhere, tc.hits, tc.misses, tc.unkept)
 		})
 	}
 }
 
-func testHistoryCacheServesTheNextTurn(t *testing.T, key Key, elsewhere bool, wantHits, wantMisses int64) {
+func testHistoryCacheServesTheNextTurn(t *testing.T, key Key, elsewhere bool, wantHits, wantMisses, wantUnkept int64) {
 	ctx := context.Background()
 	st := NewStore(dbtest.SQLite(t))
 	starter := st
@@ -61,6 +62,11 @@ func testHistoryCacheServesTheNextTurn(t *testing.T, key Key, elsewhere bool, wa
 	// are hits.
 	if hits, misses := st.history.hits.Load(), st.history.misses.Load(); misses != wantMisses || hits != wantHits {
 		t.Fatalf("%d reads from the cache and %d kept from the database; want %d and %d", hits, misses, wantHits, wantMisses)
+	}
+	// What the operator's metric reads: every read of the messages from
+	// the database is a miss, kept or not.
+	if hits, misses := st.HistoryCacheStats(); hits != wantHits || misses != wantMisses+wantUnkept {
+		t.Fatalf("HistoryCacheStats = %d hits, %d misses; want %d and %d", hits, misses, wantHits, wantMisses+wantUnkept)
 	}
 	// A budget smaller than one session's history keeps nothing.
 	small := NewStore(st.db, WithHistoryCache(100))

@@ -273,7 +273,11 @@ func PositionOf(m Message) Position {
 
 // Messages implements Store.
 func (s *SQLStore) Messages(ctx context.Context, id ID, opts MessagesOptions) ([]Message, error) {
-	live := s.history != nil && !opts.Archived && !opts.Hidden && opts.Limit <= 0
+	live := !opts.Archived && !opts.Hidden && opts.Limit <= 0
+	if live && s.history == nil {
+		s.uncachedReads.Add(1)
+		live = false
+	}
 	if live && opts.AfterAppend != "" {
 		if msgs, ok := s.history.afterAppend(id, opts.Turns, opts.AfterAppend); ok {
 			s.history.hits.Add(1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,8 @@ type SQLStore struct {
 	now func() time.Time
 	// history caches recent live context reads; nil when turned off.
 	history *historyCache
+	// uncachedReads counts live context reads made with the cache off.
+	uncachedReads atomic.Int64
 	// actives remembers conversations' active sessions; nil when off.
 	actives *activeCache
 	// appendHooks run in each Append's transaction.
