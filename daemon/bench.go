@@ -76,8 +76,12 @@ type BenchResult struct {
 	CPUmsPerTurn float64 `json:"cpu_ms_per_turn,omitempty"`
 	// ReadsPerTurn counts the reads (DB.View) under load: on PostgreSQL
 	// each is a transaction of the server's too.
-	ReadsPerTurn      float64 `json:"reads_per_turn"`
-	RawCPUmsPerAppend float64 `json:"raw_cpu_ms_per_append,omitempty"`
+	ReadsPerTurn float64 `json:"reads_per_turn"`
+	// HistoryMissesPerTurn is how many reads of a conversation's history
+	// under load read its messages from the database, not the history
+	// cache (database.history_cache_mb), per turn.
+	HistoryMissesPerTurn float64 `json:"history_misses_per_turn"`
+	RawCPUmsPerAppend    float64 `json:"raw_cpu_ms_per_append,omitempty"`
 }
 
 // benchAdapter stands in for a channel: it hands each reply to the bench's
@@ -109,6 +113,8 @@ type BenchOptions struct {
 	Deliveries int    // messages handed to the gateway at once; 0 for one per conversation
 	Database   string // a postgres:// URL; "" for SQLite in a temporary directory
 	CPUProfile string // a file for a CPU profile of the turns under load
+	// HistoryCacheMB sets database.history_cache_mb; nil for its default.
+	HistoryCacheMB *int
 }
 
 // Bench measures the whole path in process: a daemon on a fresh database,
@@ -127,6 +133,9 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		cfg.Database.URL = config.DSN(o.Database)
 	}
 	cfg.Gateway.Debounce = 0 // measure the path, not the burst window
+	if o.HistoryCacheMB != nil {
+		cfg.Database.HistoryCacheMB = *o.HistoryCacheMB
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	ad := &benchAdapter{replies: make(chan benchReply, 64)}
 	d, err := build(ctx, cfg, log, map[adapters.ID]adapters.Adapter{"bench": ad})
@@ -190,6 +199,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	framesBefore := walFrames(ctx, d.db)
 	cpuBefore := processCPU()
 	busyBefore, commitBefore := d.db.WriterBusy()
+	_, missesBefore := d.sessions.HistoryCacheStats()
 	// Count the reads beside the daemon's own observer (its metrics).
 	var reads atomic.Int64
 	daemonObserver := d.metrics.ObserveDB()
@@ -216,6 +226,8 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	elapsed := time.Since(start)
 	d.db.Observe(daemonObserver)
 	cpu := processCPU() - cpuBefore
+	_, misses := d.sessions.HistoryCacheStats()
+	misses -= missesBefore
 	busy, commit := d.db.WriterBusy()
 	busy, commit = busy-busyBefore, commit-commitBefore
 	appends, commits, syncs := d.db.Transactions()-txBefore, d.db.Commits()-commitsBefore, d.db.Syncs()-syncsBefore
@@ -242,16 +254,17 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		OverheadTurns:  len(over),
 		StoreWaitP50ms: quantileMs(wait, 0.50),
 		LatencyP50ms:   quantileMs(lat, 0.50), LatencyP99ms: quantileMs(lat, 0.99), LatencyMaxms: quantileMs(lat, 1),
-		PeakRSSMB:           peakRSSMB(),
-		RawAppendPerSec:     raw.rate,
-		AppendsPerTurn:      float64(appends) / float64(len(lat)),
-		CommitsPerTurn:      float64(commits) / float64(len(lat)),
-		RawCommitsPerAppend: raw.commits,
-		FsyncsPerTurn:       float64(syncs) / float64(len(lat)),
-		RawFsyncsPerAppend:  raw.syncs,
-		CPUmsPerTurn:        float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
-		RawCPUmsPerAppend:   raw.cpuMs,
-		ReadsPerTurn:        float64(reads.Load()) / float64(len(lat)),
+		PeakRSSMB:            peakRSSMB(),
+		RawAppendPerSec:      raw.rate,
+		AppendsPerTurn:       float64(appends) / float64(len(lat)),
+		CommitsPerTurn:       float64(commits) / float64(len(lat)),
+		RawCommitsPerAppend:  raw.commits,
+		FsyncsPerTurn:        float64(syncs) / float64(len(lat)),
+		RawFsyncsPerAppend:   raw.syncs,
+		CPUmsPerTurn:         float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
+		RawCPUmsPerAppend:    raw.cpuMs,
+		ReadsPerTurn:         float64(reads.Load()) / float64(len(lat)),
+		HistoryMissesPerTurn: float64(misses) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
 	if d.db.Dialect == dbutil.SQLite {

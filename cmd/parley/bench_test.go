@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +51,32 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 	}
 	if r["engine"] != "sqlite" || r["turns"] != float64(6) || r["sessions"] != float64(3) || r["overhead_turns"] != float64(3) {
 		t.Fatalf("run shape: %v", r)
+	}
+	// Each conversation began in this run, so the history cache holds
+	// every history from its first turn on.
+	if m, ok := r["history_misses_per_turn"].(float64); !ok || m != 0 {
+		t.Errorf("history_misses_per_turn = %v with the default cache, want 0", r["history_misses_per_turn"])
+	}
+}
+
+// --history-cache-mb sizes the daemon's history cache: with none, every
+// turn reads its history from the database.
+func TestBenchHistoryCacheFlag(t *testing.T) {
+	code, out, errOut := parley(t, context.Background(), "bench", "--sessions", "3", "--turns", "2", "--history-cache-mb", "0", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Misses float64 `json:"history_misses_per_turn"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %q", out)
+	}
+	if r.Misses < 1 {
+		t.Fatalf("history_misses_per_turn = %v with no cache, want at least 1", r.Misses)
+	}
+	if code, _, errOut := parley(t, context.Background(), "bench", "--history-cache-mb", "5000"); code == 0 || !strings.Contains(errOut, "--history-cache-mb must be 4096 or less") {
+		t.Fatalf("--history-cache-mb 5000: exit %d, %q", code, errOut)
 	}
 }
 

@@ -21,6 +21,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idle := fs.Bool("idle", false, "instead, start `parley run` with no channels and measure exec-to-ready time and idle RSS")
 	runs := fs.Int("runs", 5, "with --idle: how many starts (the median is reported)")
 	binary := fs.String("binary", "", "with --idle: the parley binary to start (default: this one)")
+	historyMB := fs.Int("history-cache-mb", -1, "the history cache's size, as database.history_cache_mb (default: its default, 8)")
 	burst := fs.Int("burst", 0, "with --idle: then send this many API messages and read RSS for a minute after them")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -37,7 +38,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *nSessions < 1 || *nTurns < 1 || *deliveries < 0 {
 		return fmt.Errorf("%w: --sessions and --turns must be at least 1, and --deliveries 0 or more", errUsage)
 	}
-	r, err := daemon.Bench(ctx, daemon.BenchOptions{Sessions: *nSessions, Turns: *nTurns, Deliveries: *deliveries, Database: *database, CPUProfile: *cpuProfile}, stderr)
+	if *historyMB > 4096 {
+		return fmt.Errorf("%w: --history-cache-mb must be 4096 or less", errUsage)
+	}
+	var history *int // its default
+	if *historyMB >= 0 {
+		history = historyMB
+	}
+	r, err := daemon.Bench(ctx, daemon.BenchOptions{Sessions: *nSessions, Turns: *nTurns, Deliveries: *deliveries, Database: *database, CPUProfile: *cpuProfile,
+		HistoryCacheMB: history}, stderr)
 	if err != nil {
 		return err
 	}
@@ -52,7 +61,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		r.OverheadP50ms, r.OverheadP99ms, r.OverheadMaxms, r.OverheadTurns, r.StoreWaitP50ms)
 	fmt.Fprintf(stdout, "peak RSS          %.1f MB\n", r.PeakRSSMB)
 	fmt.Fprintf(stdout, "raw durable appends/s %.0f (same database, same durability)\n", r.RawAppendPerSec)
-	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions) · %.1f reads\n", r.AppendsPerTurn, r.ReadsPerTurn)
+	fmt.Fprintf(stdout, "appends per turn  %.1f (durable write transactions) · %.1f reads (of which %.2f read a history the cache didn't hold)\n",
+		r.AppendsPerTurn, r.ReadsPerTurn, r.HistoryMissesPerTurn)
 	fmt.Fprintf(stdout, "limit ratio       %.2f (turn rate ÷ (raw rate ÷ appends per turn))\n", r.LimitRatio)
 	fmt.Fprintf(stdout, "commits           %.3f per turn · %.4f per raw append", r.CommitsPerTurn, r.RawCommitsPerAppend)
 	if r.FsyncsPerTurn > 0 {
