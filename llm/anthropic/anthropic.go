@@ -81,7 +81,10 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		defer wire.Drain(res.Body)
 		return llm.Response{}, m.statusError(res)
 	}
-	defer res.Body.Close() // not drained: see llm/openai
+	// A stream that failed is closed at once; a finished one is read on to
+	// its end, briefly, so its connection is kept (wire.Finish).
+	finished := false
+	defer wire.End(res.Body, &finished)
 
 	emit := func(d llm.Delta) {
 		if onDelta != nil {
@@ -93,6 +96,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 	streamErr := acc.read(sr, emit)
 	sr.Release()
 	resp := acc.response()
+	finished = streamErr == nil
 	switch {
 	case streamErr == nil:
 		return resp, nil

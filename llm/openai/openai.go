@@ -66,11 +66,10 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 	if err != nil {
 		return llm.Response{}, err
 	}
-	// Closed, not drained: a stream that failed, or a server that keeps the
-	// response open after [DONE], must not hold the call. The transport
-	// keeps the connection when the body was read to its end, which the
-	// last read of a finished stream normally reaches.
-	defer res.Body.Close()
+	// A stream that failed is closed at once; a finished one is read on to
+	// its end, briefly, so its connection is kept (wire.Finish).
+	finished := false
+	defer wire.End(res.Body, &finished)
 
 	emit := func(d llm.Delta) {
 		if onDelta != nil {
@@ -98,6 +97,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		streamErr = acc.read(sr, emit)
 		sr.Release()
 	}
+	finished = streamErr == nil
 	switch {
 	case streamErr == nil:
 		return acc.response(true), nil

@@ -209,6 +209,18 @@ func TestProxyErrorPage(t *testing.T) {
 // the 6 that net/http's default of 2 idle connections per host would close
 // and open again.
 func TestConnectionsReused(t *testing.T) {
+	// A server can end the response a moment after [DONE] (the handler
+	// returns after its last flush): the call reads on to that end, or
+	// the connection is closed instead of kept.
+	for _, tc := range []struct {
+		name string
+		late time.Duration
+	}{{"end at once", 0}, {"end a little after [DONE]", 10 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) { testConnectionsReused(t, tc.late) })
+	}
+}
+
+func testConnectionsReused(t *testing.T, late time.Duration) {
 	const burst = 8
 	var mu sync.Mutex
 	conns := map[string]bool{} // client addresses
@@ -224,6 +236,10 @@ func TestConnectionsReused(t *testing.T) {
 				arrived.Done()
 				arrived.Wait() // all of the burst are in flight at once
 				wiretest.SSE(text("ok"), stop, basicUse, done)(w, r)
+				if late > 0 {
+					w.(http.Flusher).Flush()
+					time.Sleep(late)
+				}
 			})
 		}
 	}

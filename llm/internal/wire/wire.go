@@ -128,6 +128,33 @@ func Drain(body io.ReadCloser) {
 	_ = body.Close()
 }
 
+// finishWait is how long Finish waits for a finished stream's body to end.
+const finishWait = 100 * time.Millisecond
+
+// Finish closes the body of a stream whose last event was read. It first
+// reads on to the body's end, which a server sends right after that event,
+// so the transport keeps the connection for the next call: a close before
+// the end closes the connection too, and a burst of calls then opens new
+// ones. A server that holds the response open past its last event is cut
+// after finishWait, so it can't hold the call.
+func Finish(body io.ReadCloser) {
+	cut := time.AfterFunc(finishWait, func() { _ = body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	cut.Stop()
+	_ = body.Close()
+}
+
+// End closes a stream's body as Finish does if *finished says the stream
+// ended cleanly, and at once otherwise: a stream that failed must not
+// hold the call. Defer it with the flag the stream's reading sets.
+func End(body io.ReadCloser, finished *bool) {
+	if *finished {
+		Finish(body)
+		return
+	}
+	_ = body.Close()
+}
+
 // Snippet is a short, single-line excerpt of a body that is not the
 // provider's JSON (an HTML page from a proxy, a plain-text error), for an
 // error message.
