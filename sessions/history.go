@@ -77,8 +77,8 @@ type historyCache struct {
 	next  int
 
 	hits, misses atomic.Int64
-	// unkept counts the reads of sessions read once lately (admit), whose
-	// results were not kept.
+	// unkept counts the reads whose result was not kept: a session's
+	// first read lately, which admit only notes.
 	unkept atomic.Int64
 }
 
