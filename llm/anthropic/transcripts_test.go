@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,5 +227,37 @@ func TestOpenAfterMessageStop(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Stream still waits on a response held open after message_stop")
+	}
+}
+
+// A server that ends the response a moment after message_stop (its handler
+// returns after the last flush): each call reads on to that end, so the
+// calls share one connection instead of dialling again each time.
+func TestConnectionKeptAfterMessageStop(t *testing.T) {
+	const calls = 5
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	var steps []wiretest.Step
+	for range calls {
+		steps = append(steps, func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			conns[r.RemoteAddr] = true
+			mu.Unlock()
+			wiretest.SSE(messageStart(nil), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn", nil), messageStop)(w, r)
+			w.(http.Flusher).Flush()
+			time.Sleep(10 * time.Millisecond)
+		})
+	}
+	s := wiretest.NewServer(t, steps...)
+	m := newModel(s)
+	for range calls {
+		if _, err := m.Stream(context.Background(), userReq("hi"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 1 {
+		t.Fatalf("%d connections for %d calls one after another, want 1", len(conns), calls)
 	}
 }
