@@ -52,9 +52,6 @@ func (d *DB) checkpoint(ctx context.Context) error {
 	})
 }
 
-// Checkpoints is how many checkpoints the checkpointer has run (SQLite).
-func (d *DB) Checkpoints() int64 { return d.checkpoints.Load() }
-
 // CheckpointStats is how many checkpoints the checkpointer has run and how
 // many failed (SQLite; both 0 on PostgreSQL).
 func (d *DB) CheckpointStats() (ran, failed int64) {

@@ -25,3 +25,9 @@ func (d *DB) CheckpointOnce() {
 	close(wake)
 	d.checkpointLoop(wake, done)
 }
+
+// Checkpoints is how many checkpoints the checkpointer has run.
+func (d *DB) Checkpoints() int64 {
+	ran, _ := d.CheckpointStats()
+	return ran
+}
