@@ -36,27 +36,11 @@ func fileSize(t *testing.T, path string) int64 {
 // A checkpoint that fails (here, the database has closed under it) is
 // counted as failed for the operator's metric, not as one that ran.
 func TestFailedCheckpointsAreCounted(t *testing.T) {
-	ctx := context.Background()
 	db, _ := openPages(t)
-	for i := range 1100 {
-		if _, err := db.Write().ExecContext(ctx, "INSERT INTO pages VALUES ($1)", pageBody); err != nil {
-			t.Fatalf("insert %d: %v", i, err)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for db.Checkpoints() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint ran after 1,100 pages")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ran, failed := db.CheckpointStats()
-	if failed != 0 {
-		t.Fatalf("%d checkpoints failed on an open database", failed)
-	}
+	ran, _ := db.CheckpointStats()
 	db.CheckpointOnce()
 	if r, f := db.CheckpointStats(); r != ran || f != 1 {
 		t.Fatalf("after a checkpoint on the closed database: %d ran, %d failed; want %d and 1", r, f, ran)
@@ -82,6 +66,9 @@ func TestCheckpointerCopiesTheLogBeforeTheBackstop(t *testing.T) {
 			t.Fatalf("after 1,500 pages: %d checkpoints, database file %d bytes (from %d): the log was not copied back", db.Checkpoints(), fileSize(t, path), start)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if _, failed := db.CheckpointStats(); failed != 0 {
+		t.Fatalf("%d checkpoints failed on an open database", failed)
 	}
 }
 
