@@ -76,11 +76,11 @@ type Options struct {
 	// Without it, a session can't be created with a webhook_url (400) and
 	// the callbacks route answers 503.
 	Callbacks *Callbacks
-	// MaxTitleChars caps a session's title in characters, and
-	// MaxMetadataBytes its metadata in bytes of JSON; 0 means
-	// DefaultMaxTitleChars and DefaultMaxMetadataBytes.
-	MaxTitleChars    int
-	MaxMetadataBytes int
+	// Limits gives, at each request (so a reload changes them), the caps
+	// on a session's title in characters and its metadata in bytes of
+	// JSON; nil, or a 0 in what it gives, means DefaultMaxTitleChars and
+	// DefaultMaxMetadataBytes.
+	Limits func() Limits
 	// Permissions takes the answers to runs' permission questions;
 	// without it that route answers 503.
 	Permissions Permissions
@@ -100,12 +100,6 @@ type server struct {
 func New(opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.MaxTitleChars <= 0 {
-		opts.MaxTitleChars = DefaultMaxTitleChars
-	}
-	if opts.MaxMetadataBytes <= 0 {
-		opts.MaxMetadataBytes = DefaultMaxMetadataBytes
 	}
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second

@@ -123,9 +123,11 @@ var ErrCallbackAddress = errors.New("a loopback, link-local, private or reserved
 // allowedHostKey marks a dial whose URL host is in callback_allow.
 type allowedHostKey struct{}
 
-// client is an HTTP client that connects only where p allows, checked on
-// each connection's address, and follows no redirect.
-func (p callbackPolicy) client(timeout time.Duration) *http.Client {
+// policyClient is an HTTP client that connects only where the policy in
+// force allows (read at each connection, so a reload's policy applies to
+// the next one), checked on each connection's address, and follows no
+// redirect.
+func policyClient(policy func() callbackPolicy, timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
 		ControlContext: func(ctx context.Context, network, address string, _ syscall.RawConn) error {
@@ -137,7 +139,7 @@ func (p callbackPolicy) client(timeout time.Duration) *http.Client {
 			if err != nil {
 				return fmt.Errorf("callback address %q: %w", address, err)
 			}
-			if allowed, _ := ctx.Value(allowedHostKey{}).(bool); allowed || p.allowsAddr(a) {
+			if allowed, _ := ctx.Value(allowedHostKey{}).(bool); allowed || policy().allowsAddr(a) {
 				return nil
 			}
 			return fmt.Errorf("connect to %s: %w", a.Unmap(), ErrCallbackAddress)
@@ -146,7 +148,7 @@ func (p callbackPolicy) client(timeout time.Duration) *http.Client {
 	transport := &http.Transport{
 		Proxy: nil, // a proxy would connect for us, past the address check
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if host, _, err := net.SplitHostPort(addr); err == nil && p.allowsHost(host) {
+			if host, _, err := net.SplitHostPort(addr); err == nil && policy().allowsHost(host) {
 				ctx = context.WithValue(ctx, allowedHostKey{}, true)
 			}
 			return dialer.DialContext(ctx, network, addr)

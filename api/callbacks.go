@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyd/parley/signing"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +20,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/signing"
 )
 
 const (
@@ -190,7 +191,7 @@ type CallbackOptions struct {
 // over when its lease lapses.
 type Callbacks struct {
 	opts   CallbackOptions
-	policy callbackPolicy
+	policy atomic.Pointer[callbackPolicy]
 	sub    *events.Subscription
 	kick   chan struct{}
 	// instance names this sender in its claims (claim_instance).
@@ -209,8 +210,10 @@ func NewCallbacks(opts CallbackOptions) *Callbacks {
 		opts.Log.Error("http.callback_allow ignored", "error", err)
 		policy, _ = ParseCallbackAllow(nil)
 	}
+	c := &Callbacks{sub: opts.Bus.Subscribe(agent.EventTurnFinished), kick: make(chan struct{}, 1), instance: uuid.NewString()}
+	c.policy.Store(&policy)
 	if opts.Client == nil {
-		opts.Client = policy.client(10 * time.Second)
+		opts.Client = policyClient(func() callbackPolicy { return *c.policy.Load() }, 10*time.Second)
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
@@ -230,8 +233,21 @@ func NewCallbacks(opts CallbackOptions) *Callbacks {
 	if opts.Owner == "" {
 		opts.Owner, _ = os.Hostname()
 	}
-	return &Callbacks{opts: opts, policy: policy, sub: opts.Bus.Subscribe(agent.EventTurnFinished),
-		kick: make(chan struct{}, 1), instance: uuid.NewString()}
+	c.opts = opts
+	return c
+}
+
+// SetAllow puts entries (http.callback_allow) in place of the addresses
+// callbacks may reach, as a reload does; connections kept from before are
+// closed, so the next callback connects under the new list.
+func (c *Callbacks) SetAllow(entries []string) error {
+	policy, err := ParseCallbackAllow(entries)
+	if err != nil {
+		return fmt.Errorf("http.callback_allow: %w", err)
+	}
+	c.policy.Store(&policy)
+	c.opts.Client.CloseIdleConnections()
+	return nil
 }
 
 // Run queues finished replies and delivers them until ctx ends.
@@ -476,7 +492,7 @@ func (c *Callbacks) release(ctx context.Context) {
 
 func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {
 	body := []byte(d.body)
-	if err := c.policy.checkURL(d.url); err != nil {
+	if err := c.policy.Load().checkURL(d.url); err != nil {
 		return 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
@@ -597,7 +613,7 @@ func checkWebhookURL(raw string) error {
 
 // CheckURL says what is wrong with a reply callback URL: its form, or a
 // literal address callbacks may not reach.
-func (c *Callbacks) CheckURL(raw string) error { return c.policy.checkURL(raw) }
+func (c *Callbacks) CheckURL(raw string) error { return c.policy.Load().checkURL(raw) }
 
 // CallbacksResponse answers GET /v1/sessions/{id}/callbacks.
 type CallbacksResponse struct {

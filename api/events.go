@@ -193,6 +193,27 @@ func (l *EventLog) Bytes() int64 {
 	return l.bytes
 }
 
+// MaxBytes is the log's bound in force.
+func (l *EventLog) MaxBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opts.MaxBytes
+}
+
+// SetMaxBytes puts n (0: DefaultEventBytes) in place of the log's bound,
+// as a reload of http.event_log_mb does; a smaller bound trims at once.
+func (l *EventLog) SetMaxBytes(n int64) {
+	if n <= 0 {
+		n = DefaultEventBytes
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opts.MaxBytes = n
+	if l.bytes > n {
+		l.trimLocked(time.Time{})
+	}
+}
+
 // eventSize is what an event costs the log: its envelope and its text.
 func eventSize(e Event) int64 {
 	return int64(unsafe.Sizeof(e)) + int64(len(e.ID)+len(e.Type)+len(e.SessionID)+len(e.RunID)+len(e.Data))

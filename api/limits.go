@@ -15,18 +15,39 @@ const (
 	DefaultMaxMetadataBytes = 16 << 10
 )
 
+// Limits are the caps on what a session may hold.
+type Limits struct {
+	MaxTitleChars    int
+	MaxMetadataBytes int
+}
+
+// limits are the caps in force now, defaults filled in.
+func (s *server) limits() Limits {
+	var l Limits
+	if s.opts.Limits != nil {
+		l = s.opts.Limits()
+	}
+	if l.MaxTitleChars <= 0 {
+		l.MaxTitleChars = DefaultMaxTitleChars
+	}
+	if l.MaxMetadataBytes <= 0 {
+		l.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	return l
+}
+
 // checkTitle refuses a title over the configured length.
 func (s *server) checkTitle(title string) error {
-	if n := utf8.RuneCountInString(title); n > s.opts.MaxTitleChars {
-		return badRequest(fmt.Sprintf("title is %d characters; the limit is %d (http.max_title_chars)", n, s.opts.MaxTitleChars))
+	if n, most := utf8.RuneCountInString(title), s.limits().MaxTitleChars; n > most {
+		return badRequest(fmt.Sprintf("title is %d characters; the limit is %d (http.max_title_chars)", n, most))
 	}
 	return nil
 }
 
 // checkMetadata refuses metadata over the configured size, as stored.
 func (s *server) checkMetadata(meta json.RawMessage) error {
-	if n := len(meta); n > s.opts.MaxMetadataBytes {
-		return badRequest(fmt.Sprintf("metadata is %d bytes of JSON; the limit is %d (http.max_metadata_bytes)", n, s.opts.MaxMetadataBytes))
+	if n, most := len(meta), s.limits().MaxMetadataBytes; n > most {
+		return badRequest(fmt.Sprintf("metadata is %d bytes of JSON; the limit is %d (http.max_metadata_bytes)", n, most))
 	}
 	return nil
 }

@@ -123,7 +123,8 @@ func (r apiRunner) Compact(ctx context.Context, id sessions.ID) (api.CompactResu
 // apiHandler is the /v1 API over this daemon.
 func (d *Daemon) apiHandler() http.Handler { return d.apiHandlerFor(d.cfg()) }
 
-// apiHandlerFor is the API's handler with cfg's tokens and limits.
+// apiHandlerFor is the API's handler with cfg's tokens; its limits are the
+// running config's, read at each request.
 func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 	tokens := make([]string, len(cfg.HTTP.Tokens))
 	for i, t := range cfg.HTTP.Tokens {
@@ -131,12 +132,15 @@ func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 	}
 	return d.toHolder(api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
-		MaxTitleChars: cfg.HTTP.MaxTitleChars, MaxMetadataBytes: cfg.HTTP.MaxMetadataBytes,
+		Limits: func() api.Limits {
+			h := d.cfg().HTTP
+			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}
+		},
 		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.log}))
 }
 
 // lazyAPI is the API's handler, built on its first request (registering
-// its routes is start-up time that readiness doesn't need) from the config
+// its routes is start-up time that readiness doesn't need) with the tokens
 // the daemon started with, as it would have been at start.
 func (d *Daemon) lazyAPI() http.Handler {
 	cfg := d.cfg()

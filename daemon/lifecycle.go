@@ -75,10 +75,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	channels[adapters.ID("cron")] = d.cron
 	channels[adapters.ID(apiAdapterID)] = apiChannel{}
 	channels[mcpserve.AdapterID] = mcpserve.Channel{}
-	if len(cfg.Hooks) > 0 {
-		channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: log,
-			OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
-	}
+	// Served with no hooks too, so a hook a reload adds answers at once.
+	channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: log,
+		OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
 	d.adapters = channels
 	d.serve = true
 	return d, nil
@@ -166,9 +165,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.goLoop(ctx, "memory indexer", func(ctx context.Context) { _ = d.indexer.Run(ctx) })
 	d.logStarted("memory", "index", d.memory.Index().Name())
-	if age := d.cfg().Sessions.PruneArchivedAfter.Std(); age > 0 {
-		d.goLoop(ctx, "pruning", func(ctx context.Context) { d.pruneArchived(ctx, age) })
-	}
+	d.goLoop(ctx, "pruning", d.pruneArchived)
 	if d.replicas != nil {
 		d.goLoop(ctx, "replicas", d.runReplicas)
 	}

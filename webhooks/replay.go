@@ -123,6 +123,9 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if len(*s.hooks.Load()) == 0 {
+				continue // nothing marked since there were hooks is left past its time
+			}
 			if err := s.sweepReplays(ctx); err != nil && ctx.Err() == nil {
 				s.opts.Log.WarnContext(ctx, "webhook signatures not swept", "error", err)
 			}

@@ -42,7 +42,7 @@ func cmdReload(ctx context.Context, args []string, stdout io.Writer) error {
 		if st.ReloadError != "" {
 			return fmt.Errorf("parley kept its running config: %s", st.ReloadError)
 		}
-		fmt.Fprintf(stdout, "parley (pid %d) reloaded its config; its log names any key that needs a restart\n", r.PID)
+		fmt.Fprintf(stdout, "parley (pid %d) reloaded its config\n", r.PID)
 		return nil
 	}
 	return fmt.Errorf("parley (pid %d) didn't say it reloaded within 10 s; see its log", r.PID)
