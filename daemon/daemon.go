@@ -137,6 +137,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	// cap is set).
 	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log), sessions.WithAppendHook(d.usageHook),
 		sessions.WithHistoryCache(cfg.Database.HistoryCacheMB << 20)}
+	// Deleting a session deletes every copy of its text.
+	storeOpts = append(storeOpts, sessions.WithDeleteHook(gateway.ForgetSessions), sessions.WithDeleteHook(cron.ForgetSessions),
+		sessions.WithDeleteHook(func(ctx context.Context, q dbutil.Querier, in string, args []any) error {
+			return d.memory.ForgetSessions(ctx, q, in, args)
+		}))
 	if cfg.HTTP.CallbackSecret.Reveal() != "" {
 		// A reply's callback is queued in the transaction that stores it.
 		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))

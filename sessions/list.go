@@ -156,7 +156,15 @@ func (s *SQLStore) Rename(ctx context.Context, id ID, title string) error {
 
 // Delete implements Store.
 func (s *SQLStore) Delete(ctx context.Context, id ID) error {
-	sess, err := scanSession(s.db.Write().QueryRowContext(ctx, deleteSessionQuery, id))
+	var sess Session
+	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
+		if err := s.runDeleteHooks(ctx, q, []ID{id}); err != nil {
+			return err
+		}
+		var err error
+		sess, err = scanSession(q.QueryRowContext(ctx, deleteSessionQuery, id))
+		return err
+	})
 	s.history.drop(id)
 	s.actives.forget(id)
 	s.actives.forgetChildren(id)

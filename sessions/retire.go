@@ -96,6 +96,9 @@ func (s *SQLStore) PruneArchived(ctx context.Context, before time.Time) (PruneRe
 			if err := tx.QueryRowContext(ctx, fmt.Sprintf(countArchivedMessagesQuery, in), args...).Scan(&archived); err != nil {
 				return err
 			}
+			if err := s.runDeleteHooks(ctx, tx, ids); err != nil {
+				return err
+			}
 			res, err := tx.ExecContext(ctx, fmt.Sprintf(deleteArchivedSessionsQuery, in), args...)
 			if err != nil {
 				return err

@@ -62,6 +62,8 @@ type SQLStore struct {
 	actives *activeCache
 	// appendHooks run in each Append's transaction.
 	appendHooks []AppendHook
+	// deleteHooks run in each delete's transaction.
+	deleteHooks []DeleteHook
 	// soleWriter: see WithSoleWriter.
 	soleWriter bool
 }

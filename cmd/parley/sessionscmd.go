@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -45,11 +48,15 @@ func cmdSessionsCompact(ctx context.Context, args []string, stdout, stderr io.Wr
 // openSessions opens the session store of the configured database; the
 // function returned closes it.
 func openSessions(ctx context.Context, configPath string) (*sessions.SQLStore, func(), error) {
-	_, db, err := openConfigured(ctx, configPath)
+	cfg, db, err := openConfigured(ctx, configPath, "memory")
 	if err != nil {
 		return nil, nil, err
 	}
-	return sessions.NewStore(db), func() { db.Close() }, nil
+	// Deleting or pruning a session deletes every copy of its text, as
+	// the daemon's store does.
+	store := sessions.NewStore(db, sessions.WithDeleteHook(gateway.ForgetSessions), sessions.WithDeleteHook(cron.ForgetSessions),
+		sessions.WithDeleteHook(memory.ForgetSessions(cfg.Memory.Index == "typesense")))
+	return store, func() { db.Close() }, nil
 }
 
 func cmdSessionsList(ctx context.Context, args []string, stdout io.Writer) error {
