@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/template"
@@ -118,22 +119,38 @@ func (c *Config) validateHooks(ck *checker) {
 // configured but skipped for want of credentials is fine; the same config
 // serves environments with and without the token.
 func (c *Config) checkNotifyAdapter(ck *checker, key, target string) {
+	if problem := c.notifyAdapterProblem(target); problem != "" {
+		ck.add(key, problem)
+	}
+}
+
+// CheckNotifyTarget says what is wrong with a notify target,
+// "<adapter id>:<chat id>", whose adapter is not a channel of this config
+// (its form is cron.ParseTarget's to check).
+func (c *Config) CheckNotifyTarget(target string) error {
+	if problem := c.notifyAdapterProblem(target); problem != "" {
+		return errors.New(problem)
+	}
+	return nil
+}
+
+// notifyAdapterProblem is what is wrong with target's adapter, or "".
+func (c *Config) notifyAdapterProblem(target string) string {
 	id, _, ok := strings.Cut(target, ":")
 	if !ok || id == "" {
-		return
+		return ""
 	}
 	var ids []string
 	for _, a := range c.Adapters {
 		if a.ID == id {
-			return
+			return ""
 		}
 		if a.ID != "" {
 			ids = append(ids, a.ID)
 		}
 	}
 	if len(ids) == 0 {
-		ck.add(key, fmt.Sprintf("%q names adapter %q, but there are no adapters; add it under adapters, or remove the target", target, id))
-		return
+		return fmt.Sprintf("%q names adapter %q, but there are no adapters; add it under adapters, or remove the target", target, id)
 	}
-	ck.add(key, fmt.Sprintf("%q names adapter %q, which is not in adapters; use one of: %s", target, id, strings.Join(ids, ", ")))
+	return fmt.Sprintf("%q names adapter %q, which is not in adapters; use one of: %s", target, id, strings.Join(ids, ", "))
 }

@@ -133,15 +133,21 @@ func (s *Scheduler) notify(ctx context.Context, r Run) error {
 	}
 	text := noticeText(r)
 	var errs []error
+	var why []string
 	for _, t := range j.Notify {
 		n := Notice{Target: t, JobID: r.JobID, RunID: r.ID, Status: r.Status, Text: text,
 			Key: NoticeKey(r.ID, t), Session: r.SessionKey()}
 		if err := s.opts.Notifier.Notify(ctx, n); err != nil {
 			errs = append(errs, fmt.Errorf("notify %s of cron run %s: %w", t, r.ID, err))
+			why = append(why, err.Error())
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		err := errors.Join(errs...)
+		if rerr := s.store.recordNotifyError(ctx, r.ID, strings.Join(why, "; ")); rerr != nil {
+			s.log.WarnContext(ctx, "cron run's notify error not recorded", "run_id", r.ID, "error", rerr)
+		}
+		return err
 	}
 	return s.store.markNotified(ctx, r.ID, s.clock.Now())
 }

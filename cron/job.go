@@ -315,6 +315,9 @@ type Run struct {
 	// Result is the agent's reply, cut at MaxResultBytes.
 	Result    string
 	CreatedAt time.Time
+	// NotifyError says why the result has not reached every notify target
+	// yet (empty once it has, or while nothing went wrong).
+	NotifyError string
 }
 
 // SessionKey is the run's session: "cron:<jobId>:<unix ms of ScheduledAt>".

@@ -37,12 +37,12 @@ const (
 	enableJobQuery = `UPDATE cron_jobs SET enabled = $2, updated_at = $3 WHERE id = $1 AND enabled <> $2`
 
 	runColumns = `id, job_id, agent_id, kind, status, scheduled_at, started_at, deadline_at, ended_at,
-	notified_at, error, session_id, result, created_at`
+	notified_at, error, session_id, result, created_at, notify_error`
 
 	// The unique (job_id, scheduled_at) makes a fire happen once, however
 	// many replicas (or restarts) try it.
 	insertRunQuery = `INSERT INTO cron_runs (` + runColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, '', '', $11)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, '', '', $11, '')
 	ON CONFLICT (job_id, scheduled_at) DO NOTHING`
 
 	// A run still inside its deadline; one past it was left by a crash or
@@ -65,7 +65,9 @@ const (
 	finishRunQuery = `UPDATE cron_runs SET status = $2, ended_at = $3, error = $4
 	WHERE id = $1 AND status IN ('queued', 'started')`
 
-	markNotifiedQuery = `UPDATE cron_runs SET notified_at = $2 WHERE id = $1 AND notified_at IS NULL`
+	markNotifiedQuery = `UPDATE cron_runs SET notified_at = $2, notify_error = '' WHERE id = $1 AND notified_at IS NULL`
+
+	notifyErrorQuery = `UPDATE cron_runs SET notify_error = $2 WHERE id = $1 AND notified_at IS NULL`
 
 	// The reply and the session are kept whoever ended the run, unless
 	// something was recorded first.
@@ -436,6 +438,15 @@ func (s *Store) markNotified(ctx context.Context, runID string, now time.Time) e
 	return nil
 }
 
+// recordNotifyError keeps why run runID's result has not reached its
+// targets yet, for its receipt.
+func (s *Store) recordNotifyError(ctx context.Context, runID, why string) error {
+	if _, err := s.db.Write().ExecContext(ctx, notifyErrorQuery, runID, why); err != nil {
+		return fmt.Errorf("record why cron run %s's result was not sent: %w", runID, err)
+	}
+	return nil
+}
+
 // lastScheduled is when the job's latest scheduled (not manual) fire was
 // due, if it has one.
 func (s *Store) lastScheduled(ctx context.Context, jobID string) (time.Time, error) {
@@ -485,7 +496,7 @@ func scanRun(row dbutil.Scanner) (Run, error) {
 		notified                 sql.NullInt64
 	)
 	if err := row.Scan(&r.ID, &r.JobID, &r.AgentID, &kind, &status, &scheduled, &started, &deadline, &ended,
-		&notified, &r.Error, &sid, &r.Result, &created); err != nil {
+		&notified, &r.Error, &sid, &r.Result, &created, &r.NotifyError); err != nil {
 		return Run{}, err
 	}
 	r.Kind, r.Status, r.SessionID = Kind(kind), Status(status), sessions.ID(sid)

@@ -112,7 +112,7 @@ func init() {
 				{name: "enable", args: "ID", summary: "enable a stored job", examples: []string{"parley cron enable tick"}},
 				{name: "disable", args: "ID", summary: "disable a stored job", examples: []string{"parley cron disable tick"}},
 				{name: "run", args: "ID", summary: "run a job now (a running daemon starts it)", examples: []string{"parley cron run morning"}},
-				{name: "runs", args: "ID [--limit N]", summary: "a job's latest receipts, with their notes' delivery", examples: []string{"parley cron runs morning --limit 5"}},
+				{name: "runs", args: "ID [--limit N] [--full]", summary: "a job's latest receipts, with their notes' delivery (and why one wasn't sent)", examples: []string{"parley cron runs morning --limit 5", "parley cron runs morning --limit 1 --full"}},
 			}, run: func(ctx context.Context, s streams, args []string) error { return cmdCron(ctx, args, s.out) }},
 		{name: "hooks", summary: "list incoming webhooks and their deliveries", subs: []*command{
 			{name: "ls", args: "[--config FILE]", summary: "list the incoming webhooks and their URLs", examples: []string{"parley hooks ls"}},

@@ -21,6 +21,7 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	var id, schedule, prompt, agentID, tz, notify *string
 	var timeout, catchUp *time.Duration
 	var limit *int
+	var full *bool
 	switch sub {
 	case "add":
 		id = fs.String("id", "", "the job's id (default: generated)")
@@ -37,10 +38,11 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 	case "runs":
 		want = 1
 		limit = fs.Int("limit", 20, "how many receipts, newest first (1-1000)")
+		full = fs.Bool("full", false, "print each receipt whole: every time, the whole result or error, and each target's delivery")
 	}
 	var uses []string
 	if sub == "add" {
-		uses = []string{"agents[].id"} // --agent and its default
+		uses = []string{"agents[].id", "adapters"} // --agent and its default; --notify's channels
 	}
 	cfg, db, err := fs.open(ctx, args[1:], want, uses...)
 	if err != nil {
@@ -67,6 +69,11 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 		parsed, err := cron.ParseTargets(targets)
 		if err != nil {
 			return fmt.Errorf("%w: --notify: %v", errUsage, err)
+		}
+		for _, t := range parsed {
+			if err := cfg.CheckNotifyTarget(t.String()); err != nil {
+				return fmt.Errorf("%w: --notify: %v", errUsage, err)
+			}
 		}
 		j, err := store.Add(ctx, cron.Job{ID: *id, Schedule: *schedule, Timezone: *tz, AgentID: agent, Prompt: *prompt,
 			Notify: parsed, Timeout: *timeout, CatchUp: *catchUp, Source: cron.SourceCLI})
@@ -120,6 +127,9 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 			targets = j.Notify
 		}
 		outbox := gateway.NewStore(db, nil)
+		if *full {
+			return printReceipts(ctx, stdout, outbox, runs, targets)
+		}
 		w := newTable(stdout, "SCHEDULED\tSTATUS\tTOOK\tSESSION\tNOTIFY\tRESULT")
 		for _, r := range runs {
 			notify, err := notifyState(ctx, outbox, r, targets)
@@ -135,8 +145,8 @@ func cmdCron(ctx context.Context, args []string, stdout io.Writer) error {
 				result = r.Error
 			}
 			result = textcut.Runes(result, 60, "…")
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ScheduledAt.Local().Format(time.DateTime), r.Status, took, r.SessionID, notify,
-				strings.ReplaceAll(result, "\n", " "))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ScheduledAt.Local().Format(time.DateTime), r.Status, took, r.SessionID,
+				textcut.Runes(strings.ReplaceAll(notify, "\n", " "), 80, "…"), strings.ReplaceAll(result, "\n", " "))
 		}
 		return w.Flush()
 	}
@@ -164,6 +174,8 @@ func notifyState(ctx context.Context, outbox *gateway.Store, r cron.Run, targets
 	lastErr := strings.ReplaceAll(d.LastError, "\n", " ")
 	lastErr = textcut.Runes(lastErr, 60, "…")
 	switch {
+	case d.Notes == 0 && r.NotifyError != "":
+		return "not queued: " + r.NotifyError, nil
 	case d.Notes == 0:
 		return "not queued", nil
 	case d.Failed > 0:
@@ -174,4 +186,39 @@ func notifyState(ctx context.Context, outbox *gateway.Store, r cron.Run, targets
 		return fmt.Sprintf("retrying (%d tries): %s", d.Attempts, lastErr), nil
 	}
 	return "queued", nil
+}
+
+// printReceipts prints runs' receipts whole, one block each.
+func printReceipts(ctx context.Context, w io.Writer, outbox *gateway.Store, runs []cron.Run, targets []cron.Target) error {
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format(time.DateTime + ".000")
+	}
+	for i, r := range runs {
+		notify, err := notifyState(ctx, outbox, r, targets)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "run %s (%s, %s)\n", r.ID, r.Kind, r.Status)
+		fmt.Fprintf(w, "  scheduled %s  started %s  ended %s  notified %s\n", at(r.ScheduledAt), at(r.StartedAt), at(r.EndedAt), at(r.NotifiedAt))
+		fmt.Fprintf(w, "  session   %s\n", or(string(r.SessionID), "-"))
+		fmt.Fprintf(w, "  notify    %s\n", notify)
+		if r.Error != "" {
+			fmt.Fprintf(w, "  error     %s\n", r.Error)
+		}
+		fmt.Fprintf(w, "  result    %s\n", or(strings.ReplaceAll(r.Result, "\n", "\n            "), "-"))
+	}
+	return nil
+}
+
+func or(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }
