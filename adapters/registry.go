@@ -29,6 +29,17 @@ type Deps struct {
 	// keeps (WhatsApp's device keys); nil when the config is only being
 	// checked. Without a key set it seals nothing.
 	Vault *vault.Store
+	// Refused, if set, counts a request refused at the channel's own
+	// webhook (a wrong secret token, an address throttled for guessing),
+	// with a short reason.
+	Refused func(reason string)
+}
+
+// CountRefused counts a refused webhook request through d.Refused, if set.
+func (d Deps) CountRefused(reason string) {
+	if d.Refused != nil {
+		d.Refused(reason)
+	}
 }
 
 // Logger is d.Log, or a logger that drops everything when it is unset.

@@ -21,7 +21,7 @@ import (
 // whichever tokens the environment has; any other problem stops the start.
 // db and v (the secrets store) are nil when the config is only being
 // checked.
-func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault.Store) (map[adapters.ID]adapters.Adapter, error) {
+func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault.Store, refused ...func(id adapters.ID, reason string)) (map[adapters.ID]adapters.Adapter, error) {
 	out := map[adapters.ID]adapters.Adapter{}
 	var errs []error
 	for _, a := range cfg.Adapters {
@@ -35,6 +35,9 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault
 		deps := adapters.Deps{Log: log.With("adapter", a.ID)}
 		if db != nil {
 			deps.DB, deps.Dialect, deps.Vault = db.Writer(), string(db.Dialect), v
+		}
+		for _, count := range refused {
+			deps.Refused = func(reason string) { count(id, reason) }
 		}
 		ad, err := adapters.New(a.Type, id, a.Decode, deps)
 		switch {

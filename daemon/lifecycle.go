@@ -67,7 +67,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if o.channels != nil {
 		return d, nil
 	}
-	channels, err := buildAdapters(cfg, log, d.db, d.vault)
+	channels, err := buildAdapters(cfg, log, d.db, d.vault, func(id adapters.ID, reason string) {
+		d.metrics.WebhookRefused("channel:"+string(id), reason)
+	})
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -188,12 +188,19 @@ func checkWebhook(s *settings, id adapters.ID, bad func(string, ...any)) {
 	if !strings.HasPrefix(s.path, "/") || strings.ContainsAny(s.path, " \t{}?#") {
 		bad("webhook.path %q is not a URL path; use a path starting with /, e.g. /telegram/%s", s.path, id)
 	}
-	if s.secretToken == "" {
-		bad("webhook.secret_token is required in webhook mode, so only Telegram can post updates; set 1 to 256 characters of A-Z, a-z, 0-9, _ and -, e.g. from `openssl rand -hex 32`")
-	} else if !secretPattern.MatchString(s.secretToken.Reveal()) {
+	switch n := len(s.secretToken.Reveal()); {
+	case n == 0:
+		bad("webhook.secret_token is required in webhook mode, so only Telegram can post updates; set %d to 256 characters of A-Z, a-z, 0-9, _ and -, e.g. from `openssl rand -hex 32`", minSecretToken)
+	case !secretPattern.MatchString(s.secretToken.Reveal()):
 		bad("webhook.secret_token has characters Telegram refuses or is longer than 256; use only A-Z, a-z, 0-9, _ and -")
+	case n < minSecretToken:
+		bad("webhook.secret_token is %d characters, too short to resist guessing; use at least %d random ones, e.g. from `openssl rand -hex 32`", n, minSecretToken)
 	}
 }
+
+// minSecretToken is the fewest characters webhook.secret_token may have,
+// the rule parley's other secrets keep.
+const minSecretToken = 32
 
 // parseEndpoint accepts the library's format ("https://host/bot%s/%s") or
 // a base URL, to which "/bot%s/%s" is added.

@@ -46,16 +46,16 @@ func TestConfigValues(t *testing.T) {
 		{"format endpoint", "api_endpoint: http://127.0.0.1:9/x/bot%s/%s", func(s settings) bool {
 			return s.endpoint == "http://127.0.0.1:9/x/bot%s/%s"
 		}},
-		{"webhook, path from URL", "mode: webhook\nwebhook: {url: https://bot.example.com/tg/hook, secret_token: abc-DEF_123}", func(s settings) bool {
-			return s.mode == ModeWebhook && s.path == "/tg/hook" && s.webhookURL == "https://bot.example.com/tg/hook" && s.secretToken == "abc-DEF_123"
+		{"webhook, path from URL", "mode: webhook\nwebhook: {url: https://bot.example.com/tg/hook, secret_token: abc-DEF_123-abc-DEF_123-abc-DEF_123}", func(s settings) bool {
+			return s.mode == ModeWebhook && s.path == "/tg/hook" && s.webhookURL == "https://bot.example.com/tg/hook" && s.secretToken == "abc-DEF_123-abc-DEF_123-abc-DEF_123"
 		}},
-		{"webhook, default path", "mode: Webhook\nwebhook: {url: 'https://bot.example.com', secret_token: s3cret}", func(s settings) bool {
+		{"webhook, default path", "mode: Webhook\nwebhook: {url: 'https://bot.example.com', secret_token: s3cret-s3cret-s3cret-s3cret-s3cret-s3}", func(s settings) bool {
 			return s.path == "/telegram/tg-main"
 		}},
-		{"webhook, own path", "mode: webhook\nwebhook: {url: 'https://bot.example.com/a', secret_token: s3cret, path: /b}", func(s settings) bool {
+		{"webhook, own path", "mode: webhook\nwebhook: {url: 'https://bot.example.com/a', secret_token: s3cret-s3cret-s3cret-s3cret-s3cret-s3, path: /b}", func(s settings) bool {
 			return s.path == "/b"
 		}},
-		{"http webhook with a local server", "api_endpoint: http://localhost:8081\nmode: webhook\nwebhook: {url: 'http://parley:8080/tg', secret_token: s}", func(s settings) bool {
+		{"http webhook with a local server", "api_endpoint: http://localhost:8081\nmode: webhook\nwebhook: {url: 'http://parley:8080/tg', secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}", func(s settings) bool {
 			return s.webhookURL == "http://parley:8080/tg"
 		}},
 		{"poll timeout", "poll_timeout: 5", func(s settings) bool { return s.pollTimeout == 5 }},
@@ -91,12 +91,13 @@ func TestConfigErrors(t *testing.T) {
 		{"poll timeout high", "token: " + testToken + "\npoll_timeout: 600", []string{"poll_timeout 600"}},
 		{"parse mode", "token: " + testToken + "\nparse_mode: rtf", []string{`parse_mode "rtf"`, "markdown", "html", "none"}},
 		{"username", "token: " + testToken + "\nbot_username: 'a b'", []string{"bot_username", "@username"}},
-		{"webhook without url", "token: " + testToken + "\nmode: webhook\nwebhook: {secret_token: x}", []string{"webhook.url is required"}},
-		{"webhook http", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'http://x.example', secret_token: x}", []string{"must use https"}},
-		{"webhook relative", "token: " + testToken + "\nmode: webhook\nwebhook: {url: '/hook', secret_token: x}", []string{"not an absolute URL"}},
+		{"webhook without url", "token: " + testToken + "\nmode: webhook\nwebhook: {secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}", []string{"webhook.url is required"}},
+		{"webhook http", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'http://x.example', secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}", []string{"must use https"}},
+		{"webhook relative", "token: " + testToken + "\nmode: webhook\nwebhook: {url: '/hook', secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}", []string{"not an absolute URL"}},
 		{"webhook no secret", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'https://x.example'}", []string{"webhook.secret_token is required"}},
+		{"webhook short secret", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'https://x.example', secret_token: x}", []string{"webhook.secret_token is 1 characters, too short to resist guessing; use at least 32"}},
 		{"webhook bad secret", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'https://x.example', secret_token: 'a b!'}", []string{"webhook.secret_token has characters"}},
-		{"webhook bad path", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'https://x.example', secret_token: x, path: hook}", []string{`webhook.path "hook"`}},
+		{"webhook bad path", "token: " + testToken + "\nmode: webhook\nwebhook: {url: 'https://x.example', secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, path: hook}", []string{`webhook.path "hook"`}},
 		{"several at once", "token: " + testToken + "\nmode: x\nparse_mode: y", []string{"mode", "parse_mode"}},
 	}
 	for _, tc := range tests {

@@ -287,7 +287,7 @@ func TestSwitchingToPollingDropsTheWebhook(t *testing.T) {
 	srv := tt.NewServer()
 	defer srv.Close()
 	ctx := testContext(t)
-	wh := newHarness(t, srv, testToken, "mode: webhook\nwebhook: {url: 'https://bot.example.com/tg', secret_token: s3cret}")
+	wh := newHarness(t, srv, testToken, "mode: webhook\nwebhook: {url: 'https://bot.example.com/tg', secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}")
 	stop := wh.start(newSink())
 	if err := srv.WaitFor(ctx, func() bool { return srv.Webhook().URL != "" }); err != nil {
 		t.Fatal(err)

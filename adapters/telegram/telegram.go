@@ -34,6 +34,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/internal/sleep"
+	"github.com/parleyd/parley/internal/throttle"
 	"github.com/parleyd/parley/secret"
 )
 
@@ -58,6 +59,10 @@ type Adapter struct {
 	healthChanged func()
 	// backoff is the wait before retry n (from 1); tests shorten it.
 	backoff func(n int) time.Duration
+	// guesses counts wrong secret tokens per address at the webhook.
+	guesses *throttle.Failures
+	// refused counts a refused webhook request (deps.Refused).
+	refused func(reason string)
 }
 
 type sinkBox struct{ adapters.Sink }
@@ -82,7 +87,8 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter,
 		return nil, err
 	}
 	client := &http.Client{Transport: newTransport()}
-	a := &Adapter{id: id, cfg: cfg, api: newAPI(cfg.token, cfg.endpoint, client), log: log, backoff: adapters.Backoff(500*time.Millisecond, 30*time.Second)}
+	a := &Adapter{id: id, cfg: cfg, api: newAPI(cfg.token, cfg.endpoint, client), log: log, backoff: adapters.Backoff(500*time.Millisecond, 30*time.Second),
+		guesses: throttle.New(webhookGuesses, webhookGuessWindow), refused: deps.CountRefused}
 	if cfg.botUsername != "" {
 		a.me.Store(&identity{id: botIDFromToken(cfg.token), username: cfg.botUsername})
 	}

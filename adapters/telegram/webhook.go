@@ -8,8 +8,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/parleyd/parley/internal/throttle"
 )
 
 // SecretHeader carries webhook.secret_token in every webhook request.
@@ -17,6 +21,14 @@ const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
 // maxWebhookBody bounds one webhook request; an update is a few KiB.
 const maxWebhookBody = 1 << 20
+
+// An address that sends webhookGuesses wrong secret tokens within
+// webhookGuessWindow is refused (429) for the rest of the window without
+// a check: Telegram itself never sends a wrong one.
+const (
+	webhookGuesses     = 10
+	webhookGuessWindow = time.Minute
+)
 
 // Webhook implements adapters.WebhookHandler: in webhook mode it returns
 // the pattern "POST <webhook.path>" and the handler to mount on parley's
@@ -39,11 +51,26 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "use POST", http.StatusMethodNotAllowed)
 		return
 	}
+	addr := throttle.Addr(r)
+	if blocked, wait := a.guesses.Blocked(addr); blocked {
+		a.refused("throttled")
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		http.Error(w, "too many wrong secret tokens from this address; wait", http.StatusTooManyRequests)
+		return
+	}
 	// Compare digests so neither the content nor the length of the secret
 	// shows in the timing.
 	got := sha256.Sum256([]byte(r.Header.Get(SecretHeader)))
 	want := sha256.Sum256([]byte(a.cfg.secretToken.Reveal()))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		a.refused("secret_token")
+		if a.guesses.Fail(addr) {
+			a.log.WarnContext(r.Context(), "telegram webhook: too many wrong secret tokens; refusing the address for a while",
+				"adapter", a.id, "remote_addr", addr, "for", webhookGuessWindow)
+		} else {
+			a.log.WarnContext(r.Context(), "telegram webhook: a request with a wrong or missing secret token refused",
+				"adapter", a.id, "remote_addr", addr)
+		}
 		http.Error(w, "wrong or missing "+SecretHeader, http.StatusUnauthorized)
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	tt "github.com/parleyd/parley/adapters/telegram/telegramtest"
 )
 
-const hookSecret = "hook-Secret_0123456789"
+const hookSecret = "hook-Secret_0123456789_0123456789"
 
 // webhookSetup mounts a webhook-mode adapter on a server of its own, as
 // the daemon mounts it on parley's, and points its webhook there.
@@ -155,10 +155,47 @@ func TestWebhookRegistrationFailure(t *testing.T) {
 	srv := tt.NewServer()
 	defer srv.Close()
 	srv.Fail("setWebhook", tt.Failure{Code: 400, Description: "Bad Request: bad webhook: Failed to resolve host: Name or service not known"})
-	h := newHarness(t, srv, testToken, "mode: webhook\nwebhook: {url: 'https://nowhere.invalid/tg', secret_token: s}")
+	h := newHarness(t, srv, testToken, "mode: webhook\nwebhook: {url: 'https://nowhere.invalid/tg', secret_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}")
 	err := h.a.Start(testContext(t), newSink())
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Method != "setWebhook" || !strings.Contains(err.Error(), "Failed to resolve host") {
 		t.Fatalf("Start = %v", err)
+	}
+}
+
+// Guessing the secret token is slowed: an address that sends too many
+// wrong ones is refused (429) for a while, even with the right one, and
+// every refusal is counted; another address is unaffected.
+func TestWebhookThrottlesSecretGuesses(t *testing.T) {
+	srv, h, parley := webhookSetup(t)
+	var refused []string
+	h.a.refused = func(reason string) { refused = append(refused, reason) }
+	h.start(newSink())
+	ctx := testContext(t)
+	if err := srv.WaitFor(ctx, func() bool { return srv.Webhook().URL != "" }); err != nil {
+		t.Fatal(err)
+	}
+	_, handler := h.a.Webhook()
+	target := parley.URL + "/tg/hook"
+	post := func(addr, secret string, id int) int {
+		req := tt.WebhookRequest(target, secret, textUpdate(42, id, "hi"))
+		req.RemoteAddr = addr + ":5555"
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for i := range webhookGuesses {
+		if code := post("203.0.113.9", "guess", 100+i); code != http.StatusUnauthorized {
+			t.Fatalf("wrong secret %d: %d, want 401", i+1, code)
+		}
+	}
+	if code := post("203.0.113.9", hookSecret, 200); code != http.StatusTooManyRequests {
+		t.Fatalf("the right secret from a guessing address: %d, want 429", code)
+	}
+	if code := post("198.51.100.7", hookSecret, 201); code != http.StatusOK {
+		t.Fatalf("the right secret from another address: %d, want 200", code)
+	}
+	if len(refused) != webhookGuesses+1 || refused[0] != "secret_token" || refused[len(refused)-1] != "throttled" {
+		t.Fatalf("refusals counted: %v", refused)
 	}
 }
