@@ -40,6 +40,9 @@ func (d *Daemon) openVault(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	d.vault = v
+	if err := v.CheckKey(ctx); err != nil {
+		return err
+	}
 	if k := v.Key(); k != nil {
 		d.log.Info("secrets store open", "key_id", k.ID())
 		if f := cfg.Secrets.KeyFile; f != "" && os.Getenv(vault.EnvKey) == "" {

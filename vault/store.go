@@ -336,3 +336,47 @@ func (s *Store) DeleteBlob(ctx context.Context, kind, id string) (bool, error) {
 }
 
 func blobAAD(kind, id string) []byte { return []byte("blob\x00" + kind + "\x00" + id) }
+
+const sealedKeyIDsQuery = `SELECT key_id FROM secrets UNION SELECT key_id FROM user_connections
+	UNION SELECT key_id FROM sealed_blobs`
+
+// CheckKey says whether the store's key is the one its sealed values were
+// sealed with: a wrong key (another install's, a typo'd file) would
+// otherwise be taken, seal new values under a second key, and leave a
+// store no single key opens. With no key set, or nothing sealed yet,
+// there is nothing to check.
+func (s *Store) CheckKey(ctx context.Context) error {
+	if s.key == nil {
+		return nil
+	}
+	rows, err := s.db.Read().QueryContext(ctx, sealedKeyIDsQuery)
+	if err != nil {
+		return fmt.Errorf("read the secrets store's key ids: %w", err)
+	}
+	defer rows.Close()
+	var others []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("read the secrets store's key ids: %w", err)
+		}
+		if id != s.key.id {
+			others = append(others, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the secrets store's key ids: %w", err)
+	}
+	if len(others) > 0 {
+		return keyMismatch(fmt.Sprintf("the secrets store holds values sealed with key %s, but the key set (%s or secrets.key_file) is key %s; "+
+			"set the key they were sealed with (then parley secrets rotate moves them to a new one)",
+			strings.Join(others, ", "), EnvKey, s.key.id))
+	}
+	return nil
+}
+
+// keyMismatch is ErrWrongKey in words that name the keys.
+type keyMismatch string
+
+func (e keyMismatch) Error() string        { return string(e) }
+func (e keyMismatch) Is(target error) bool { return target == ErrWrongKey }

@@ -85,7 +85,7 @@ func cmdSecrets(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
-	v, db, err := openVault(ctx, cfg)
+	v, db, err := openVault(ctx, cfg, sub == "set")
 	if err != nil {
 		return err
 	}

@@ -114,3 +114,40 @@ func TestSecretsCommands(t *testing.T) {
 		t.Fatalf("rm again: %d %q", c, errOut)
 	}
 }
+
+// A secret can be set on a fresh install, before parley run or migrate;
+// a key other than the one the store was sealed with is refused by set
+// and by run, naming both keys, and leaves the store under one key.
+func TestSecretsRefuseAWrongKey(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "")
+	_, out, _ := parley(t, ctx, "secrets", "keygen")
+	first, err := vault.ParseKey(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = parley(t, ctx, "secrets", "keygen")
+	second, err := vault.ParseKey(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(vault.EnvKey, first.Encode())
+	if c, out, errOut := withInput(t, ctx, "ghp_value_one\n", "secrets", "set", "gh", "--config", path); c != 0 || !strings.Contains(out, "stored secret gh") {
+		t.Fatalf("set on a fresh install, before migrate: %d %q %q", c, out, errOut)
+	}
+	t.Setenv(vault.EnvKey, second.Encode())
+	c, _, errOut := withInput(t, ctx, "other\n", "secrets", "set", "other", "--config", path)
+	if c == 0 || !strings.Contains(errOut, "sealed with key "+first.ID()) || !strings.Contains(errOut, "is key "+second.ID()) {
+		t.Fatalf("set under another key: %d %q", c, errOut)
+	}
+	c, _, errOut = parley(t, ctx, "run", "--config", path)
+	if c == 0 || !strings.Contains(errOut, "sealed with key "+first.ID()) {
+		t.Fatalf("run under another key: %d %q", c, errOut)
+	}
+	// Nothing was sealed under the second key: rotation from the first works.
+	t.Setenv(vault.EnvKey, first.Encode())
+	t.Setenv(vault.EnvNewKey, second.Encode())
+	if c, out, errOut := parley(t, ctx, "secrets", "rotate", "--config", path); c != 0 || !strings.Contains(out, "sealed 1 secret(s)") {
+		t.Fatalf("rotate: %d %q %q", c, out, errOut)
+	}
+}

@@ -173,7 +173,7 @@ func resolveSecrets(ctx context.Context, cfg *config.Config) error {
 	if len(cfg.SecretRefs()) == 0 {
 		return nil
 	}
-	v, db, err := openVault(ctx, cfg)
+	v, db, err := openVault(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
@@ -183,12 +183,23 @@ func resolveSecrets(ctx context.Context, cfg *config.Config) error {
 
 // openVault opens cfg's existing database and the secrets store in it;
 // closing the database closes the store.
-func openVault(ctx context.Context, cfg *config.Config) (*vault.Store, *dbutil.DB, error) {
-	db, err := openExisting(ctx, cfg)
+func openVault(ctx context.Context, cfg *config.Config, write bool) (*vault.Store, *dbutil.DB, error) {
+	var db *dbutil.DB
+	var err error
+	if write {
+		// A secret set before the first parley run finds the schema made,
+		// as run would make it.
+		db, _, err = daemon.OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	} else {
+		db, err = openExisting(ctx, cfg)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	v, err := daemon.OpenVault(cfg, db)
+	if err == nil && write {
+		err = v.CheckKey(ctx)
+	}
 	if err != nil {
 		db.Close()
 		return nil, nil, err
