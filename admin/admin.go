@@ -10,9 +10,7 @@ package admin
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -27,6 +25,7 @@ import (
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/internal/throttle"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -76,15 +75,19 @@ type Options struct {
 	Abort    func(sessions.ID) bool
 	Wake     func() // after a retry: the sender looks at once
 	Log      *slog.Logger
+	Now      func() time.Time // nil: time.Now
 }
 
-// cookieName holds the dashboard's login: a hash of the admin token.
+// cookieName holds the dashboard's login: a random id naming a row of
+// admin_sessions.
 const cookieName = "parley_admin"
 
 type server struct {
 	o     Options
 	sums  [][sha256.Size]byte
 	pages map[string]*template.Template
+	// guesses counts wrong login tokens per address.
+	guesses *throttle.Failures
 }
 
 // Handler serves the dashboard under /admin.
@@ -92,7 +95,7 @@ func Handler(o Options) (http.Handler, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{o: o, pages: map[string]*template.Template{}}
+	s := &server{o: o, pages: map[string]*template.Template{}, guesses: throttle.New(loginGuesses, loginGuessWindow)}
 	for _, t := range o.Tokens {
 		if t = strings.TrimSpace(t); t != "" {
 			s.sums = append(s.sums, sha256.Sum256([]byte(t)))
@@ -168,26 +171,17 @@ func secure(h http.Handler) http.Handler {
 	})
 }
 
-// authorized says whether the request carries the login cookie or an admin
-// bearer token.
+// authorized says whether the request carries a live login cookie or an
+// admin bearer token.
 func (s *server) authorized(r *http.Request) bool {
-	var sum [sha256.Size]byte
 	if c, err := r.Cookie(cookieName); err == nil {
-		b, err := hex.DecodeString(c.Value)
-		if err != nil || len(b) != sha256.Size {
-			return false
-		}
-		copy(sum[:], b)
-	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		sum = sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	} else {
-		return false
+		return s.loggedIn(r.Context(), c.Value)
 	}
-	match := 0
-	for _, t := range s.sums {
-		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		_, ok := s.tokenSum(tok)
+		return ok
 	}
-	return match == 1
+	return false
 }
 
 // sameOrigin refuses a form posted from another site: the cookie is
@@ -232,51 +226,17 @@ func (s *server) guard(h func(http.ResponseWriter, *http.Request) error) http.Ha
 
 var errNotFound = errors.New("not found")
 
-func (s *server) login(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
-		http.Error(w, "a form from another site", http.StatusForbidden)
-		return
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(r.PostFormValue("token"))))
-	match := 0
-	for _, t := range s.sums {
-		match |= subtle.ConstantTimeCompare(sum[:], t[:])
-	}
-	if match != 1 {
-		w.WriteHeader(http.StatusUnauthorized)
-		s.render(w, r, "login", map[string]any{"Error": "That token was refused: use one of http.tokens in parley's config."})
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: hex.EncodeToString(sum[:]), Path: "/admin", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
-	next := r.PostFormValue("next")
-	if !strings.HasPrefix(next, "/admin") || strings.HasPrefix(next, "/admin/login") {
-		next = "/admin"
-	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
-}
-
-func (s *server) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/admin", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/admin", http.StatusSeeOther)
-}
-
 // render writes a page; data's "Flash" is the outcome of the last action.
 func (s *server) render(w http.ResponseWriter, r *http.Request, page string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
 	data["Page"] = page
-	if f := r.URL.Query().Get("flash"); f != "" {
+	if f := takeFlash(w, r); f != "" {
 		data["Flash"] = f
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := s.pages[page].Execute(w, data); err != nil {
 		s.o.Log.Warn("render an admin page", "page", page, "error", err)
 	}
-}
-
-// back redirects to the page an action came from, saying how it went.
-func back(w http.ResponseWriter, r *http.Request, to, flash string) {
-	http.Redirect(w, r, to+"?flash="+url.QueryEscape(flash), http.StatusSeeOther)
 }
