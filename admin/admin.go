@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
@@ -212,11 +213,28 @@ func (s *server) guard(h func(http.ResponseWriter, *http.Request) error) http.Ha
 			http.Error(w, "a form from another site", http.StatusForbidden)
 			return
 		}
+		// Text no engine stores alike (PostgreSQL refuses it) is refused
+		// here, so both engines answer it the same.
+		if !plainText(r.URL.Path) {
+			http.Error(w, "the address holds bytes that are not UTF-8 text", http.StatusBadRequest)
+			return
+		}
+		for _, vs := range r.URL.Query() {
+			for _, v := range vs {
+				if !plainText(v) {
+					http.Error(w, "a query parameter is not UTF-8 text without NUL bytes", http.StatusBadRequest)
+					return
+				}
+			}
+		}
 		if err := h(w, r); err != nil {
 			s.o.Log.WarnContext(r.Context(), "admin page", "path", r.URL.Path, "error", err)
 			status := http.StatusInternalServerError
-			if errors.Is(err, errNotFound) {
+			switch {
+			case errors.Is(err, errNotFound):
 				status = http.StatusNotFound
+			case errors.Is(err, sessions.ErrBadCursor):
+				status, err = http.StatusBadRequest, errors.New("that page link is damaged or from another list; start again from the first page")
 			}
 			w.WriteHeader(status)
 			s.render(w, r, "overview", map[string]any{"Error": err.Error()})
@@ -225,6 +243,9 @@ func (s *server) guard(h func(http.ResponseWriter, *http.Request) error) http.Ha
 }
 
 var errNotFound = errors.New("not found")
+
+// plainText says whether s is UTF-8 without a NUL byte.
+func plainText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // render writes a page; data's "Flash" is the outcome of the last action.
 func (s *server) render(w http.ResponseWriter, r *http.Request, page string, data map[string]any) {

@@ -95,29 +95,15 @@ type server struct {
 	log    *slog.Logger
 }
 
-// New returns the handler of the /v1 routes. Mount it at the root (it
-// matches /v1/ only).
-func New(opts Options) http.Handler {
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.Heartbeat <= 0 {
-		opts.Heartbeat = 15 * time.Second
-	}
-	s := &server{opts: opts, log: opts.Log}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	for _, t := range opts.Tokens {
-		if t = strings.TrimSpace(t); t != "" {
-			s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
-		}
-	}
-	mux := http.NewServeMux()
-	routes := []struct {
-		pattern string
-		h       func(http.ResponseWriter, *http.Request) error
-	}{
+// route is one of the API's routes: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	h       func(http.ResponseWriter, *http.Request) error
+}
+
+// routes are the API's routes.
+func (s *server) routes() []route {
+	return []route{
 		{"GET /v1/sessions", s.listSessions},
 		{"POST /v1/sessions", s.createSession},
 		{"GET /v1/sessions/{id}", s.getSession},
@@ -143,6 +129,38 @@ func New(opts Options) http.Handler {
 		{"GET /v1/memory/search", needs(s.memoryStore, s.searchMemory)},
 		{"POST /v1/memory", needs(s.memoryStore, s.writeMemory)},
 	}
+}
+
+// Patterns are the ServeMux patterns of the API's routes, for tests that
+// must reach every one.
+func Patterns() []string {
+	var out []string
+	for _, r := range (&server{}).routes() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
+// New returns the handler of the /v1 routes. Mount it at the root (it
+// matches /v1/ only).
+func New(opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
+	s := &server{opts: opts, log: opts.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range opts.Tokens {
+		if t = strings.TrimSpace(t); t != "" {
+			s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
+		}
+	}
+	mux := http.NewServeMux()
+	routes := s.routes()
 	for _, r := range routes {
 		mux.Handle(r.pattern, s.handle(r.h))
 	}

@@ -19,8 +19,10 @@ import (
 	"github.com/parleyd/parley/client"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/vault"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -53,6 +55,11 @@ const badInputHookSecret = "bad-input-hook-secret-0123456789abcdef"
 // its log at ERROR collected.
 func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 	t.Helper()
+	key, err := vault.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(vault.EnvKey, key.Encode()) // so a person's token can be stored
 	path := filepath.Join(t.TempDir(), "parley.yaml")
 	body := "database:\n  url: " + dbURL + "\ngateway:\n  debounce: 0s\nhttp:\n  tokens: [\"" + apiToken + "\"]\n  callback_secret: bad-input-callback-secret-0123456789abcdef\n" +
 		"hooks:\n  - id: ci\n    auth: token\n    secret: " + badInputHookSecret + "\n    prompt: \"CI says {{.message}}\"\n"
@@ -73,7 +80,9 @@ func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 		"api":              apiChannel{},
 		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify, Log: log}),
 	}
-	hs := httptest.NewServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())))
+	// As parley run serves it: the API, the daemon's own routes and the
+	// dashboard.
+	hs := httptest.NewServer(d.metricsHandler(d.withStatus(newHTTPHandler(d.db, d.adapters, d.apiHandler()))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -126,6 +135,8 @@ func badInputCases(session string) []badRequestCase {
 		{"GET", ""}, {"PATCH", ""}, {"DELETE", ""}, {"GET", "/messages"}, {"POST", "/messages"},
 		{"GET", "/status"}, {"POST", "/abort"}, {"POST", "/compact"}, {"GET", "/events"},
 		{"POST", "/rewind"}, {"POST", "/unrewind"}, {"POST", "/branch"}, {"GET", "/callbacks"},
+		{"GET", "/budget"}, {"GET", "/tools"}, {"PUT", "/tools"}, {"POST", "/tool_results"}, {"GET", "/kv"}, {"GET", "/kv/k"},
+		{"POST", "/permissions/r1"},
 	}
 	for _, r := range idRoutes {
 		for i, v := range badTexts {
@@ -178,6 +189,52 @@ func badInputCases(session string) []badRequestCase {
 				add(fmt.Sprintf("%s %s .%s %d", r.method, r.path, f, i), r.method, r.path, []byte(body), nil)
 			}
 		}
+	}
+	// A session's own names: a kv key, a permission request.
+	for i, v := range badTexts {
+		add(fmt.Sprintf("GET kv key %d", i), "GET", "/v1/sessions/"+session+"/kv/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("POST permission id %d", i), "POST", "/v1/sessions/"+session+"/permissions/"+url.PathEscape(v), []byte(`{"answer":"once"}`), nil)
+	}
+	for _, r := range []struct{ method, suffix string }{{"PUT", "/tools"}, {"POST", "/tool_results"}, {"POST", "/permissions/r1"}} {
+		for i, b := range broken {
+			add(fmt.Sprintf("%s %s body %d", r.method, r.suffix, i), r.method, "/v1/sessions/"+session+r.suffix, []byte(b), nil)
+		}
+	}
+	// A person's own tokens: every part of the path bad, and the body.
+	conn := func(surface, user, provider string) string {
+		return "/v1/users/" + url.PathEscape(surface) + "/" + url.PathEscape(user) + "/connections/" + url.PathEscape(provider)
+	}
+	for i, v := range badTexts {
+		for _, m := range []string{"PUT", "DELETE"} {
+			add(fmt.Sprintf("%s connection surface %d", m, i), m, conn(v, "42", "github"), []byte(`{"token":"t"}`), nil)
+			add(fmt.Sprintf("%s connection user %d", m, i), m, conn("telegram", v, "github"), []byte(`{"token":"t"}`), nil)
+			add(fmt.Sprintf("%s connection provider %d", m, i), m, conn("telegram", "42", v), []byte(`{"token":"t"}`), nil)
+		}
+		add(fmt.Sprintf("PUT connection token %d", i), "PUT", conn("telegram", "42", "github"), []byte(`{"token":`+jsonText(v)+`}`), nil)
+	}
+	for i, b := range broken {
+		add(fmt.Sprintf("PUT connection body %d", i), "PUT", conn("telegram", "42", "github"), []byte(b), nil)
+	}
+	// The daemon's own reads, MCP, and the dashboard (with the bearer token).
+	add("GET status", "GET", "/v1/status", nil, nil)
+	add("GET replicas", "GET", "/v1/replicas", nil, nil)
+	for i, b := range broken {
+		add(fmt.Sprintf("mcp body %d", i), "POST", "/mcp", []byte(b), http.Header{"Accept": {"application/json, text/event-stream"}})
+	}
+	for _, page := range []string{"/admin", "/admin/sessions", "/admin/runs", "/admin/cron", "/admin/hooks", "/admin/pairing", "/admin/outbox"} {
+		add("GET "+page, "GET", page, nil, nil)
+	}
+	for i, v := range badTexts {
+		for _, name := range []string{"cursor", "status", "surface", "agent", "q"} {
+			add(fmt.Sprintf("admin sessions ?%s %d", name, i), "GET", "/admin/sessions?"+url.Values{name: {v}}.Encode(), nil, nil)
+		}
+		add(fmt.Sprintf("admin session id %d", i), "GET", "/admin/sessions/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("admin abort id %d", i), "POST", "/admin/runs/"+url.PathEscape(v)+"/abort", nil, nil)
+		add(fmt.Sprintf("admin cron id %d", i), "POST", "/admin/cron/"+url.PathEscape(v)+"/run", nil, nil)
+		add(fmt.Sprintf("admin cron action %d", i), "POST", "/admin/cron/x/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("admin pairing code %d", i), "POST", "/admin/pairing/"+url.PathEscape(v)+"/approve", nil, nil)
+		add(fmt.Sprintf("admin pairing decision %d", i), "POST", "/admin/pairing/x/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("admin outbox id %d", i), "POST", "/admin/outbox/"+url.PathEscape(v)+"/retry", nil, nil)
 	}
 	// The hooks.
 	auth := http.Header{"Authorization": {"Bearer " + badInputHookSecret}}
@@ -256,6 +313,9 @@ func TestBadInputSuite(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases := badInputCases(sess.ID)
+			if missing := uncoveredRoutes(cases); len(missing) > 0 {
+				t.Fatalf("the suite sends nothing to these API routes: %v", missing)
+			}
 			client := &http.Client{Timeout: 10 * time.Second}
 			var fails []string
 			for _, tc := range cases {
@@ -265,7 +325,7 @@ func TestBadInputSuite(t *testing.T) {
 					cancel()
 					t.Fatalf("%s: %v", tc.name, err)
 				}
-				if strings.HasPrefix(tc.path, "/v1/") {
+				if !strings.HasPrefix(tc.path, "/hooks/") {
 					req.Header.Set("Authorization", "Bearer "+apiToken)
 				}
 				if len(tc.body) > 0 {
@@ -299,4 +359,32 @@ func TestBadInputSuite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uncoveredRoutes are the API's routes no case reaches.
+func uncoveredRoutes(cases []badRequestCase) []string {
+	mux := http.NewServeMux()
+	for _, p := range api.Patterns() {
+		mux.Handle(p, http.NotFoundHandler())
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if !strings.HasPrefix(c.path, "/v1/") {
+			continue
+		}
+		req, err := http.NewRequest(c.method, c.path, nil)
+		if err != nil {
+			continue
+		}
+		if _, pattern := mux.Handler(req); pattern != "" {
+			seen[pattern] = true
+		}
+	}
+	var missing []string
+	for _, p := range api.Patterns() {
+		if !seen[p] {
+			missing = append(missing, p)
+		}
+	}
+	return missing
 }

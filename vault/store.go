@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/internal/lazyregexp"
@@ -190,10 +192,25 @@ func ParseUser(s string) (User, error) {
 }
 
 func (u User) check() error {
-	if u.Surface == "" || u.ID == "" || strings.Contains(u.Surface, ":") || len(u.Surface) > 64 || len(u.ID) > 256 {
+	if u.Surface == "" || u.ID == "" || strings.Contains(u.Surface, ":") || len(u.Surface) > 64 || len(u.ID) > 256 ||
+		!printable(u.Surface) || !printable(u.ID) {
 		return fmt.Errorf("%w: %q is not a user; give a surface (such as telegram) and the user's id there", ErrInvalidName, u.String())
 	}
 	return nil
+}
+
+// printable says whether s is valid UTF-8 with no control characters
+// (a NUL, which PostgreSQL refuses in text, among them).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 var providerName = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
