@@ -132,7 +132,9 @@ func TestConnectTakesTheNextMessageAsTheToken(t *testing.T) {
 // several does for the sessions it holds.
 type herePlacement struct{}
 
-func (herePlacement) Place(context.Context, string) (string, string, bool, error) { return "h", "me", true, nil }
+func (herePlacement) Place(context.Context, string) (string, string, bool, error) {
+	return "h", "me", true, nil
+}
 
 // /connect is honoured only for a sender the access policy admits, also
 // among replicas (where the wait for the token began before the access
