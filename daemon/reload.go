@@ -127,7 +127,7 @@ func keepRestartOnly(old, cfg *config.Config) {
 		for i, a := range old.Adapters {
 			adapters[i] = a
 			if n, ok := access[a.ID]; ok {
-				adapters[i].DMPolicy, adapters[i].GroupPolicy, adapters[i].Allow = n.DMPolicy, n.GroupPolicy, n.Allow
+				adapters[i].DMPolicy, adapters[i].GroupPolicy, adapters[i].Allow, adapters[i].Groups = n.DMPolicy, n.GroupPolicy, n.Allow, n.Groups
 			}
 		}
 		cfg.Adapters = adapters

@@ -152,7 +152,7 @@ func TestConnectOnlyFromAdmittedSendersInDirectChats(t *testing.T) {
 		}, func(o *gateway.Options) {
 			o.Connections = conns
 			o.Placement = herePlacement{}
-			o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMPairing, Group: gateway.GroupMention}}
+			o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMPairing, Group: gateway.GroupMention, Groups: gateway.GroupsOpen}}
 		})
 		r.deliver(dm("9", "1", "/connect github"))
 		r.deliver(dm("9", "2", "ghp_stranger"))

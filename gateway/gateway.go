@@ -312,6 +312,8 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 			g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied by the access policy", replyTo: j})
 		}
 		return
+	case d == answered:
+		return
 	case d == contextOnly:
 		j.contextOnly = true
 	}
