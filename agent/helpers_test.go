@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
@@ -30,8 +31,14 @@ type env struct {
 
 func newEnv(t *testing.T, model llm.Model, opts ...func(*Options)) *env {
 	t.Helper()
+	return newEnvOn(t, dbtest.SQLite(t), model, opts...)
+}
+
+// newEnvOn is newEnv on db.
+func newEnvOn(t *testing.T, db *dbutil.DB, model llm.Model, opts ...func(*Options)) *env {
+	t.Helper()
 	e := &env{t: t, bus: events.New(), tools: tools.NewRegistry()}
-	e.store = sessions.NewStore(dbtest.SQLite(t))
+	e.store = sessions.NewStore(db)
 	o := Options{
 		Store: e.store,
 		Models: func(spec string) (llm.Model, error) {

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
 )
@@ -36,6 +38,25 @@ type SpawnOptions struct {
 	// session is root (so the child inherits the root's history limit);
 	// false when there is no such agent.
 	Config func(agentID string, root sessions.Key) (AgentConfig, bool)
+	// Subagents lists the other agents agentID may hand tasks to; nil
+	// (or a nil func) allows none: an agent hands tasks only to itself.
+	Subagents func(agentID string) []string
+}
+
+// mayRun reports whether an agent may hand a task to another, and else
+// says what it may use.
+func (o SpawnOptions) mayRun(parent, child string) (bool, string) {
+	var allowed []string
+	if o.Subagents != nil {
+		allowed = o.Subagents(parent)
+	}
+	if child == parent || slices.Contains(allowed, child) {
+		return true, ""
+	}
+	if len(allowed) == 0 {
+		return false, "leave agent out to hand the task to a subagent like yourself"
+	}
+	return false, "leave agent out to hand the task to a subagent like yourself, or use one of: " + strings.Join(allowed, ", ")
 }
 
 // SubagentDepth is how many subagents deep a session key is (0 for a
@@ -90,6 +111,11 @@ func (r *Runner) SpawnTool(opts SpawnOptions) tools.Tool {
 			if agentID == "" {
 				agentID = parent.AgentID
 			}
+			// The same words for an agent that exists and one that
+			// doesn't: a chat learns no agent's name it may not use.
+			if ok, use := opts.mayRun(parent.AgentID, agentID); !ok {
+				return "", fmt.Errorf("there is no agent %q this agent may hand tasks to; %s", agentID, use)
+			}
 			cfg, ok := opts.Config(agentID, rootKey(parent))
 			if !ok {
 				return "", fmt.Errorf("there is no agent %q", agentID)
@@ -107,8 +133,11 @@ func (r *Runner) SpawnTool(opts SpawnOptions) tools.Tool {
 			defer cancel(nil)
 			stop := context.AfterFunc(ctx, func() { cancel(ErrAbortedByParent) })
 			defer stop()
-			// The child's tool calls ask the parent's person, the same way.
+			// The child's tool calls ask the parent's person, the same way,
+			// and are judged by the callers' rules too (never more rights
+			// than the chat they came from).
 			origin := call.Origin
+			origin.Callers = append(slices.Clone(origin.Callers), permissions.Caller{AgentID: parent.AgentID, SessionID: string(call.SessionID)})
 			res, err := r.Run(childCtx, Request{Session: child, Agent: cfg, Inputs: []Input{{Text: args.Task}}, inherited: &origin})
 			switch {
 			case errors.Is(context.Cause(childCtx), ErrAbortedByParent):

@@ -24,6 +24,8 @@ type Adapter struct {
 	GroupPolicy string `yaml:"group_policy"`
 	// Allow lists the platform user ids always let in.
 	Allow []string `yaml:"allow"`
+	// Groups decides which groups the bot takes part in at all.
+	Groups AdapterGroups `yaml:"groups"`
 	// Stream shows replies as they are written, by editing one message,
 	// on channels that can edit messages.
 	Stream bool `yaml:"stream"`
@@ -33,10 +35,21 @@ type Adapter struct {
 	path string
 }
 
+// AdapterGroups is which groups a channel's bot takes part in.
+type AdapterGroups struct {
+	// Policy is "pairing" (the groups in Allow, plus those an approved
+	// person paired with /pair in the group), "allowlist" (only Allow) or
+	// "open" (any group the bot is in).
+	Policy string `yaml:"policy"`
+	// Allow lists the platform chat ids of groups always let in.
+	Allow []string `yaml:"allow"`
+}
+
 // Defaults for an adapter entry's gateway keys.
 const (
-	DefaultDMPolicy    = "pairing"
-	DefaultGroupPolicy = "mention"
+	DefaultDMPolicy     = "pairing"
+	DefaultGroupPolicy  = "mention"
+	DefaultGroupsPolicy = "pairing"
 )
 
 var adapterType = reflect.TypeFor[Adapter]()
@@ -118,6 +131,10 @@ func (c *Config) adapterDefaults(file string) {
 		for j := range a.Allow {
 			a.Allow[j] = strings.TrimSpace(a.Allow[j])
 		}
+		a.Groups.Policy = normalize(a.Groups.Policy, DefaultGroupsPolicy)
+		for j := range a.Groups.Allow {
+			a.Groups.Allow[j] = strings.TrimSpace(a.Groups.Allow[j])
+		}
 	}
 }
 
@@ -154,6 +171,16 @@ func (c *Config) validateAdapters(ck *checker) {
 		for j, u := range a.Allow {
 			if u == "" {
 				ck.add(fmt.Sprintf("%sallow[%d]", p, j), "empty; list platform user ids, such as \"123456789\"")
+			}
+		}
+		switch a.Groups.Policy {
+		case "pairing", "allowlist", "open":
+		default:
+			ck.add(p+"groups.policy", fmt.Sprintf(`%q is not allowed; use "pairing" (groups.allow, plus groups an approved person pairs with /pair), "allowlist" (only groups.allow) or "open" (any group)`, a.Groups.Policy))
+		}
+		for j, g := range a.Groups.Allow {
+			if g == "" {
+				ck.add(fmt.Sprintf("%sgroups.allow[%d]", p, j), "empty; list the groups' platform chat ids, such as \"-1001234567890\"")
 			}
 		}
 	}

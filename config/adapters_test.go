@@ -38,6 +38,9 @@ func TestAdapterEntries(t *testing.T) {
 	if a.ID != "tg-main" || a.Type != "telegram" || a.DMPolicy != "pairing" || a.GroupPolicy != "mention" || len(a.Allow) != 1 || a.Allow[0] != "42" {
 		t.Fatalf("first entry: %+v", a)
 	}
+	if a.Groups.Policy != "pairing" || len(a.Groups.Allow) != 0 {
+		t.Fatalf("first entry's groups: %+v, want pairing by default", a.Groups)
+	}
 	if b.DMPolicy != "open" || b.GroupPolicy != "always" {
 		t.Fatalf("second entry: %+v", b)
 	}
@@ -74,6 +77,10 @@ func TestAdapterValidation(t *testing.T) {
 			`parley.yaml:4: adapters[0].dm_policy: "friends" is not allowed; use "open" (anyone), "allowlist" (only the users in allow) or "pairing" (allow, plus users an operator approves)`},
 		{"group policy", "adapters:\n  - id: tg\n    type: telegram\n    group_policy: sometimes\n",
 			`parley.yaml:4: adapters[0].group_policy: "sometimes" is not allowed; use "mention" (answer when addressed), "always" or "never"`},
+		{"groups policy", "adapters:\n  - id: tg\n    type: telegram\n    groups:\n      policy: anyone\n",
+			`parley.yaml:5: adapters[0].groups.policy: "anyone" is not allowed; use "pairing" (groups.allow, plus groups an approved person pairs with /pair), "allowlist" (only groups.allow) or "open" (any group)`},
+		{"groups allow empty", "adapters:\n  - id: tg\n    type: telegram\n    groups:\n      policy: allowlist\n      allow: [\"\"]\n",
+			`parley.yaml:6: adapters[0].groups.allow[0]: empty; list the groups' platform chat ids, such as "-1001234567890"`},
 		{"allow type", "adapters:\n  - id: tg\n    type: telegram\n    allow: 42\n",
 			`parley.yaml:4: adapters[0].allow: expected a list, got "42"`},
 		{"not a mapping", "adapters:\n  - tg\n",

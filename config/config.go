@@ -371,6 +371,9 @@ type Agent struct {
 	ReasoningEffort string `yaml:"reasoning_effort"`
 	// Permissions are the agent's own tool permission rules.
 	Permissions []PermissionRule `yaml:"permissions"`
+	// Subagents lists the other agents this one may hand tasks to with
+	// sessions_spawn; empty (the default) allows only itself.
+	Subagents []string `yaml:"subagents"`
 
 	loc *time.Location // cached by validation so Location never fails
 }
@@ -571,6 +574,12 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		}
 		if len(a.FallbackModels) == 0 {
 			a.FallbackModels = nil
+		}
+		for j := range a.Subagents {
+			a.Subagents[j] = strings.TrimSpace(a.Subagents[j])
+		}
+		if len(a.Subagents) == 0 {
+			a.Subagents = nil
 		}
 		a.ReasoningEffort = strings.ToLower(strings.TrimSpace(a.ReasoningEffort))
 		intDefault(&a.MaxSteps, p+"max_steps", DefaultMaxSteps)

@@ -88,6 +88,23 @@ func (c *Config) validate(ck *checker) {
 		}
 	}
 	known := "use the id of one of the agents: " + strings.Join(ids, ", ")
+	for i, a := range c.Agents {
+		seen := map[string]int{}
+		for j, id := range a.Subagents {
+			key := fmt.Sprintf("agents[%d].subagents[%d]", i, j)
+			switch k, dup := seen[id]; {
+			case dup:
+				ck.add(key, fmt.Sprintf("%q is listed as subagents[%d] too; list each agent once", id, k))
+			case id == a.ID && id != "":
+				ck.add(key, fmt.Sprintf("%q is this agent; an agent may always hand tasks to itself, so leave it out", id))
+			default:
+				if _, ok := firstUse[id]; !ok {
+					ck.add(key, fmt.Sprintf("%q is not an agent; %s", id, known))
+				}
+			}
+			seen[id] = j
+		}
+	}
 	for i, b := range c.Bindings {
 		p := fmt.Sprintf("bindings[%d]", i)
 		switch _, ok := firstUse[b.Agent]; {

@@ -254,7 +254,12 @@ func accessPolicies(cfg *config.Config) map[adapters.ID]gateway.Access {
 		for _, u := range a.Allow {
 			allow[u] = true
 		}
-		out[adapters.ID(a.ID)] = gateway.Access{DM: gateway.DMPolicy(a.DMPolicy), Group: gateway.GroupPolicy(a.GroupPolicy), Allow: allow}
+		groups := map[string]bool{}
+		for _, g := range a.Groups.Allow {
+			groups[g] = true
+		}
+		out[adapters.ID(a.ID)] = gateway.Access{DM: gateway.DMPolicy(a.DMPolicy), Group: gateway.GroupPolicy(a.GroupPolicy), Allow: allow,
+			Groups: gateway.GroupsPolicy(a.Groups.Policy), AllowGroups: groups}
 	}
 	return out
 }

@@ -22,7 +22,7 @@ const askingAgent = "agents:\n  - id: default\n    tools: [memory_search]\n    p
 func permDaemon(t *testing.T, tg *telegramtest.Server, extra string) (*Daemon, string, func()) {
 	t.Helper()
 	return testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\nadapters:\n  - id: tg-main\n    type: telegram\n"+
-		"    dm_policy: open\n    group_policy: mention\n"+indentYAML(tg.ConfigYAML(), "    ")+extra, func(d *Daemon) map[adapters.ID]adapters.Adapter {
+		"    dm_policy: open\n    group_policy: mention\n    groups: {policy: open}\n"+indentYAML(tg.ConfigYAML(), "    ")+extra, func(d *Daemon) map[adapters.ID]adapters.Adapter {
 		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
 		if err != nil {
 			t.Fatal(err)

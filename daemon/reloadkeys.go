@@ -56,7 +56,7 @@ var reloadKeys = map[string]reloadClass{
 // adapterAccessKeys are the keys of a channel's entry a reload applies:
 // who may talk to the bot. The rest of the entry (its type, token and
 // settings) changes only at a restart.
-var adapterAccessKeys = []string{"dm_policy", "group_policy", "allow"}
+var adapterAccessKeys = []string{"dm_policy", "group_policy", "allow", "groups"}
 
 // classOf is the reload class of the key at path.
 func classOf(path string) (reloadClass, bool) {

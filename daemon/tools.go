@@ -37,6 +37,10 @@ func (d *Daemon) registerTools(reg *tools.Registry) error {
 			c.SkillDirs = skillDirs(d.cfg(), a)
 			return c, ok
 		},
+		Subagents: func(agentID string) []string {
+			a, _ := d.cfg().Agent(agentID)
+			return a.Subagents
+		},
 	}))
 	for _, t := range builtin {
 		if err := reg.Register(t); err != nil {

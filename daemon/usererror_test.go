@@ -59,7 +59,7 @@ func TestGroupMemberLearnsNothingFromAFailedTurn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := telegramtest.NewServer()
 			defer tg.Close()
-			_, stop := runWithTelegram(t, tg, "    group_policy: always\nagents:\n  - id: default\n    model: openai/gpt-4o-mini\n"+
+			_, stop := runWithTelegram(t, tg, "    group_policy: always\n    groups: {policy: open}\nagents:\n  - id: default\n    model: openai/gpt-4o-mini\n"+
 				"providers:\n  openai:\n"+tc.provider)
 			defer stop()
 			tg.InjectText(-100, 7, "what's up?")

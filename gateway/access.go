@@ -39,6 +39,20 @@ const (
 	GroupNever GroupPolicy = "never"
 )
 
+// GroupsPolicy decides which groups the bot takes part in at all.
+type GroupsPolicy string
+
+const (
+	// GroupsPairing lets in the allowed groups and those an approved
+	// person paired with /pair in the group. It is the zero value's
+	// meaning too.
+	GroupsPairing GroupsPolicy = "pairing"
+	// GroupsAllowlist lets in only the allowed groups.
+	GroupsAllowlist GroupsPolicy = "allowlist"
+	// GroupsOpen lets in any group.
+	GroupsOpen GroupsPolicy = "open"
+)
+
 // Access is one adapter's access policy. An adapter with none (the CLI,
 // cron, webhooks, the API) lets everything in.
 type Access struct {
@@ -46,6 +60,10 @@ type Access struct {
 	Group GroupPolicy
 	// Allow holds the platform user ids always let in.
 	Allow map[string]bool
+	// Groups decides which groups are let in; "" is GroupsPairing.
+	Groups GroupsPolicy
+	// AllowGroups holds the platform chat ids of groups always let in.
+	AllowGroups map[string]bool
 }
 
 // Pairing codes: 8 characters from an alphabet without look-alikes, valid
@@ -65,6 +83,7 @@ const (
 	contextOnly                 // keep it in the session; start no turn
 	deny                        // drop it (it stays recorded as denied)
 	pairingSent                 // denied, and the sender got a pairing reply
+	answered                    // the access step answered it itself (/pair)
 )
 
 const (
@@ -98,9 +117,13 @@ func (g *Gateway) access(ctx context.Context, j job) (decision, error) {
 		return admit, nil
 	}
 	if j.in.Group {
-		switch pol.Group {
-		case GroupNever:
+		if pol.Group == GroupNever {
 			return deny, nil
+		}
+		if d, done, err := g.groupAccess(ctx, pol, j); done || err != nil {
+			return d, err
+		}
+		switch pol.Group {
 		case GroupAlways:
 			return admit, nil
 		default:

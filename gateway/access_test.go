@@ -46,9 +46,9 @@ func TestAccessPolicies(t *testing.T) {
 		{"dm pairing, listed", gateway.Access{DM: gateway.DMPairing, Allow: map[string]bool{"1": true}}, dm("1", "a", "hi"), "echo: hi", true},
 		{"dm pairing, stranger", gateway.Access{DM: gateway.DMPairing}, dm("2", "a", "hi"), "pairing", false},
 		{"dm pairing, stranger's command", gateway.Access{DM: gateway.DMPairing}, dm("2", "a", "/reset"), "pairing", false},
-		{"group mention, mentioned", gateway.Access{DM: gateway.DMAllowlist, Group: gateway.GroupMention}, group("9", "a", "hi bot", true), "echo: U9: hi bot", true},
-		{"group mention, not mentioned", gateway.Access{DM: gateway.DMAllowlist, Group: gateway.GroupMention}, group("9", "a", "chatter", false), "", false},
-		{"group always", gateway.Access{DM: gateway.DMAllowlist, Group: gateway.GroupAlways}, group("9", "a", "chatter", false), "echo: U9: chatter", true},
+		{"group mention, mentioned", gateway.Access{DM: gateway.DMAllowlist, Group: gateway.GroupMention, Groups: gateway.GroupsOpen}, group("9", "a", "hi bot", true), "echo: U9: hi bot", true},
+		{"group mention, not mentioned", gateway.Access{DM: gateway.DMAllowlist, Group: gateway.GroupMention, Groups: gateway.GroupsOpen}, group("9", "a", "chatter", false), "", false},
+		{"group always", gateway.Access{DM: gateway.DMAllowlist, Group: gateway.GroupAlways, Groups: gateway.GroupsOpen}, group("9", "a", "chatter", false), "echo: U9: chatter", true},
 		{"group never", gateway.Access{DM: gateway.DMOpen, Group: gateway.GroupNever}, group("9", "a", "hi bot", true), "", false},
 	}
 	for _, tc := range tests {
@@ -104,7 +104,7 @@ func TestGroupChatterIsContext(t *testing.T) {
 	r := newRig(t, dbtest.SQLite(t), func(ctx context.Context, in gateway.TurnInput) (string, error) {
 		return "ok", nil
 	}, func(o *gateway.Options) {
-		o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMAllowlist, Group: gateway.GroupMention}}
+		o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMAllowlist, Group: gateway.GroupMention, Groups: gateway.GroupsOpen}}
 	})
 	r.deliver(group("7", "g-1", "the train is at 6", false))
 	r.deliver(group("8", "g-2", "@bot when is the train?", true))

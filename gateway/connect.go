@@ -47,16 +47,19 @@ func userOf(in adapters.Inbound) string { return in.Surface + ":" + in.UserID }
 // takeToken says whether in carries a token for /connect: the next
 // message after /connect in the same direct chat (unless it is a
 // command, which cancels the wait), or a /connect with the token after
-// the provider. A waiting /connect it answers is taken.
+// the provider. In a group, any message with a /connect in it (after a
+// mention, say) is one: refused, whatever follows it. A waiting /connect
+// it answers is taken.
 func (g *Gateway) takeToken(in adapters.Inbound) (token, bool) {
+	if in.Group {
+		provider, value, ok := connectIn(in.Text)
+		return token{provider: provider, value: value, inline: true}, ok
+	}
 	if c, arg, ok := commands.ParseArg(in.Text); ok {
 		provider, value, inline := strings.Cut(arg, " ")
 		if c.Name == "connect" && inline {
 			return token{provider: provider, value: strings.TrimSpace(value), inline: true}, true
 		}
-	}
-	if in.Group {
-		return token{}, false
 	}
 	g.pending.mu.Lock()
 	defer g.pending.mu.Unlock()
@@ -71,18 +74,44 @@ func (g *Gateway) takeToken(in adapters.Inbound) (token, bool) {
 	return token{provider: p.provider, value: strings.TrimSpace(in.Text)}, true
 }
 
+// connectIn finds a /connect (or /connect@bot) anywhere in text, as a
+// group message has it after a mention of the bot, and what follows it.
+func connectIn(text string) (provider, value string, ok bool) {
+	fields := strings.Fields(text)
+	for i, f := range fields {
+		name, _, _ := strings.Cut(f, "@")
+		if !strings.EqualFold(name, "/connect") {
+			continue
+		}
+		if i+1 < len(fields) {
+			provider = strings.ToLower(fields[i+1])
+		}
+		if i+2 < len(fields) {
+			value = strings.Join(fields[i+2:], " ")
+		}
+		return provider, value, true
+	}
+	return "", "", false
+}
+
 // acceptToken stores the token's message as answered, with its text
 // replaced, and the token sealed (or the refusal) in the same
 // transaction: the token never reaches the conversation, the model or the
 // inbound record.
 func (g *Gateway) acceptToken(ctx context.Context, in adapters.Inbound, t token) error {
+	known := g.opts.Connections != nil && slices.Contains(g.opts.Connections.Providers(), t.provider)
 	kept := in
-	kept.Text = fmt.Sprintf("[a %s token for /connect, kept out of the conversation]", t.provider)
+	kept.Text = "[a token for /connect, kept out of the conversation]"
+	if known { // else the "provider" may be the token itself
+		kept.Text = fmt.Sprintf("[a %s token for /connect, kept out of the conversation]", t.provider)
+	}
 	kept.Files = nil
-	// A waiting /connect was let in already; a /connect with its token
-	// is let in here, quietly: a stranger is told nothing.
-	admitted := !t.inline
-	if t.inline && !in.Group {
+	// Only a sender the access policy admits may connect, quietly: a
+	// stranger is told nothing. A waiting /connect is asked again, for
+	// the policy may have changed, or the wait began on a replica that
+	// took the /connect before its access check.
+	admitted := true
+	if !in.Group {
 		var err error
 		if admitted, err = g.admitsDirect(ctx, in); err != nil {
 			return err
@@ -95,9 +124,11 @@ func (g *Gateway) acceptToken(ctx context.Context, in adapters.Inbound, t token)
 		switch {
 		case !admitted && !in.Group:
 			return nil
+		case in.Group && t.value == "" && (known || t.provider == ""):
+			reply = "/connect works only in a direct chat with me: send it there, so your token isn't posted here."
 		case in.Group:
-			reply = "I didn't store that token: /connect works only in a direct chat with me. A token posted here is seen by everyone in the chat; revoke it and make a new one."
-		case g.opts.Connections == nil || !slices.Contains(g.opts.Connections.Providers(), t.provider):
+			reply = "I didn't store that: /connect works only in a direct chat with me. A token posted here is seen by everyone in the chat; revoke it and make a new one, then send /connect to me directly."
+		case !known:
 			reply = g.connectUsage(t.provider)
 		case t.value == "" || strings.ContainsAny(t.value, " \n\t"):
 			reply = fmt.Sprintf("That doesn't look like a token (it has spaces); send /connect %s again, then the token alone.", t.provider)
@@ -147,16 +178,23 @@ func (g *Gateway) waitToken(in adapters.Inbound, provider string) {
 }
 
 // waitTokenHere waits for the token of a /connect in a direct chat on
-// the replica that took it (see deliver).
-func (g *Gateway) waitTokenHere(in adapters.Inbound) {
+// the replica that took it (see deliver), if the sender is one the access
+// policy admits: this runs before the access check.
+func (g *Gateway) waitTokenHere(ctx context.Context, in adapters.Inbound) {
 	c, arg, ok := commands.ParseArg(in.Text)
 	if !ok || c.Name != "connect" || in.Group || g.opts.Connections == nil {
 		return
 	}
 	provider := strings.ToLower(strings.TrimSpace(arg))
-	if provider != "" && slices.Contains(g.opts.Connections.Providers(), provider) {
-		g.waitToken(in, provider)
+	if provider == "" || !slices.Contains(g.opts.Connections.Providers(), provider) {
+		return
 	}
+	// On a database fault it waits all the same: the token must not
+	// become an ordinary message, and acceptToken asks again.
+	if admitted, err := g.admitsDirect(ctx, in); err == nil && !admitted {
+		return
+	}
+	g.waitToken(in, provider)
 }
 
 // connectUsage says which providers /connect takes.

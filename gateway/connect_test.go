@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
@@ -120,6 +121,71 @@ func TestConnectTakesTheNextMessageAsTheToken(t *testing.T) {
 					if strings.Contains(s, tok) {
 						t.Errorf("%s holds the token: %s", q, s)
 					}
+				}
+			}
+			rows.Close()
+		}
+	})
+}
+
+// herePlacement places every session on this replica, as one replica of
+// several does for the sessions it holds.
+type herePlacement struct{}
+
+func (herePlacement) Place(context.Context, string) (string, string, bool, error) {
+	return "h", "me", true, nil
+}
+
+// /connect is honoured only for a sender the access policy admits, also
+// among replicas (where the wait for the token began before the access
+// check); in a group, a /connect after a mention of the bot is refused
+// before it is stored, with a note to use a direct chat, and never
+// reaches a turn.
+func TestConnectOnlyFromAdmittedSendersInDirectChats(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		db := open(t)
+		var turns atomic.Int64
+		conns := &fakeConnections{tokens: map[string]string{}}
+		r := newRig(t, db, func(ctx context.Context, in gateway.TurnInput) (string, error) {
+			turns.Add(1)
+			return echoRun(ctx, in)
+		}, func(o *gateway.Options) {
+			o.Connections = conns
+			o.Placement = herePlacement{}
+			o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMPairing, Group: gateway.GroupMention, Groups: gateway.GroupsOpen}}
+		})
+		r.deliver(dm("9", "1", "/connect github"))
+		r.deliver(dm("9", "2", "ghp_stranger"))
+		r.deliver(dm("9", "3", "/connect github ghp_inline"))
+		sent := r.sent(2)
+		if !strings.Contains(sent[0], "pairing code") || !strings.Contains(sent[1], "pairing code") {
+			t.Fatalf("a stranger's /connect and token were answered %q", sent)
+		}
+		g := group("7", "4", "@parleybot /connect github ghp_group", true)
+		r.deliver(g)
+		got := r.sent(3)[2]
+		if !strings.Contains(got, "only in a direct chat") {
+			t.Fatalf("a /connect after a mention in a group was answered %q", got)
+		}
+		r.deliver(group("7", "5", "@parleybot /connect github", true))
+		if got := r.sent(4)[3]; !strings.Contains(got, "only in a direct chat") {
+			t.Fatalf("a bare /connect in a group was answered %q", got)
+		}
+		if len(conns.tokens) != 0 || turns.Load() != 0 {
+			t.Fatalf("tokens stored %v, %d turns ran", conns.tokens, turns.Load())
+		}
+		for _, q := range []string{"SELECT payload FROM inbound", "SELECT content FROM messages", "SELECT text FROM outbox"} {
+			rows, err := db.Reader().QueryContext(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var s string
+				if err := rows.Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(s, "ghp_group") {
+					t.Errorf("%s holds the token: %s", q, s)
 				}
 			}
 			rows.Close()

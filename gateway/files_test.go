@@ -14,7 +14,7 @@ import (
 func TestGroupContextKeepsFiles(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
 		r := newRig(t, open(t), echoRun, func(o *gateway.Options) {
-			o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMAllowlist, Group: gateway.GroupMention}}
+			o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMAllowlist, Group: gateway.GroupMention, Groups: gateway.GroupsOpen}}
 		})
 		in := group("9", "a", "", false)
 		in.Files = []adapters.FileRef{{ID: "f1", Name: "minutes.pdf", MediaType: "application/pdf", Size: 4096}}

@@ -253,7 +253,7 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 		// The token comes to the replica this /connect came to, which
 		// may not be the one running the chat's session (where the
 		// command runs): it waits for it here too.
-		g.waitTokenHere(in)
+		g.waitTokenHere(ctx, in)
 	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
@@ -311,6 +311,8 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 		if d == deny {
 			g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, err: "denied by the access policy", replyTo: j})
 		}
+		return
+	case d == answered:
 		return
 	case d == contextOnly:
 		j.contextOnly = true

@@ -149,6 +149,19 @@ type Origin struct {
 	Ask AskFunc
 	// Unattended is set for a run nobody watches: its config answers.
 	Unattended *Unattended
+	// Callers are the turns a subagent's turn was spawned from, the root
+	// first: the chat the person is in. A subagent's call is judged by
+	// its own agent's rules and by each caller's, the strictest winning,
+	// and the person's lasting answers are read from and stored for the
+	// root, the agent and chat they were talking to. Empty for a turn a
+	// person or a job started.
+	Callers []Caller
+}
+
+// Caller is one turn above a subagent's: its agent and session.
+type Caller struct {
+	AgentID   string
+	SessionID string
 }
 
 // Unattended answers for a run nobody watches, a cron job or a webhook:

@@ -87,26 +87,94 @@ type Call struct {
 }
 
 // Verdict judges a call by the rules alone (config and stored), without
-// asking anyone.
+// asking anyone. A subagent's call is judged by its own agent's rules and
+// by each of its callers' (Origin.Callers), with the person's stored
+// answers for the root: the strictest verdict wins, so a subagent never
+// has more rights than the chat it was spawned from.
 func (c *Checker) Verdict(ctx context.Context, call Call) (Verdict, error) {
-	l := c.policy.Load().layers(call.AgentID, call.Origin.User)
 	external := c.opts.External(call.Tool)
+	var (
+		worst Verdict
+		st    *Stored
+	)
+	for i, agent := range judges(call) {
+		v, err := c.verdictFor(ctx, call, agent, external, &st)
+		if err != nil {
+			return v, err
+		}
+		if agent != call.AgentID {
+			v.Of = agent
+		}
+		if i == 0 || stricter(v, worst) {
+			worst = v
+		}
+	}
+	return worst, nil
+}
+
+// verdictFor judges call by agent's rules and, when they don't settle it,
+// the person's stored answers (read once into *st).
+func (c *Checker) verdictFor(ctx context.Context, call Call, agent string, external bool, st **Stored) (Verdict, error) {
+	l := c.policy.Load().layers(agent, call.Origin.User)
 	v := Evaluate(call.Tool, l, external)
+	sessionID, grantAgent := grantTarget(call)
 	// Stored rules only allow, so they can change only an ask or an
 	// unpinned deny: the common call (allowed by the config) reads nothing.
-	if v.Pinned || v.Decision == Allow || c.opts.Store == nil || call.SessionID == "" {
+	if v.Pinned || v.Decision == Allow || c.opts.Store == nil || sessionID == "" {
 		return v, nil
 	}
-	st, err := c.opts.Store.Grants(ctx, call.SessionID, call.AgentID, call.Origin.User)
-	if err != nil {
-		return v, err
+	if *st == nil {
+		got, err := c.opts.Store.Grants(ctx, sessionID, grantAgent, call.Origin.User)
+		if err != nil {
+			return v, err
+		}
+		*st = &got
 	}
-	if st.Session.Len() == 0 && st.Project.Len() == 0 {
+	if (*st).Session.Len() == 0 && (*st).Project.Len() == 0 {
 		return v, nil
 	}
-	l.Session = st.Session
-	l.Project = append(l.Project, st.Project)
+	l.Session = (*st).Session
+	l.Project = append(l.Project, (*st).Project)
 	return Evaluate(call.Tool, l, external), nil
+}
+
+// judges are the agents whose rules judge call: its own, then its
+// callers', nearest first, each once.
+func judges(call Call) []string {
+	out := []string{call.AgentID}
+	for i := len(call.Origin.Callers) - 1; i >= 0; i-- {
+		if a := call.Origin.Callers[i].AgentID; !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// grantTarget is where the person's lasting answers for call live: the
+// session and agent they were talking to (a subagent's root).
+func grantTarget(call Call) (sessionID, agentID string) {
+	if cs := call.Origin.Callers; len(cs) > 0 {
+		return cs[0].SessionID, cs[0].AgentID
+	}
+	return call.SessionID, call.AgentID
+}
+
+// stricter reports whether a says less than b: deny over ask over allow,
+// and a pinned ask over one a person may change.
+func stricter(a, b Verdict) bool {
+	rank := func(v Verdict) int {
+		switch v.Decision {
+		case Deny:
+			return 2
+		case Ask:
+			return 1
+		}
+		return 0
+	}
+	if rank(a) != rank(b) {
+		return rank(a) > rank(b)
+	}
+	return a.Pinned && !b.Pinned
 }
 
 // Check decides whether call may run: nil lets it run; a *DeniedError says
@@ -169,9 +237,11 @@ func (c *Checker) ask(ctx context.Context, call Call, v Verdict) error {
 	return c.apply(ctx, call, q, ans)
 }
 
-// apply carries out an answer: it stores one that lasts. A failure to
-// store it still lets this call run: the person said yes.
+// apply carries out an answer: it stores one that lasts, for the session
+// and agent the person was talking to. A failure to store it still lets
+// this call run: the person said yes.
 func (c *Checker) apply(ctx context.Context, call Call, q Question, ans Answer) error {
+	sessionID, agentID := grantTarget(call)
 	if ans != Refuse && !slices.Contains(q.Choices, ans) {
 		ans = AllowOnce // a lasting answer to a pinned ask allows this call only
 	}
@@ -181,11 +251,11 @@ func (c *Checker) apply(ctx context.Context, call Call, q Question, ans Answer) 
 		return nil
 	case AllowSession:
 		if c.opts.Store != nil {
-			err = c.opts.Store.GrantSession(context.WithoutCancel(ctx), call.SessionID, call.Tool, call.Origin.User)
+			err = c.opts.Store.GrantSession(context.WithoutCancel(ctx), sessionID, call.Tool, call.Origin.User)
 		}
 	case AllowAlways:
 		if c.opts.Store != nil {
-			err = c.opts.Store.GrantProject(context.WithoutCancel(ctx), call.AgentID, call.Origin.User, call.Tool)
+			err = c.opts.Store.GrantProject(context.WithoutCancel(ctx), agentID, call.Origin.User, call.Tool)
 		}
 	default:
 		return &DeniedError{Tool: call.Tool, Reason: "the person asked said no"}

@@ -164,3 +164,56 @@ func TestCheckerUnattended(t *testing.T) {
 		t.Fatalf("no origin: %v", err)
 	}
 }
+
+// A subagent's call is judged by its own agent's rules and by its
+// callers', the strictest winning; the person's lasting answers are read
+// and stored for the root: the agent and chat they were talking to.
+func TestSubagentCallJudgedByItsCallers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		root, child := newSession(t, db, "1"), newSession(t, db, "2")
+		pol, err := NewPolicy(map[string][]Rule{
+			"private": {{Tool: "priv__*", Decision: Allow}, {Tool: "memory_write", Decision: Allow}},
+			"public":  {{Tool: "memory_write", Decision: Deny}},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := NewStore(db)
+		c := NewChecker(Options{Policy: pol, Store: st})
+		var asked atomic.Int32
+		sub := func(tool string, a AskFunc) error {
+			return c.Check(ctx, Call{Tool: tool, SessionID: child, AgentID: "private", Origin: Origin{User: "telegram:7", Ask: a,
+				Callers: []Caller{{AgentID: "public", SessionID: root}}}})
+		}
+		// The private agent allows its tool, the caller's chat would ask:
+		// the person is asked.
+		if err := sub("priv__secret", asker(AllowAlways, &asked)); err != nil || asked.Load() != 1 {
+			t.Fatalf("the caller's ask: %v, asked %d", err, asked.Load())
+		}
+		// The caller denies: so does its subagent, though its own rules allow.
+		if err := sub("memory_write", asker(AllowOnce, &asked)); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "agent public") {
+			t.Fatalf("the caller's deny: %v", err)
+		}
+		// "Always" is stored for the agent the person talked to.
+		gs, err := st.ProjectGrants(ctx, "", "")
+		if err != nil || len(gs) != 1 || gs[0].Agent != "public" || gs[0].Tool != "priv__secret" || gs[0].User != "telegram:7" {
+			t.Fatalf("grants %+v, %v", gs, err)
+		}
+		// And it holds for the next subagent call, unasked.
+		if err := sub("priv__secret", asker(Refuse, &asked)); err != nil || asked.Load() != 1 {
+			t.Fatalf("after always: %v, asked %d", err, asked.Load())
+		}
+		// "Always in this chat" goes to the root's session.
+		if err := sub("priv__other", asker(AllowSession, &asked)); err != nil || asked.Load() != 2 {
+			t.Fatalf("session answer: %v, asked %d", err, asked.Load())
+		}
+		if g, err := st.Grants(ctx, root, "public", "telegram:7"); err != nil || g.Session.Len() != 1 {
+			t.Fatalf("root's session grants: %+v, %v", g, err)
+		}
+		if g, err := st.Grants(ctx, child, "private", "telegram:7"); err != nil || g.Session.Len()+g.Project.Len() != 0 {
+			t.Fatalf("the subagent's own grants: %+v, %v", g, err)
+		}
+	})
+}

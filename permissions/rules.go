@@ -243,17 +243,26 @@ type Verdict struct {
 	Layer Layer
 	// Pinned: a pinned manifest rule decided, which nothing overrides.
 	Pinned bool
+	// Of is the calling agent whose rules decided a subagent's call; ""
+	// when the call's own agent's did.
+	Of string
 }
 
 // Why says in a phrase what decided, for the model and the log.
 func (v Verdict) Why() string {
-	if v.Layer == LayerDefault {
-		if v.Decision == Ask {
-			return "tools of MCP servers ask by default"
-		}
-		return "parley's own tools are allowed by default"
+	var why string
+	switch {
+	case v.Layer != LayerDefault:
+		why = fmt.Sprintf("%s says %q", v.Layer, v.Rule.String())
+	case v.Decision == Ask:
+		why = "tools of MCP servers ask by default"
+	default:
+		why = "parley's own tools are allowed by default"
 	}
-	return fmt.Sprintf("%s says %q", v.Layer, v.Rule.String())
+	if v.Of != "" {
+		why += fmt.Sprintf(" for agent %s, which handed over this task", v.Of)
+	}
+	return why
 }
 
 // Layers are the rule sets a call is judged by.
