@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/llm"
 )
 
 // Defaults applied to keys that are absent from the file.
@@ -125,11 +126,10 @@ type Compaction struct {
 	Notify bool `yaml:"notify"`
 }
 
-// Providers holds the settings of each model provider.
-type Providers struct {
-	OpenAI    Provider `yaml:"openai"`
-	Anthropic Provider `yaml:"anthropic"`
-}
+// Providers holds the settings of each model provider, by its name in
+// model specs ("openai", "anthropic", or any other registered with
+// llm.Register).
+type Providers map[string]Provider
 
 // Provider is how to reach one model provider's API.
 type Provider struct {
@@ -148,16 +148,19 @@ type Provider struct {
 // Configured reports whether the provider has an API key or a base URL.
 func (p Provider) Configured() bool { return p.APIKey != "" || p.BaseURL != "" }
 
-// Lookup returns the settings of the provider named in a model spec
-// ("openai" or "anthropic"), and false for any other name.
+// Lookup returns the settings of the provider named in a model spec, and
+// whether the name is a provider parley knows (registered with
+// llm.Register); an unset section is a known provider not configured.
 func (p Providers) Lookup(name string) (Provider, bool) {
-	switch name {
-	case "openai":
-		return p.OpenAI, true
-	case "anthropic":
-		return p.Anthropic, true
+	if _, ok := llm.Lookup(name); !ok {
+		return Provider{}, false
 	}
-	return Provider{}, false
+	return p[name], true
+}
+
+// Settings are the provider's settings as its client takes them.
+func (p Provider) Settings() llm.Settings {
+	return llm.Settings{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}
 }
 
 // Gateway tunes how messages are queued and answered.
@@ -501,9 +504,16 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
 	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
 
-	for _, p := range []*Provider{&c.Providers.OpenAI, &c.Providers.Anthropic} {
+	for name, p := range c.Providers {
 		p.APIKey = Secret(strings.TrimSpace(string(p.APIKey)))
 		p.BaseURL = strings.TrimSpace(p.BaseURL)
+		c.Providers[name] = p
+		if p == (Provider{}) {
+			delete(c.Providers, name) // a section left empty (an unset ${VAR}) is no section
+		}
+	}
+	if len(c.Providers) == 0 {
+		c.Providers = nil
 	}
 	if len(c.HTTP.Tokens) == 0 {
 		c.HTTP.Tokens = nil // "tokens: []" is the same as leaving it out

@@ -50,7 +50,7 @@ func TestDefault(t *testing.T) {
 		{"agents[0].max_steps", c.Agents[0].MaxSteps, 10},
 		{"agents[0].queue_mode", c.Agents[0].QueueMode, "followup"},
 		{"agents[0].max_output_tokens", c.Agents[0].MaxOutputTokens, 4096},
-		{"providers", c.Providers, Providers{}},
+		{"providers", c.Providers, Providers(nil)},
 		{"gateway.recovery", c.Gateway.Recovery, "rerun"},
 		{"gateway.queue_cap", c.Gateway.QueueCap, 20},
 		{"gateway.debounce", c.Gateway.Debounce.Std(), 500 * time.Millisecond},
@@ -307,8 +307,8 @@ func TestExampleFile(t *testing.T) {
 		if c.Database.Engine() != "postgres" || c.Agents[1].Model != "anthropic/claude-sonnet-4-5" {
 			t.Errorf("env not applied: engine %q, family model %q", c.Database.Engine(), c.Agents[1].Model)
 		}
-		if c.Providers.OpenAI.BaseURL != "http://localhost:11434/v1" || c.Providers.OpenAI.APIKey != "" ||
-			c.Providers.Anthropic.APIKey.Reveal() != password || c.Providers.Anthropic.BaseURL != "" {
+		if c.Providers["openai"].BaseURL != "http://localhost:11434/v1" || c.Providers["openai"].APIKey != "" ||
+			c.Providers["anthropic"].APIKey.Reveal() != password || c.Providers["anthropic"].BaseURL != "" {
 			t.Errorf("providers env not applied: %+v", c.Providers)
 		}
 		if got := c.MissingKeys(); got != nil {

@@ -108,15 +108,15 @@ func TestMissingKeys(t *testing.T) {
 }
 
 func TestProviderHelpers(t *testing.T) {
-	ps := Providers{OpenAI: Provider{APIKey: "k"}, Anthropic: Provider{BaseURL: "http://x"}}
+	ps := Providers{"openai": Provider{APIKey: "k"}, "anthropic": Provider{BaseURL: "http://x"}}
 	tests := []struct {
 		name       string
 		want       Provider
 		ok         bool
 		configured bool
 	}{
-		{"openai", ps.OpenAI, true, true},
-		{"anthropic", ps.Anthropic, true, true},
+		{"openai", ps["openai"], true, true},
+		{"anthropic", ps["anthropic"], true, true},
 		{"echo", Provider{}, false, false},
 		{"OpenAI", Provider{}, false, false},
 	}
@@ -150,8 +150,8 @@ func TestNewDefaultsAndExplicitValues(t *testing.T) {
 		{"empty tools is none", "agents:\n  - id: a\n    tools: []\n", func(c *Config) any { return c.Agents[0].Tools }, []string(nil)},
 		{"tools trimmed", "agents:\n  - id: a\n    tools: [' a ', b]\n", func(c *Config) any { return c.Agents[0].Tools }, []string{"a", "b"}},
 		{"queue_mode lowercased", "agents:\n  - id: a\n    queue_mode: COLLECT\n", func(c *Config) any { return c.Agents[0].QueueMode }, "collect"},
-		{"base_url trimmed", "providers:\n  openai:\n    base_url: ' http://h/v1 '\n", func(c *Config) any { return c.Providers.OpenAI.BaseURL }, "http://h/v1"},
-		{"api_key trimmed", "providers:\n  openai:\n    api_key: \"${K}\\n\"\n", func(c *Config) any { return c.Providers.OpenAI.APIKey.Reveal() }, "sk-1"},
+		{"base_url trimmed", "providers:\n  openai:\n    base_url: ' http://h/v1 '\n", func(c *Config) any { return c.Providers["openai"].BaseURL }, "http://h/v1"},
+		{"api_key trimmed", "providers:\n  openai:\n    api_key: \"${K}\\n\"\n", func(c *Config) any { return c.Providers["openai"].APIKey.Reveal() }, "sk-1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestNewKeysReportWrongTypes(t *testing.T) {
 		{"unknown binding key", "bindings:\n  - agent: default\n    chat: c\n    channel: c\n",
 			`parley.yaml:4: unknown key "bindings[0].channel" (known keys: agent, adapter, chat, user)`},
 		{"unknown provider", "providers:\n  gemini:\n    api_key: x\n",
-			`parley.yaml:2: unknown key "providers.gemini" (known keys: openai, anthropic)`},
+			`parley.yaml:2: providers.gemini: "gemini" is not a provider parley knows; use one of anthropic, openai`},
 		{"api_key not shown", "providers:\n  openai:\n    api_key: [sk-" + password + "]\n",
 			`parley.yaml:3: providers.openai.api_key: expected a string, got a list`},
 		{"debounce", "gateway:\n  debounce: 500\n", `parley.yaml:2: gateway.debounce: expected a duration such as "5s" or "1m30s", got "500"`},
@@ -190,27 +190,28 @@ func TestAPIKeysRedacted(t *testing.T) {
 	const openaiKey, anthropicKey = "sk-openai-" + password, "sk-ant-" + password
 	c := mustParse(t, "providers:\n  openai:\n    api_key: ${OPENAI_API_KEY}\n  anthropic:\n    api_key: ${ANTHROPIC_API_KEY}\n",
 		map[string]string{"OPENAI_API_KEY": openaiKey, "ANTHROPIC_API_KEY": anthropicKey})
-	if c.Providers.OpenAI.APIKey.Reveal() != openaiKey || c.Providers.Anthropic.APIKey.Reveal() != anthropicKey {
-		t.Fatalf("keys not loaded: %q, %q", c.Providers.OpenAI.APIKey.Reveal(), c.Providers.Anthropic.APIKey.Reveal())
+	if c.Providers["openai"].APIKey.Reveal() != openaiKey || c.Providers["anthropic"].APIKey.Reveal() != anthropicKey {
+		t.Fatalf("keys not loaded: %q, %q", c.Providers["openai"].APIKey.Reveal(), c.Providers["anthropic"].APIKey.Reveal())
 	}
 
 	outputs := map[string]string{}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 		outputs["fmt "+verb+" config"] = fmt.Sprintf(verb, c)
 		outputs["fmt "+verb+" providers"] = fmt.Sprintf(verb, c.Providers)
-		outputs["fmt "+verb+" provider"] = fmt.Sprintf(verb, c.Providers.OpenAI)
-		outputs["fmt "+verb+" provider pointer"] = fmt.Sprintf(verb, &c.Providers.Anthropic)
+		outputs["fmt "+verb+" provider"] = fmt.Sprintf(verb, c.Providers["openai"])
+		anthropic := c.Providers["anthropic"]
+		outputs["fmt "+verb+" provider pointer"] = fmt.Sprintf(verb, &anthropic)
 	}
 	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
 		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
 		"text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
 	} {
 		var buf bytes.Buffer
-		slog.New(h(&buf)).Info("loaded", "config", c, "providers", c.Providers, "openai", c.Providers.OpenAI,
-			"key", c.Providers.Anthropic.APIKey)
+		slog.New(h(&buf)).Info("loaded", "config", c, "providers", c.Providers, "openai", c.Providers["openai"],
+			"key", c.Providers["anthropic"].APIKey)
 		outputs["slog "+name] = buf.String()
 	}
-	for name, v := range map[string]any{"config": c, "providers": c.Providers, "provider": c.Providers.OpenAI} {
+	for name, v := range map[string]any{"config": c, "providers": c.Providers, "provider": c.Providers["openai"]} {
 		out, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +231,7 @@ func TestAPIKeysRedacted(t *testing.T) {
 	}
 	t.Run("json shape", func(t *testing.T) {
 		out, _ := json.Marshal(c.Providers)
-		want := `{"OpenAI":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0},"Anthropic":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0}}`
+		want := `{"anthropic":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0},"openai":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0}}`
 		if string(out) != want {
 			t.Errorf("json.Marshal(providers) = %s, want %s", out, want)
 		}

@@ -84,6 +84,28 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 		seen := map[string]int{}
 		// An adapter entry's other keys are its type's to check.
 		c.checkKeys(n, path, names, fields, seen, false, t == adapterType)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		// A section keyed by names its owner checks (providers by name).
+		if n.Kind != yaml.MappingNode {
+			c.addAt(n.Line, path, "expected a mapping of names, got "+describe(n, t))
+			return
+		}
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				c.addAt(k.Line, path, "keys must be plain names, not lists or mappings")
+				continue
+			}
+			full := joinKey(path, k.Value)
+			if first, dup := seen[k.Value]; dup {
+				c.addAt(k.Line, full, fmt.Sprintf("duplicate key %q (first set on line %d)", full, first))
+				continue
+			}
+			seen[k.Value] = k.Line
+			c.lines[full] = k.Line
+			c.check(v, t.Elem(), full)
+		}
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			c.addAt(n.Line, path, "expected a list, got "+describe(n, t))

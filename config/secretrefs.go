@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -134,6 +135,17 @@ func walkValue(v reflect.Value, path string, fn func(path, s string) (string, bo
 	case reflect.Slice:
 		for i := range v.Len() {
 			walkValue(v.Index(i), fmt.Sprintf("%s[%d]", path, i), fn)
+		}
+	case reflect.Map:
+		// Map values can't be set in place: each is copied, walked and
+		// stored back, in key order so problems come in a stable order.
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, k := range keys {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			walkValue(e, joinKey(path, k.String()), fn)
+			v.SetMapIndex(k, e)
 		}
 	case reflect.Struct:
 		t := v.Type()

@@ -57,9 +57,9 @@ func TestSecretRefsResolve(t *testing.T) {
 	if err := c.Adapters[0].Decode(&tg); err != nil {
 		t.Fatal(err)
 	}
-	if c.Providers.OpenAI.APIKey.Reveal() != "sk-one" || tg.Token.Reveal() != "123:abc" ||
+	if c.Providers["openai"].APIKey.Reveal() != "sk-one" || tg.Token.Reveal() != "123:abc" ||
 		c.MCP.Servers[0].Headers[0] != "Authorization: Bearer ghp_two" || c.MCP.Servers[0].Headers[1] != "X-Plain: $5 p" {
-		t.Errorf("resolved: key %q, token %q, headers %q", c.Providers.OpenAI.APIKey.Reveal(), tg.Token.Reveal(), c.MCP.Servers[0].Headers)
+		t.Errorf("resolved: key %q, token %q, headers %q", c.Providers["openai"].APIKey.Reveal(), tg.Token.Reveal(), c.MCP.Servers[0].Headers)
 	}
 	if len(c.SecretRefs()) != 0 {
 		t.Errorf("references left after resolution: %v", c.SecretRefs())

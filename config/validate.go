@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/internal/lazyregexp"
+	"github.com/parleyd/parley/llm"
 )
 
 var agentID = idPattern{max: 64, more: "_-"}
@@ -52,8 +54,13 @@ func (c *Config) validate(ck *checker) {
 	c.Database.validate(ck)
 	c.HTTP.validate(ck)
 	c.Log.validate(ck)
-	c.Providers.OpenAI.validate(ck, "providers.openai.")
-	c.Providers.Anthropic.validate(ck, "providers.anthropic.")
+	for _, name := range slices.Sorted(maps.Keys(c.Providers)) {
+		if _, ok := llm.Lookup(name); !ok {
+			ck.add("providers."+name, fmt.Sprintf("%q is not a provider parley knows; use one of %s", name, strings.Join(llm.Providers()[1:], ", ")))
+			continue
+		}
+		c.Providers[name].validate(ck, "providers."+name+".")
+	}
 	c.Gateway.validate(ck)
 	c.Memory.validate(ck)
 	c.validateAdapters(ck)
@@ -318,16 +325,17 @@ func (a *Agent) validate(ck *checker, p string) {
 	}
 
 	provider, model, hasProvider := strings.Cut(a.Model, "/")
+	_, known := llm.Lookup(provider)
 	switch {
 	case a.Model == "echo":
-	case hasProvider && provider != "" && provider != "echo" && provider != "openai" && provider != "anthropic":
+	case hasProvider && provider != "" && provider != "echo" && !known:
 		ck.add(p+"model", fmt.Sprintf(`%q is not a model: unknown provider %q; %s`, a.Model, provider, modelRule))
-	case provider != "openai" && provider != "anthropic" || model == "" || strings.ContainsAny(a.Model, " \t\r\n"):
+	case !known || model == "" || strings.ContainsAny(a.Model, " \t\r\n"):
 		ck.add(p+"model", fmt.Sprintf(`%q is not a model; %s`, a.Model, modelRule))
 	}
 	for i, f := range a.FallbackModels {
 		fp, fm, ok := strings.Cut(f, "/")
-		if f != "echo" && (!ok || (fp != "openai" && fp != "anthropic") || fm == "" || strings.ContainsAny(f, " \t\r\n")) {
+		if _, known := llm.Lookup(fp); f != "echo" && (!ok || !known || fm == "" || strings.ContainsAny(f, " \t\r\n")) {
 			ck.add(fmt.Sprintf("%sfallback_models[%d]", p, i), fmt.Sprintf(`%q is not a model; %s`, f, modelRule))
 		}
 	}
@@ -367,7 +375,7 @@ func (a *Agent) validate(ck *checker, p string) {
 	}
 	if m := a.Compaction.Model; m != "" {
 		provider, name, ok := strings.Cut(m, "/")
-		if m != "echo" && (!ok || name == "" || (provider != "openai" && provider != "anthropic") || strings.ContainsAny(m, " \t\r\n")) {
+		if _, known := llm.Lookup(provider); m != "echo" && (!ok || name == "" || !known || strings.ContainsAny(m, " \t\r\n")) {
 			ck.add(p+"compaction.model", fmt.Sprintf(`%q is not a model; %s, or leave it empty for the agent's own model`, m, modelRule))
 		}
 	}

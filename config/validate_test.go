@@ -231,8 +231,8 @@ func TestProviderFeatureKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Providers.OpenAI.MaxConcurrent != 4 || len(c.Agents[0].FallbackModels) != 2 || c.Agents[0].ReasoningEffort != "high" {
-		t.Fatalf("parsed %+v %+v", c.Providers.OpenAI, c.Agents[0])
+	if c.Providers["openai"].MaxConcurrent != 4 || len(c.Agents[0].FallbackModels) != 2 || c.Agents[0].ReasoningEffort != "high" {
+		t.Fatalf("parsed %+v %+v", c.Providers["openai"], c.Agents[0])
 	}
 	_, err = Parse([]byte("providers:\n  openai:\n    max_concurrent: -1\nagents:\n  - id: default\n    fallback_models: [\"gpt-4o\"]\n    reasoning_effort: extreme\n"), "parley.yaml", nil)
 	for _, want := range []string{"providers.openai.max_concurrent: -1 is out of range", `agents[0].fallback_models[0]: "gpt-4o" is not a model`, `agents[0].reasoning_effort: "extreme" is not an effort`} {

@@ -19,9 +19,10 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/llm"
-	"github.com/parleyd/parley/llm/anthropic"
+	// The model providers parley ships: each registers itself.
+	_ "github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
-	"github.com/parleyd/parley/llm/openai"
+	_ "github.com/parleyd/parley/llm/openai"
 	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/memory"
@@ -309,11 +310,10 @@ func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
 // model, which tests read.
 func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string) (llm.Model, error) {
 	clients := map[string]llm.Model{}
-	if p := cfg.Providers.OpenAI; p.Configured() {
-		clients["openai"] = llm.WithLimit(openai.New(openai.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), p.MaxConcurrent)
-	}
-	if p := cfg.Providers.Anthropic; p.Configured() {
-		clients["anthropic"] = llm.WithLimit(anthropic.New(anthropic.Options{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}), p.MaxConcurrent)
+	for name, p := range cfg.Providers {
+		if prov, ok := llm.Lookup(name); ok && p.Configured() {
+			clients[name] = llm.WithLimit(prov.New(p.Settings()), p.MaxConcurrent)
+		}
 	}
 	return func(spec string) (llm.Model, error) {
 		provider, _, err := llm.ParseModel(spec)

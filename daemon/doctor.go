@@ -20,8 +20,6 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/llm"
-	"github.com/parleyd/parley/llm/anthropic"
-	"github.com/parleyd/parley/llm/openai"
 	"github.com/parleyd/parley/migrations"
 )
 
@@ -176,13 +174,11 @@ func CheckModel(ctx context.Context, m llm.Model, name string) error {
 
 // providerBase is the address a provider is reached at.
 func providerBase(cfg *config.Config, provider string) string {
-	switch provider {
-	case "openai":
-		return cmp.Or(cfg.Providers.OpenAI.BaseURL, openai.DefaultBaseURL)
-	case "anthropic":
-		return cmp.Or(cfg.Providers.Anthropic.BaseURL, anthropic.DefaultBaseURL)
+	p, ok := llm.Lookup(provider)
+	if !ok {
+		return ""
 	}
-	return ""
+	return cmp.Or(cfg.Providers[provider].BaseURL, p.DefaultBaseURL)
 }
 
 // serverDate is the Date a server at url answers a HEAD with.

@@ -89,12 +89,9 @@ func reloadCases(dir string) []reloadCase {
 		restart("log.format", func(c *config.Config) { c.Log.Format = "json" }),
 		{key: "agents", change: func(c *config.Config) { c.Agents[0].Prompt = "a new prompt" },
 			applied: running(func(c *config.Config) any { return c.Agents[0].Prompt }, "a new prompt")},
-		restart("providers.openai.api_key", func(c *config.Config) { c.Providers.OpenAI.APIKey = sec("sk-other") }),
-		restart("providers.openai.base_url", func(c *config.Config) { c.Providers.OpenAI.BaseURL = "http://127.0.0.1:3/v1" }),
-		restart("providers.openai.max_concurrent", func(c *config.Config) { c.Providers.OpenAI.MaxConcurrent = 3 }),
-		restart("providers.anthropic.api_key", func(c *config.Config) { c.Providers.Anthropic.APIKey = sec("sk-ant-other") }),
-		restart("providers.anthropic.base_url", func(c *config.Config) { c.Providers.Anthropic.BaseURL = "http://127.0.0.1:4" }),
-		restart("providers.anthropic.max_concurrent", func(c *config.Config) { c.Providers.Anthropic.MaxConcurrent = 3 }),
+		restart("providers", func(c *config.Config) {
+			c.Providers = config.Providers{"openai": {APIKey: sec("sk-other"), BaseURL: "http://127.0.0.1:3/v1", MaxConcurrent: 3}}
+		}),
 		restart("gateway.recovery", func(c *config.Config) { c.Gateway.Recovery = "mark" }),
 		restart("gateway.queue_cap", func(c *config.Config) { c.Gateway.QueueCap = 5 }),
 		restart("gateway.debounce", func(c *config.Config) { c.Gateway.Debounce = dur(time.Second) }),

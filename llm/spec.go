@@ -6,9 +6,6 @@ import (
 	"strings"
 )
 
-// Providers lists the provider names [ParseModel] accepts.
-var Providers = []string{"echo", "openai", "anthropic"}
-
 // ParseModel splits a model spec "provider/model" as written in config:
 //
 //	"echo"                         → ("echo", "")
@@ -20,8 +17,9 @@ var Providers = []string{"echo", "openai", "anthropic"}
 // needs no model name; the others do.
 func ParseModel(s string) (provider, model string, err error) {
 	provider, model, _ = strings.Cut(s, "/")
-	if !slices.Contains(Providers, provider) {
-		return "", "", fmt.Errorf("model %q: unknown provider %q: want one of echo, openai/<model>, anthropic/<model>", s, provider)
+	if known := Providers(); !slices.Contains(known, provider) {
+		return "", "", fmt.Errorf("model %q: unknown provider %q: want echo or <provider>/<model> with a provider of %s", s, provider,
+			strings.Join(known[1:], ", "))
 	}
 	if model == "" && provider != "echo" {
 		return "", "", fmt.Errorf("model %q: %s needs a model name: %s/<model>", s, provider, provider)

@@ -108,3 +108,8 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 		return resp, streamErr
 	}
 }
+
+func init() {
+	llm.Register(llm.Provider{Name: "anthropic", DefaultBaseURL: DefaultBaseURL,
+		New: func(s llm.Settings) llm.Model { return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL}) }})
+}

@@ -163,3 +163,8 @@ func (m *Model) post(ctx context.Context, req llm.Request, includeUsage bool) (*
 	}
 	return res, nil
 }
+
+func init() {
+	llm.Register(llm.Provider{Name: "openai", DefaultBaseURL: DefaultBaseURL,
+		New: func(s llm.Settings) llm.Model { return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL}) }})
+}
