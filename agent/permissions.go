@@ -60,7 +60,8 @@ func (t *turn) origin() permissions.Origin {
 	if t.req.inherited != nil {
 		return *t.req.inherited
 	}
-	o := permissions.Origin{User: t.req.User, Unattended: t.req.Unattended}
+	// A session keyed without a user is a group's, shared by its members.
+	o := permissions.Origin{User: t.req.User, Unattended: t.req.Unattended, Group: t.req.Session.Key.UserID == ""}
 	if o.User == "" {
 		o.User = userOf(t.req.Session.Key)
 	}

@@ -18,6 +18,9 @@ type Permissions struct {
 	// (or every user). They override the agents' own rules, but not the
 	// pinned ones.
 	Rules []ProjectPermission `yaml:"rules"`
+	// SharedGroupGrants makes a group member's "Always in this chat" hold
+	// for every member of the group; by default it holds for that member.
+	SharedGroupGrants bool `yaml:"shared_group_grants"`
 }
 
 // PermissionRule is one of an agent's own permission rules (its

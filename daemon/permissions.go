@@ -32,7 +32,7 @@ func (d *Daemon) openPermissions(cfg *config.Config, reg *tools.Registry) error 
 		return fmt.Errorf("permission rules: %w", err)
 	}
 	d.perms = permissions.NewChecker(permissions.Options{Policy: pol, Store: permissions.NewStore(d.db),
-		AskTimeout: cfg.Permissions.AskTimeout.Std(), External: isMCPTool, Log: d.log})
+		AskTimeout: cfg.Permissions.AskTimeout.Std(), External: isMCPTool, SharedGroupGrants: cfg.Permissions.SharedGroupGrants, Log: d.log})
 	d.desk = permissions.NewDesk()
 	reg.SetPermissions(d.perms)
 	return nil
@@ -47,6 +47,7 @@ func (d *Daemon) reloadPermissions(cfg *config.Config) {
 		d.perms.SetPolicy(pol)
 	}
 	d.perms.SetAskTimeout(cfg.Permissions.AskTimeout.Std())
+	d.perms.SetSharedGroupGrants(cfg.Permissions.SharedGroupGrants)
 }
 
 // permit says who a turn's tool calls are asked of: the person whose
@@ -141,14 +142,23 @@ func (a chatAsker) Ask(ctx context.Context, q permissions.Question) (permissions
 	if !ok {
 		return "", fmt.Errorf("channel %s is not running", a.adapter)
 	}
-	p := a.d.desk.Open(q, permissions.Place{Adapter: string(a.adapter), Chat: a.chat})
+	chooser, buttons := ad.(adapters.Chooser)
+	if a.group && !buttons {
+		return "", permissions.ErrNoAnswerHere
+	}
+	// A typed number answers only a question asked as a numbered list in
+	// a direct chat: in a group, or under buttons, it is a message.
+	var place permissions.Place
+	if !buttons {
+		place = permissions.Place{Adapter: string(a.adapter), Chat: a.chat}
+	}
+	p := a.d.desk.Open(q, place)
 	defer a.d.desk.Close(p)
 	text := q.Text()
 	if a.group && a.name != "" {
 		text = a.name + ": " + text
 	}
 	out := adapters.Outbound{Adapter: a.adapter, ChatID: a.chat, ReplyTo: a.replyTo}
-	chooser, buttons := ad.(adapters.Chooser)
 	var messageID string
 	if buttons {
 		choices := make([]adapters.Choice, len(q.Choices))
@@ -163,9 +173,6 @@ func (a chatAsker) Ask(ctx context.Context, q permissions.Question) (permissions
 		messageID = sent.MessageID
 	} else {
 		out.Text = q.Numbered()
-		if a.group && a.name != "" {
-			out.Text = a.name + ": " + out.Text
-		}
 		if _, err := ad.Send(ctx, out); err != nil {
 			return "", fmt.Errorf("ask in %s: %w", a.adapter, err)
 		}

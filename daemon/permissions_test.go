@@ -232,6 +232,37 @@ func TestPermissionInAGroupAsksTheAddresser(t *testing.T) {
 	}
 }
 
+// The attacker's reproduction: a "3" typed by the person asked, under a
+// question with buttons, is no answer (it would be "Always"): in a group
+// it is a message like any other, and the question waits for a press.
+func TestTypedNumberDoesNotAnswerAButtonQuestion(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	d, _, stop := permDaemon(t, tg, askingAgent)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	searchTurn(d, "n1", "group searched")
+	text := "@" + telegramtest.BotUsername + " what are our plans?"
+	tg.Inject(telegramtest.Update{Message: &telegramtest.Message{MessageID: tg.NextMessageID("-1007"),
+		From: &telegramtest.User{ID: 7, FirstName: "User"}, Chat: telegramtest.Supergroup(-1007, "Group", false),
+		Date: time.Now().Unix(), Text: text, Entities: []telegramtest.Entity{telegramtest.EntityFor("mention", text, "@"+telegramtest.BotUsername)}}})
+	q := questionIn(t, ctx, tg, "-1007", 0)
+	tg.Inject(telegramtest.Update{Message: &telegramtest.Message{MessageID: tg.NextMessageID("-1007"),
+		From: &telegramtest.User{ID: 7, FirstName: "User"}, Chat: telegramtest.Supergroup(-1007, "Group", false),
+		Date: time.Now().Unix(), Text: "3"}})
+	tg.Press(-1007, 7, q, dataOf(t, tg.Buttons("-1007", q), "Allow once"))
+	replyIn(t, ctx, tg, "-1007", "group searched")
+	if a := tg.CallbackAnswers(); len(a) != 1 || a[0].Text != "Allowed once" {
+		t.Fatalf("the press after a typed 3 was answered %+v", a)
+	}
+	var stored int
+	if err := d.db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM permission_project_rules`).Scan(&stored); err != nil || stored != 0 {
+		t.Fatalf("%d lasting answers stored (%v), want none", stored, err)
+	}
+}
+
 // No answer within permissions.ask_timeout denies the call: the model is
 // told, the question says it went unanswered, and its buttons go.
 func TestPermissionTimeoutDenies(t *testing.T) {

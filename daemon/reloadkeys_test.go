@@ -155,6 +155,11 @@ func reloadCases(dir string) []reloadCase {
 		{key: "permissions.rules", change: func(c *config.Config) {
 			c.Permissions.Rules = []config.ProjectPermission{{Tool: "memory_write", Action: "deny"}}
 		}, applied: running(func(c *config.Config) any { return len(c.Permissions.Rules) }, 1)},
+		{key: "permissions.shared_group_grants", change: func(c *config.Config) { c.Permissions.SharedGroupGrants = true }, applied: func(t *testing.T, d *Daemon) {
+			if !d.perms.SharedGroupGrants() {
+				t.Fatal("group grants are still per person after the reload shared them")
+			}
+		}},
 		{key: "sessions.prune_archived_after", change: func(c *config.Config) { c.Sessions.PruneArchivedAfter = dur(48 * time.Hour) },
 			applied: running(func(c *config.Config) any { return c.Sessions.PruneArchivedAfter.Std() }, 48*time.Hour)},
 		{key: "sessions.kv.max_value_bytes", change: func(c *config.Config) { c.Sessions.KV.MaxValueBytes = 77 }, applied: func(t *testing.T, d *Daemon) {

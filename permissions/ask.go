@@ -149,6 +149,10 @@ type Origin struct {
 	Ask AskFunc
 	// Unattended is set for a run nobody watches: its config answers.
 	Unattended *Unattended
+	// Group says the person is one of several in the chat: their "Always
+	// in this chat" holds for them only, unless the checker shares
+	// group grants.
+	Group bool
 	// Callers are the turns a subagent's turn was spawned from, the root
 	// first: the chat the person is in. A subagent's call is judged by
 	// its own agent's rules and by each caller's, the strictest winning,

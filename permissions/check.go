@@ -28,8 +28,11 @@ type Options struct {
 	AskTimeout time.Duration
 	// External says whether a tool asks by default; nil is IsMCP.
 	External func(tool string) bool
-	Now      func() time.Time
-	Log      *slog.Logger
+	// SharedGroupGrants makes a group member's "Always in this chat"
+	// hold for every member; by default it holds for that member only.
+	SharedGroupGrants bool
+	Now               func() time.Time
+	Log               *slog.Logger
 }
 
 // Checker decides each tool call: it evaluates the rules, asks the person
@@ -39,6 +42,7 @@ type Checker struct {
 	opts    Options
 	policy  atomic.Pointer[Policy]
 	timeout atomic.Int64 // the ask timeout, in nanoseconds
+	shared  atomic.Bool  // SharedGroupGrants
 }
 
 // NewChecker returns a Checker.
@@ -57,6 +61,7 @@ func NewChecker(opts Options) *Checker {
 	}
 	c := &Checker{opts: opts}
 	c.policy.Store(opts.Policy)
+	c.shared.Store(opts.SharedGroupGrants)
 	c.timeout.Store(int64(opts.AskTimeout))
 	return c
 }
@@ -76,6 +81,14 @@ func (c *Checker) SetAskTimeout(d time.Duration) {
 	}
 	c.timeout.Store(int64(d))
 }
+
+// SetSharedGroupGrants changes whether a group member's "Always in this
+// chat" holds for every member, as a reload does.
+func (c *Checker) SetSharedGroupGrants(shared bool) { c.shared.Store(shared) }
+
+// SharedGroupGrants says whether a group member's "Always in this chat"
+// holds for every member.
+func (c *Checker) SharedGroupGrants() bool { return c.shared.Load() }
 
 // Call is one tool call to judge.
 type Call struct {
@@ -124,7 +137,7 @@ func (c *Checker) verdictFor(ctx context.Context, call Call, agent string, exter
 		return v, nil
 	}
 	if *st == nil {
-		got, err := c.opts.Store.Grants(ctx, sessionID, grantAgent, call.Origin.User)
+		got, err := c.opts.Store.Grants(ctx, sessionID, grantAgent, call.Origin.User, c.sessionGrantsOf(call.Origin))
 		if err != nil {
 			return v, err
 		}
@@ -136,6 +149,15 @@ func (c *Checker) verdictFor(ctx context.Context, call Call, agent string, exter
 	l.Session = (*st).Session
 	l.Project = append(l.Project, (*st).Project)
 	return Evaluate(call.Tool, l, external), nil
+}
+
+// sessionGrantsOf is whose "Always in this chat" answers hold for o: in
+// a group, o's own, unless grants are shared; "" for anyone's.
+func (c *Checker) sessionGrantsOf(o Origin) string {
+	if o.Group && !c.shared.Load() {
+		return o.User
+	}
+	return ""
 }
 
 // judges are the agents whose rules judge call: its own, then its
@@ -229,6 +251,9 @@ func (c *Checker) ask(ctx context.Context, call Call, v Verdict) error {
 		return ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
 		return &DeniedError{Tool: call.Tool, Reason: fmt.Sprintf("nobody answered the request to use it within %s", timeout)}
+	case errors.Is(err, ErrNoAnswerHere):
+		return &DeniedError{Tool: call.Tool, Reason: fmt.Sprintf("it needs a person's approval (%s), and in a group on this channel nobody can give it "+
+			"(answers are typed only in a direct chat); the person can ask for it in a direct chat with the bot", v.Why())}
 	case err != nil:
 		c.opts.Log.WarnContext(ctx, "asking for a tool's permission failed; the call is denied", "tool", call.Tool,
 			"session_id", call.SessionID, "request_id", q.ID, "error", err)

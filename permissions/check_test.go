@@ -209,11 +209,54 @@ func TestSubagentCallJudgedByItsCallers(t *testing.T) {
 		if err := sub("priv__other", asker(AllowSession, &asked)); err != nil || asked.Load() != 2 {
 			t.Fatalf("session answer: %v, asked %d", err, asked.Load())
 		}
-		if g, err := st.Grants(ctx, root, "public", "telegram:7"); err != nil || g.Session.Len() != 1 {
+		if g, err := st.Grants(ctx, root, "public", "telegram:7", ""); err != nil || g.Session.Len() != 1 {
 			t.Fatalf("root's session grants: %+v, %v", g, err)
 		}
-		if g, err := st.Grants(ctx, child, "private", "telegram:7"); err != nil || g.Session.Len()+g.Project.Len() != 0 {
+		if g, err := st.Grants(ctx, child, "private", "telegram:7", ""); err != nil || g.Session.Len()+g.Project.Len() != 0 {
 			t.Fatalf("the subagent's own grants: %+v, %v", g, err)
+		}
+	})
+}
+
+// In a group, "Always in this chat" holds for the member who answered,
+// not for every member, and a second member's answer doesn't take the
+// first one's away; the operator may share them (shared_group_grants).
+// A question nobody can answer where the turn is (a group on a channel
+// without buttons) denies the call, saying where to ask.
+func TestGroupSessionGrantsArePerPerson(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		s := newSession(t, db, "g")
+		c := NewChecker(Options{Store: NewStore(db)})
+		var asked atomic.Int32
+		call := func(user string, a AskFunc) error {
+			return c.Check(ctx, Call{Tool: "gh__list", SessionID: s, AgentID: "a", Origin: Origin{User: user, Ask: a, Group: true}})
+		}
+		if err := call("telegram:1", asker(AllowSession, &asked)); err != nil || asked.Load() != 1 {
+			t.Fatalf("first member: %v, asked %d", err, asked.Load())
+		}
+		if err := call("telegram:1", asker(Refuse, &asked)); err != nil || asked.Load() != 1 {
+			t.Fatalf("first member again: %v, asked %d", err, asked.Load())
+		}
+		// Another member is asked; their answer is theirs.
+		if err := call("telegram:2", asker(AllowSession, &asked)); err != nil || asked.Load() != 2 {
+			t.Fatalf("second member: %v, asked %d", err, asked.Load())
+		}
+		if err := call("telegram:1", asker(Refuse, &asked)); err != nil || asked.Load() != 2 {
+			t.Fatalf("the first member's answer after the second's: %v, asked %d", err, asked.Load())
+		}
+		if err := call("telegram:3", asker(Refuse, &asked)); !errors.Is(err, ErrDenied) || asked.Load() != 3 {
+			t.Fatalf("third member: %v, asked %d", err, asked.Load())
+		}
+		c.SetSharedGroupGrants(true)
+		if err := call("telegram:3", asker(Refuse, &asked)); err != nil || asked.Load() != 3 {
+			t.Fatalf("shared grants: %v, asked %d", err, asked.Load())
+		}
+		nowhere := func(context.Context, Question) (Answer, error) { return "", ErrNoAnswerHere }
+		err := c.Check(ctx, Call{Tool: "gh__other", SessionID: s, AgentID: "a", Origin: Origin{User: "telegram:1", Ask: nowhere, Group: true}})
+		if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "direct chat") {
+			t.Fatalf("a question nobody can answer: %v", err)
 		}
 	})
 }

@@ -12,4 +12,8 @@ var (
 	ErrNotYours = errors.New("only the person who was asked can answer")
 	// ErrNotOffered means the answer was not one of the question's choices.
 	ErrNotOffered = errors.New("that answer is not offered for this request")
+	// ErrNoAnswerHere means the question can't be answered where the
+	// turn is: a group on a channel without buttons, where typed answers
+	// don't count (a member's "3" is no answer).
+	ErrNoAnswerHere = errors.New("nobody can answer a question in a group on a channel without buttons")
 )

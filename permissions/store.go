@@ -11,13 +11,14 @@ import (
 const (
 	grantSessionQuery = `INSERT INTO permission_session_rules (session_id, tool, decision, granted_by, created_at)
 	VALUES ($1, $2, $3, $4, $5)
-	ON CONFLICT (session_id, tool) DO UPDATE SET decision = excluded.decision, granted_by = excluded.granted_by, created_at = excluded.created_at`
+	ON CONFLICT (session_id, tool, granted_by) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`
 	grantProjectQuery = `INSERT INTO permission_project_rules (agent_id, user_id, tool, decision, created_at)
 	VALUES ($1, $2, $3, $4, $5)
 	ON CONFLICT (agent_id, user_id, tool) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`
 	// grantsQuery reads a call's stored rules in one round trip: the
-	// session's ("s") and the agent and user's ("p").
-	grantsQuery = `SELECT 's', tool, decision FROM permission_session_rules WHERE session_id = $1
+	// session's ("s"), anyone's or those $4 granted, and the agent and
+	// user's ("p").
+	grantsQuery = `SELECT 's', tool, decision FROM permission_session_rules WHERE session_id = $1 AND ($4 = '' OR granted_by = $4)
 	UNION ALL
 	SELECT 'p', tool, decision FROM permission_project_rules WHERE agent_id = $2 AND user_id = $3`
 	listProjectQuery = `SELECT agent_id, user_id, tool, decision, created_at FROM permission_project_rules
@@ -60,9 +61,10 @@ type Stored struct {
 	Session, Project Set
 }
 
-// Grants reads the rules stored for a session and for an agent and user.
-// A stored rule that doesn't compile (written by hand) is skipped.
-func (s *Store) Grants(ctx context.Context, sessionID, agentID, user string) (Stored, error) {
+// Grants reads the rules stored for a session (those grantedBy gave, or,
+// with grantedBy "", anyone's) and for an agent and user. A stored rule
+// that doesn't compile (written by hand) is skipped.
+func (s *Store) Grants(ctx context.Context, sessionID, agentID, user, grantedBy string) (Stored, error) {
 	type row struct {
 		layer string
 		rule  Rule
@@ -75,7 +77,7 @@ func (s *Store) Grants(ctx context.Context, sessionID, agentID, user string) (St
 			err := sc.Scan(&r.layer, &r.rule.Tool, &d)
 			r.rule.Decision = Decision(d)
 			return r, err
-		}, sessionID, agentID, user)
+		}, sessionID, agentID, user, grantedBy)
 		return err
 	})
 	if err != nil {

@@ -45,7 +45,7 @@ func TestStore(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		got, err := st.Grants(ctx, s1, "a", "telegram:1")
+		got, err := st.Grants(ctx, s1, "a", "telegram:1", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,11 +56,11 @@ func TestStore(t *testing.T) {
 			t.Fatalf("the session grant reads back as %+v", v)
 		}
 		// Another session, another user: nothing of theirs.
-		if got, err := st.Grants(ctx, s2, "a", "telegram:2"); err != nil || got.Session.Len()+got.Project.Len() != 0 {
+		if got, err := st.Grants(ctx, s2, "a", "telegram:2", ""); err != nil || got.Session.Len()+got.Project.Len() != 0 {
 			t.Fatalf("session 2, user 2: %+v, %v", got, err)
 		}
 		// The user's project rule follows them to another session.
-		if got, err := st.Grants(ctx, s2, "a", "telegram:1"); err != nil || got.Session.Len() != 0 || got.Project.Len() != 1 {
+		if got, err := st.Grants(ctx, s2, "a", "telegram:1", ""); err != nil || got.Session.Len() != 0 || got.Project.Len() != 1 {
 			t.Fatalf("session 2, user 1: %+v, %v", got, err)
 		}
 
@@ -83,7 +83,7 @@ func TestStore(t *testing.T) {
 		if err := sessions.NewStore(db).Delete(ctx, sessions.ID(s1)); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := st.Grants(ctx, s1, "x", "y"); err != nil || got.Session.Len() != 0 {
+		if got, err := st.Grants(ctx, s1, "x", "y", ""); err != nil || got.Session.Len() != 0 {
 			t.Fatalf("a deleted session's rules: %+v, %v", got, err)
 		}
 	})
