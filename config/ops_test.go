@@ -172,7 +172,8 @@ func TestLoadForCheck(t *testing.T) {
 func TestDocsShowNoUsableSecret(t *testing.T) {
 	key := regexp.MustCompile(`^[#\s-]*(secret|secret_token|callback_secret|tokens|api_token):\s*(.+)$`)
 	shown := 0
-	for _, file := range []string{"../README.md", "../config.example.yaml"} {
+	docs, _ := filepath.Glob("../docs/*.md")
+	for _, file := range append([]string{"../README.md", "../config.example.yaml"}, docs...) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
