@@ -96,6 +96,8 @@ type Config struct {
 	// Where each key is in the file, for problems found after Parse.
 	file  string
 	lines map[string]int
+	// resolved are the stored secrets' values ResolveSecrets put in.
+	resolved []string
 }
 
 // Memory configures long-term memory's search index.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -84,8 +85,15 @@ func (c *Config) ResolveSecrets(lookup func(name string) (string, error)) error 
 	if ps := c.weakResolvedSecrets(); len(ps) > 0 {
 		return ps
 	}
+	for _, v := range values {
+		c.resolved = append(c.resolved, v)
+	}
 	return nil
 }
+
+// SecretValues are the values ResolveSecrets put in place of references:
+// what must be hidden wherever text leaves parley.
+func (c *Config) SecretValues() []string { return slices.Clone(c.resolved) }
 
 // weakResolvedSecrets checks, once stored secrets are in place, the
 // secrets parse checks for strength: the API tokens, the callback secret

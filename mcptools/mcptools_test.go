@@ -25,6 +25,10 @@ import (
 const envServe = "PARLEY_TEST_MCP_SERVER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envServe) == "hostile" {
+		runHostile()
+		os.Exit(0)
+	}
 	if v := os.Getenv(envServe); v == "1" || v == "user" {
 		srv := testServer()
 		if v == "user" {
