@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/mcptools/hostiletest"
 	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/tools"
 )
@@ -50,7 +51,7 @@ func hostileServer(t *testing.T, id string) config.MCPServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return config.MCPServer{ID: id, Command: exe, Env: []string{envServe + "=hostile", envLeak + "=" + leakValue},
+	return config.MCPServer{ID: id, Command: exe, Env: []string{envServe + "=hostile", hostiletest.EnvLeak + "=" + leakValue},
 		Timeout: config.Duration(10 * time.Second)}
 }
 
@@ -107,7 +108,7 @@ func TestStdioServerGetsOnlyItsOwnEnvironment(t *testing.T) {
 		return lines
 	}
 	want := func(extra ...string) []string {
-		out := append([]string{envServe + "=hostile", envLeak + "=" + config.Redacted}, extra...)
+		out := append([]string{envServe + "=hostile", hostiletest.EnvLeak + "=" + config.Redacted}, extra...)
 		slices.Sort(out)
 		return out
 	}
@@ -180,7 +181,7 @@ func TestJSONRPCErrorLeavesTheServerUp(t *testing.T) {
 // down and when it is tried again, instead of "unknown tool".
 func TestServerInBackoffKeepsItsTools(t *testing.T) {
 	c := hostileServer(t, "h")
-	c.Env = append(c.Env, envDieFile+"="+filepath.Join(t.TempDir(), "die"))
+	c.Env = append(c.Env, hostiletest.EnvDieFile+"="+filepath.Join(t.TempDir(), "die"))
 	m, reg, _ := hostileManager(t, c)
 	if res := call(t, reg, "h__exit", `{}`); !res.IsError {
 		t.Fatalf("exit: %+v", res)
