@@ -186,3 +186,39 @@ func dumpAnyDatabase(t *testing.T, db *dbutil.DB) string {
 	}
 	return b.String()
 }
+
+// A daemon stops in bounded time while a stdio server floods it with
+// notifications and ignores its input closing and SIGTERM.
+func TestDaemonStopsWhileAnMCPServerFloods(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	d, stop := runWithTelegram(t, tg, "mcp:\n  servers:\n    - id: h\n      command: "+exe+"\n      env: [\""+envMCPServer+"=hostile\"]\n"+
+		"agents:\n  - id: default\n    tools: [\"mcp:h\"]\n    permissions:\n      - tool: \"h__*\"\n        action: allow\n")
+	defer stop()
+	d.offline.Then(llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "h__flood_forever", Arguments: json.RawMessage(`{}`)}}}).
+		Then(llm.Response{Text: "Flooding."})
+	tg.InjectText(42, 42, "flood")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if sent, err := tg.WaitSent(ctx, 1); err != nil || !strings.Contains(sent[0].Text, "Flooding.") {
+		t.Fatalf("the chat got %+v (%v)", sent, err)
+	}
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() {
+		stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not stop while the MCP server flooded it")
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("stopping took %s", took)
+	}
+}
