@@ -113,6 +113,47 @@ func (p Pairs) Format(f fmt.State, verb rune) {
 	secret.Format(f, verb, fmt.Sprint(p.redacted()))
 }
 
+// mcpServerFields is MCPServer without its methods, for encoding.
+type mcpServerFields MCPServer
+
+// MarshalYAML encodes the server with its URL as RedactURL shows it (env
+// and headers encode redacted on their own).
+func (s MCPServer) MarshalYAML() (any, error) {
+	f := mcpServerFields(s)
+	f.URL = RedactURL(f.URL)
+	return f, nil
+}
+
+// MarshalJSON encodes the server as MarshalYAML does.
+func (s MCPServer) MarshalJSON() ([]byte, error) {
+	f := mcpServerFields(s)
+	f.URL = RedactURL(f.URL)
+	return json.Marshal(f)
+}
+
+// RedactURL is u with its password and every query value hidden: a URL's
+// token may be in any parameter. Text that doesn't parse is hidden whole.
+func RedactURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return Redacted
+	}
+	if _, ok := p.User.Password(); ok {
+		p.User = url.UserPassword(p.User.Username(), "REDACTED")
+	}
+	if p.RawQuery != "" {
+		q := p.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		p.RawQuery = q.Encode()
+	}
+	return strings.ReplaceAll(p.String(), "REDACTED", Redacted)
+}
+
 // DefaultMCPTimeout bounds an MCP tool call when the server sets none.
 const DefaultMCPTimeout = Duration(60 * time.Second)
 

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // A server id can't hold "__" or end in '_': "__" separates the server
@@ -58,5 +61,27 @@ func TestMCPServerProcessKeys(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Printing the config (YAML, JSON) shows an MCP server's URL with its
+// password and query values hidden, as any token may sit there.
+func TestMCPServerURLPrintsRedacted(t *testing.T) {
+	c := mustParse(t, "mcp: {servers: [{id: a, url: 'https://bob:pw-0123456789@mcp.example.com/mcp?apiKey=q-0123456789&team=x'}]}", nil)
+	printed, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asJSON, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{string(printed), string(asJSON)} {
+		if strings.Contains(out, "0123456789") || !strings.Contains(out, "mcp.example.com/mcp?apiKey=[redacted]") || !strings.Contains(out, "bob:[redacted]@") {
+			t.Errorf("printed:\n%s", out)
+		}
+	}
+	if c.MCP.Servers[0].URL != "https://bob:pw-0123456789@mcp.example.com/mcp?apiKey=q-0123456789&team=x" {
+		t.Errorf("the URL itself changed: %s", c.MCP.Servers[0].URL)
 	}
 }

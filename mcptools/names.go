@@ -103,31 +103,11 @@ func secretsOf(c config.MCPServer) []string {
 	return out
 }
 
-// displayURL is u as parley shows it: its password and query values
-// hidden.
-func displayURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return config.Redacted
-	}
-	if _, ok := p.User.Password(); ok {
-		p.User = url.UserPassword(p.User.Username(), "redacted")
-	}
-	if p.RawQuery != "" {
-		q := p.Query()
-		for k := range q {
-			q[k] = []string{"redacted"}
-		}
-		p.RawQuery = q.Encode()
-	}
-	return p.String()
-}
-
 // scrub hides, in text a server sent or an error about it, every value
-// the Manager hides, and shows its URL as displayURL does.
+// the Manager hides, and shows its URL as config.RedactURL does.
 func (s *server) scrub(text string) string {
 	if s.cfg.URL != "" && strings.Contains(text, s.cfg.URL) {
-		text = strings.ReplaceAll(text, s.cfg.URL, displayURL(s.cfg.URL))
+		text = strings.ReplaceAll(text, s.cfg.URL, config.RedactURL(s.cfg.URL))
 	}
 	return s.m.Scrubber().Scrub(text)
 }
