@@ -97,7 +97,12 @@ type Config struct {
 	// Where each key is in the file, for problems found after Parse.
 	file  string
 	lines map[string]int
+	// resolved holds the stored secrets' values ResolveSecrets put in;
+	// a pointer, so that printing the Config shows an address, not them.
+	resolved *resolvedSecrets
 }
+
+type resolvedSecrets struct{ values []string }
 
 // Memory configures long-term memory's search index.
 type Memory struct {

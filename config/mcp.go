@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,17 +23,30 @@ type MCP struct {
 // list as "mcp:<id>" (all of them) or "mcp:<id>/<tool>".
 type MCPServer struct {
 	ID string `yaml:"id"`
-	// Command and Args start a stdio server; Env ("NAME=value") is added
-	// to its environment (values are secrets: never logged).
+	// Command and Args start a stdio server; its environment is Env
+	// ("NAME=value"; values are secrets: never logged) and the variables
+	// of parley's own that InheritEnv names, nothing else.
 	Command string   `yaml:"command"`
 	Args    []string `yaml:"args"`
 	Env     Pairs    `yaml:"env"`
+	// InheritEnv names the variables of parley's environment a stdio
+	// server gets. Default: PATH, HOME, LANG; [] for none.
+	InheritEnv []string `yaml:"inherit_env"`
+	// RunAs is the user a stdio server runs as: a name, or uid[:gid]
+	// (parley needs the right to switch users). Default: parley's user
+	RunAs string `yaml:"run_as"`
 	// URL is a streamable HTTP server; Headers ("Name: value") go with each
 	// request (values are secrets).
 	URL     string `yaml:"url"`
 	Headers Pairs  `yaml:"headers"`
 	// Timeout bounds each tool call. Default: 60s
 	Timeout Duration `yaml:"timeout"`
+	// MaxResultKB caps, in KiB, a tool result the model is given: more is
+	// cut, with a note saying so. Default: 256
+	MaxResultKB int `yaml:"max_result_kb"`
+	// MaxMessageMB caps, in MiB, one message from the server: a longer
+	// one ends the connection. Default: 4
+	MaxMessageMB int `yaml:"max_message_mb"`
 	// UserToken, when its provider is set, makes each person's calls use
 	// their own token for that provider (/connect <provider>): in an
 	// environment variable of a server process of their own (stdio), or
@@ -99,10 +113,77 @@ func (p Pairs) Format(f fmt.State, verb rune) {
 	secret.Format(f, verb, fmt.Sprint(p.redacted()))
 }
 
+// mcpServerFields is MCPServer without its methods, for encoding.
+type mcpServerFields MCPServer
+
+// MarshalYAML encodes the server with its URL as RedactURL shows it (env
+// and headers encode redacted on their own).
+func (s MCPServer) MarshalYAML() (any, error) {
+	f := mcpServerFields(s)
+	f.URL = RedactURL(f.URL)
+	return f, nil
+}
+
+// MarshalJSON encodes the server as MarshalYAML does.
+func (s MCPServer) MarshalJSON() ([]byte, error) {
+	f := mcpServerFields(s)
+	f.URL = RedactURL(f.URL)
+	return json.Marshal(f)
+}
+
+// RedactURL is u with its password and every query value hidden: a URL's
+// token may be in any parameter. Text that doesn't parse is hidden whole.
+func RedactURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return Redacted
+	}
+	if _, ok := p.User.Password(); ok {
+		p.User = url.UserPassword(p.User.Username(), "REDACTED")
+	}
+	if p.RawQuery != "" {
+		q := p.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		p.RawQuery = q.Encode()
+	}
+	return strings.ReplaceAll(p.String(), "REDACTED", Redacted)
+}
+
 // DefaultMCPTimeout bounds an MCP tool call when the server sets none.
 const DefaultMCPTimeout = Duration(60 * time.Second)
 
+// The caps on what an MCP server sends when the server sets none.
+const (
+	DefaultMCPMaxResultKB  = 256
+	DefaultMCPMaxMessageMB = 4
+)
+
+// DefaultMCPInheritEnv is what a stdio server gets of parley's environment
+// when its inherit_env is not set.
+var DefaultMCPInheritEnv = []string{"PATH", "HOME", "LANG"}
+
 var mcpID = idPattern{max: 32, more: "_-"}
+
+// runAs is a user name, or uid[:gid].
+var runAs = lazyregexp.New(`^(?:[a-z_][a-z0-9_.-]{0,31}|[0-9]{1,10}(?::[0-9]{1,10})?)$`)
+
+// mcpIDProblem says what is wrong with a server id, or "". "__" joins the
+// id and a tool's name, so an id holding "__" or ending in "_" would let
+// one server's tools fall under another's names and rules.
+func mcpIDProblem(id string) string {
+	switch {
+	case !mcpID.MatchString(id):
+		return fmt.Sprintf("%q is not a server id; use up to 32 lower-case letters, digits, '-' or '_' (it prefixes the server's tools: <id>__<tool>)", id)
+	case strings.Contains(id, "__") || strings.HasSuffix(id, "_"):
+		return fmt.Sprintf("%q is not a server id: it may not hold \"__\" or end in '_', as \"__\" separates the server from the tool in <id>__<tool>", id)
+	}
+	return ""
+}
 
 // checkMCP reports the servers' problems and fills in defaults.
 func (c *Config) checkMCP(ck *checker) {
@@ -111,9 +192,9 @@ func (c *Config) checkMCP(ck *checker) {
 		s := &c.MCP.Servers[i]
 		p := fmt.Sprintf("mcp.servers[%d].", i)
 		s.ID = strings.TrimSpace(s.ID)
-		switch {
-		case !mcpID.MatchString(s.ID):
-			ck.add(p+"id", fmt.Sprintf("%q is not a server id; use up to 32 lower-case letters, digits, '-' or '_' (it prefixes the server's tools: <id>__<tool>)", s.ID))
+		switch msg := mcpIDProblem(s.ID); {
+		case msg != "":
+			ck.add(p+"id", msg)
 		case seen[s.ID]:
 			ck.add(p+"id", fmt.Sprintf("two servers are called %q; give each its own id", s.ID))
 		}
@@ -139,13 +220,53 @@ func (c *Config) checkMCP(ck *checker) {
 				ck.add(fmt.Sprintf("%sheaders[%d]", p, j), "write Name: value, e.g. \"Authorization: Bearer ${API_TOKEN}\"")
 			}
 		}
+		s.checkProcess(ck, p)
 		s.checkUserToken(ck, p+"user_token.")
+		switch {
+		case s.MaxResultKB < 0:
+			ck.add(p+"max_result_kb", "must not be negative")
+		case s.MaxResultKB == 0:
+			s.MaxResultKB = DefaultMCPMaxResultKB
+		}
+		switch {
+		case s.MaxMessageMB < 0:
+			ck.add(p+"max_message_mb", "must not be negative")
+		case s.MaxMessageMB == 0:
+			s.MaxMessageMB = DefaultMCPMaxMessageMB
+		}
+		if s.MaxMessageMB<<10 < s.MaxResultKB {
+			ck.add(p+"max_message_mb", fmt.Sprintf("%d MiB is less than max_result_kb (%d KiB): a result that large would end the connection instead of being cut; raise max_message_mb", s.MaxMessageMB, s.MaxResultKB))
+		}
 		if s.Timeout < 0 {
 			ck.add(p+"timeout", "must not be negative")
 		}
 		if s.Timeout == 0 {
 			s.Timeout = DefaultMCPTimeout
 		}
+	}
+}
+
+// checkProcess reports the problems of a stdio server's process keys.
+func (s *MCPServer) checkProcess(ck *checker, p string) {
+	if s.URL != "" {
+		if len(s.InheritEnv) > 0 {
+			ck.add(p+"inherit_env", "only a stdio server (command) has an environment; drop it for a url")
+		}
+		if s.RunAs != "" {
+			ck.add(p+"run_as", "only a stdio server (command) runs as a user; drop it for a url")
+		}
+	}
+	if s.InheritEnv == nil && s.URL == "" {
+		s.InheritEnv = slices.Clone(DefaultMCPInheritEnv)
+	}
+	for j, name := range s.InheritEnv {
+		if !envName.MatchString(name) {
+			ck.add(fmt.Sprintf("%sinherit_env[%d]", p, j), fmt.Sprintf("%q is not an environment variable name; name one such as PATH", name))
+		}
+	}
+	s.RunAs = strings.TrimSpace(s.RunAs)
+	if s.RunAs != "" && !runAs.MatchString(s.RunAs) {
+		ck.add(p+"run_as", fmt.Sprintf("%q is not a user; write a user name such as mcp, or uid[:gid] such as 1001:1001", s.RunAs))
 	}
 }
 

@@ -85,7 +85,21 @@ func (c *Config) ResolveSecrets(lookup func(name string) (string, error)) error 
 	if ps := c.weakResolvedSecrets(); len(ps) > 0 {
 		return ps
 	}
+	r := &resolvedSecrets{}
+	for _, v := range values {
+		r.values = append(r.values, v)
+	}
+	c.resolved = r
 	return nil
+}
+
+// SecretValues are the values ResolveSecrets put in place of references:
+// what must be hidden wherever text leaves parley.
+func (c *Config) SecretValues() []string {
+	if c.resolved == nil {
+		return nil
+	}
+	return slices.Clone(c.resolved.values)
 }
 
 // weakResolvedSecrets checks, once stored secrets are in place, the

@@ -28,6 +28,7 @@ import (
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/permissions"
+	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
 	"github.com/parleyd/parley/vault"
@@ -65,11 +66,15 @@ type Daemon struct {
 	offline     *echo.Model // answers for agents without a provider key
 	indexer     *memory.Indexer
 	store       *gateway.Store
-	vault       *vault.Store         // secrets and people's own tokens
-	mcp         *mcptools.Manager    // the MCP servers' tools
-	tools       *tools.Registry      // every tool agents may call
-	perms       *permissions.Checker // checks every tool call
-	desk        *permissions.Desk    // permission questions waiting for their answer
+	vault       *vault.Store // secrets and people's own tokens
+	// scrubber hides every secret parley knows (the secrets store's
+	// values and key, MCP servers' env and headers, people's tokens) in
+	// tool results, errors and log lines.
+	scrubber *secret.Scrubber
+	mcp      *mcptools.Manager    // the MCP servers' tools
+	tools    *tools.Registry      // every tool agents may call
+	perms    *permissions.Checker // checks every tool call
+	desk     *permissions.Desk    // permission questions waiting for their answer
 	sessionTools
 	adapters map[adapters.ID]adapters.Adapter
 	release  func()
@@ -103,7 +108,9 @@ type Daemon struct {
 // daemon), migrates it and builds the data path with the channels given
 // (tests and parley chat add theirs). Close it with Close.
 func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*Daemon, error) {
-	d := &Daemon{log: log, adapters: ads, release: func() {}}
+	scrubber := secret.NewScrubber()
+	log = slog.New(scrubber.Handler(log.Handler()))
+	d := &Daemon{log: log, adapters: ads, release: func() {}, scrubber: scrubber}
 	d.conf.Store(cfg)
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		release, err := dbutil.LockSQLite(t.Path)
@@ -187,6 +194,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
 	d.mcp.SetTokens(d.userToken)
+	d.mcp.SetScrubber(scrubber)
+	toolReg.SetScrub(scrubber.Scrub)
+	warnSecretArgs(cfg, scrubber, log)
 	d.tools = toolReg
 	if err := d.openPermissions(cfg, toolReg); err != nil {
 		return fail(err)

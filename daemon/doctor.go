@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/tools"
 
 	"github.com/parleyd/parley/adapters"
@@ -301,6 +302,7 @@ func doctorMCP(ctx context.Context, cfg *config.Config) []Finding {
 		return nil
 	}
 	m := mcptools.New(cfg.MCP.Servers, tools.NewRegistry(), slog.New(slog.DiscardHandler))
+	m.SetScrubber(secret.NewScrubber(cfg.SecretValues()...))
 	defer m.Close()
 	m.Start(ctx)
 	var out []Finding

@@ -14,12 +14,17 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/mcptools/hostiletest"
 )
 
 // envMCPServer makes the daemon's test binary an MCP server over stdio.
 const envMCPServer = "PARLEY_TEST_DAEMON_MCP_SERVER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envMCPServer) == "hostile" {
+		hostiletest.Run()
+		os.Exit(0)
+	}
 	if os.Getenv(envMCPServer) == "1" {
 		s := mcp.NewServer(&mcp.Implementation{Name: "lookup", Version: "1"}, nil)
 		type in struct {

@@ -29,6 +29,8 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 		d.log.ErrorContext(ctx, "config not reloaded: it has problems; the running config stays", "error", loadErr)
 		return fmt.Errorf("config not reloaded: %w", loadErr)
 	}
+	d.scrubber.Add(cfg.SecretValues()...)
+	warnSecretArgs(cfg, d.scrubber, d.log)
 	old := d.cfg()
 	if fixed := restartOnly(old, cfg); len(fixed) > 0 {
 		err := fmt.Errorf("these keys change only at a restart: %s; restart parley to apply them, "+

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/vault"
 )
 
@@ -44,6 +46,7 @@ func (d *Daemon) openVault(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	if k := v.Key(); k != nil {
+		d.scrubber.Add(k.Encode())
 		d.log.Info("secrets store open", "key_id", k.ID())
 		if f := cfg.Secrets.KeyFile; f != "" && os.Getenv(vault.EnvKey) == "" {
 			if st, err := os.Stat(f); err == nil && st.Mode().Perm()&0o077 != 0 {
@@ -54,7 +57,21 @@ func (d *Daemon) openVault(ctx context.Context, cfg *config.Config) error {
 	if err := ResolveSecrets(ctx, cfg, v); err != nil {
 		return fmt.Errorf("config refers to secrets parley can't read:\n%w", err)
 	}
+	d.scrubber.Add(cfg.SecretValues()...)
 	return nil
+}
+
+// warnSecretArgs warns of each MCP server argument holding a secret
+// parley knows: every user of the host sees a process's arguments (ps).
+func warnSecretArgs(cfg *config.Config, scrubber *secret.Scrubber, log *slog.Logger) {
+	for i, s := range cfg.MCP.Servers {
+		for j, a := range s.Args {
+			if scrubber.Scrub(a) != a {
+				log.Warn("an MCP server's args hold a secret, which every user of this host can read in ps; pass it in env instead",
+					"server", s.ID, "key", fmt.Sprintf("mcp.servers[%d].args[%d]", i, j))
+			}
+		}
+	}
 }
 
 // userToken is a person's own token for a provider, for the MCP servers
@@ -68,5 +85,6 @@ func (d *Daemon) userToken(ctx context.Context, user, provider string) (string, 
 	if errors.Is(err, vault.ErrNotFound) {
 		return "", fmt.Errorf("%w: %v", mcptools.ErrNotConnected, err)
 	}
+	d.scrubber.Add(tok)
 	return tok, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,14 +106,13 @@ func TestSecretsNeverShow(t *testing.T) {
 	}
 	db.Close()
 
-	// A missing secret, or the wrong key, stops the start naming the key
-	// and the secret, never a value.
+	// The wrong key stops the start, naming both keys, never a value.
 	other, _ := vault.GenerateKey()
 	t.Setenv(vault.EnvKey, other.Encode())
 	cfg2, _ := config.Load(path)
-	if _, err := build(ctx, cfg2, slog.New(slog.DiscardHandler), nil); err == nil ||
-		!strings.Contains(err.Error(), "mcp.servers[0].headers[0]") || !strings.Contains(err.Error(), "${secret:mcp_token}") ||
-		!strings.Contains(err.Error(), "sealed with another key") || strings.Contains(err.Error(), mcpSecret) {
+	if _, err := build(ctx, cfg2, slog.New(slog.DiscardHandler), nil); err == nil || !errors.Is(err, vault.ErrWrongKey) ||
+		!strings.Contains(err.Error(), "sealed with key "+key.ID()) || !strings.Contains(err.Error(), "is key "+other.ID()) ||
+		strings.Contains(err.Error(), mcpSecret) {
 		t.Fatalf("start with another key: %v", err)
 	}
 	t.Setenv(vault.EnvKey, key.Encode())

@@ -4,19 +4,16 @@
 // streamable HTTP URL), puts its tools in parley's tool registry as
 // "<server>__<tool>", refreshes them when the server says its list changed,
 // calls them with a per-call timeout, and starts a server that died again,
-// with backoff. A tool of a server that is down answers the model with an
-// error; the turn goes on.
+// with backoff. A tool of a server that is down stays offered and answers
+// the model that the server is down and when it is tried again; the turn
+// goes on. What a server sends back is scrubbed of secrets and capped.
 package mcptools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -47,6 +45,9 @@ const (
 	minBackoff     = time.Second
 	maxBackoff     = time.Minute
 	connectTimeout = 30 * time.Second
+	// closeWait bounds Close: a server not stopped by then is left to
+	// stop on its own, each of its steps bounded too.
+	closeWait = 10 * time.Second
 )
 
 // Manager runs the configured MCP servers for the tool registry.
@@ -58,6 +59,10 @@ type Manager struct {
 	servers map[string]*server
 	order   []string
 	tokens  Tokens // people's own tokens, for servers with user_token
+	// scrubber hides, in everything a server sends back and in every
+	// error and status, the servers' env and header values, people's
+	// tokens, and whatever else it was given (the secrets store's values).
+	scrubber *secret.Scrubber
 }
 
 // New returns a Manager for servers, putting their tools in reg. Nothing
@@ -66,7 +71,7 @@ func New(servers []config.MCPServer, reg *tools.Registry, log *slog.Logger) *Man
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{reg: reg, log: log, servers: map[string]*server{}}
+	m := &Manager{reg: reg, log: log, servers: map[string]*server{}, scrubber: secret.NewScrubber()}
 	for _, c := range servers {
 		m.servers[c.ID] = m.newServer(c)
 		m.order = append(m.order, c.ID)
@@ -77,7 +82,9 @@ func New(servers []config.MCPServer, reg *tools.Registry, log *slog.Logger) *Man
 // newServer is the server for c: one connection, or one per person when
 // c has a user_token.
 func (m *Manager) newServer(c config.MCPServer) *server {
+	c = withDefaults(c)
 	s := &server{m: m, cfg: c, state: StateIdle}
+	m.scrubber.Add(secretsOf(c)...)
 	if c.UserToken.Provider != "" {
 		s.users = newUserServer(s)
 	}
@@ -99,9 +106,14 @@ type server struct {
 	state    string
 	lastErr  string
 	session  *mcp.ClientSession
+	stopConn context.CancelFunc // ends the session's background work
 	tools    []*mcp.Tool
 	failures int
 	retryAt  time.Time
+
+	refreshMu    sync.Mutex
+	refreshing   bool // a read of the tool list is under way
+	refreshAgain bool // and another notice came meanwhile
 }
 
 // Status is a server as `parley mcp ls`, /readyz and the dashboard show it.
@@ -160,8 +172,9 @@ func (m *Manager) server(id string) *server {
 
 // Expand turns an agent's tools list into tool names: "mcp:<id>" becomes
 // every tool of that server (started now if it wasn't), "mcp:<id>/<tool>"
-// that one; other names stay. A server that can't start contributes no
-// tools, and its failure is logged: the turn goes on with the rest.
+// that one; other names stay. A server that can't start contributes the
+// tools it listed before, which answer that it is down (none if it never
+// started), and its failure is logged: the turn goes on with the rest.
 func (m *Manager) Expand(ctx context.Context, names []string) []string {
 	return m.ExpandFor(ctx, names, "")
 }
@@ -189,9 +202,11 @@ func (m *Manager) ExpandFor(ctx context.Context, names []string, user string) []
 			out = append(out, s.users.expand(ctx, user, only)...)
 			continue
 		}
-		if err := s.ensure(ctx); err != nil {
-			m.log.WarnContext(ctx, "MCP server unavailable; its tools are left out of this turn", "server", id, "error", err)
-			continue
+		if err := s.ensure(ctx); err != nil && !errors.Is(err, errBackoff) {
+			// Logged once per attempt: one in backoff is not tried again,
+			// and its tools (if it listed them before) stay offered,
+			// answering that it is down.
+			m.log.WarnContext(ctx, "MCP server unavailable", "server", id, "error", err)
 		}
 		s.mu.Lock()
 		for _, t := range s.tools {
@@ -219,7 +234,7 @@ func (m *Manager) Start(ctx context.Context) map[string]error {
 	return errs
 }
 
-// Close stops every server.
+// Close stops every server, all at once, waiting closeWait at most.
 func (m *Manager) Close() {
 	if m == nil {
 		return
@@ -230,9 +245,48 @@ func (m *Manager) Close() {
 		servers = append(servers, s)
 	}
 	m.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range servers {
-		s.close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.close()
+		}()
 	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		m.log.Warn("MCP servers still stopping; parley goes on without waiting", "waited", closeWait.String())
+	}
+}
+
+// SetScrubber makes s hide what the Manager hides (the servers' env and
+// header values, people's tokens), and the Manager hide what s does (the
+// secrets store's values): one set, for tools, errors and logs alike.
+func (m *Manager) SetScrubber(s *secret.Scrubber) {
+	if m == nil || s == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, srv := range m.servers {
+		s.Add(secretsOf(srv.cfg)...)
+	}
+	m.scrubber = s
+}
+
+// Scrubber is the set of values the Manager hides.
+func (m *Manager) Scrubber() *secret.Scrubber {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.scrubber
 }
 
 // Reload replaces the servers: new ones start when needed, removed ones
@@ -246,7 +300,7 @@ func (m *Manager) Reload(servers []config.MCPServer) {
 	m.servers, m.order = map[string]*server{}, nil
 	var stop []*server
 	for _, c := range servers {
-		if s, ok := old[c.ID]; ok && sameServer(s.cfg, c) {
+		if s, ok := old[c.ID]; ok && sameServer(s.cfg, withDefaults(c)) {
 			m.servers[c.ID] = s
 			delete(old, c.ID)
 		} else {
@@ -264,262 +318,29 @@ func (m *Manager) Reload(servers []config.MCPServer) {
 	}
 }
 
+// withDefaults is c with the defaults config.Parse fills in where a
+// caller left them out.
+func withDefaults(c config.MCPServer) config.MCPServer {
+	if c.MaxResultKB <= 0 {
+		c.MaxResultKB = config.DefaultMCPMaxResultKB
+	}
+	if c.MaxMessageMB <= 0 {
+		c.MaxMessageMB = config.DefaultMCPMaxMessageMB
+	}
+	if c.InheritEnv == nil && c.URL == "" {
+		c.InheritEnv = slices.Clone(config.DefaultMCPInheritEnv)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = config.DefaultMCPTimeout
+	}
+	return c
+}
+
 func sameServer(a, b config.MCPServer) bool {
 	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && slices.Equal(a.Env, b.Env) &&
-		a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.Timeout == b.Timeout && a.UserToken == b.UserToken
-}
-
-// ensure connects the server if it isn't, unless it failed lately.
-func (s *server) ensure(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.session != nil {
-		return nil
-	}
-	if now := time.Now(); now.Before(s.retryAt) {
-		return fmt.Errorf("MCP server %s is down (%s); trying again in %s", s.cfg.ID, s.lastErr, s.retryAt.Sub(now).Round(time.Second))
-	}
-	s.state = StateStarting
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connectTimeout)
-	defer cancel()
-	err := s.connectLocked(cctx)
-	if err != nil {
-		s.failedLocked(err)
-		return fmt.Errorf("MCP server %s: %w", s.cfg.ID, err)
-	}
-	s.state, s.lastErr, s.failures, s.retryAt = StateReady, "", 0, time.Time{}
-	return nil
-}
-
-// failedLocked marks the server down and when to try again.
-func (s *server) failedLocked(err error) {
-	s.state, s.lastErr = StateDown, err.Error()
-	s.failures++
-	wait := minBackoff << min(s.failures-1, 6)
-	s.retryAt = time.Now().Add(min(wait, maxBackoff))
-	if s.session != nil {
-		_ = s.session.Close()
-		s.session = nil
-	}
-}
-
-func (s *server) connectLocked(ctx context.Context) error {
-	client := mcp.NewClient(&mcp.Implementation{Name: "parley", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
-			go s.refresh(context.WithoutCancel(ctx))
-		},
-	})
-	var transport mcp.Transport
-	if s.cfg.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: s.cfg.Headers, base: http.DefaultTransport}}}
-	} else {
-		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		cmd.Env = append(os.Environ(), s.cfg.Env...) // later entries win
-		cmd.Stderr = nil
-		transport = &mcp.CommandTransport{Command: cmd}
-	}
-	session, err := client.Connect(ctx, transport, nil)
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	s.session = session
-	if err := s.listLocked(ctx); err != nil {
-		_ = session.Close()
-		s.session = nil
-		return err
-	}
-	go func() {
-		// A stdio server that exits, or a lost HTTP session, ends Wait:
-		// the server is down until a turn needs it again.
-		_ = session.Wait()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.session == session {
-			s.session = nil
-			s.state, s.lastErr = StateDown, "the server stopped"
-			s.m.log.Warn("MCP server stopped; it is started again when a turn needs it", "server", s.cfg.ID)
-		}
-	}()
-	return nil
-}
-
-// listLocked reads the server's tools and puts them in the registry.
-func (s *server) listLocked(ctx context.Context) error {
-	var list []*mcp.Tool
-	var cursor string
-	for {
-		res, err := s.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			return fmt.Errorf("list tools: %w", err)
-		}
-		list = append(list, res.Tools...)
-		if res.NextCursor == "" {
-			break
-		}
-		cursor = res.NextCursor
-	}
-	if s.owner != nil {
-		s.tools = list
-		s.owner.catalogue(list)
-		return nil
-	}
-	return s.registerLocked(list)
-}
-
-// registerLocked puts the server's tools in the registry, removing those
-// it no longer has.
-func (s *server) registerLocked(list []*mcp.Tool) error {
-	keep := map[string]bool{}
-	for _, t := range list {
-		name := s.cfg.ID + Sep + t.Name
-		keep[name] = true
-		if err := s.m.reg.Put(s.tool(t, true)); err != nil {
-			// A schema parley's validator can't express is passed through:
-			// the server checks its own arguments.
-			s.m.log.Info("MCP tool's schema is passed through unchecked", "tool", name, "reason", err.Error())
-			if err := s.m.reg.Put(s.tool(t, false)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, old := range s.tools {
-		if name := s.cfg.ID + Sep + old.Name; !keep[name] {
-			s.m.reg.Remove(name)
-		}
-	}
-	s.tools = list
-	return nil
-}
-
-// refresh reads the tool list again after notifications/tools/list_changed.
-func (s *server) refresh(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.session == nil {
-		return
-	}
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := s.listLocked(cctx); err != nil {
-		s.m.log.Warn("refresh an MCP server's tools", "server", s.cfg.ID, "error", err)
-	}
-}
-
-// tool is t as a parley tool; withSchema gives the registry its schema.
-func (s *server) tool(t *mcp.Tool, withSchema bool) tools.Tool {
-	name := t.Name
-	out := tools.Tool{Name: s.cfg.ID + Sep + name, Description: t.Description,
-		Run: func(ctx context.Context, call tools.Call) (string, error) {
-			if s.users != nil {
-				return s.users.call(ctx, call.Origin.User, name, call.Arguments)
-			}
-			return s.call(ctx, name, call.Arguments)
-		}}
-	if withSchema && t.InputSchema != nil {
-		if b, err := json.Marshal(t.InputSchema); err == nil {
-			out.Schema = b
-		}
-	}
-	return out
-}
-
-// call runs one tool call with the server's timeout.
-func (s *server) call(ctx context.Context, name string, args json.RawMessage) (string, error) {
-	if err := s.ensure(ctx); err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	session := s.session
-	s.mu.Unlock()
-	if session == nil {
-		return "", fmt.Errorf("MCP server %s is down; try again later", s.cfg.ID)
-	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout.Std())
-	defer cancel()
-	res, err := session.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return "", ctx.Err()
-	case err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return "", fmt.Errorf("%s%s%s took longer than %s and was stopped", s.cfg.ID, Sep, name, s.cfg.Timeout)
-	case err != nil:
-		s.mu.Lock()
-		if s.session == session {
-			s.failedLocked(err)
-		}
-		s.mu.Unlock()
-		return "", fmt.Errorf("MCP server %s failed: %v; it is started again on a later call", s.cfg.ID, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			b.WriteString(c.Text)
-		default:
-			if raw, err := json.Marshal(c); err == nil {
-				b.Write(raw)
-			}
-		}
-	}
-	if b.Len() == 0 && res.StructuredContent != nil {
-		if raw, err := json.Marshal(res.StructuredContent); err == nil {
-			b.Write(raw)
-		}
-	}
-	text := s.scrub(b.String())
-	if res.IsError {
-		return "", errors.New(text)
-	}
-	return text, nil
-}
-
-// scrub hides, in what a server sent back, the values of its configured
-// headers and environment variables: tokens a server may echo.
-func (s *server) scrub(text string) string {
-	for _, pairs := range []struct {
-		list config.Pairs
-		sep  string
-	}{{s.cfg.Headers, ":"}, {s.cfg.Env, "="}} {
-		for _, p := range pairs.list {
-			_, v, _ := strings.Cut(p, pairs.sep)
-			v = strings.TrimSpace(v)
-			// Short values (a flag, a port) are not tokens, and hiding them
-			// would garble results.
-			if len(v) >= 8 {
-				text = strings.ReplaceAll(text, v, config.Redacted)
-				if _, last, ok := strings.Cut(v, " "); ok && len(last) >= 8 {
-					text = strings.ReplaceAll(text, last, config.Redacted) // "Bearer <token>"
-				}
-			}
-		}
-	}
-	return text
-}
-
-func (s *server) close() {
-	if s.users != nil {
-		s.users.close()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.session != nil {
-		_ = s.session.Close()
-		s.session = nil
-	}
-	s.state = StateIdle
-}
-
-func (s *server) unregister() {
-	if s.users != nil {
-		s.m.reg.Remove(s.cfg.ID + Sep + ConnectTool)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.tools {
-		s.m.reg.Remove(s.cfg.ID + Sep + t.Name)
-	}
-	s.tools = nil
+		slices.Equal(a.InheritEnv, b.InheritEnv) && a.RunAs == b.RunAs &&
+		a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.Timeout == b.Timeout && a.UserToken == b.UserToken &&
+		a.MaxResultKB == b.MaxResultKB && a.MaxMessageMB == b.MaxMessageMB
 }
 
 // headerTransport adds a server's configured headers to each request.

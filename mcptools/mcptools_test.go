@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/mcptools/hostiletest"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -25,6 +26,10 @@ import (
 const envServe = "PARLEY_TEST_MCP_SERVER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envServe) == "hostile" {
+		hostiletest.Run()
+		os.Exit(0)
+	}
 	if v := os.Getenv(envServe); v == "1" || v == "user" {
 		srv := testServer()
 		if v == "user" {

@@ -143,6 +143,7 @@ func (u *userServer) token(ctx context.Context, user string) (string, error) {
 	case tok == "":
 		return "", u.notConnected()
 	}
+	u.s.m.Scrubber().Add(tok, u.s.cfg.UserToken.Value(tok))
 	return tok, nil
 }
 

@@ -19,6 +19,8 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]registered
 	perms *permissions.Checker // nil: every call may run
+	// scrub hides secrets in every result and error; nil hides none.
+	scrub func(string) string
 }
 
 type registered struct {
@@ -149,7 +151,48 @@ func (r *Registry) Permissions() *permissions.Checker {
 // wait for the answer). A tool's error, a denial, a panic (recovered, with
 // its stack in a *PanicError) and a call cut short by ctx come back as
 // failed Results, never as a Go error or a crash.
-func (r *Registry) Call(ctx context.Context, c Call) (res Result) {
+func (r *Registry) Call(ctx context.Context, c Call) Result {
+	res := r.call(ctx, c)
+	if scrub := r.scrubber(); scrub != nil {
+		res.Content = scrub(res.Content)
+		if res.Err != nil {
+			if msg := scrub(res.Err.Error()); msg != res.Err.Error() {
+				res.Err = &scrubbedError{msg: msg, err: res.Err}
+			}
+		}
+	}
+	return res
+}
+
+// SetScrub makes every result and error from now on pass through scrub,
+// which hides secrets (the secrets store's values, MCP servers' tokens):
+// whatever a tool says, the model, the history and the log never see them.
+func (r *Registry) SetScrub(scrub func(string) string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scrub = scrub
+}
+
+func (r *Registry) scrubber() func(string) string {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.scrub
+}
+
+// scrubbedError is a tool's error with secrets hidden in its text; errors.Is
+// and errors.As still see the error it wraps.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+func (r *Registry) call(ctx context.Context, c Call) (res Result) {
 	reg, perms, ok := r.lookupChecked(c.Name)
 	if !ok {
 		return Failed(fmt.Errorf("%w %s", ErrUnknownTool, c.Name))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,31 @@ func TestCall(t *testing.T) {
 	var none *Registry
 	if res := none.Call(context.Background(), Call{Name: "x"}); !res.IsError || !errors.Is(res.Err, ErrUnknownTool) {
 		t.Errorf("nil registry Call = %+v", res)
+	}
+}
+
+// With a scrub set, a tool's output and error (its text; errors.Is still
+// sees the error) have the secrets hidden, whatever tool said them.
+func TestCallResultsAreScrubbed(t *testing.T) {
+	const secret = "vault-value-0123456789"
+	errBackend := errors.New("backend down")
+	r := NewRegistry()
+	_ = r.Register(Tool{Name: "says", Run: func(context.Context, Call) (string, error) { return "token " + secret, nil }})
+	_ = r.Register(Tool{Name: "fails", Run: func(context.Context, Call) (string, error) {
+		return "", fmt.Errorf("%w: with %s", errBackend, secret)
+	}})
+	r.SetScrub(func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") })
+	for _, name := range []string{"says", "fails"} {
+		res := r.Call(context.Background(), Call{Name: name, Arguments: json.RawMessage(`{}`)})
+		text := res.Content
+		if res.Err != nil {
+			text += res.Err.Error()
+		}
+		if strings.Contains(text, secret) || !strings.Contains(res.Content, "[redacted]") {
+			t.Errorf("%s: %+v", name, res)
+		}
+	}
+	if res := r.Call(context.Background(), Call{Name: "fails", Arguments: json.RawMessage(`{}`)}); !errors.Is(res.Err, errBackend) {
+		t.Errorf("the scrubbed error lost its cause: %v", res.Err)
 	}
 }

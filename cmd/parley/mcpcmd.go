@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -37,6 +38,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	m := mcptools.New(cfg.MCP.Servers, tools.NewRegistry(), slog.New(slog.DiscardHandler))
+	m.SetScrubber(secret.NewScrubber(cfg.SecretValues()...))
 	defer m.Close()
 	m.Start(ctx)
 	st := m.Statuses()
