@@ -17,7 +17,7 @@ func (d *Daemon) adminHandler() http.Handler {
 		tokens[i] = t.Reveal()
 	}
 	o := admin.Options{
-		Tokens: tokens, DB: d.db, Sessions: d.sessions, Outbox: d.store, Log: d.log,
+		Tokens: tokens, DB: d.db, Sessions: d.sessions, Outbox: d.store, Log: d.named("admin"),
 		Hooks:    func() []config.Hook { return d.cfg().Hooks },
 		Runs:     d.runner.Statuses().All,
 		Abort:    func(id sessions.ID) bool { return apiRunner{d}.Abort(id) },

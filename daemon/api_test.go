@@ -17,6 +17,7 @@ import (
 	"github.com/parleyd/parley/client"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/llm/llmtest"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -289,9 +290,9 @@ func TestMetricsEndpoint(t *testing.T) {
 func TestAPIQueueFullIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	model := newOpenAIEcho(t, 20*time.Millisecond)
+	model := llmtest.NewOpenAIEcho(t, 20*time.Millisecond)
 	_, url, stop := testDaemon(t, "gateway:\n  debounce: 0s\n  queue_cap: 5\nhttp:\n  tokens: [\""+apiToken+"\"]\n"+
-		model.configYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n", apiOnly)
+		model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n", apiOnly)
 	defer stop()
 	c := &client.Client{Base: url, Token: apiToken}
 	var sess struct{ ID string }

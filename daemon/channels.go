@@ -32,7 +32,7 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault
 			continue // its ${secret:...} values are known only when parley starts
 		}
 		id := adapters.ID(a.ID)
-		deps := adapters.Deps{Log: log.With("adapter", a.ID)}
+		deps := adapters.Deps{Log: log.With("component", "channel", "adapter", a.ID)}
 		if db != nil {
 			deps.DB, deps.Dialect, deps.Vault = db.Writer(), string(db.Dialect), v
 		}

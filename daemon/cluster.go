@@ -56,7 +56,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 	tr.ResponseHeaderTimeout = 2 * time.Minute // a compaction answers when it is done
 	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
-			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
+			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.named("replicas"), Stats: d.replicaStats})}
 }
 
 // replicaID is this process's name among replicas: its unique id on

@@ -60,7 +60,7 @@ func (d *Daemon) openCron(ctx context.Context) error {
 		},
 		Abort: func(k sessions.Key) bool { return d.gw.Abort(k) },
 		OnEnd: func(st cron.Status) { d.metrics.CronRun(string(st)) },
-		Log:   d.log,
+		Log:   d.named("cron"),
 	})
 	return err
 }

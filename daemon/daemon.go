@@ -46,7 +46,8 @@ type Daemon struct {
 	// that came back (see settle).
 	retrims  atomic.Int64
 	conf     atomic.Pointer[config.Config] // replaced by Reload; read with cfg
-	log      *slog.Logger
+	log      *slog.Logger                  // the daemon's own lines (component=daemon)
+	base     *slog.Logger                  // the parts' loggers are named from it (named)
 	db       *dbutil.DB
 	sessions *sessions.SQLStore
 	runner   *agent.Runner
@@ -110,7 +111,7 @@ type Daemon struct {
 func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*Daemon, error) {
 	scrubber := secret.NewScrubber()
 	log = slog.New(scrubber.Handler(log.Handler()))
-	d := &Daemon{log: log, adapters: ads, release: func() {}, scrubber: scrubber}
+	d := &Daemon{log: log.With("component", "daemon"), base: log, adapters: ads, release: func() {}, scrubber: scrubber}
 	d.conf.Store(cfg)
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		release, err := dbutil.LockSQLite(t.Path)
@@ -143,7 +144,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
 	// The spend caps count each reply's usage with it (nothing while no
 	// cap is set).
-	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(log), sessions.WithAppendHook(d.usageHook),
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(d.named("sessions")), sessions.WithAppendHook(d.usageHook),
 		sessions.WithHistoryCache(cfg.Database.HistoryCacheMB << 20)}
 	// Deleting a session deletes every copy of its text.
 	storeOpts = append(storeOpts, sessions.WithDeleteHook(gateway.ForgetSessions), sessions.WithDeleteHook(cron.ForgetSessions),
@@ -159,14 +160,14 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	storeOpts = append(storeOpts, sessions.WithSoleWriter())
 	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
-		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: log, Owner: d.replicaID(cfg),
+		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: d.named("callbacks"), Owner: d.replicaID(cfg),
 			Allow: cfg.HTTP.CallbackAllow})
 	}
 	if len(cfg.HTTP.Tokens) > 0 {
 		// The API's run event log, only where the API can be used: it
 		// follows every event of every run.
 		d.events = api.NewEventLogWith(api.EventLogOptions{MaxBytes: int64(cfg.HTTP.EventLogMB) << 20,
-			Runs: api.NewRunRecords(db), Log: log})
+			Runs: api.NewRunRecords(db), Log: d.named("events")})
 		d.feed = d.events.Feed(bus) // subscribes now, before any run
 	}
 	for _, id := range cfg.MissingKeys() {
@@ -188,11 +189,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	toolReg := tools.NewRegistry()
 	d.offline = echo.New()
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
-	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: log})
+	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: d.named("compaction")})
 	d.openSessionTools(cfg, toolReg)
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
-		Tools: toolReg, Bus: bus, Log: log, Compactor: compactor, ClientTools: d.clientTools})
-	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, log)
+		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools})
+	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, d.named("mcp"))
 	d.mcp.SetTokens(d.userToken)
 	d.mcp.SetScrubber(scrubber)
 	toolReg.SetScrub(scrubber.Scrub)
@@ -211,7 +212,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 
 	store := gateway.NewStore(db, nil, d.storeOptions(cfg)...)
 	d.store = store
-	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: log,
+	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: d.named("outbox"),
 		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
 		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicaAlive()})
 
@@ -232,7 +233,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Placement:   d.gatewayPlacement(),
 		Connections: connections{d},
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
-		Log:         log,
+		Log:         d.named("gateway"),
 	})
 	if err != nil {
 		db.Close()
@@ -299,8 +300,8 @@ func (d *Daemon) openMemory(ctx context.Context) error {
 		}
 		index = b
 	}
-	d.memory = memory.NewStore(d.db, index, memory.WithLogger(d.log))
-	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.log))
+	d.memory = memory.NewStore(d.db, index, memory.WithLogger(d.named("memory")))
+	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.named("indexer")))
 	return nil
 }
 
@@ -593,3 +594,7 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 	}
 	return line
 }
+
+// named is the logger of one part of the daemon, carrying its name as
+// "component", as every line it writes does.
+func (d *Daemon) named(component string) *slog.Logger { return d.base.With("component", component) }

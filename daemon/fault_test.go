@@ -22,6 +22,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/llm/llmtest"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -39,7 +40,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	}
 	proxy := dbtest.NewProxy(t, "127.0.0.1:5432")
 	// A model slow enough that turns are in flight when the cut comes.
-	model := newOpenAIEcho(t, 150*time.Millisecond)
+	model := llmtest.NewOpenAIEcho(t, 150*time.Millisecond)
 	// The daemon's connections carry a name of their own, so the test can
 	// kill its backends, and only its.
 	appName := fmt.Sprintf("parley_fault_%d", time.Now().UnixNano())
@@ -48,7 +49,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	cfg := "database:\n  url: " + dbURL + "\n" +
 		"gateway:\n  debounce: 0s\n" +
 		"http:\n  tokens: [\"" + apiToken + "\"]\n" +
-		model.configYAML() + "agents:\n  - id: default\n    model: openai/gpt-test\n" +
+		model.ConfigYAML() + "agents:\n  - id: default\n    model: openai/gpt-test\n" +
 		"hooks:\n  - id: ci\n    auth: hmac\n    secret: " + hookSecret + "\n    prompt: \"build {{.build}} failed\"\n"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ type readyOptions struct {
 // readyOptions are the daemon's: its log, its API tokens, and its SQLite
 // directory with database.sqlite.min_free_mb.
 func (d *Daemon) readyOptions() readyOptions {
-	o := readyOptions{Log: d.log, DiskFree: diskFree, MCPDown: d.mcp.Down, Elsewhere: d.runElsewhere}
+	o := readyOptions{Log: d.named("health"), DiskFree: diskFree, MCPDown: d.mcp.Down, Elsewhere: d.runElsewhere}
 	for _, t := range d.cfg().HTTP.Tokens {
 		o.Tokens = append(o.Tokens, t.Reveal())
 	}

@@ -67,7 +67,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if o.channels != nil {
 		return d, nil
 	}
-	channels, err := buildAdapters(cfg, log, d.db, d.vault, func(id adapters.ID, reason string) {
+	channels, err := buildAdapters(cfg, d.base, d.db, d.vault, func(id adapters.ID, reason string) {
 		d.metrics.WebhookRefused("channel:"+string(id), reason)
 	})
 	if err != nil {
@@ -78,7 +78,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	channels[adapters.ID(apiAdapterID)] = apiChannel{}
 	channels[mcpserve.AdapterID] = mcpserve.Channel{}
 	// Served with no hooks too, so a hook a reload adds answers at once.
-	channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: log,
+	channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: d.named("webhooks"),
 		OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
 	d.adapters = channels
 	d.serve = true

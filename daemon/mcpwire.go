@@ -28,7 +28,7 @@ func (d *Daemon) MCPServer() *mcp.Server {
 		Record: func(ctx context.Context, in adapters.Inbound) (gateway.InboundRecord, error) {
 			return d.store.InboundOf(ctx, in.Adapter, in.ChatID, in.MessageID)
 		},
-		Log: d.log})
+		Log: d.named("mcp_server")})
 }
 
 // mcpRoute serves /mcp, the MCP server over streamable HTTP, to requests

@@ -32,7 +32,7 @@ func (d *Daemon) openPermissions(cfg *config.Config, reg *tools.Registry) error 
 		return fmt.Errorf("permission rules: %w", err)
 	}
 	d.perms = permissions.NewChecker(permissions.Options{Policy: pol, Store: permissions.NewStore(d.db),
-		AskTimeout: cfg.Permissions.AskTimeout.Std(), External: isMCPTool, SharedGroupGrants: cfg.Permissions.SharedGroupGrants, Log: d.log})
+		AskTimeout: cfg.Permissions.AskTimeout.Std(), External: isMCPTool, SharedGroupGrants: cfg.Permissions.SharedGroupGrants, Log: d.named("permissions")})
 	d.desk = permissions.NewDesk()
 	reg.SetPermissions(d.perms)
 	return nil

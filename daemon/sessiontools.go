@@ -29,7 +29,7 @@ type sessionTools struct {
 // openSessionTools builds session storage and the client tools' hub on the
 // database, and says which configured skills folders are missing.
 func (d *Daemon) openSessionTools(cfg *config.Config, reg *tools.Registry) {
-	d.kv = kv.NewStore(d.db, kv.WithLogger(d.log))
+	d.kv = kv.NewStore(d.db, kv.WithLogger(d.named("kv")))
 	d.clientTools = clienttools.New(d.db, clienttools.Options{})
 	d.applySessionTools(cfg)
 	d.toolTaken = func(name string) bool {

@@ -65,7 +65,7 @@ func BenchmarkTelegramThroughTheGateway(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	b.ResetTimer()
 	start := time.Now()
-	if err := driveChats(ctx, tg, b.N, chats, 10); err != nil {
+	if err := telegramtest.DriveChats(ctx, tg, b.N, chats, 10); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/llm/llmtest"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -44,13 +45,13 @@ func TestCrashesMidBurst(t *testing.T) {
 	}
 	tg := telegramtest.NewServer()
 	defer tg.Close()
-	model := newOpenAIEcho(t, 15*time.Millisecond)
+	model := llmtest.NewOpenAIEcho(t, 15*time.Millisecond)
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "data", "parley.db")
 	cfg := "database:\n  url: " + dbPath + "\n" +
 		"http:\n  listen: 127.0.0.1:0\n" +
 		"gateway:\n  debounce: 0s\n" +
-		model.configYAML() +
+		model.ConfigYAML() +
 		"agents:\n  - id: default\n    model: openai/gpt-test\n" +
 		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n" + indentYAML(tg.ConfigYAML(), "    ")
 	path := filepath.Join(dir, "parley.yaml")
@@ -176,7 +177,7 @@ func TestCrashesMidBurst(t *testing.T) {
 		repeats += c.repeats
 	}
 	t.Logf("%d kills; %d replies; %d sent again after a crash cut their send; the longest a waiting chat was silent after a restart was ready: %s; %d model calls for %d messages",
-		kills, seen, repeats, worstSilence, model.calls.Load(), nChats*total)
+		kills, seen, repeats, worstSilence, model.Calls.Load(), nChats*total)
 	if worstSilence > 2*time.Second {
 		t.Errorf("a chat waiting for its answer was silent for %s after a restart was ready; want at most 2s", worstSilence)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/llm/llmtest"
 )
 
 // doctor checks every part against fakes at the wire: a working Telegram
@@ -19,7 +20,7 @@ import (
 func TestDoctor(t *testing.T) {
 	tg := telegramtest.NewServer()
 	defer tg.Close()
-	good := newOpenAIEcho(t, 0)
+	good := llmtest.NewOpenAIEcho(t, 0)
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -28,7 +29,7 @@ func TestDoctor(t *testing.T) {
 	defer refusing.Close()
 	extra := "adapters:\n  - id: tg-good\n    type: telegram\n" + indentYAML(tg.ConfigYAML(), "    ") +
 		"  - id: tg-bad\n    type: telegram\n    token: \"999:refused-token\"\n    api_endpoint: " + tg.Endpoint() + "\n" +
-		good.configYAML() + "  anthropic:\n    api_key: sk-ant-refused-000000000000\n    base_url: " + refusing.URL + "\n" +
+		good.ConfigYAML() + "  anthropic:\n    api_key: sk-ant-refused-000000000000\n    base_url: " + refusing.URL + "\n" +
 		"agents:\n  - id: default\n    model: openai/gpt-test\n  - id: claude\n    model: anthropic/claude-test\n"
 	path, dbPath := writeConfig(t, extra)
 	if code, _, errOut := parley(t, context.Background(), "doctor", "--config", path); code != 1 || fileExists(dbPath) {
@@ -37,7 +38,7 @@ func TestDoctor(t *testing.T) {
 	if code, _, errOut := parley(t, context.Background(), "migrate", "--config", path); code != 0 {
 		t.Fatalf("migrate: %q", errOut)
 	}
-	good.calls.Store(0)
+	good.Calls.Store(0)
 	code, out, errOut := parley(t, context.Background(), "doctor", "--config", path, "--json")
 	var findings []daemon.Finding
 	if code != 1 || json.Unmarshal([]byte(out), &findings) != nil {
@@ -64,8 +65,8 @@ func TestDoctor(t *testing.T) {
 	if f := got["provider anthropic"]; !strings.Contains(f.Fix, "providers.anthropic.api_key") {
 		t.Errorf("a refused key says %+v", f)
 	}
-	if good.calls.Load() != 1 {
-		t.Errorf("the openai fake had %d calls, want the one check", good.calls.Load())
+	if good.Calls.Load() != 1 {
+		t.Errorf("the openai fake had %d calls, want the one check", good.Calls.Load())
 	}
 	for _, secret := range []string{"sk-ant-refused", "refused-token", "sk-test-fake-key"} {
 		if strings.Contains(out+errOut, secret) {

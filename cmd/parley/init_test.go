@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/internal/browsertest"
+	"github.com/parleyd/parley/llm/llmtest"
 )
 
 // The path a new operator takes: parley init --yes with a Telegram token
@@ -22,7 +23,7 @@ import (
 func TestInitThenRunThenChatInTheBrowser(t *testing.T) {
 	tg := telegramtest.NewServer()
 	defer tg.Close()
-	model := newOpenAIEcho(t, 0)
+	model := llmtest.NewOpenAIEcho(t, 0)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "parley.yaml")
 	addr := freeAddr(t)
@@ -85,8 +86,8 @@ func TestInitThenRunThenChatInTheBrowser(t *testing.T) {
 	p.Eval(`document.querySelector("#send button").click()`, nil)
 	p.WaitTrue(`[...document.querySelectorAll(".msg.assistant")].some(b => b.dataset.done && b.textContent.includes("hello from the first run"))`, 60*time.Second)
 	t.Logf("init to the first reply in the browser: %s", time.Since(start).Round(time.Millisecond))
-	if model.calls.Load() < 2 { // the init check, and the turn
-		t.Fatalf("the provider had %d calls", model.calls.Load())
+	if model.Calls.Load() < 2 { // the init check, and the turn
+		t.Fatalf("the provider had %d calls", model.Calls.Load())
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/llm/llmtest"
 )
 
 // replicaProc is one `parley run` of the replica test.
@@ -201,13 +202,13 @@ func TestThreeReplicasOnOnePostgres(t *testing.T) {
 	pgURL := dbtest.PostgresURL(t)
 	tg := telegramtest.NewServer()
 	defer tg.Close()
-	slow := newOpenAIEcho(t, 20*time.Second)
+	slow := llmtest.NewOpenAIEcho(t, 20*time.Second)
 	ports := []int{freePort(t), freePort(t), freePort(t)}
 	config := func(port int) string {
 		return "database:\n  url: \"" + pgURL + "\"\n" +
 			"http:\n  listen: 127.0.0.1:" + strconv.Itoa(port) + "\n  tokens: [\"" + replicaToken + "\"]\n" +
 			"gateway:\n  debounce: 0s\n" +
-			slow.configYAML() +
+			slow.ConfigYAML() +
 			"agents:\n  - id: default\n    model: echo\n    queue_mode: followup\n" +
 			"hooks:\n  - id: ci\n    auth: token\n    secret: \"" + replicaHookAuth + "\"\n    mode: sync\n    timeout: 30s\n    prompt: \"{{.text}}\"\n" +
 			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n" + indentYAML(tg.ConfigYAML(), "    ")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/llm/llmtest"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
@@ -191,8 +192,8 @@ func BenchmarkTelegramDaemonProcess(b *testing.B) {
 	}
 	b.Run("echo", func(b *testing.B) { benchTelegramDaemonProcess(b, "") })
 	b.Run("openai-compatible", func(b *testing.B) {
-		model := newOpenAIEcho(b, 0)
-		benchTelegramDaemonProcess(b, model.configYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
+		model := llmtest.NewOpenAIEcho(b, 0)
+		benchTelegramDaemonProcess(b, model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
 	})
 }
 
@@ -215,7 +216,7 @@ func benchTelegramDaemonProcess(b *testing.B, modelYAML string) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	if err := driveChats(ctx, tg, b.N, chats, 10); err != nil {
+	if err := telegramtest.DriveChats(ctx, tg, b.N, chats, 10); err != nil {
 		p.fatalf("%v", err)
 	}
 	elapsed := time.Since(start)

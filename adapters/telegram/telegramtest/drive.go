@@ -1,21 +1,19 @@
-package daemon
+package telegramtest
 
 import (
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 )
 
-// driveChats sends total messages from chats private chats (ids 1000 on)
+// DriveChats sends total messages from chats private chats (ids 1000 on)
 // through the fake Bot API, each chat keeping up to window messages
 // unanswered, as people typing ahead of the bot do: within the gateway's
 // per-conversation queue, so every message is answered by the agent. It
 // returns once all are answered, or with an error naming the first reply
 // that is not an answer to its chat's own message.
-func driveChats(ctx context.Context, tg *telegramtest.Server, total, chats, window int) error {
+func DriveChats(ctx context.Context, tg *Server, total, chats, window int) error {
 	injected := make([]int, chats)
 	answered := make([]int, chats)
 	sentSeen, sent := 0, 0

@@ -1,4 +1,6 @@
-package daemon
+// Package llmtest has model providers' fakes at the wire, shared by the
+// tests of every package that runs parley's real provider clients.
+package llmtest
 
 import (
 	"encoding/json"
@@ -11,32 +13,34 @@ import (
 	"time"
 )
 
-// openAIEcho is an OpenAI-compatible server at the wire: every streamed
+// OpenAIEcho is an OpenAI-compatible server at the wire: every streamed
 // chat completion answers with the text of the request's last user
 // message, after delay, so a daemon pointed at it (providers.openai.base_url)
 // runs its real provider path and a test can tell which message a reply
 // answers.
-type openAIEcho struct {
+type OpenAIEcho struct {
 	*httptest.Server
 	delay time.Duration
-	calls atomic.Int64
+	// Calls counts the chat completions asked for.
+	Calls atomic.Int64
 	mu    sync.Mutex
 	seen  map[string]int // model calls per last user message
 }
 
-func newOpenAIEcho(tb testing.TB, delay time.Duration) *openAIEcho {
-	f := &openAIEcho{delay: delay, seen: map[string]int{}}
+// NewOpenAIEcho starts the fake, closed when tb ends.
+func NewOpenAIEcho(tb testing.TB, delay time.Duration) *OpenAIEcho {
+	f := &OpenAIEcho{delay: delay, seen: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	tb.Cleanup(f.Close)
 	return f
 }
 
-// configYAML is the providers section pointing openai at the fake.
-func (f *openAIEcho) configYAML() string {
+// ConfigYAML is the providers section pointing openai at the fake.
+func (f *OpenAIEcho) ConfigYAML() string {
 	return "providers:\n  openai:\n    api_key: sk-test-fake-key-000000000000000000000000\n    base_url: " + f.URL + "/v1\n"
 }
 
-func (f *openAIEcho) serve(w http.ResponseWriter, r *http.Request) {
+func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 		return
@@ -71,7 +75,7 @@ func (f *openAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		last = s
 	}
-	f.calls.Add(1)
+	f.Calls.Add(1)
 	f.mu.Lock()
 	f.seen[last]++
 	f.mu.Unlock()
