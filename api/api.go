@@ -81,6 +81,9 @@ type Options struct {
 	// JSON; nil, or a 0 in what it gives, means DefaultMaxTitleChars and
 	// DefaultMaxMetadataBytes.
 	Limits func() Limits
+	// Operator answers the daemon's own routes: its status, the replicas,
+	// spend caps and people's tokens; without it they answer 503.
+	Operator Operator
 	// Permissions takes the answers to runs' permission questions;
 	// without it that route answers 503.
 	Permissions Permissions
@@ -128,6 +131,11 @@ func (s *server) routes() []route {
 		{"GET /v1/sessions/{id}/kv/{key...}", needs(s.kvStore, s.getKV)},
 		{"GET /v1/memory/search", needs(s.memoryStore, s.searchMemory)},
 		{"POST /v1/memory", needs(s.memoryStore, s.writeMemory)},
+		{"GET /v1/status", needs(s.operator, s.daemonStatus)},
+		{"GET /v1/replicas", needs(s.operator, s.replicas)},
+		{"GET /v1/sessions/{id}/budget", needs(s.operator, s.budget)},
+		{"PUT /v1/users/{surface}/{user}/connections/{provider}", needs(s.operator, s.connect)},
+		{"DELETE /v1/users/{surface}/{user}/connections/{provider}", needs(s.operator, s.disconnect)},
 	}
 }
 
@@ -170,13 +178,17 @@ func New(opts Options) http.Handler {
 	return s.auth(mux)
 }
 
+// Challenge is the WWW-Authenticate of every refusal for want of a token,
+// the API's and the routes beside it.
+const Challenge = `Bearer realm="parley"`
+
 // auth admits a request carrying one of the admin tokens. Every token is
 // compared, in constant time, so the timing tells nothing.
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r.Header.Get("Authorization")) {
 			refuseBody(w, r)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+			w.Header().Set("WWW-Authenticate", Challenge)
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
 			return
 		}

@@ -131,7 +131,7 @@ func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 		tokens[i] = t.Reveal()
 	}
 	return d.toHolder(api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
-		Memory: d.memory, Callbacks: d.callbacks, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
+		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
 		Limits: func() api.Limits {
 			h := d.cfg().HTTP
 			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}

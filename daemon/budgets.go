@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -155,28 +154,6 @@ func (b Budget) line() string {
 		}
 	}
 	return "Today: " + strings.Join(parts, " · ") + "."
-}
-
-// budgetRoute serves GET /v1/sessions/{id}/budget: what the session's caps
-// have left today, to a request with an API token.
-func (d *Daemon) budgetRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
-	mux.HandleFunc("GET /v1/sessions/{id}/budget", func(w http.ResponseWriter, r *http.Request) {
-		if !admin(r) {
-			writeError(w, http.StatusUnauthorized, "unauthorized", "send one of http.tokens as a bearer token")
-			return
-		}
-		s, err := d.sessions.Session(r.Context(), sessions.ID(r.PathValue("id")))
-		if err != nil {
-			writeError(w, http.StatusNotFound, "not_found", "no session has that id")
-			return
-		}
-		b, err := d.budget(r.Context(), s.Key, s.ID)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the database didn't answer; try again")
-			return
-		}
-		writeJSON(w, http.StatusOK, b)
-	})
 }
 
 // admit refuses a turn once a spend cap of its session is reached: the

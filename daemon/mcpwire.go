@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/mcpserve"
 )
@@ -53,7 +54,7 @@ func (d *Daemon) mcpRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
 			return
 		}
 		if !admin(r) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
+			w.Header().Set("WWW-Authenticate", api.Challenge)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "/mcp needs one of http.tokens as a bearer token")
 			return
 		}

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/vault"
 )
 
 // Status is a running daemon's live state, for `parley status` and
@@ -116,43 +119,42 @@ func (d *Daemon) withStatus(h http.Handler) http.Handler {
 	return mux
 }
 
-// statusRoute serves GET /v1/status to a request with an admin token.
+// statusRoute serves /mcp beside the API, to a request with an admin
+// token.
 func (d *Daemon) statusRoute(mux *http.ServeMux) {
 	tokens := make([]string, len(d.cfg().HTTP.Tokens))
 	for i, t := range d.cfg().HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
-	admin := adminCheck(tokens)
-	d.mcpRoute(mux, admin)
-	d.budgetRoute(mux, admin)
-	d.connectionRoutes(mux, admin)
-	d.adminGet(mux, admin, "/v1/status", "status snapshot", func(ctx context.Context) (any, error) { return d.Snapshot(ctx) })
-	d.adminGet(mux, admin, "/v1/replicas", "list replicas", func(ctx context.Context) (any, error) {
-		list, err := d.Replicas(ctx)
-		if list == nil {
-			list = []cluster.Replica{}
-		}
-		return map[string]any{"replicas": list}, err
-	})
+	d.mcpRoute(mux, adminCheck(tokens))
 }
 
-// adminGet serves GET path to a request with an admin token, with what
-// read returns; a read that fails is logged as what and answered 503.
-func (d *Daemon) adminGet(mux *http.ServeMux, admin func(*http.Request) bool, path, what string, read func(context.Context) (any, error)) {
-	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
-		if !admin(r) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeError(w, http.StatusUnauthorized, "unauthorized", "GET "+path+" needs one of http.tokens as a bearer token")
-			return
-		}
-		v, err := read(r.Context())
-		if err != nil {
-			d.log.WarnContext(r.Context(), what, "error", err)
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the database didn't answer; see the daemon's log")
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-	})
+// apiOperator answers the API's daemon routes: status, replicas, spend
+// and people's tokens.
+type apiOperator struct{ d *Daemon }
+
+var _ api.Operator = apiOperator{}
+
+func (o apiOperator) Status(ctx context.Context) (any, error) { return o.d.Snapshot(ctx) }
+
+func (o apiOperator) Replicas(ctx context.Context) (any, error) {
+	list, err := o.d.Replicas(ctx)
+	if list == nil {
+		list = []cluster.Replica{}
+	}
+	return map[string]any{"replicas": list}, err
+}
+
+func (o apiOperator) Budget(ctx context.Context, s sessions.Session) (any, error) {
+	return o.d.budget(ctx, s.Key, s.ID)
+}
+
+func (o apiOperator) Connect(ctx context.Context, u vault.User, provider, token string) error {
+	return o.d.vault.Connect(ctx, u, provider, token)
+}
+
+func (o apiOperator) Disconnect(ctx context.Context, u vault.User, provider string) (bool, error) {
+	return o.d.vault.Disconnect(ctx, u, provider)
 }
 
 // RunFile is where a daemon on cfg records its address while it runs, for
