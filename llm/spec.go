@@ -18,8 +18,11 @@ import (
 func ParseModel(s string) (provider, model string, err error) {
 	provider, model, _ = strings.Cut(s, "/")
 	if known := Providers(); !slices.Contains(known, provider) {
-		return "", "", fmt.Errorf("model %q: unknown provider %q: want echo or <provider>/<model> with a provider of %s", s, provider,
-			strings.Join(known[1:], ", "))
+		forms := []string{"echo"}
+		for _, p := range known[1:] {
+			forms = append(forms, p+"/<model>")
+		}
+		return "", "", fmt.Errorf("model %q: unknown provider %q: want one of %s", s, provider, strings.Join(forms, ", "))
 	}
 	if model == "" && provider != "echo" {
 		return "", "", fmt.Errorf("model %q: %s needs a model name: %s/<model>", s, provider, provider)

@@ -20,7 +20,7 @@ func TestParseModel(t *testing.T) {
 		{"anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", ""},
 		{"openai/meta-llama/Llama-3-8b", "openai", "meta-llama/Llama-3-8b", ""},
 		{"", "", "", "unknown provider"},
-		{"gpt-4o", "", "", "want echo or <provider>/<model> with a provider of anthropic, openai"},
+		{"gpt-4o", "", "", "want one of echo, anthropic/<model>, openai/<model>"},
 		{"google/gemini", "", "", "unknown provider \"google\""},
 		{"OpenAI/gpt-4o", "", "", "unknown provider"},
 		{"openai", "", "", "needs a model name"},
