@@ -102,7 +102,7 @@ func (d *Daemon) settle(ctx context.Context) {
 // ReleaseInitPages unmaps the binary's pages that package initialization
 // touched, for a process about to run the daemon: the initialization of
 // the protocol libraries (WhatsApp's protobuf descriptors above all) runs
-// once and maps about 7 MB of code and tables that nothing uses again.
+// once and maps megabytes of code and tables that nothing uses again.
 // The pages stay in the page cache (see trimResident), and what the
 // daemon needs is mapped again on first use.
 func ReleaseInitPages() { trimResident() }

@@ -15,11 +15,11 @@ import (
 // trimResident unmaps the binary's code and read-only pages that start-up
 // touched and an idle daemon doesn't use: package initialization in the
 // channel and protocol libraries, and the kernel's fault-around (each fault
-// on a file maps the 64 KiB around it), leave about 25 MB of the binary
-// mapped. They are clean pages of the file, so MADV_DONTNEED only drops
+// on a file maps the 64 KiB around it), leave tens of megabytes of the
+// binary mapped. They are clean pages of the file, so MADV_DONTNEED only drops
 // this process's mappings: the pages stay in the page cache, shared with
 // the next start of the same file (a restart is as fast as ever; paging
-// them out, MADV_PAGEOUT, made it 8-12 ms slower), and a page needed later
+// them out, MADV_PAGEOUT, would slow it), and a page needed later
 // is mapped again from the cache on first use. Writable mappings (the
 // binary's data) are never touched.
 func trimResident() {

@@ -20,7 +20,7 @@ import "context"
 // busy writer never leaves; the backstop, when it comes, finds little left
 // to copy and rewinds it. So under a long burst the log file grows to
 // about writerCheckpointPages pages (16 MiB at 4 KiB pages) before it is
-// reused, against 4 MiB before.
+// reused.
 const (
 	checkpointEvery       = 1000
 	writerCheckpointPages = 4 * checkpointEvery

@@ -44,16 +44,11 @@ var errDBClosed = errors.New("database is closed")
 //     behind them for its CPU. The acker wakes them instead.
 
 // maxBatch caps how many transactions share one commit. It also bounds how
-// long the writer runs a batch (at about 30µs a transaction under load,
-// 256 take under 10ms) and how many callers each commit wakes at once. At
-// 1,024 a saturated writer ran batch after batch for tens of milliseconds;
-// Go's scheduler then forced it off its CPU into the global run queue, and
-// it waited there behind waves of callers the acker had woken: in a trace
-// of `parley bench`, 16% of the writer's time went to waiting for a CPU,
-// against 9.5% at 256. With 256, `parley bench` (1,000 conversations x 10
-// turns, eight runs alternating with 1,024) gives 8% more turns/s and a
-// limit ratio of 0.82 against 0.73; the raw appends, whose batches seldom
-// pass 500, lose 2.5%.
+// long the writer runs a batch (about 10 ms at a loaded transaction's cost)
+// and how many callers each commit wakes at once: a writer that runs batch
+// after batch for tens of milliseconds is forced off its CPU by Go's
+// scheduler and then waits behind the callers the acker woke
+// (docs/benchmarks.md has the runs that chose it).
 const maxBatch = 256
 
 // queueLen is how many transactions can wait for the writer before a
@@ -148,12 +143,10 @@ func (d *DB) writerLoop(ackerDone, checkpointerDone chan struct{}) {
 		// turn's next write, a channel's next message). Letting them run
 		// first puts those in the next batch, not the one after: fewer
 		// commits, fsyncs and pages written per transaction when the
-		// writer is not saturated (at 50 conversations, a third of the
-		// commits and 10-20% less CPU per turn). With nothing else to run
-		// it returns at once. With transactions already waiting the
-		// writer is saturated and goes straight on: a yield then put it
-		// behind every runnable caller (Gosched queues it globally) and
-		// left it idle 15% of the time under load.
+		// writer is not saturated. With nothing else to run it returns at
+		// once. With transactions already waiting the writer is saturated
+		// and goes straight on: a yield then would put it behind every
+		// runnable caller (Gosched queues it globally) and leave it idle.
 		if len(d.txs) == 0 {
 			runtime.Gosched()
 		}

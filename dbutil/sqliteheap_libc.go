@@ -13,7 +13,7 @@ import (
 // modernc.org/memory allocator inside modernc.org/libc. It keeps the
 // regions a busy spell freed (up to 4 MiB of each size class, resident)
 // for reuse, and libc offers no call that hands them back: after a burst
-// they were about 4.4 MB of an idle daemon's 14. These two names are
+// they are a large share of an idle daemon's resident set. These two names are
 // libc's own (v1.78, pinned with SQLite in go.mod);
 // TestTrimSQLiteHeapHandsMemoryBack fails if they stop naming its
 // allocator.

@@ -506,8 +506,7 @@ type Note struct {
 // what the bot last said there). On a SQLite file this process holds,
 // where every note is queued through this store, a file whose outbox has
 // never held one answers with no read after the first: under load, reads
-// beside the single writer slow it (`parley bench`: a new session's seed
-// was 1,000 of the 2,434 reads of a run).
+// beside the single writer slow it.
 func (s *Store) RecentNotes(ctx context.Context, adapter adapters.ID, chatID string, since time.Time, limit int) ([]Note, error) {
 	held := s.db.Mark() != dbutil.NoMark
 	if held && s.notes.Load() == notesNone {

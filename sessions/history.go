@@ -15,10 +15,9 @@ import (
 
 // DefaultHistoryCache is how many bytes of recent history a store keeps in
 // memory by default (see WithHistoryCache): about a thousand conversations'
-// last ten turns. At 2 MiB, a thousand conversations in flight read most
-// of their histories again each turn, and those reads beside the single
-// SQLite writer cost it a sixth of its rate (`parley bench`). A daemon
-// that settles after a busy spell releases the cache.
+// last ten turns, so that many in flight find their history in memory
+// rather than reading it beside the single SQLite writer, which slows it.
+// A daemon that settles after a busy spell releases the cache.
 const DefaultHistoryCache = 8 << 20
 
 // stampColumns are the session columns that together say whether its live
