@@ -279,10 +279,10 @@ func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 		d.srv.Handler = securityHeaders(d.withStatus(app))
 		health := http.NewServeMux()
 		healthRoutes(health, d.db, d.adapters, d.readyOptions())
-		d.ops = newHTTPServer(accessLog(d.log, d.metricsHandler(health)))
+		d.ops = newHTTPServer(accessLog(d.named("http"), d.metricsHandler(health)))
 		go func() { _ = d.ops.Serve(opsLn) }()
 	}
-	d.srv.Handler = accessLog(d.log, d.srv.Handler)
+	d.srv.Handler = accessLog(d.named("http"), d.srv.Handler)
 	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,

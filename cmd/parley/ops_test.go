@@ -223,8 +223,8 @@ func TestHTTPAccessLog(t *testing.T) {
 	logged := errOut.String()
 	w.mu.Unlock()
 	for _, want := range []string{
-		`level=DEBUG msg="http request" method=GET path=/healthz status=200 duration=`,
-		`level=DEBUG msg="http request" method=POST path=/nowhere status=404 duration=`,
+		`level=DEBUG msg="http request" component=http method=GET path=/healthz status=200 duration=`,
+		`level=DEBUG msg="http request" component=http method=POST path=/nowhere status=404 duration=`,
 	} {
 		if !strings.Contains(logged, want) {
 			t.Errorf("log has no %q:\n%s", want, logged)

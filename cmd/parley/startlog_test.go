@@ -27,8 +27,8 @@ func TestRunSaysWhatItStarted(t *testing.T) {
 		t.Fatalf("run: %d\n%s", code, out.String())
 	}
 	logged := out.String()
-	for _, want := range []string{`msg="started database" engine=sqlite`, `msg="started outbox sender"`, `msg="started memory" index=`,
-		`msg="started cron" jobs=1`, "no chat channels are configured: run parley chat", "until http.tokens has a token: parley init writes one"} {
+	for _, want := range []string{`msg="started database" component=daemon engine=sqlite`, `msg="started outbox sender"`,
+		`msg="started memory" component=daemon index=`, `msg="started cron" component=daemon jobs=1`, "no chat channels are configured: run parley chat", "until http.tokens has a token: parley init writes one"} {
 		if !strings.Contains(logged, want) {
 			t.Errorf("the log has no %q:\n%s", want, logged)
 		}
