@@ -79,3 +79,10 @@ func mountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter
 		}
 	}
 }
+
+// CheckedChannels builds the channels cfg declares with no database, as a
+// config check does: a factory decodes and checks its section and connects
+// nothing (doctor then asks each one that can check its credentials).
+func CheckedChannels(cfg *config.Config) (map[adapters.ID]adapters.Adapter, error) {
+	return buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
+}

@@ -314,6 +314,12 @@ const channelWatchEvery = 5 * time.Second
 // llm.ErrNotConfigured, as the start-up warning said: its chats are told
 // the assistant isn't configured, rather than answered by echo.
 func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
+	return ModelFactory(cfg)
+}
+
+// ModelFactory is modelFactory, for the checks that call a configured
+// model (doctor, init).
+func ModelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
 	return modelFactoryWith(cfg, echo.New())
 }
 

@@ -46,7 +46,7 @@ type readyOptions struct {
 // readyOptions are the daemon's: its log, its API tokens, and its SQLite
 // directory with database.sqlite.min_free_mb.
 func (d *Daemon) readyOptions() readyOptions {
-	o := readyOptions{Log: d.named("health"), DiskFree: diskFree, MCPDown: d.mcp.Down, Elsewhere: d.runElsewhere}
+	o := readyOptions{Log: d.named("health"), DiskFree: DiskFree, MCPDown: d.mcp.Down, Elsewhere: d.runElsewhere}
 	for _, t := range d.cfg().HTTP.Tokens {
 		o.Tokens = append(o.Tokens, t.Reveal())
 	}
@@ -56,8 +56,8 @@ func (d *Daemon) readyOptions() readyOptions {
 	return o
 }
 
-// diskFree is the space an unprivileged writer has left on dir's filesystem.
-func diskFree(dir string) (uint64, error) {
+// DiskFree is the space an unprivileged writer has left on dir's filesystem.
+func DiskFree(dir string) (uint64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, fmt.Errorf("statfs %s: %w", dir, err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
-	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/doctor"
 	"github.com/parleyd/parley/llm/llmtest"
 )
 
@@ -40,11 +40,11 @@ func TestDoctor(t *testing.T) {
 	}
 	good.Calls.Store(0)
 	code, out, errOut := parley(t, context.Background(), "doctor", "--config", path, "--json")
-	var findings []daemon.Finding
+	var findings []doctor.Finding
 	if code != 1 || json.Unmarshal([]byte(out), &findings) != nil {
 		t.Fatalf("doctor: exit %d\n%s%s", code, out, errOut)
 	}
-	got := map[string]daemon.Finding{}
+	got := map[string]doctor.Finding{}
 	for _, f := range findings {
 		got[f.Check] = f
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/parleyd/parley/config"
-	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/doctor"
 )
 
 // cmdDoctor checks what parley needs, says for each what is wrong and what
@@ -31,10 +31,10 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 		// The channels' and providers' checks need the secrets' values.
 		configErr = resolveSecrets(ctx, cfg)
 	}
-	findings := daemon.Doctor(ctx, cfg, configErr)
+	findings := doctor.Doctor(ctx, cfg, configErr)
 	failed := 0
 	for _, f := range findings {
-		if f.Status == daemon.FindingFail {
+		if f.Status == doctor.FindingFail {
 			failed++
 		}
 	}
@@ -46,7 +46,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "parley doctor: %s\n", config.DisplayPath(used))
 		for _, f := range findings {
 			fmt.Fprintf(stdout, "%-5s %-18s %s\n", f.Status, f.Check, f.Detail)
-			if f.Fix != "" && f.Status != daemon.FindingOK {
+			if f.Fix != "" && f.Status != doctor.FindingOK {
 				fmt.Fprintf(stdout, "      %-18s → %s\n", "", f.Fix)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/doctor"
 )
 
 // setup is what parley init asks, and writes.
@@ -99,7 +100,7 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			var who string
 			err := check("the "+name+" token", func() (string, error) {
 				var err error
-				who, err = daemon.CheckChannel(ctx, s.partial(), channel)
+				who, err = doctor.CheckChannel(ctx, s.partial(), channel)
 				return who, err
 			})
 			if err == nil {
@@ -168,7 +169,7 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			continue
 		}
 		err := check("the key with a one-token call of "+s.model, func() (string, error) {
-			return "", daemon.CheckAgentModel(ctx, s.partial(), "default")
+			return "", doctor.CheckAgentModel(ctx, s.partial(), "default")
 		})
 		if err == nil {
 			break

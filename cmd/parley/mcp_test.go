@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/doctor"
 )
 
 // envMCPServer makes the test binary an MCP server over stdio.
@@ -45,11 +45,11 @@ func TestMCPListAndDoctor(t *testing.T) {
 		t.Fatalf("mcp ls: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = parley(t, context.Background(), "doctor", "--config", path, "--json")
-	var findings []daemon.Finding
+	var findings []doctor.Finding
 	if code != 1 || json.Unmarshal([]byte(out), &findings) != nil {
 		t.Fatalf("doctor: exit %d\n%s", code, out)
 	}
-	got := map[string]daemon.Finding{}
+	got := map[string]doctor.Finding{}
 	for _, f := range findings {
 		got[f.Check] = f
 	}

@@ -29,6 +29,7 @@ var Floors = [][]string{
 		"webhooks", "metrics", "api", "mcpserve", "admin"},
 	// The daemon: builds the parts from a config and orders their lives.
 	{"daemon"},
-	// The command line.
-	{"cmd"},
+	// The command line, and the tools over a daemon it runs: doctor's
+	// checks, the benchmarks.
+	{"cmd", "doctor", "bench"},
 }

@@ -1,4 +1,8 @@
-package daemon
+// Package doctor checks a parley config against the world it will run in:
+// the config itself, the database, each provider key, each channel's token,
+// the MCP servers and the clock. Each finding says what to do. It runs
+// nothing of the daemon's and changes nothing.
+package doctor
 
 import (
 	"cmp"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/migrations"
@@ -54,7 +59,7 @@ func Doctor(ctx context.Context, cfg *config.Config, configErr error) []Finding 
 	add := func(check, status, detail, fix string) {
 		out = append(out, Finding{Check: check, Status: status, Detail: detail, Fix: fix})
 	}
-	switch problems := errors.Join(configErr, Check(cfg)); {
+	switch problems := errors.Join(configErr, daemon.Check(cfg)); {
 	case problems != nil:
 		add("config", FindingFail, problems.Error(), "fix the lines named; parley config check lists them too")
 	default:
@@ -82,7 +87,7 @@ func doctorDatabase(ctx context.Context, cfg *config.Config) []Finding {
 			return []Finding{{Check: "database", Status: FindingOK, Detail: "no database at " + t.Path + " yet; parley run creates it"}}
 		}
 	}
-	db, err := Dial(ctx, cfg)
+	db, err := daemon.Dial(ctx, cfg)
 	if err != nil {
 		return []Finding{{Check: "database", Status: FindingFail, Detail: err.Error(),
 			Fix: "check database.url; for PostgreSQL, that the server runs and the user may connect"}}
@@ -108,7 +113,7 @@ func doctorDatabase(ctx context.Context, cfg *config.Config) []Finding {
 	}
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		dir := filepath.Dir(t.Path)
-		free, err := diskFree(dir)
+		free, err := daemon.DiskFree(dir)
 		minFree := uint64(cfg.Database.SQLite.MinFreeMB) << 20
 		switch {
 		case err != nil:
@@ -138,7 +143,7 @@ func doctorProviders(ctx context.Context, cfg *config.Config) ([]Finding, []time
 			Detail: fmt.Sprintf("model %s has no API key; its chats are told the assistant isn't configured", a.Model),
 			Fix:    "set the provider's api_key (or base_url) under providers"})
 	}
-	open := modelFactory(cfg)
+	open := daemon.ModelFactory(cfg)
 	tried := map[string]bool{}
 	for _, a := range cfg.Agents {
 		provider, name, err := llm.ParseModel(a.Model)
@@ -206,7 +211,7 @@ func serverDate(ctx context.Context, url string) (time.Time, bool) {
 // work.
 func doctorChannels(ctx context.Context, cfg *config.Config) []Finding {
 	var out []Finding
-	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
+	chans, err := daemon.CheckedChannels(cfg)
 	if err != nil && len(chans) == 0 && len(cfg.Adapters) > 0 {
 		return out // the config finding says why
 	}
@@ -262,7 +267,7 @@ func doctorClock(dates []time.Time) (Finding, bool) {
 // whether its credentials work: what `parley init` does as each token is
 // entered.
 func CheckChannel(ctx context.Context, cfg *config.Config, id string) (string, error) {
-	chans, err := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
+	chans, err := daemon.CheckedChannels(cfg)
 	if err != nil {
 		return "", err
 	}
@@ -289,7 +294,7 @@ func CheckAgentModel(ctx context.Context, cfg *config.Config, agentID string) er
 	if err != nil {
 		return err
 	}
-	m, err := modelFactory(cfg)(a.Model)
+	m, err := daemon.ModelFactory(cfg)(a.Model)
 	if err != nil {
 		return err
 	}
