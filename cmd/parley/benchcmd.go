@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/bench"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,7 +33,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *burst < 0 {
 			return fmt.Errorf("%w: --burst must be 0 or more", errUsage)
 		}
-		return daemon.BenchIdle(ctx, *binary, *runs, *burst, *asJSON, stdout)
+		return bench.Idle(ctx, *binary, *runs, *burst, *asJSON, stdout)
 	}
 	if *nSessions < 1 || *nTurns < 1 || *deliveries < 0 {
 		return fmt.Errorf("%w: --sessions and --turns must be at least 1, and --deliveries 0 or more", errUsage)
@@ -45,7 +45,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *historyMB >= 0 {
 		history = historyMB
 	}
-	r, err := daemon.Bench(ctx, daemon.BenchOptions{Sessions: *nSessions, Turns: *nTurns, Deliveries: *deliveries, Database: *database, CPUProfile: *cpuProfile,
+	r, err := bench.Run(ctx, bench.Options{Sessions: *nSessions, Turns: *nTurns, Deliveries: *deliveries, Database: *database, CPUProfile: *cpuProfile,
 		HistoryCacheMB: history}, stderr)
 	if err != nil {
 		return err

@@ -1,4 +1,9 @@
-package daemon
+// Package bench measures parley: the whole path in process (Run: turns per
+// second, latency, the durable append rate it is bounded by, CPU and
+// memory per turn) and a daemon started as parley run starts it (Idle:
+// start-up, idle memory and CPU, and a burst). It drives the daemon only
+// through what the daemon exports.
+package bench
 
 import (
 	"bytes"
@@ -18,12 +23,13 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
-// BenchResult is what `parley bench --json` prints.
-type BenchResult struct {
+// Result is what `parley bench --json` prints.
+type Result struct {
 	Engine   string `json:"engine"`
 	Sessions int    `json:"sessions"`
 	Turns    int    `json:"turns"`
@@ -106,8 +112,8 @@ func (b *benchAdapter) Send(ctx context.Context, out adapters.Outbound) (adapter
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }
 
-// BenchOptions sizes a bench run.
-type BenchOptions struct {
+// Options sizes a bench run.
+type Options struct {
 	Sessions   int    // concurrent conversations
 	Turns      int    // turns per conversation
 	Deliveries int    // messages handed to the gateway at once; 0 for one per conversation
@@ -121,11 +127,11 @@ type BenchOptions struct {
 // Sessions conversations of Turns turns each through a channel of its own,
 // against the raw durable append rate of the same database. Errors from the
 // daemon go to stderr.
-func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, error) {
+func Run(ctx context.Context, o Options, stderr io.Writer) (Result, error) {
 	cfg := config.Default()
 	dir, err := os.MkdirTemp("", "parley-bench-")
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
 	cfg.Database.URL = config.DSN(filepath.Join(dir, "parley.db"))
@@ -138,18 +144,18 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	ad := &benchAdapter{replies: make(chan benchReply, 64)}
-	d, err := build(ctx, cfg, log, map[adapters.ID]adapters.Adapter{"bench": ad})
+	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(map[adapters.ID]adapters.Adapter{"bench": ad}))
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	defer d.Close()
 	if o.Database != "" {
 		var n int
-		if err := d.db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM sessions").Scan(&n); err != nil {
-			return BenchResult{}, fmt.Errorf("check the bench database: %w", err)
+		if err := d.DB().Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM sessions").Scan(&n); err != nil {
+			return Result{}, fmt.Errorf("check the bench database: %w", err)
 		}
 		if n > 0 {
-			return BenchResult{}, fmt.Errorf("the bench writes thousands of sessions and the database at --database already holds %d; point it at a scratch database or schema (e.g. add &search_path=parley_bench to the URL after CREATE SCHEMA parley_bench)", n)
+			return Result{}, fmt.Errorf("the bench writes thousands of sessions and the database at --database already holds %d; point it at a scratch database or schema (e.g. add &search_path=parley_bench to the URL after CREATE SCHEMA parley_bench)", n)
 		}
 	}
 
@@ -160,21 +166,21 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	// The limit's writers are the instrument, not conversations of the
 	// daemon's: they append through a store of their own on the same
 	// database, so their sessions don't sit in the daemon's caches.
-	rawStore := sessions.NewStore(d.db, sessions.WithActiveCache(0), sessions.WithHistoryCache(0))
+	rawStore := sessions.NewStore(d.DB(), sessions.WithActiveCache(0), sessions.WithHistoryCache(0))
 	// As parley run does once started, hand back the pages only start-up
 	// touched, then count the peak from here: the figure is the daemon's
 	// under load, not its start-up's.
-	trimResident()
+	daemon.ReleaseInitPages()
 	resetPeakRSS()
-	raw, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
+	raw, err := rawAppendRate(ctx, d.DB(), rawStore, writers, max(2000, 20*writers))
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 
 	var profile *os.File
 	if o.CPUProfile != "" {
 		if profile, err = os.Create(o.CPUProfile); err != nil {
-			return BenchResult{}, fmt.Errorf("cpu profile: %w", err)
+			return Result{}, fmt.Errorf("cpu profile: %w", err)
 		}
 		defer profile.Close()
 	}
@@ -195,15 +201,15 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		deliveries = o.Sessions
 	}
 	b := &benchRun{d: d, ad: ad, convs: make([]benchConv, o.Sessions), deliveries: deliveries}
-	txBefore, commitsBefore, syncsBefore := d.db.Transactions(), d.db.Commits(), d.db.Syncs()
-	framesBefore := walFrames(ctx, d.db)
+	txBefore, commitsBefore, syncsBefore := d.DB().Transactions(), d.DB().Commits(), d.DB().Syncs()
+	framesBefore := walFrames(ctx, d.DB())
 	cpuBefore := processCPU()
-	busyBefore, commitBefore := d.db.WriterBusy()
-	_, missesBefore := d.sessions.HistoryCacheStats()
+	busyBefore, commitBefore := d.DB().WriterBusy()
+	_, missesBefore := d.Sessions().HistoryCacheStats()
 	// Count the reads beside the daemon's own observer (its metrics).
 	var reads atomic.Int64
-	daemonObserver := d.metrics.ObserveDB()
-	d.db.Observe(func(op dbutil.Op, start time.Time, took time.Duration) {
+	daemonObserver := d.Metrics().ObserveDB()
+	d.DB().Observe(func(op dbutil.Op, start time.Time, took time.Duration) {
 		if op == dbutil.OpRead {
 			reads.Add(1)
 		}
@@ -212,7 +218,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 	if profile != nil {
 		// The profile covers the turns under load, what turns/s measures.
 		if err := pprof.StartCPUProfile(profile); err != nil {
-			return BenchResult{}, halt(fmt.Errorf("cpu profile: %w", err))
+			return Result{}, halt(fmt.Errorf("cpu profile: %w", err))
 		}
 	}
 	start := time.Now()
@@ -221,34 +227,34 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		pprof.StopCPUProfile()
 	}
 	if err != nil {
-		return BenchResult{}, halt(err)
+		return Result{}, halt(err)
 	}
 	elapsed := time.Since(start)
-	d.db.Observe(daemonObserver)
+	d.DB().Observe(daemonObserver)
 	cpu := processCPU() - cpuBefore
-	_, misses := d.sessions.HistoryCacheStats()
+	_, misses := d.Sessions().HistoryCacheStats()
 	misses -= missesBefore
-	busy, commit := d.db.WriterBusy()
+	busy, commit := d.DB().WriterBusy()
 	busy, commit = busy-busyBefore, commit-commitBefore
-	appends, commits, syncs := d.db.Transactions()-txBefore, d.db.Commits()-commitsBefore, d.db.Syncs()-syncsBefore
-	frames := walFrames(ctx, d.db) - framesBefore
+	appends, commits, syncs := d.DB().Transactions()-txBefore, d.DB().Commits()-commitsBefore, d.DB().Syncs()-syncsBefore
+	frames := walFrames(ctx, d.DB()) - framesBefore
 	over, wait, err := b.serial(ctx, min(o.Sessions, 1000))
 	if err != nil {
-		return BenchResult{}, halt(err)
+		return Result{}, halt(err)
 	}
 	// Measure the limit again after the turns and take the mean: the
 	// machine's load drifts, and both figures should see the same.
-	rawAfter, err := rawAppendRate(ctx, d.db, rawStore, writers, max(2000, 20*writers))
+	rawAfter, err := rawAppendRate(ctx, d.DB(), rawStore, writers, max(2000, 20*writers))
 	if err != nil {
-		return BenchResult{}, halt(err)
+		return Result{}, halt(err)
 	}
 	raw = raw.mean(rawAfter)
 	if err := halt(nil); err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 
-	r := BenchResult{
-		Engine: string(d.db.Dialect), Sessions: o.Sessions, Turns: len(lat), Deliveries: deliveries,
+	r := Result{
+		Engine: string(d.DB().Dialect), Sessions: o.Sessions, Turns: len(lat), Deliveries: deliveries,
 		TurnsPerSec:   float64(len(lat)) / elapsed.Seconds(),
 		OverheadP50ms: quantileMs(over, 0.50), OverheadP99ms: quantileMs(over, 0.99), OverheadMaxms: quantileMs(over, 1),
 		OverheadTurns:  len(over),
@@ -267,7 +273,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 		HistoryMissesPerTurn: float64(misses) / float64(len(lat)),
 	}
 	r.LimitRatio = r.TurnsPerSec / (r.RawAppendPerSec / r.AppendsPerTurn)
-	if d.db.Dialect == dbutil.SQLite {
+	if d.DB().Dialect == dbutil.SQLite {
 		r.WALFramesPerTurn = float64(frames) / float64(len(lat))
 		r.RawWALFramesPerAppend = raw.frames
 		r.WriterBusy, r.WriterCommit = share(busy, elapsed), share(commit, busy)
@@ -278,7 +284,7 @@ func Bench(ctx context.Context, o BenchOptions, stderr io.Writer) (BenchResult, 
 
 // benchRun plays the users of a bench run.
 type benchRun struct {
-	d     *Daemon
+	d     *daemon.Daemon
 	ad    *benchAdapter
 	convs []benchConv
 	// deliveries is how many goroutines deliver messages: as many as a
@@ -299,7 +305,7 @@ func (b *benchRun) deliver(ctx context.Context, s int) error {
 	in := adapters.Inbound{Adapter: "bench", Surface: "bench", ChatID: chat, UserID: chat,
 		MessageID: strconv.Itoa(c.next), Text: "hello number " + strconv.Itoa(c.next), Time: c.sent}
 	c.next++
-	return b.d.gw.Deliver(ctx, in)
+	return b.d.Gateway().Deliver(ctx, in)
 }
 
 // conv is the conversation a reply belongs to.
@@ -382,8 +388,8 @@ func (b *benchRun) load(ctx context.Context, turns int) ([]time.Duration, error)
 // as sent, so no other turn's work overlaps it.
 func (b *benchRun) serial(ctx context.Context, n int) (over, wait []time.Duration, err error) {
 	var waits waitLog
-	b.d.db.Observe(waits.add)
-	defer b.d.db.Observe(nil)
+	b.d.DB().Observe(waits.add)
+	defer b.d.DB().Observe(nil)
 	for i := range n {
 		s := i % len(b.convs)
 		waits.reset()
@@ -412,7 +418,7 @@ func (b *benchRun) serial(ctx context.Context, n int) (over, wait []time.Duratio
 func (b *benchRun) awaitRecorded(ctx context.Context, r benchReply) error {
 	for {
 		var status string
-		err := b.d.db.Reader().QueryRowContext(ctx, "SELECT status FROM outbox WHERE idempotency_key = $1", r.key).Scan(&status)
+		err := b.d.DB().Reader().QueryRowContext(ctx, "SELECT status FROM outbox WHERE idempotency_key = $1", r.key).Scan(&status)
 		if err != nil {
 			return fmt.Errorf("read the outbox: %w", err)
 		}

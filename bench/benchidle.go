@@ -1,4 +1,4 @@
-package daemon
+package bench
 
 import (
 	"context"
@@ -59,7 +59,7 @@ const idleSettle = 3 * time.Second
 //
 // With burst > 0 it then starts the daemon with the API on, sends burst
 // messages over it, and reads the resident set for a minute after.
-func BenchIdle(ctx context.Context, exe string, runs, burst int, asJSON bool, stdout io.Writer) error {
+func Idle(ctx context.Context, exe string, runs, burst int, asJSON bool, stdout io.Writer) error {
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
