@@ -603,4 +603,9 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 
 // named is the logger of one part of the daemon, carrying its name as
 // "component", as every line it writes does.
-func (d *Daemon) named(component string) *slog.Logger { return d.base.With("component", component) }
+func (d *Daemon) named(component string) *slog.Logger {
+	if d.base == nil {
+		return slog.New(slog.DiscardHandler) // a Daemon a test made by hand
+	}
+	return d.base.With("component", component)
+}

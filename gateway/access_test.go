@@ -212,7 +212,7 @@ func TestPairingLimitsAndExpiry(t *testing.T) {
 // another bot: no reset.
 func TestCommandForAnotherBot(t *testing.T) {
 	r := newRig(t, dbtest.SQLite(t), echoRun, func(o *gateway.Options) {
-		o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMOpen, Group: gateway.GroupAlways}}
+		o.Access = map[adapters.ID]gateway.Access{"tg": {DM: gateway.DMOpen, Group: gateway.GroupAlways, Groups: gateway.GroupsOpen}}
 	})
 	r.deliver(group("9", "a", "/reset@otherbot", false))
 	r.deliver(group("9", "b", "/reset@parleybot", true))
