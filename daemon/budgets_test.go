@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/budgets"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -63,7 +64,7 @@ func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b Budget
+		var b budgets.Budget
 		_ = json.NewDecoder(resp.Body).Decode(&b)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || len(b.Limits) != 1 || !b.Limits[0].Reached || b.Limits[0].Scope != "session" || b.Limits[0].Used < 10 {

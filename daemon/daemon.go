@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/budgets"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
@@ -75,6 +76,7 @@ type Daemon struct {
 	mcp      *mcptools.Manager    // the MCP servers' tools
 	tools    *tools.Registry      // every tool agents may call
 	perms    *permissions.Checker // checks every tool call
+	caps     *budgets.Caps        // the daily spend caps
 	desk     *permissions.Desk    // permission questions waiting for their answer
 	sessionTools
 	adapters map[adapters.ID]adapters.Adapter
@@ -138,13 +140,14 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 
 	d.openReplicas(cfg)
 	d.metrics = metrics.New()
+	d.caps = budgets.New(db, func() config.Budgets { return d.cfg().Budgets }, d.metrics.BudgetRefused)
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
 	d.bus = bus
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
 	// The spend caps count each reply's usage with it (nothing while no
 	// cap is set).
-	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(d.named("sessions")), sessions.WithAppendHook(d.usageHook),
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(d.named("sessions")), sessions.WithAppendHook(d.caps.Record),
 		sessions.WithHistoryCache(cfg.Database.HistoryCacheMB << 20)}
 	// Deleting a session deletes every copy of its text.
 	storeOpts = append(storeOpts, sessions.WithDeleteHook(gateway.ForgetSessions), sessions.WithDeleteHook(cron.ForgetSessions),
@@ -191,7 +194,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: d.named("compaction")})
 	d.openSessionTools(cfg, toolReg)
-	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.admit,
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.caps.Admit,
 		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, d.named("mcp"))
 	d.mcp.SetTokens(d.userToken)
@@ -595,8 +598,8 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 		line += fmt.Sprintf("\nCompaction at ~%d tokens.", f.Threshold)
 	}
 	// What the spend caps have left today.
-	if b, berr := d.budget(ctx, s.Key, s.ID); berr == nil && b.line() != "" {
-		line += "\n" + b.line()
+	if b, berr := d.caps.Budget(ctx, s.Key, s.ID); berr == nil && b.Line() != "" {
+		line += "\n" + b.Line()
 	}
 	return line
 }

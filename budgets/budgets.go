@@ -1,4 +1,8 @@
-package daemon
+// Package budgets keeps the daily spend caps: usage_daily holds what each
+// user, session and agent used a day (UTC), written with each reply while a
+// cap is set, and a turn is refused before it starts once a cap is
+// reached.
+package budgets
 
 import (
 	"context"
@@ -10,18 +14,17 @@ import (
 
 	"github.com/parleyd/parley/agent"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
-
-// The spend caps: usage_daily holds what each user, session and agent used
-// a day (UTC), written with each reply while a cap is set; a turn is
-// refused before it starts once a cap is reached.
 
 const upsertUsageQuery = `INSERT INTO usage_daily (day, scope, tokens, cost) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (day, scope) DO UPDATE SET tokens = usage_daily.tokens + excluded.tokens, cost = usage_daily.cost + excluded.cost`
 
 const sessionKeyQuery = `SELECT user_id, surface, agent_id FROM sessions WHERE id = $1`
+
+const usageQuery = `SELECT tokens, cost FROM usage_daily WHERE day = $1 AND scope = $2`
 
 // usageDay is the day usage counts in.
 func usageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
@@ -31,15 +34,33 @@ func scopes(key sessions.Key, id sessions.ID) (user, session, agent string) {
 	return "user:" + key.Surface + ":" + key.UserID, "session:" + string(id), "agent:" + key.AgentID
 }
 
-// usageHook records an assistant message's usage against its user, session
+// Caps are the spend caps over one database.
+type Caps struct {
+	db *dbutil.DB
+	// caps are the caps in force (a reload changes them).
+	caps func() config.Budgets
+	// refused counts a turn refused at a cap, by its scope.
+	refused func(scope string)
+}
+
+// New returns the caps over db: caps gives those in force at each use,
+// refused (if set) counts a refusal.
+func New(db *dbutil.DB, caps func() config.Budgets, refused func(scope string)) *Caps {
+	if refused == nil {
+		refused = func(string) {}
+	}
+	return &Caps{db: db, caps: caps, refused: refused}
+}
+
+// Record records an assistant message's usage against its user, session
 // and agent, in the message's own transaction, while a cap is set (nothing
 // reads usage_daily without one, so a reply's transaction skips its four
 // statements).
-func (d *Daemon) usageHook(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
+func (c *Caps) Record(ctx context.Context, q dbutil.Querier, m sessions.Message) error {
 	if m.Role != sessions.RoleAssistant || m.Usage == nil {
 		return nil
 	}
-	b := d.cfg().Budgets
+	b := c.caps()
 	if !b.Any() {
 		return nil
 	}
@@ -90,9 +111,9 @@ type CapState struct {
 	Reached bool    `json:"reached"`
 }
 
-// budget reads what a session's caps have left today.
-func (d *Daemon) budget(ctx context.Context, key sessions.Key, id sessions.ID) (Budget, error) {
-	b := d.cfg().Budgets
+// Budget reads what a session's caps have left today.
+func (c *Caps) Budget(ctx context.Context, key sessions.Key, id sessions.ID) (Budget, error) {
+	b := c.caps()
 	out := Budget{Day: usageDay(time.Now()), Limits: []CapState{}}
 	if !b.Any() {
 		return out, nil
@@ -108,7 +129,7 @@ func (d *Daemon) budget(ctx context.Context, key sessions.Key, id sessions.ID) (
 			continue
 		}
 		var s spent
-		err := d.db.Reader().QueryRowContext(ctx, `SELECT tokens, cost FROM usage_daily WHERE day = $1 AND scope = $2`, out.Day, sc.scope).Scan(&s.Tokens, &s.USD)
+		err := c.db.Reader().QueryRowContext(ctx, usageQuery, out.Day, sc.scope).Scan(&s.Tokens, &s.USD)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return out, fmt.Errorf("read today's usage: %w", err)
 		}
@@ -140,8 +161,8 @@ func (b Budget) refusal() (string, string) {
 	return "", ""
 }
 
-// line says what is left, for /status.
-func (b Budget) line() string {
+// Line says what is left, for /status.
+func (b Budget) Line() string {
 	if len(b.Limits) == 0 {
 		return ""
 	}
@@ -156,13 +177,13 @@ func (b Budget) line() string {
 	return "Today: " + strings.Join(parts, " · ") + "."
 }
 
-// admit refuses a turn once a spend cap of its session is reached: the
+// Admit refuses a turn once a spend cap of its session is reached: the
 // person is told in plain words, and no provider is called.
-func (d *Daemon) admit(ctx context.Context, s sessions.Session) error {
-	if !d.cfg().Budgets.Any() {
+func (c *Caps) Admit(ctx context.Context, s sessions.Session) error {
+	if !c.caps().Any() {
 		return nil
 	}
-	b, err := d.budget(ctx, s.Key, s.ID)
+	b, err := c.Budget(ctx, s.Key, s.ID)
 	if err != nil {
 		return err
 	}
@@ -170,6 +191,6 @@ func (d *Daemon) admit(ctx context.Context, s sessions.Session) error {
 	if text == "" {
 		return nil
 	}
-	d.metrics.BudgetRefused(scope)
+	c.refused(scope)
 	return &agent.RefusedError{Text: text, Reason: scope + " spend cap reached"}
 }
