@@ -112,7 +112,9 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 			select {
 			case <-o.Interrupts:
 				fmt.Fprintln(stdout, "\n(stopping)")
-				_ = c.stop(context.WithoutCancel(ctx), &session, stdout)
+				if text, err := (apiSession{c, &session}).Stop(context.WithoutCancel(ctx)); err == nil {
+					fmt.Fprintln(stdout, text)
+				}
 				stopRun()
 			case <-runCtx.Done():
 			}
@@ -151,120 +153,112 @@ func (c *Client) CLISession(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// Commands do what each chat command of commands.All does, through
-// the API's own routes: a command sent as a message would be answered to a
-// chat, which over the API is nowhere. A test checks every command has one.
-var Commands = map[string]func(c *Client, ctx context.Context, session *string, out io.Writer) error{
-	"status":  (*Client).status,
-	"stop":    (*Client).stop,
-	"reset":   (*Client).reset,
-	"compact": (*Client).compact,
-	"help": func(_ *Client, _ context.Context, _ *string, out io.Writer) error {
-		_, err := fmt.Fprintln(out, commands.Help())
-		return err
-	},
-	// A token is not typed into a terminal that shows it: an operator
-	// stores a person's token through the route.
-	"connect": func(_ *Client, _ context.Context, _ *string, out io.Writer) error {
-		_, err := fmt.Fprintln(out, "/connect works in a direct chat on a channel; over the API, "+routeOf("connect"))
-		return err
-	},
-	"disconnect": func(_ *Client, _ context.Context, _ *string, out io.Writer) error {
-		_, err := fmt.Fprintln(out, "/disconnect works in a direct chat on a channel; over the API, "+routeOf("disconnect"))
-		return err
-	},
+// apiSession is where a chat command typed in `parley chat --server` runs:
+// one session over the API, through the API's own routes (a command sent as
+// a message would be answered to a chat, which over the API is nowhere).
+type apiSession struct {
+	c  *Client
+	id *string
 }
 
-// routeOf is the API route of the chat command called name.
-func routeOf(name string) string {
-	for _, c := range commands.All {
-		if c.Name == name {
-			return c.Route
-		}
-	}
-	return ""
-}
+var _ commands.Runtime = apiSession{}
 
-// Command runs the chat command named name on *session.
-func (c *Client) Command(ctx context.Context, session *string, name string, out io.Writer) error {
-	run, ok := Commands[name]
+// Command runs the chat command named name on *session (a reset moves
+// *session to the new one) and prints what it says.
+func (c *Client) Command(ctx context.Context, sessionID *string, name string, out io.Writer) error {
+	cmd, ok := commands.Parse("/" + name)
 	if !ok {
 		return fmt.Errorf("/%s doesn't work over the API", name)
 	}
-	return run(c, ctx, session, out)
+	text, err := cmd.Do(ctx, apiSession{c, sessionID}, "")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, text)
+	return err
 }
 
-func (c *Client) status(ctx context.Context, session *string, out io.Writer) error {
-	base := "/v1/sessions/" + *session
+func (s apiSession) Status(ctx context.Context) (string, error) {
+	base := "/v1/sessions/" + *s.id
 	var st struct {
 		State   string `json:"state"`
 		Message string `json:"message"`
 	}
-	var s struct {
+	var ss struct {
 		MessageCount int64 `json:"message_count"`
 		Rollup       struct {
 			TokenCount int64 `json:"token_count"`
 		} `json:"rollup"`
 	}
-	if err := c.Do(ctx, "GET", base+"/status", nil, &st); err != nil {
-		return err
+	if err := s.c.Do(ctx, "GET", base+"/status", nil, &st); err != nil {
+		return "", err
 	}
-	if err := c.Do(ctx, "GET", base, nil, &s); err != nil {
-		return err
+	if err := s.c.Do(ctx, "GET", base, nil, &ss); err != nil {
+		return "", err
 	}
-	fmt.Fprintf(out, "session %s: %s; %d messages, ~%d tokens", *session, st.State, s.MessageCount, s.Rollup.TokenCount)
+	text := fmt.Sprintf("session %s: %s; %d messages, ~%d tokens", *s.id, st.State, ss.MessageCount, ss.Rollup.TokenCount)
 	if st.Message != "" {
-		fmt.Fprintf(out, " (%s)", st.Message)
+		text += " (" + st.Message + ")"
 	}
-	fmt.Fprintln(out)
-	return nil
+	return text, nil
 }
 
-func (c *Client) stop(ctx context.Context, session *string, out io.Writer) error {
+func (s apiSession) Stop(ctx context.Context) (string, error) {
 	var r struct {
 		Aborted bool `json:"aborted"`
 	}
-	if err := c.Do(ctx, "POST", "/v1/sessions/"+*session+"/abort", nil, &r); err != nil {
-		return err
+	if err := s.c.Do(ctx, "POST", "/v1/sessions/"+*s.id+"/abort", nil, &r); err != nil {
+		return "", err
 	}
 	if r.Aborted {
-		fmt.Fprintln(out, "Stopped.")
-	} else {
-		fmt.Fprintln(out, "Nothing is running.")
+		return "Stopped.", nil
 	}
-	return nil
+	return "Nothing is running.", nil
 }
 
-// reset moves *session to the new session.
-func (c *Client) reset(ctx context.Context, session *string, out io.Writer) error {
+// Reset moves the session to the new one.
+func (s apiSession) Reset(ctx context.Context) (string, error) {
 	var r struct {
 		Session struct {
 			ID string `json:"id"`
 		} `json:"session"`
 	}
-	if err := c.Do(ctx, "POST", "/v1/agent/reset", map[string]any{"session_id": *session}, &r); err != nil {
-		return err
+	if err := s.c.Do(ctx, "POST", "/v1/agent/reset", map[string]any{"session_id": *s.id}, &r); err != nil {
+		return "", err
 	}
-	*session = r.Session.ID
-	fmt.Fprintf(out, "New session %s.\n", *session)
-	return nil
+	*s.id = r.Session.ID
+	return "New session " + *s.id + ".", nil
 }
 
-func (c *Client) compact(ctx context.Context, session *string, out io.Writer) error {
+func (s apiSession) Compact(ctx context.Context) (string, error) {
 	var r struct {
 		Compacted  bool   `json:"compacted"`
 		Skipped    string `json:"skipped"`
 		Summarized int    `json:"summarized"`
 	}
-	if err := c.Do(ctx, "POST", "/v1/sessions/"+*session+"/compact", nil, &r); err != nil {
-		return err
+	if err := s.c.Do(ctx, "POST", "/v1/sessions/"+*s.id+"/compact", nil, &r); err != nil {
+		return "", err
 	}
 	if r.Compacted {
-		fmt.Fprintf(out, "Summarized %d earlier messages.\n", r.Summarized)
-	} else {
-		fmt.Fprintf(out, "Not compacted: %s\n", r.Skipped)
+		return fmt.Sprintf("Summarized %d earlier messages.", r.Summarized), nil
 	}
-	return nil
+	return "Not compacted: " + r.Skipped, nil
+}
+
+// Connect explains where a token goes: not into a terminal that shows it;
+// an operator stores a person's token through the route.
+func (s apiSession) Connect(context.Context, string) (string, error) {
+	return "/connect works in a direct chat on a channel; over the API, " + routeOf("connect"), nil
+}
+
+func (s apiSession) Disconnect(context.Context, string) (string, error) {
+	return "/disconnect works in a direct chat on a channel; over the API, " + routeOf("disconnect"), nil
+}
+
+// routeOf is the API route of the chat command called name.
+func routeOf(name string) string {
+	c, _ := commands.Parse("/" + name)
+	return c.Route
 }
 
 // Client makes requests of one parley's API with one of its tokens.

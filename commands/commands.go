@@ -1,11 +1,15 @@
 // Package commands is the table of chat commands (/reset, /stop, /status,
 // /compact, /connect, /disconnect, /help) and their parsing. The gateway runs them in every chat,
 // `parley chat --server` runs them through the HTTP API's routes, and the
-// API names those routes when a command is sent to it as a message. It
-// imports nothing of parley's, so anything may use it.
+// API names those routes when a command is sent to it as a message. Each
+// row carries what its command does, through a Runtime, so a new command
+// is one row. It imports nothing of parley's, so anything may use it.
 package commands
 
-import "strings"
+import (
+	"context"
+	"strings"
+)
 
 // Mode says when the gateway runs a command.
 type Mode int
@@ -38,30 +42,77 @@ type Command struct {
 	// Arg names the one argument the command takes, as /help shows it
 	// ("<provider>"); "" for none.
 	Arg string
+	// Run is what the command does, through the runtime of the place it
+	// was typed in; arg is its argument ("" when none).
+	Run func(ctx context.Context, rt Runtime, arg string) (string, error)
+}
+
+// Runtime is where a chat command runs: a chat, through the gateway, or a
+// session over the HTTP API, through `parley chat --server`. Each does
+// these its own way; a command is a row of All that uses them.
+type Runtime interface {
+	// Stop stops the session's running turn, keeping its partial answer.
+	Stop(ctx context.Context) (string, error)
+	// Status describes the session, its run and its queue.
+	Status(ctx context.Context) (string, error)
+	// Reset archives the session and starts a new one.
+	Reset(ctx context.Context) (string, error)
+	// Compact summarizes the session's older messages now.
+	Compact(ctx context.Context) (string, error)
+	// Connect starts storing the person's own token for provider.
+	Connect(ctx context.Context, provider string) (string, error)
+	// Disconnect forgets the person's token for provider.
+	Disconnect(ctx context.Context, provider string) (string, error)
+}
+
+// Do runs c in rt with arg.
+func (c Command) Do(ctx context.Context, rt Runtime, arg string) (string, error) {
+	if c.Run == nil {
+		return "/" + c.Name + " is not available here.", nil
+	}
+	return c.Run(ctx, rt, arg)
 }
 
 // All is every chat command, in the order /help lists them.
 var All = []Command{
 	{Name: "reset", Aliases: []string{"new"}, Mode: Barrier, Interrupts: true,
 		Help:  "start a new conversation; it stops the running turn, and messages sent before it are answered first",
-		Route: `POST /v1/agent/reset with {"session_id": ...} starts a new session`},
+		Route: `POST /v1/agent/reset with {"session_id": ...} starts a new session`,
+		Run:   func(ctx context.Context, rt Runtime, _ string) (string, error) { return rt.Reset(ctx) }},
 	{Name: "stop", Mode: AtOnce,
 		Help:  "stop the running turn, keeping its partial answer",
-		Route: "POST /v1/sessions/{id}/abort stops the run"},
+		Route: "POST /v1/sessions/{id}/abort stops the run",
+		Run:   func(ctx context.Context, rt Runtime, _ string) (string, error) { return rt.Stop(ctx) }},
 	{Name: "status", Mode: AtOnce,
 		Help:  "show the session, its model and tokens, the queue and the last failure",
-		Route: "GET /v1/sessions/{id}/status tells the run's state (and GET /v1/sessions/{id} the session's)"},
+		Route: "GET /v1/sessions/{id}/status tells the run's state (and GET /v1/sessions/{id} the session's)",
+		Run:   func(ctx context.Context, rt Runtime, _ string) (string, error) { return rt.Status(ctx) }},
 	{Name: "compact", Mode: Barrier,
 		Help:  "summarize the conversation's older messages now, between turns",
-		Route: "POST /v1/sessions/{id}/compact compacts the session"},
+		Route: "POST /v1/sessions/{id}/compact compacts the session",
+		Run:   func(ctx context.Context, rt Runtime, _ string) (string, error) { return rt.Compact(ctx) }},
 	{Name: "connect", Mode: AtOnce, Arg: "<provider>",
 		Help:  "in a direct chat, store your own token for a provider's tools (such as github): your next message is the token, kept encrypted and never shown to the assistant",
-		Route: "PUT /v1/users/{surface}/{user}/connections/{provider} with {\"token\": ...} stores a person's token"},
+		Route: "PUT /v1/users/{surface}/{user}/connections/{provider} with {\"token\": ...} stores a person's token",
+		Run: func(ctx context.Context, rt Runtime, arg string) (string, error) {
+			return rt.Connect(ctx, strings.ToLower(strings.TrimSpace(arg)))
+		}},
 	{Name: "disconnect", Mode: AtOnce, Arg: "<provider>",
 		Help:  "forget your token for a provider",
-		Route: "DELETE /v1/users/{surface}/{user}/connections/{provider} forgets it"},
+		Route: "DELETE /v1/users/{surface}/{user}/connections/{provider} forgets it",
+		Run: func(ctx context.Context, rt Runtime, arg string) (string, error) {
+			return rt.Disconnect(ctx, strings.ToLower(strings.TrimSpace(arg)))
+		}},
 	{Name: "help", Mode: AtOnce,
-		Help: "list these commands"},
+		Help: "list these commands"}, // Run: set in init, as it reads All
+}
+
+func init() {
+	for i := range All {
+		if All[i].Name == "help" {
+			All[i].Run = func(context.Context, Runtime, string) (string, error) { return Help(), nil }
+		}
+	}
 }
 
 // Parse recognises a chat command: a name or alias of one in All, in any

@@ -1,6 +1,7 @@
 package commands_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -48,6 +49,9 @@ func TestTableIsConsistent(t *testing.T) {
 	for _, c := range commands.All {
 		if c.Help == "" {
 			t.Errorf("/%s has no help", c.Name)
+		}
+		if c.Run == nil {
+			t.Errorf("/%s does nothing: give its row a Run", c.Name)
 		}
 		for _, name := range append([]string{c.Name}, c.Aliases...) {
 			if other, dup := seen[name]; dup {
@@ -111,6 +115,48 @@ func TestRoutesNameEveryRoute(t *testing.T) {
 		}
 		if !strings.Contains(routes, "/"+c.Name+": "+c.Route) {
 			t.Errorf("Routes() lacks /%s's: %q", c.Name, routes)
+		}
+	}
+}
+
+// fakeRuntime answers each command with its name.
+type fakeRuntime struct{}
+
+func (fakeRuntime) Stop(context.Context) (string, error)    { return "stopped", nil }
+func (fakeRuntime) Status(context.Context) (string, error)  { return "status", nil }
+func (fakeRuntime) Reset(context.Context) (string, error)   { return "reset", nil }
+func (fakeRuntime) Compact(context.Context) (string, error) { return "compacted", nil }
+func (fakeRuntime) Connect(_ context.Context, p string) (string, error) {
+	return "connect " + p, nil
+}
+func (fakeRuntime) Disconnect(_ context.Context, p string) (string, error) {
+	return "disconnect " + p, nil
+}
+
+// A command is one row: added to the table, it parses, is listed by /help
+// and runs what its row says, with its argument.
+func TestNewCommandIsOneRow(t *testing.T) {
+	saved := commands.All
+	defer func() { commands.All = saved }()
+	commands.All = append(append([]commands.Command{}, saved...), commands.Command{Name: "peek", Help: "show the status, briefly", Arg: "<what>",
+		Run: func(ctx context.Context, rt commands.Runtime, arg string) (string, error) {
+			s, err := rt.Status(ctx)
+			return "peek " + arg + ": " + s, err
+		}})
+	c, arg, ok := commands.ParseArg("/peek queue")
+	if !ok || c.Name != "peek" {
+		t.Fatalf("/peek parses as %+v, %v", c, ok)
+	}
+	if got, err := c.Do(context.Background(), fakeRuntime{}, arg); err != nil || got != "peek queue: status" {
+		t.Fatalf("/peek ran %q, %v", got, err)
+	}
+	if !strings.Contains(commands.Help(), "/peek <what>: show the status, briefly") {
+		t.Fatalf("/help doesn't list it:\n%s", commands.Help())
+	}
+	for _, name := range []string{"stop", "connect"} {
+		c, _ := commands.Parse("/" + name)
+		if got, _ := c.Do(context.Background(), fakeRuntime{}, "GitHub "); name == "connect" && got != "connect github" {
+			t.Fatalf("/connect GitHub ran %q", got)
 		}
 	}
 }

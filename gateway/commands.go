@@ -9,17 +9,24 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// chatCommands run each command of commands.All in a chat, on the lane for
-// a barrier command and at once otherwise, and return the reply. A test
-// checks that every command in the table has one.
-var chatCommands = map[string]func(g *Gateway, ctx context.Context, j job) string{
-	"reset":      (*Gateway).reset,
-	"stop":       (*Gateway).stop,
-	"status":     (*Gateway).status,
-	"compact":    (*Gateway).compact,
-	"connect":    (*Gateway).connect,
-	"disconnect": (*Gateway).disconnect,
-	"help":       func(*Gateway, context.Context, job) string { return commands.Help() },
+// chat is where a command typed in a chat runs: the gateway, for the
+// message that carried it.
+type chat struct {
+	g *Gateway
+	j job
+}
+
+var _ commands.Runtime = chat{}
+
+func (c chat) Stop(ctx context.Context) (string, error)    { return c.g.stop(ctx, c.j), nil }
+func (c chat) Status(ctx context.Context) (string, error)  { return c.g.status(ctx, c.j), nil }
+func (c chat) Reset(ctx context.Context) (string, error)   { return c.g.reset(ctx, c.j), nil }
+func (c chat) Compact(ctx context.Context) (string, error) { return c.g.compact(ctx, c.j), nil }
+func (c chat) Connect(ctx context.Context, provider string) (string, error) {
+	return c.g.connect(ctx, c.j, provider), nil
+}
+func (c chat) Disconnect(ctx context.Context, provider string) (string, error) {
+	return c.g.disconnect(ctx, c.j, provider), nil
 }
 
 // command dispatches a chat command: a barrier command takes its place on
@@ -44,8 +51,11 @@ func (g *Gateway) command(ctx context.Context, j job, c commands.Command) {
 // runCommand runs the command named name and answers it.
 func (g *Gateway) runCommand(ctx context.Context, j job, name string) {
 	text := "/" + name + " is not available here."
-	if run, ok := chatCommands[name]; ok {
-		text = run(g, ctx, j)
+	if c, arg, ok := commands.ParseArg(j.in.Text); ok && c.Name == name {
+		var err error
+		if text, err = c.Do(ctx, chat{g, j}, arg); err != nil {
+			_, text = g.failed(ctx, j.key, "/"+name, err, "Sorry, /"+name+" didn't work")
+		}
 	}
 	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
 }

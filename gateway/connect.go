@@ -214,9 +214,7 @@ func (g *Gateway) connectUsage(provider string) string {
 
 // connect starts a /connect: the sender's next message in this direct
 // chat is their token.
-func (g *Gateway) connect(_ context.Context, j job) string {
-	_, provider, _ := commands.ParseArg(j.in.Text)
-	provider = strings.ToLower(provider)
+func (g *Gateway) connect(_ context.Context, j job, provider string) string {
 	switch {
 	case j.in.Group:
 		return "/connect works only in a direct chat with me, so your token isn't posted here."
@@ -229,9 +227,7 @@ func (g *Gateway) connect(_ context.Context, j job) string {
 }
 
 // disconnect forgets the sender's token for a provider.
-func (g *Gateway) disconnect(ctx context.Context, j job) string {
-	_, provider, _ := commands.ParseArg(j.in.Text)
-	provider = strings.ToLower(provider)
+func (g *Gateway) disconnect(ctx context.Context, j job, provider string) string {
 	if g.opts.Connections == nil || provider == "" {
 		return strings.Replace(g.connectUsage(provider), "/connect", "/disconnect", -1)
 	}
