@@ -44,10 +44,3 @@ type Press struct {
 type PressSink interface {
 	Press(ctx context.Context, p Press) (note string)
 }
-
-// A OneShot channel sends one message and takes its one reply (parley
-// ask): nobody is there to answer a question in the middle of the turn,
-// so its turns' permission questions are denied at once.
-type OneShot interface {
-	OneShot() bool
-}

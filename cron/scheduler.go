@@ -17,6 +17,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -94,6 +95,13 @@ type Options struct {
 	Grace time.Duration
 	// OnEnd, if set, hears of each run's end: its status (metrics).
 	OnEnd func(status Status)
+	// Unattended is the policy that answers a run's permission questions
+	// (nobody watches a cron run): the tools its job allows. Nil allows
+	// none.
+	Unattended func(chatID string) *permissions.Unattended
+	// Jobs, if set, says how many jobs the config defines, for the
+	// start-up log.
+	Jobs func() int
 	// Poll is how often the job list is read again (for jobs the CLI
 	// changed in another process) and queued manual runs are started.
 	// Default 15s.
@@ -132,7 +140,25 @@ type entry struct {
 	next  time.Time
 }
 
-var _ adapters.Adapter = (*Scheduler)(nil)
+var (
+	_ adapters.Adapter  = (*Scheduler)(nil)
+	_ adapters.Declarer = (*Scheduler)(nil)
+)
+
+// Source declares the scheduler as a source of messages: a run reports to
+// its job's notify targets (Report), and nobody watches it, so its job's
+// allow_tools answers its permission questions.
+func (s *Scheduler) Source() adapters.Source {
+	u := s.opts.Unattended
+	if u == nil {
+		u = func(chatID string) *permissions.Unattended {
+			jobID, _, _ := ParseChatID(chatID)
+			return &permissions.Unattended{What: fmt.Sprintf("cron job %q", jobID), Key: "allow_tools on the job in the config"}
+		}
+	}
+	return adapters.Source{Name: "cron", Replies: adapters.RepliesReported, Asks: adapters.AskPolicy, Unattended: u,
+		Started: func() []any { return []any{"jobs", s.opts.Jobs()} }}
+}
 
 // New returns a scheduler; Start runs it.
 func New(opts Options) (*Scheduler, error) {
@@ -144,6 +170,9 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	if opts.ID == "" {
 		opts.ID = DefaultID
+	}
+	if opts.Jobs == nil {
+		opts.Jobs = func() int { return 0 }
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace

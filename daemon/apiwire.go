@@ -28,6 +28,13 @@ type apiChannel struct{}
 
 func (apiChannel) Start(ctx context.Context, _ adapters.Sink) error { <-ctx.Done(); return nil }
 
+// Source declares the API as a source: its caller follows the run and
+// reads the reply (nothing is queued), and answers permission questions
+// through the API.
+func (apiChannel) Source() adapters.Source {
+	return adapters.Source{Name: "api", Replies: adapters.RepliesToCaller, Asks: adapters.AskCaller}
+}
+
 func (apiChannel) Send(_ context.Context, out adapters.Outbound) (adapters.Sent, error) {
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }

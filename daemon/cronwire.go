@@ -58,9 +58,11 @@ func (d *Daemon) openCron(ctx context.Context) error {
 		QueueNote: func(ctx context.Context, q dbutil.Querier, n cron.Notice) error {
 			return d.queueNote(ctx, q, n.Target.String(), n.Text, n.Key)
 		},
-		Abort: func(k sessions.Key) bool { return d.gw.Abort(k) },
-		OnEnd: func(st cron.Status) { d.metrics.CronRun(string(st)) },
-		Log:   d.named("cron"),
+		Abort:      func(k sessions.Key) bool { return d.gw.Abort(k) },
+		OnEnd:      func(st cron.Status) { d.metrics.CronRun(string(st)) },
+		Unattended: d.cronUnattended,
+		Jobs:       func() int { return len(d.cfg().Cron.Jobs) },
+		Log:        d.named("cron"),
 	})
 	return err
 }

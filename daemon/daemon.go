@@ -24,7 +24,6 @@ import (
 	_ "github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	_ "github.com/parleyd/parley/llm/openai"
-	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/metrics"
@@ -436,15 +435,24 @@ func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 		}
 	}
 	res, err := d.runner.Run(ctx, req)
-	if first := in.Messages[0]; first.Adapter == "cron" && d.cron != nil {
-		// The receipt gets the session and the outcome, an empty reply or
-		// a failure included, which never reach the scheduler otherwise,
-		// and the tool calls denied for want of a person to ask.
-		if ferr := d.cron.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, withNotes(deniedNotes(req.Unattended), res.Reply), err); ferr != nil {
-			d.log.WarnContext(ctx, "record a cron run's outcome", "chat_id", first.ChatID, "error", ferr)
+	first := in.Messages[0]
+	if ad, ok := d.adapter(first.Adapter); ok {
+		if rec, ok := ad.(runRecorder); ok {
+			// The run's receipt gets the session and the outcome, an empty
+			// reply or a failure included, which never reach its source
+			// otherwise, and the tool calls denied for want of a person.
+			if ferr := rec.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, withNotes(deniedNotes(req.Unattended), res.Reply), err); ferr != nil {
+				d.log.WarnContext(ctx, "record a run's outcome", "source", first.Adapter, "chat_id", first.ChatID, "error", ferr)
+			}
 		}
 	}
 	return replyText(append(notices, deniedNotes(req.Unattended)...), res), err
+}
+
+// A runRecorder is a source that keeps a receipt of each run (cron): told
+// every turn's outcome.
+type runRecorder interface {
+	Finish(ctx context.Context, chatID string, sessionID sessions.ID, reply string, runErr error) error
 }
 
 // replyText is a turn's reply as the chat gets it: the notices (the
@@ -463,7 +471,7 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	a, _ := d.cfg().Agent(in.AgentID)
 	inputs := make([]agent.Input, len(in.Messages))
 	for i, m := range in.Messages {
-		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, ReasoningEffort: m.ReasoningEffort, RunID: apiRunID(m)}
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, ReasoningEffort: m.ReasoningEffort, RunID: d.callerRunID(m)}
 		if i < len(in.IDs) {
 			// The inbound id (a UUID) doubles as the user message's id, so
 			// a re-run after a crash does not store the message twice.
@@ -485,11 +493,11 @@ func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	return req
 }
 
-// apiRunID is the run id a caller waits on for m's turn (its message id):
-// the one the API's Send returned, or the one send_message of the MCP
-// server waits for; "" for a message from elsewhere.
-func apiRunID(m adapters.Inbound) string {
-	if m.Adapter == apiAdapterID || m.Adapter == mcpserve.AdapterID {
+// callerRunID is the run id a caller waits on for m's turn (its message
+// id), for a source whose caller follows the run (the API's Send returned
+// it; send_message of the MCP server waits for it); "" for the others.
+func (d *Daemon) callerRunID(m adapters.Inbound) string {
+	if ad, ok := d.adapter(m.Adapter); ok && adapters.SourceOf(ad).Replies == adapters.RepliesToCaller {
 		return m.MessageID
 	}
 	return ""

@@ -114,7 +114,7 @@ func (d *Daemon) steerWithFiles(ctx context.Context, a config.Agent, steer func(
 			// Stored under its inbound id, as the turn's own inputs are, so a
 			// recovery after a crash finds it.
 			out = append(out, agent.Input{ID: sessions.MessageID(ids[i]), Text: m.Attributed(), DisplayName: m.DisplayName,
-				RunID: apiRunID(m), Parts: parts[i]})
+				RunID: d.callerRunID(m), Parts: parts[i]})
 		}
 		return out
 	}

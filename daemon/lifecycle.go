@@ -193,14 +193,11 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 		if d.replicas != nil && d.elected(id) {
 			continue // started once this replica holds it
 		}
-		switch id {
-		case "cron":
-			d.logStarted("cron", "jobs", len(d.cfg().Cron.Jobs))
-		case apiAdapterID, mcpserve.AdapterID:
-		case webhooks.AdapterID:
-			d.logStarted("webhooks", "hooks", len(d.cfg().Hooks))
-		default:
+		switch src := adapters.SourceOf(a); {
+		case src.Name == "":
 			d.logStarted("channel", "adapter", id)
+		case src.Started != nil:
+			d.logStarted(src.Name, src.Started()...)
 		}
 		d.startAdapter(id, a)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
-	"github.com/parleyd/parley/webhooks"
 )
 
 // closeTimeout bounds the edit that says how a question ended.
@@ -50,31 +49,30 @@ func (d *Daemon) reloadPermissions(cfg *config.Config) {
 	d.perms.SetSharedGroupGrants(cfg.Permissions.SharedGroupGrants)
 }
 
-// permit says who a turn's tool calls are asked of: the person whose
-// message the turn answers, through their channel; for a cron job or a
-// webhook, nobody, and its config answers instead.
+// permit says who a turn's tool calls are asked of, as the source of the
+// message the turn answers declares: the person in their chat, the API's
+// caller, the source's own policy for a run nobody watches (a cron job's
+// or a webhook's allow_tools), or nobody.
 func (d *Daemon) permit(req *agent.Request, in gateway.TurnInput) {
 	last := in.Messages[len(in.Messages)-1]
-	switch last.Adapter {
-	case "cron":
-		req.Unattended = d.cronUnattended(last.ChatID)
-		return
-	case webhooks.AdapterID:
-		req.Unattended = d.hookUnattended(last.ChatID)
+	ad, _ := d.adapter(last.Adapter)
+	src := adapters.SourceOf(ad)
+	if src.Asks == adapters.AskPolicy {
+		if src.Unattended != nil {
+			req.Unattended = src.Unattended(last.ChatID)
+		} else {
+			req.Unattended = &permissions.Unattended{What: string(last.Adapter)}
+		}
 		return
 	}
 	req.User = last.Surface + ":" + last.UserID
-	if last.Adapter == apiAdapterID {
+	switch src.Asks {
+	case adapters.AskCaller:
 		req.Asker = apiAsker{d: d}
-		return
+	case adapters.AskInChat:
+		req.Asker = chatAsker{d: d, adapter: last.Adapter, chat: last.ChatID, replyTo: last.MessageID,
+			name: last.DisplayName, group: last.Group}
 	}
-	if ad, ok := d.adapter(last.Adapter); ok {
-		if o, ok := ad.(adapters.OneShot); ok && o.OneShot() {
-			return // nobody answers questions mid-turn
-		}
-	}
-	req.Asker = chatAsker{d: d, adapter: last.Adapter, chat: last.ChatID, replyTo: last.MessageID,
-		name: last.DisplayName, group: last.Group}
 }
 
 // cronUnattended is a cron fire's answerer: its job's allow_tools.
@@ -85,18 +83,6 @@ func (d *Daemon) cronUnattended(chatID string) *permissions.Unattended {
 	for i, j := range d.cfg().Cron.Jobs {
 		if j.ID == jobID {
 			u.Key, u.Allow = fmt.Sprintf("cron.jobs[%d].allow_tools", i), j.AllowTools
-		}
-	}
-	return u
-}
-
-// hookUnattended is a webhook delivery's answerer: its hook's allow_tools.
-func (d *Daemon) hookUnattended(chatID string) *permissions.Unattended {
-	hookID, _, _ := strings.Cut(chatID, ":")
-	u := &permissions.Unattended{What: fmt.Sprintf("webhook %q", hookID), Key: "allow_tools on the hook in the config"}
-	for i, h := range d.cfg().Hooks {
-		if h.ID == hookID {
-			u.Key, u.Allow = fmt.Sprintf("hooks[%d].allow_tools", i), h.AllowTools
 		}
 	}
 	return u

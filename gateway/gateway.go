@@ -896,9 +896,11 @@ func (g *Gateway) complete(ctx context.Context, o outcome) {
 	}
 }
 
-// record is what complete stores of o: its inbound records' ids and the
-// outbox rows of its reply, chunked at the adapter's limit; or, for a
-// Reporter's message, the report that queues the run's notes instead.
+// record is what complete stores of o, as the message's source declares:
+// its inbound records' ids and the outbox rows of its reply, chunked at
+// the adapter's limit; for a source that reports elsewhere, the report
+// that queues the run's notes instead; for one whose caller reads the
+// reply, nothing more.
 func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report) {
 	ids = make([]string, len(o.jobs))
 	for i, j := range o.jobs {
@@ -906,8 +908,12 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report)
 	}
 	limit := 0
 	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
-		if r, ok := ad.(Reporter); ok {
-			if o.text == "" {
+		switch adapters.SourceOf(ad).Replies {
+		case adapters.RepliesToCaller:
+			return ids, nil, nil // the caller reads the reply from the session
+		case adapters.RepliesReported:
+			r, ok := ad.(Reporter)
+			if !ok || o.text == "" {
 				return ids, nil, nil
 			}
 			return ids, nil, &report{to: r, in: o.replyTo.in, key: o.replyTo.inboundID + ":0", text: o.text, failed: o.status != InboundDone}

@@ -13,8 +13,8 @@ import (
 type Channel struct{}
 
 var (
-	_ adapters.Adapter = Channel{}
-	_ adapters.OneShot = Channel{}
+	_ adapters.Adapter  = Channel{}
+	_ adapters.Declarer = Channel{}
 )
 
 // Start waits for the end: nothing arrives on this channel by itself.
@@ -28,6 +28,9 @@ func (Channel) Send(_ context.Context, out adapters.Outbound) (adapters.Sent, er
 	return adapters.Sent{MessageID: out.IdempotencyKey}, nil
 }
 
-// OneShot says nobody answers a tool's permission question mid-turn: a
-// call that needs one is denied, saying so.
-func (Channel) OneShot() bool { return true }
+// Source declares the channel: send_message's caller reads the reply, so
+// nothing is queued, and nobody answers a tool's permission question
+// mid-turn (a call that needs one is denied, saying so).
+func (Channel) Source() adapters.Source {
+	return adapters.Source{Replies: adapters.RepliesToCaller, Asks: adapters.AskNobody}
+}

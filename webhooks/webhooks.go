@@ -32,6 +32,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/textcut"
 )
 
@@ -115,6 +116,7 @@ type Options struct {
 type Server struct {
 	opts  Options
 	hooks atomic.Pointer[map[string]config.Hook] // replaced by SetHooks
+	order atomic.Pointer[[]config.Hook]          // the same, in the config's order
 
 	mu      sync.Mutex
 	sink    adapters.Sink
@@ -128,7 +130,30 @@ type Server struct {
 	refusals   []Refusal // the latest, oldest first
 }
 
-var _ adapters.Adapter = (*Server)(nil)
+var (
+	_ adapters.Adapter  = (*Server)(nil)
+	_ adapters.Declarer = (*Server)(nil)
+)
+
+// Source declares the server as a source of messages: a delivery reports
+// to its hook's notify targets or its caller (Report), and nobody watches
+// it, so its hook's allow_tools answers its permission questions.
+func (s *Server) Source() adapters.Source {
+	return adapters.Source{Name: "webhooks", Replies: adapters.RepliesReported, Asks: adapters.AskPolicy, Unattended: s.unattended,
+		Started: func() []any { return []any{"hooks", len(*s.order.Load())} }}
+}
+
+// unattended is a delivery's answerer: its hook's allow_tools.
+func (s *Server) unattended(chatID string) *permissions.Unattended {
+	hookID, _, _ := strings.Cut(chatID, ":")
+	u := &permissions.Unattended{What: fmt.Sprintf("webhook %q", hookID), Key: "allow_tools on the hook in the config"}
+	for i, h := range *s.order.Load() {
+		if h.ID == hookID {
+			u.Key, u.Allow = fmt.Sprintf("hooks[%d].allow_tools", i), h.AllowTools
+		}
+	}
+	return u
+}
 
 // New returns a Server for the configured hooks.
 func New(opts Options) *Server {
@@ -157,6 +182,7 @@ func (s *Server) SetHooks(hooks []config.Hook) {
 		m[h.ID] = h
 	}
 	s.hooks.Store(&m)
+	s.order.Store(&hooks)
 }
 
 // hook is the hook called id.

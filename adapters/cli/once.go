@@ -26,12 +26,15 @@ type Once struct {
 }
 
 var (
-	_ adapters.Adapter = (*Once)(nil)
-	_ adapters.OneShot = (*Once)(nil)
+	_ adapters.Adapter  = (*Once)(nil)
+	_ adapters.Declarer = (*Once)(nil)
 )
 
-// OneShot says nobody answers questions mid-turn: Send takes the reply.
-func (o *Once) OneShot() bool { return true }
+// Source declares the channel: its reply comes through Send, as a chat's,
+// and nobody answers questions mid-turn.
+func (o *Once) Source() adapters.Source {
+	return adapters.Source{Replies: adapters.RepliesToChat, Asks: adapters.AskNobody}
+}
 
 // NewOnce returns a channel that asks text once, as user.
 func NewOnce(id adapters.ID, text, user string) *Once {
