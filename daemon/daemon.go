@@ -506,9 +506,19 @@ func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
 		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
-		Compaction:     agent.CompactionConfig{Threshold: a.Compaction.Threshold, Model: a.Compaction.Model, Notify: a.Compaction.Notify},
-		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort,
+		Compaction:     compactionConfig(a.Compaction),
+		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
 	}
+}
+
+// compactionConfig is an agent's compaction settings as the runner takes
+// them.
+func compactionConfig(c config.Compaction) agent.CompactionConfig {
+	retries := c.Retries
+	return agent.CompactionConfig{Threshold: c.Threshold, Model: c.Model, Notify: c.Notify,
+		TailTurns: c.TailTurns, TailBudgetPct: c.TailBudgetPct, SummaryMaxTokens: c.SummaryMaxTokens,
+		ReserveTokens: c.ReserveTokens, Retries: &retries,
+		FlushTimeout: c.FlushTimeout.Std(), SummaryTimeout: c.SummaryTimeout.Std()}
 }
 
 // Compact answers /compact.
