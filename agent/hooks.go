@@ -132,6 +132,14 @@ type CompactionResult struct {
 	// Notice is the one-line notice for the user, when the agent asks for
 	// one (CompactionConfig.Notify).
 	Notice string
+	// SummarizedTurns counts the user messages the summary replaced, the
+	// first and last quoted (a short excerpt) in SummarizedFrom and
+	// SummarizedTo; KeptTurns and KeptMessages count what was kept as it
+	// is, from the user message quoted in KeptFrom.
+	SummarizedTurns              int
+	SummarizedFrom, SummarizedTo string
+	KeptTurns, KeptMessages      int
+	KeptFrom                     string
 }
 
 // SideTurn is a restricted turn a Compactor runs in the session: one

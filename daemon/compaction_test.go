@@ -101,7 +101,10 @@ func TestCompactionThroughTheDaemon(t *testing.T) {
 	}
 	stop()
 	code, out, errOut := parley(t, ctx, "sessions", "compact", string(s.ID), "--config", path)
-	if code != 0 || !strings.HasPrefix(out, "Summarized ") {
+	// It says what it summarized and what it kept: the last two turns
+	// (compaction.tail_turns' default), from a user message.
+	if code != 0 || !strings.HasPrefix(out, "Summarized ") ||
+		!strings.Contains(out, `Kept the last 2 turns (4 messages) as they are, from "message 29: short".`) {
 		t.Fatalf("parley sessions compact: exit %d %q %q", code, out, errOut)
 	}
 	if code, _, errOut := parley(t, ctx, "sessions", "compact", "01a200f4-0000-7000-8000-000000000000", "--config", path); code != 1 || !strings.Contains(errOut, "not found") {

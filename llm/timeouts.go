@@ -99,8 +99,8 @@ func (e *TimeoutError) Error() string {
 	default:
 		what = "the call took longer than %s"
 	}
-	return fmt.Sprintf("%s: "+what+" (timeouts.%s; raise it in the provider's or the agent's timeouts for a slow model)",
-		e.Provider, e.After, e.Phase)
+	// The provider's name is on the error that wraps this one.
+	return fmt.Sprintf(what+" (timeouts.%s; raise it in the provider's or the agent's timeouts for a slow model)", e.After, e.Phase)
 }
 
 // Timeout reports true, as a net.Error's does.
