@@ -50,6 +50,23 @@ type CompactionConfig struct {
 	// Notify asks for a one-line notice to the user when compaction ran
 	// (Result.Notices, CompactionResult.Notice).
 	Notify bool
+	// TailTurns is how many of the latest turns stay as they are; 0 means
+	// the compactor's default.
+	TailTurns int
+	// TailBudgetPct caps the kept turns' share, in percent, of the usable
+	// window (Window less Reserve); 0 means the compactor's default.
+	TailBudgetPct int
+	// SummaryMaxTokens caps the summary; 0 means the compactor's default.
+	SummaryMaxTokens int
+	// ReserveTokens is the room kept for the reply; 0 means
+	// min(MaxOutputReserve, MaxOutputTokens).
+	ReserveTokens int
+	// Retries is how often a failed summary is tried again; nil means the
+	// compactor's policy.
+	Retries *int
+	// FlushTimeout and SummaryTimeout bound the memory flush and the
+	// summary (retries included); 0 means the compactor's defaults.
+	FlushTimeout, SummaryTimeout time.Duration
 }
 
 // CompactWhen says what set a compaction off.
@@ -115,6 +132,14 @@ type CompactionResult struct {
 	// Notice is the one-line notice for the user, when the agent asks for
 	// one (CompactionConfig.Notify).
 	Notice string
+	// SummarizedTurns counts the user messages the summary replaced, the
+	// first and last quoted (a short excerpt) in SummarizedFrom and
+	// SummarizedTo; KeptTurns and KeptMessages count what was kept as it
+	// is, from the user message quoted in KeptFrom.
+	SummarizedTurns              int
+	SummarizedFrom, SummarizedTo string
+	KeptTurns, KeptMessages      int
+	KeptFrom                     string
 }
 
 // SideTurn is a restricted turn a Compactor runs in the session: one
@@ -157,8 +182,16 @@ func Threshold(cfg AgentConfig, window int) int64 {
 	if share <= 0 {
 		share = DefaultCompactionThreshold
 	}
-	reserve := min(MaxOutputReserve, cmp.Or(max(cfg.MaxOutputTokens, 0), defaultOutputReserve))
-	return max(0, min(int64(share*float64(window)), int64(window-reserve)))
+	return max(0, min(int64(share*float64(window)), int64(window-Reserve(cfg))))
+}
+
+// Reserve is the room, in tokens, kept free of history for the reply:
+// the agent's ReserveTokens, or min(MaxOutputReserve, MaxOutputTokens).
+func Reserve(cfg AgentConfig) int {
+	if cfg.Compaction.ReserveTokens > 0 {
+		return cfg.Compaction.ReserveTokens
+	}
+	return min(MaxOutputReserve, cmp.Or(max(cfg.MaxOutputTokens, 0), defaultOutputReserve))
 }
 
 // knownWindows are context windows of well-known models, for a per-message

@@ -52,6 +52,8 @@ func TestThreshold(t *testing.T) {
 		{"the window less the reply's room when lower", AgentConfig{MaxOutputTokens: 4096, Compaction: CompactionConfig{Threshold: 0.95}}, 50_000, 45_904},
 		{"the room is at most 20k", AgentConfig{MaxOutputTokens: 64_000, Compaction: CompactionConfig{Threshold: 0.95}}, 200_000, 180_000},
 		{"an unset max output reserves 4096", AgentConfig{Compaction: CompactionConfig{Threshold: 1}}, 10_000, 5904},
+		{"reserve_tokens sets the reply's room", AgentConfig{MaxOutputTokens: 4096, Compaction: CompactionConfig{Threshold: 0.95, ReserveTokens: 10_000}}, 50_000, 40_000},
+		{"reserve_tokens past 20k", AgentConfig{MaxOutputTokens: 4096, Compaction: CompactionConfig{Threshold: 0.95, ReserveTokens: 30_000}}, 200_000, 170_000},
 		{"a small window", AgentConfig{MaxOutputTokens: 4096}, 4000, 0},
 		{"an unknown window", AgentConfig{}, 0, 0},
 	}

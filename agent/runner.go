@@ -175,6 +175,9 @@ type AgentConfig struct {
 	// ReasoningEffort ("low", "medium", "high") asks reasoning models to
 	// think more or less; "" leaves the provider's default.
 	ReasoningEffort string
+	// Timeouts override, field by field, the provider's deadlines for
+	// this agent's model calls (llm.WithCallTimeouts); zero keeps them.
+	Timeouts llm.Timeouts
 }
 
 // Input is one user message for a run.
@@ -409,9 +412,13 @@ func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
 	next := policy.OnRetry
 	policy.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
 		msg := retryMessage(err, attempt, wait)
+		var st Status
 		r.statuses.update(id, func(s *Status) {
 			s.State, s.Attempt, s.Message = StateRetrying, attempt, msg
+			st = *s
 		})
+		// The API's stream shows the retry as it shows a wait.
+		r.publish(id, EventStatusChanged, st)
 		r.log.WarnContext(ctx, "model call retrying", "session_id", id, "model", spec, "attempt", attempt, "wait", wait, "error", err)
 		if next != nil {
 			next(ctx, attempt, err, wait)
@@ -424,9 +431,15 @@ func retryMessage(err error, attempt int, wait time.Duration) string {
 	// Chat users read this in /status: the provider's status code, or
 	// that it couldn't be reached, never the error's text (hosts, ports).
 	cause := "the provider couldn't be reached"
-	var se *llm.StatusError
-	if errors.As(err, &se) {
+	var (
+		se *llm.StatusError
+		te *llm.TimeoutError
+	)
+	switch {
+	case errors.As(err, &se):
 		cause = fmt.Sprintf("provider returned %d", se.StatusCode)
+	case errors.As(err, &te):
+		cause = "the provider " + te.Wait()
 	}
 	return fmt.Sprintf("%s; retrying in %s (attempt %d)", cause, wait.Round(100*time.Millisecond), attempt)
 }

@@ -423,7 +423,7 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 			"cleared", pruned.Cleared, "tokens_before", pruned.Before, "tokens_after", pruned.After)
 	}
 	call.Messages = msgs
-	resp, err := t.model.Stream(ctx, call, func(d llm.Delta) {
+	resp, err := t.model.Stream(llm.WithCallTimeouts(ctx, t.req.Agent.Timeouts), call, func(d llm.Delta) {
 		if d.Text != "" {
 			t.publish(EventMessageDelta, d.Text)
 			if t.req.OnText != nil && t.side == nil {
@@ -431,11 +431,16 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 			}
 		}
 	})
+	recovered, st := false, Status{}
 	t.r.statuses.update(t.id, func(s *Status) {
 		if s.State == StateRetrying {
 			s.State, s.Attempt, s.Message = StateBusy, 0, ""
+			recovered, st = true, *s
 		}
 	})
+	if recovered {
+		t.publish(EventStatusChanged, st)
+	}
 	return resp, err
 }
 

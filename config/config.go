@@ -129,6 +129,56 @@ type Compaction struct {
 	// Notify tells the user in one line when earlier messages were
 	// summarized.
 	Notify bool `yaml:"notify"`
+	// TailTurns is how many of the latest turns (a user message and what
+	// answered it) stay as they are; the rest is summarized.
+	TailTurns int `yaml:"tail_turns"`
+	// TailBudgetPct caps the kept turns' share, in percent, of the usable
+	// window (the context window less ReserveTokens): past it, one turn
+	// fewer is kept (never fewer than one), with a warning in the log.
+	TailBudgetPct int `yaml:"tail_budget_pct"`
+	// SummaryMaxTokens caps the summary's length.
+	SummaryMaxTokens int `yaml:"summary_max_tokens"`
+	// ReserveTokens is the room kept for the reply: compaction runs once
+	// the context passes the window less it. 0: min(20000,
+	// max_output_tokens).
+	ReserveTokens int `yaml:"reserve_tokens"`
+	// Retries is how often a failed summary is tried again, with backoff.
+	Retries int `yaml:"retries"`
+	// FlushTimeout bounds the memory flush, every call of it; past it the
+	// compaction goes on without it.
+	FlushTimeout Duration `yaml:"flush_timeout"`
+	// SummaryTimeout bounds the summary, retries included; past it the
+	// compaction is skipped and the history stays as it was.
+	SummaryTimeout Duration `yaml:"summary_timeout"`
+}
+
+// Compaction defaults.
+const (
+	DefaultTailTurns        = 2
+	DefaultTailBudgetPct    = 30
+	DefaultSummaryMaxTokens = 1024
+	DefaultSummaryRetries   = 2
+	DefaultFlushTimeout     = 2 * time.Minute
+	DefaultSummaryTimeout   = 3 * time.Minute
+)
+
+// Timeouts bound each model call (one attempt; each retry gets them anew).
+// See llm.Timeouts.
+type Timeouts struct {
+	// Connect bounds reaching the provider (TCP and TLS).
+	Connect Duration `yaml:"connect"`
+	// FirstByte bounds the wait, once connected, for the reply's first
+	// byte.
+	FirstByte Duration `yaml:"first_byte"`
+	// Idle bounds the silence between two chunks of the stream.
+	Idle Duration `yaml:"idle"`
+	// Total bounds the whole call.
+	Total Duration `yaml:"total"`
+}
+
+// LLM is t as the model clients take it.
+func (t Timeouts) LLM() llm.Timeouts {
+	return llm.Timeouts{Connect: t.Connect.Std(), FirstByte: t.FirstByte.Std(), Idle: t.Idle.Std(), Total: t.Total.Std()}
 }
 
 // Providers holds the settings of each model provider, by its name in
@@ -148,6 +198,9 @@ type Provider struct {
 	// of chats waits its turn instead of tripping the provider's rate
 	// limits; 0: no cap.
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// Timeouts bound each call to the provider; a call past one is
+	// retried, then handed to the agent's fallback_models.
+	Timeouts Timeouts `yaml:"timeouts"`
 }
 
 // Configured reports whether the provider has an API key or a base URL.
@@ -165,7 +218,7 @@ func (p Providers) Lookup(name string) (Provider, bool) {
 
 // Settings are the provider's settings as its client takes them.
 func (p Provider) Settings() llm.Settings {
-	return llm.Settings{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL}
+	return llm.Settings{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL, Timeouts: p.Timeouts.LLM()}
 }
 
 // Gateway tunes how messages are queued and answered.
@@ -377,6 +430,9 @@ type Agent struct {
 	// ReasoningEffort asks reasoning models to think more or less: low,
 	// medium or high ("": the provider's default).
 	ReasoningEffort string `yaml:"reasoning_effort"`
+	// Timeouts override, key by key, the provider's for this agent's
+	// model calls; 0s keeps the provider's.
+	Timeouts Timeouts `yaml:"timeouts"`
 	// Permissions are the agent's own tool permission rules.
 	Permissions []PermissionRule `yaml:"permissions"`
 	// Subagents lists the other agents this one may hand tasks to with
@@ -509,13 +565,26 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	c.Log.Level = normalize(c.Log.Level, DefaultLogLevel)
 	c.Log.Format = normalize(c.Log.Format, DefaultLogFormat)
 
+	durationDefault := func(d *Duration, key string, def time.Duration) {
+		if *d == 0 && !isSet(key) {
+			*d = Duration(def)
+		}
+	}
 	for name, p := range c.Providers {
 		p.APIKey = Secret(strings.TrimSpace(string(p.APIKey)))
 		p.BaseURL = strings.TrimSpace(p.BaseURL)
-		c.Providers[name] = p
-		if p == (Provider{}) {
-			delete(c.Providers, name) // a section left empty (an unset ${VAR}) is no section
+		if bare := (Provider{APIKey: p.APIKey, BaseURL: p.BaseURL, MaxConcurrent: p.MaxConcurrent}); bare == (Provider{}) {
+			// A section left empty (an unset ${VAR}), or with only its
+			// timeouts, is no section: nothing calls the provider.
+			delete(c.Providers, name)
+			continue
 		}
+		k, d := "providers."+name+".timeouts.", llm.DefaultTimeouts
+		durationDefault(&p.Timeouts.Connect, k+"connect", d.Connect)
+		durationDefault(&p.Timeouts.FirstByte, k+"first_byte", d.FirstByte)
+		durationDefault(&p.Timeouts.Idle, k+"idle", d.Idle)
+		durationDefault(&p.Timeouts.Total, k+"total", d.Total)
+		c.Providers[name] = p
 	}
 	if len(c.Providers) == 0 {
 		c.Providers = nil
@@ -531,11 +600,6 @@ func (c *Config) applyDefaults(set map[string]bool) {
 	}
 	c.Gateway.Recovery = normalize(c.Gateway.Recovery, DefaultRecovery)
 	intDefault(&c.Gateway.QueueCap, "gateway.queue_cap", DefaultQueueCap)
-	durationDefault := func(d *Duration, key string, def time.Duration) {
-		if *d == 0 && !isSet(key) {
-			*d = Duration(def)
-		}
-	}
 	durationDefault(&c.Gateway.Debounce, "gateway.debounce", DefaultDebounce)
 	durationDefault(&c.Gateway.ShutdownTimeout, "gateway.shutdown_timeout", DefaultShutdownTimeout)
 	durationDefault(&c.Gateway.ReplicaLease, "gateway.replica_lease", DefaultReplicaLease)
@@ -606,6 +670,12 @@ func (c *Config) applyDefaults(set map[string]bool) {
 			a.Compaction.Threshold = DefaultCompactionThreshold
 		}
 		a.Compaction.Model = strings.TrimSpace(a.Compaction.Model)
+		intDefault(&a.Compaction.TailTurns, p+"compaction.tail_turns", DefaultTailTurns)
+		intDefault(&a.Compaction.TailBudgetPct, p+"compaction.tail_budget_pct", DefaultTailBudgetPct)
+		intDefault(&a.Compaction.SummaryMaxTokens, p+"compaction.summary_max_tokens", DefaultSummaryMaxTokens)
+		intDefault(&a.Compaction.Retries, p+"compaction.retries", DefaultSummaryRetries)
+		durationDefault(&a.Compaction.FlushTimeout, p+"compaction.flush_timeout", DefaultFlushTimeout)
+		durationDefault(&a.Compaction.SummaryTimeout, p+"compaction.summary_timeout", DefaultSummaryTimeout)
 		if a.DailyResetHour == nil {
 			h := DefaultDailyResetHour
 			a.DailyResetHour = &h

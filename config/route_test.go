@@ -231,7 +231,7 @@ func TestAPIKeysRedacted(t *testing.T) {
 	}
 	t.Run("json shape", func(t *testing.T) {
 		out, _ := json.Marshal(c.Providers)
-		want := `{"anthropic":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0},"openai":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0}}`
+		want := `{"anthropic":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0,"Timeouts":{"Connect":"10s","FirstByte":"2m0s","Idle":"2m0s","Total":"10m0s"}},"openai":{"APIKey":"[redacted]","BaseURL":"","MaxConcurrent":0,"Timeouts":{"Connect":"10s","FirstByte":"2m0s","Idle":"2m0s","Total":"10m0s"}}}`
 		if string(out) != want {
 			t.Errorf("json.Marshal(providers) = %s, want %s", out, want)
 		}

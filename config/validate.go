@@ -132,6 +132,14 @@ func (p Provider) validate(ck *checker, prefix string) {
 		// Never quote the key itself.
 		ck.add(prefix+"api_key", "contains spaces or line breaks; an API key is a single word, e.g. ${OPENAI_API_KEY}")
 	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"connect", p.Timeouts.Connect}, {"first_byte", p.Timeouts.FirstByte}, {"idle", p.Timeouts.Idle}, {"total", p.Timeouts.Total}} {
+		if d.v <= 0 {
+			ck.add(prefix+"timeouts."+d.key, fmt.Sprintf(`%s is not allowed: every model call needs a deadline; use a duration above 0 such as "2m"`, d.v))
+		}
+	}
 	if p.MaxConcurrent < 0 || p.MaxConcurrent > 10000 {
 		ck.add(prefix+"max_concurrent", fmt.Sprintf("%d is out of range; use 1-10000, or 0 for no cap", p.MaxConcurrent))
 	}
@@ -379,6 +387,15 @@ func (a *Agent) validate(ck *checker, p string) {
 			ck.add(p+"compaction.model", fmt.Sprintf(`%q is not a model; %s, or leave it empty for the agent's own model`, m, modelRule))
 		}
 	}
+	a.Compaction.validate(ck, p+"compaction.", a.MaxContextTokens)
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"connect", a.Timeouts.Connect}, {"first_byte", a.Timeouts.FirstByte}, {"idle", a.Timeouts.Idle}, {"total", a.Timeouts.Total}} {
+		if d.v < 0 {
+			ck.add(p+"timeouts."+d.key, fmt.Sprintf(`%s is negative; use a duration such as "5m", or 0s to keep the provider's`, d.v))
+		}
+	}
 	if a.MaxContextTokens < 1024 {
 		ck.add(p+"max_context_tokens", fmt.Sprintf("%d is too small; use 1024 or more", a.MaxContextTokens))
 	} else if a.MaxOutputTokens > a.MaxContextTokens/2 {
@@ -413,6 +430,32 @@ func (a *Agent) validate(ck *checker, p string) {
 		if h.turns < 1 {
 			ck.add(p+"history."+h.key, fmt.Sprintf("%d is too small; keep at least 1 turn", h.turns))
 		}
+	}
+}
+
+// validate checks an agent's compaction keys past threshold and model; p
+// is their prefix such as "agents[0].compaction.".
+func (c Compaction) validate(ck *checker, p string, window int) {
+	if c.TailTurns < 1 || c.TailTurns > 100 {
+		ck.add(p+"tail_turns", fmt.Sprintf("%d is out of range; keep 1-100 of the latest turns, such as 2", c.TailTurns))
+	}
+	if c.TailBudgetPct < 5 || c.TailBudgetPct > 90 {
+		ck.add(p+"tail_budget_pct", fmt.Sprintf("%d is out of range; use a percentage of the usable window from 5 to 90, such as 30", c.TailBudgetPct))
+	}
+	if c.SummaryMaxTokens < 128 || c.SummaryMaxTokens > 32768 {
+		ck.add(p+"summary_max_tokens", fmt.Sprintf("%d is out of range; use 128-32768, such as 1024", c.SummaryMaxTokens))
+	}
+	if c.ReserveTokens < 0 || (c.ReserveTokens > 0 && window >= 1024 && c.ReserveTokens > window/2) {
+		ck.add(p+"reserve_tokens", fmt.Sprintf("%d is out of range; use 0 (min(20000, max_output_tokens)) up to half of max_context_tokens (%d)", c.ReserveTokens, window/2))
+	}
+	if c.Retries < 0 || c.Retries > 10 {
+		ck.add(p+"retries", fmt.Sprintf("%d is out of range; use 0-10, such as 2", c.Retries))
+	}
+	if c.FlushTimeout <= 0 {
+		ck.add(p+"flush_timeout", fmt.Sprintf(`%s is not allowed; the memory flush needs a deadline, such as "2m"`, c.FlushTimeout))
+	}
+	if c.SummaryTimeout <= 0 {
+		ck.add(p+"summary_timeout", fmt.Sprintf(`%s is not allowed; the summary needs a deadline, such as "3m"`, c.SummaryTimeout))
 	}
 }
 

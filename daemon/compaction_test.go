@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/stalltest"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -101,10 +104,46 @@ func TestCompactionThroughTheDaemon(t *testing.T) {
 	}
 	stop()
 	code, out, errOut := parley(t, ctx, "sessions", "compact", string(s.ID), "--config", path)
-	if code != 0 || !strings.HasPrefix(out, "Summarized ") {
+	// It says what it summarized and what it kept: the last two turns
+	// (compaction.tail_turns' default), from a user message.
+	if code != 0 || !strings.HasPrefix(out, "Summarized ") ||
+		!strings.Contains(out, `Kept the last 2 turns (4 messages) as they are, from "message 29: short".`) {
 		t.Fatalf("parley sessions compact: exit %d %q %q", code, out, errOut)
 	}
 	if code, _, errOut := parley(t, ctx, "sessions", "compact", "01a200f4-0000-7000-8000-000000000000", "--config", path); code != 1 || !strings.Contains(errOut, "not found") {
 		t.Fatalf("an unknown session: exit %d %q", code, errOut)
+	}
+}
+
+// An agent's compaction settings and timeouts reach the runner, and a
+// provider's timeouts reach its client: a call to a provider that sends
+// headers and nothing ends at the configured first_byte.
+func TestConfiguredTimeoutsAndCompactionReachTheirUsers(t *testing.T) {
+	stalled := stalltest.Stall(t, stalltest.HeadersOnly, 0)
+	path, _ := writeConfig(t, "providers:\n  openai:\n    base_url: "+stalled.BaseURL()+"\n    timeouts:\n      first_byte: 150ms\n"+
+		"agents:\n  - id: default\n    model: openai/gpt-test\n    timeouts:\n      idle: 30s\n"+
+		"    compaction:\n      tail_turns: 3\n      tail_budget_pct: 40\n      summary_max_tokens: 2000\n      reserve_tokens: 5000\n"+
+		"      retries: 0\n      flush_timeout: 20s\n      summary_timeout: 40s\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := cfg.Agent("default")
+	ac := agentConfig(a, sessions.CLIKey("u", "default"))
+	c := ac.Compaction
+	if c.TailTurns != 3 || c.TailBudgetPct != 40 || c.SummaryMaxTokens != 2000 || c.ReserveTokens != 5000 || c.Retries == nil ||
+		*c.Retries != 0 || c.FlushTimeout != 20*time.Second || c.SummaryTimeout != 40*time.Second || ac.Timeouts.Idle != 30*time.Second {
+		t.Fatalf("agent config %+v", ac)
+	}
+	m, err := modelFactory(cfg)("openai/gpt-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = m.Stream(ctx, llm.Request{Model: "gpt-test", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	var te *llm.TimeoutError
+	if !errors.As(err, &te) || te.Phase != llm.PhaseFirstByte || te.After != 150*time.Millisecond {
+		t.Fatalf("a call to the stalled provider: %v; want its configured 150ms first-byte timeout", err)
 	}
 }

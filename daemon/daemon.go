@@ -534,9 +534,19 @@ func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
 		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
-		Compaction:     agent.CompactionConfig{Threshold: a.Compaction.Threshold, Model: a.Compaction.Model, Notify: a.Compaction.Notify},
-		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort,
+		Compaction:     compactionConfig(a.Compaction),
+		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
 	}
+}
+
+// compactionConfig is an agent's compaction settings as the runner takes
+// them.
+func compactionConfig(c config.Compaction) agent.CompactionConfig {
+	retries := c.Retries
+	return agent.CompactionConfig{Threshold: c.Threshold, Model: c.Model, Notify: c.Notify,
+		TailTurns: c.TailTurns, TailBudgetPct: c.TailBudgetPct, SummaryMaxTokens: c.SummaryMaxTokens,
+		ReserveTokens: c.ReserveTokens, Retries: &retries,
+		FlushTimeout: c.FlushTimeout.Std(), SummaryTimeout: c.SummaryTimeout.Std()}
 }
 
 // Compact answers /compact.
@@ -554,11 +564,26 @@ func compactionLine(res agent.CompactionResult) string {
 	if !res.Compacted {
 		return "Nothing to compact: " + res.Skipped + "."
 	}
-	line := fmt.Sprintf("Summarized %d earlier messages: ~%d tokens of context down to ~%d.", res.Summarized, res.TokensBefore, res.TokensAfter)
+	line := fmt.Sprintf("Summarized %d earlier messages", res.Summarized)
+	if res.SummarizedTurns > 0 {
+		line += fmt.Sprintf(" (%s, from %q to %q)", plural(res.SummarizedTurns, "turn"), res.SummarizedFrom, res.SummarizedTo)
+	}
+	line += fmt.Sprintf(": ~%d tokens of context down to ~%d.", res.TokensBefore, res.TokensAfter)
+	if res.KeptTurns > 0 {
+		line += fmt.Sprintf(" Kept the last %s (%s) as they are, from %q.", plural(res.KeptTurns, "turn"), plural(res.KeptMessages, "message"), res.KeptFrom)
+	}
 	if res.Memories > 0 {
 		line += fmt.Sprintf(" Saved %d memories first.", res.Memories)
 	}
 	return line
+}
+
+// plural is "1 turn" or "n turns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func historyTurns(a config.Agent, k sessions.Key) int {

@@ -61,8 +61,13 @@ func statusText(code int) string {
 // Retryable reports whether trying the same request again may succeed:
 // 408, 429, 5xx (including Anthropic's 529 overloaded), and transport errors
 // (connection refused or reset, a stream cut short) that are not context
-// cancellation. A context-length error is never retryable.
+// cancellation, and a call that passed one of its deadlines
+// (*TimeoutError). A context-length error is never retryable.
 func Retryable(err error) bool {
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		return true
+	}
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrContextLength) {
 		return false
 	}

@@ -14,6 +14,8 @@ type Settings struct {
 	// BaseURL replaces the provider's address (an OpenAI-compatible
 	// server, a proxy); empty means the provider's DefaultBaseURL.
 	BaseURL string
+	// Timeouts bound each call; zero fields are DefaultTimeouts'.
+	Timeouts Timeouts
 }
 
 // Provider is a kind of model API parley can call: registered by its

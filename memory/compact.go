@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,14 +22,25 @@ import (
 // EventContextCompacted is published after a compaction commits.
 const EventContextCompacted events.Type = "context.compacted" // Data: ContextCompacted
 
-// Compaction limits.
+// Compaction limits, and the defaults of an agent's compaction settings
+// left zero (agent.CompactionConfig).
 const (
 	// MinLiveMessages is the fewest live messages a session needs before it
 	// is compacted.
 	MinLiveMessages = 6
-	// KeepRecent is how many of the most recent messages stay verbatim.
-	KeepRecent = 10
+	// DefaultTailTurns is how many of the latest turns stay verbatim.
+	DefaultTailTurns = 2
+	// DefaultTailBudgetPct caps the kept turns' share of the usable window.
+	DefaultTailBudgetPct = 30
+	// DefaultFlushTimeout and DefaultSummaryTimeout bound the memory flush
+	// and the summary: shorter than a model call's total deadline, so a
+	// stalled one never holds the session long.
+	DefaultFlushTimeout   = 2 * time.Minute
+	DefaultSummaryTimeout = 3 * time.Minute
 )
+
+// excerptRunes is how much of a message /compact quotes.
+const excerptRunes = 40
 
 // FlushTurnName names the memory flush's side turn; its messages carry an
 // agent.PartSideTurn part with this name.
@@ -124,20 +137,33 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 	if err != nil {
 		return agent.CompactionResult{}, fmt.Errorf("compact session %s: %w", id, err)
 	}
-	p := planCompaction(live)
+	cc := req.Agent.Compaction
+	tail, budget := cmp.Or(cc.TailTurns, DefaultTailTurns), tailBudget(req)
+	p := planCompaction(live, tail, budget)
 	if reason := p.skip(); reason != "" {
 		return c.skip(ctx, req, reason, nil)
+	}
+	if p.dropped > 0 || budget > 0 && p.tailTokens > budget {
+		c.log.WarnContext(ctx, "compaction keeps fewer turns than tail_turns: the latest turns are over tail_budget_pct of the window",
+			"session_id", id, "tail_turns", tail, "kept_turns", p.keptTurns, "tail_tokens", p.tailTokens, "budget_tokens", budget)
 	}
 
 	// Step 1: the flush, once per compaction cycle: a flush whose
 	// compaction failed still counts, and its messages are archived now.
 	memories := 0
 	if !p.flushed && c.opts.Memory != nil && req.Side != nil {
-		res, saved, err := c.flush(ctx, req)
-		if ctx.Err() != nil {
+		limit := cmp.Or(cc.FlushTimeout, DefaultFlushTimeout)
+		fctx, cancel := context.WithTimeout(ctx, limit)
+		res, saved, err := c.flush(fctx, req)
+		timedOut := fctx.Err() != nil
+		cancel()
+		switch {
+		case ctx.Err() != nil:
 			return agent.CompactionResult{}, fmt.Errorf("compact session %s: %w", id, ctx.Err())
-		}
-		if err != nil {
+		case err != nil && timedOut:
+			c.log.WarnContext(ctx, "memory flush passed its deadline; compacting without it", "session_id", id,
+				"flush_timeout", limit, "error", err)
+		case err != nil:
 			c.log.WarnContext(ctx, "memory flush failed; compacting without it", "session_id", id, "error", err)
 		}
 		for _, m := range res.Messages {
@@ -146,13 +172,27 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 		memories = saved
 	}
 
-	// Step 2: the summary.
-	text, usage, err := c.summarize(ctx, req, p.summarized)
+	// Step 2: the summary, within its deadline (retries included). Past
+	// it nothing has been written: the history stays as it was.
+	limit := cmp.Or(cc.SummaryTimeout, DefaultSummaryTimeout)
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	text, usage, err := c.summarize(sctx, req, p.summarized)
+	timedOut := sctx.Err() != nil
+	cancel()
 	if err == nil && c.afterSummary != nil {
 		c.afterSummary()
 	}
 	if ctx.Err() != nil {
 		return agent.CompactionResult{}, fmt.Errorf("compact session %s: %w", id, ctx.Err())
+	}
+	if err != nil && timedOut {
+		reason := fmt.Sprintf("the summary took longer than %s", limit)
+		c.log.WarnContext(ctx, "compaction timed out; nothing was compacted and the history is as it was", "session_id", id,
+			"trigger", string(req.When), "summary_timeout", limit, "error", err)
+		if req.When == agent.CompactManual {
+			return c.skip(ctx, req, reason, fmt.Errorf("%s (compaction.summary_timeout): %w", reason, err))
+		}
+		return agent.CompactionResult{Skipped: reason}, nil
 	}
 	if err != nil {
 		return c.skip(ctx, req, "the summary failed: "+err.Error(), err)
@@ -191,7 +231,14 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 	res := agent.CompactionResult{
 		Compacted: true, SummaryID: stored.Summary.ID, Summarized: p.covered, Archived: stored.Archived,
 		Memories: memories, TokensBefore: stored.TokensBefore, TokensAfter: stored.TokensAfter,
-		Duration: c.now().Sub(start),
+		Duration:        c.now().Sub(start),
+		SummarizedTurns: p.summarizedTurns, KeptTurns: p.keptTurns, KeptMessages: len(p.kept),
+	}
+	if first, last := userMessages(p.summarized); first != nil {
+		res.SummarizedFrom, res.SummarizedTo = excerpt(first.Content), excerpt(last.Content)
+	}
+	if len(p.kept) > 0 {
+		res.KeptFrom = excerpt(p.kept[0].Content)
 	}
 	if req.Agent.Compaction.Notify {
 		res.Notice = fmt.Sprintf("Summarized %d earlier messages to free up context.", p.covered)
@@ -246,9 +293,19 @@ type compactionPlan struct {
 	// live counts the conversation's live messages (side turns left out).
 	live int
 	// summarized are the conversation messages the summary replaces, the
-	// previous summary first; covered counts those that are not summaries.
-	summarized []sessions.Message
-	covered    int
+	// previous summary first; covered counts those that are not summaries,
+	// summarizedTurns the user messages among them.
+	summarized      []sessions.Message
+	covered         int
+	summarizedTurns int
+	// kept are the conversation messages kept as they are: keptTurns
+	// turns, starting at a user message, of tailTokens tokens.
+	kept       []sessions.Message
+	keptTurns  int
+	tailTokens int64
+	// wanted is the turns asked to be kept (tail_turns); dropped counts
+	// those left out of the kept part for the budget.
+	wanted, dropped int
 	// through is the seq of the last one, and expect the visible messages
 	// up to it (side turns' included).
 	through int64
@@ -259,9 +316,11 @@ type compactionPlan struct {
 	flushed bool
 }
 
-// planCompaction keeps the KeepRecent most recent conversation messages, or
-// a few more so that no tool result is kept without its call.
-func planCompaction(live []sessions.Message) compactionPlan {
+// planCompaction keeps the last tailTurns turns, each from a user message
+// to the next, so the kept part always starts at a user message: its
+// question is never left in the summary while its answer stays. Past
+// budget tokens (0: no budget), one turn fewer is kept, down to one.
+func planCompaction(live []sessions.Message, tailTurns int, budget int64) compactionPlan {
 	var p compactionPlan
 	conv := make([]sessions.Message, 0, len(live))
 	for _, m := range live {
@@ -272,15 +331,32 @@ func planCompaction(live []sessions.Message) compactionPlan {
 			p.flushed = true
 		}
 	}
-	p.live = len(conv)
-	keep := max(0, len(conv)-KeepRecent)
-	for keep > 0 && conv[keep].Role == sessions.RoleTool {
-		keep--
+	p.live, p.wanted = len(conv), max(tailTurns, 1)
+	var starts []int
+	for i, m := range conv {
+		if m.Role == sessions.RoleUser {
+			starts = append(starts, i)
+		}
 	}
-	p.summarized = conv[:keep]
+	p.keptTurns = min(p.wanted, len(starts))
+	keep := 0 // where the kept part starts; with no user message, nothing is summarized
+	if p.keptTurns > 0 {
+		keep = starts[len(starts)-p.keptTurns]
+		p.tailTokens = tokensOf(conv[keep:])
+		for p.keptTurns > 1 && budget > 0 && p.tailTokens > budget {
+			p.keptTurns--
+			p.dropped++
+			keep = starts[len(starts)-p.keptTurns]
+			p.tailTokens = tokensOf(conv[keep:])
+		}
+	}
+	p.summarized, p.kept = conv[:keep], conv[keep:]
 	for _, m := range p.summarized {
 		if !m.Summary {
 			p.covered++
+		}
+		if m.Role == sessions.RoleUser {
+			p.summarizedTurns++
 		}
 	}
 	if keep == 0 {
@@ -302,9 +378,51 @@ func (p compactionPlan) skip() string {
 	case p.live < MinLiveMessages:
 		return fmt.Sprintf("only %d live messages; compaction needs at least %d", p.live, MinLiveMessages)
 	case p.covered == 0:
-		return fmt.Sprintf("nothing older than the %d most recent messages, which are kept as they are", KeepRecent)
+		if n := p.wanted - p.dropped; n != 1 {
+			return fmt.Sprintf("nothing older than the %d latest turns, which are kept as they are", n)
+		}
+		return "nothing older than the latest turn, which is kept as it is"
+
 	}
 	return ""
+}
+
+// tailBudget is the most tokens the kept turns may take: the agent's
+// tail_budget_pct of the usable window (the turn's window less the room
+// kept for the reply); 0 when the window is unknown.
+func tailBudget(req agent.CompactionRequest) int64 {
+	usable := req.Window - agent.Reserve(req.Agent)
+	if req.Window <= 0 || usable <= 0 {
+		return 0
+	}
+	pct := cmp.Or(req.Agent.Compaction.TailBudgetPct, DefaultTailBudgetPct)
+	return int64(usable) * int64(pct) / 100
+}
+
+func tokensOf(msgs []sessions.Message) int64 {
+	var n int64
+	for _, m := range msgs {
+		n += m.TokenEstimate
+	}
+	return n
+}
+
+// userMessages are the first and the last user message of msgs, or nils.
+func userMessages(msgs []sessions.Message) (first, last *sessions.Message) {
+	for i := range msgs {
+		if msgs[i].Role == sessions.RoleUser {
+			if first == nil {
+				first = &msgs[i]
+			}
+			last = &msgs[i]
+		}
+	}
+	return first, last
+}
+
+// excerpt is the start of a message's text, on one line, for /compact.
+func excerpt(s string) string {
+	return textcut.Runes(strings.Join(strings.Fields(s), " "), excerptRunes, "…")
 }
 
 // sideTurn reports whether m was written by a side turn, and which.

@@ -84,7 +84,7 @@ func benchCompaction(b *testing.B, db *dbutil.DB, n int) {
 		sess := seed(i)
 		b.StartTimer()
 		res, err := r.Compact(ctx, sess, cfg)
-		if err != nil || !res.Compacted || res.Summarized != n-KeepRecent {
+		if err != nil || !res.Compacted || res.Summarized != n-2*DefaultTailTurns { // alternating user and assistant: two messages a turn
 			b.Fatalf("Compact = %+v, %v", res, err)
 		}
 		archived += res.Archived

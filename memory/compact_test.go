@@ -51,6 +51,9 @@ type compactEnv struct {
 	flushes      int
 	retryWaits   []time.Duration
 	mainRequests []llm.Request // main-turn requests, oldest first
+
+	// models answer their specs instead of model; set before any run.
+	models map[string]llm.Model
 }
 
 // recorder wraps the Compactor to see each request and what the session
@@ -113,7 +116,12 @@ func newCompactEnv(t *testing.T, open dbtest.Opener) *compactEnv {
 	e.store = sessions.NewStore(e.db, sessions.WithClock(c.Now))
 	e.mem = builtinStore(t, e.db, c)
 	e.model = echo.New(echo.WithScript(e.script))
-	models := func(string) (llm.Model, error) { return e.model, nil }
+	models := func(spec string) (llm.Model, error) {
+		if m, ok := e.models[spec]; ok {
+			return m, nil
+		}
+		return e.model, nil
+	}
 	e.comp = NewCompactor(CompactorOptions{Sessions: e.store, Memory: e.mem, Models: models, Bus: e.bus, Log: log, Now: c.Now,
 		Retry: llm.RetryPolicy{Sleep: func(_ context.Context, d time.Duration) error {
 			e.mu.Lock()
@@ -133,8 +141,10 @@ func newCompactEnv(t *testing.T, open dbtest.Opener) *compactEnv {
 		Retry: llm.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}})
 	// A window of 4000 tokens: compaction at 70%, 2800 tokens, about a
 	// dozen turns of this test's messages.
+	// Five turns of a user message and its reply are kept (the last 10
+	// messages), whatever their share of the window.
 	e.cfg = agent.AgentConfig{ID: aliceKey.AgentID, Prompt: "You are a test agent.", Model: "echo",
-		MaxContextTokens: 4000, MaxOutputTokens: 256}
+		MaxContextTokens: 4000, MaxOutputTokens: 256, Compaction: agent.CompactionConfig{TailTurns: 5, TailBudgetPct: 90}}
 	var err error
 	e.sess, _, err = e.store.Resolve(context.Background(), e.key, sessions.Policy{})
 	if err != nil {
@@ -318,21 +328,23 @@ func TestCompactionEndToEnd(t *testing.T) {
 			t.Fatalf("memory search after the flush: %+v", found)
 		}
 
-		// The live context is the summary plus the last 10.
+		// The live context is the summary plus the last 5 turns, from the
+		// fifth-last user message on.
 		before, after := conversation(call.liveBefore), call.liveAfter
-		if len(after) != 11 || !after[0].Summary || after[0].Role != sessions.RoleSystem ||
+		kept := turnStart(before, 5)
+		if len(after) != len(before)-kept+1 || !after[0].Summary || after[0].Role != sessions.RoleSystem ||
 			!strings.Contains(after[0].Content, testSummary) || after[0].ID != call.res.SummaryID {
 			t.Fatalf("live context after compaction: %d messages, first %+v", len(after), after[0])
 		}
-		if !slices.Equal(ids(after[1:]), ids(before[len(before)-10:])) {
-			t.Fatalf("kept %v, want the last 10 of %v", ids(after[1:]), ids(before))
+		if !slices.Equal(ids(after[1:]), ids(before[kept:])) || after[1].Role != sessions.RoleUser {
+			t.Fatalf("kept %v, want the last 5 turns of %v", ids(after[1:]), ids(before))
 		}
 		// The model's next prompt is that context.
 		e.mu.Lock()
 		next := e.mainRequests[len(e.mainRequests)-1]
 		e.mu.Unlock()
 		if next.Messages[0].Role != llm.RoleSystem || !strings.Contains(next.Messages[0].Content, testSummary) ||
-			next.Messages[1].Content != before[len(before)-10].Content {
+			next.Messages[1].Content != before[kept].Content {
 			t.Fatalf("prompt after compaction starts %q, %q", next.Messages[0].Content, next.Messages[1].Content)
 		}
 		for _, m := range next.Messages {
@@ -358,8 +370,8 @@ func TestCompactionEndToEnd(t *testing.T) {
 				flushed = append(flushed, m.ID)
 			}
 		}
-		want := append(ids(before[:len(before)-10]), flushed...)
-		if len(flushed) != 4 || !sameIDs(archived, want) || call.res.Archived != len(want) || call.res.Summarized != len(before)-10 {
+		want := append(ids(before[:kept]), flushed...)
+		if len(flushed) != 4 || !sameIDs(archived, want) || call.res.Archived != len(want) || call.res.Summarized != kept {
 			t.Fatalf("archived %d messages (%d flush), want %d; result %+v", len(archived), len(flushed), len(want), call.res)
 		}
 
@@ -418,6 +430,19 @@ func TestCompactionEndToEnd(t *testing.T) {
 			t.Fatalf("memory_search in the new session returned %q", result.Content)
 		}
 	})
+}
+
+// turnStart is the index in msgs of the user message that starts the
+// last n turns.
+func turnStart(msgs []sessions.Message, n int) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == sessions.RoleUser {
+			if n--; n == 0 {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 func sameIDs(a, b []sessions.MessageID) bool {
@@ -559,7 +584,7 @@ func TestCompactionGuards(t *testing.T) {
 		e.mustSay(3)
 		e.mustSay(4)
 		_, err = e.runner.Compact(context.Background(), e.sess, e.cfg)
-		if err == nil || !strings.Contains(err.Error(), "nothing older than the 10 most recent messages") {
+		if err == nil || !strings.Contains(err.Error(), "nothing older than the 5 latest turns, which are kept as they are") {
 			t.Fatalf("Compact with 8 messages = %v", err)
 		}
 		if e.flushes != 0 || len(e.summaryReqs) != 0 || e.archived() != 0 {
@@ -597,7 +622,11 @@ func TestModelSwitch(t *testing.T) {
 		e.mu.Lock()
 		mainCalls := len(e.mainRequests)
 		e.mu.Unlock()
-		_, err := e.say(context.Background(), 14, "echo/tiny")
+		// A message that alone outgrows the tiny model's window: the
+		// compaction keeps only its turn, and that still does not fit.
+		long := "message 14: " + strings.Repeat("plans for the garden party ", 70)
+		_, err := e.runner.Run(context.Background(), agent.Request{Session: e.sess, Agent: e.cfg,
+			Inputs: []agent.Input{{Text: long, Model: "echo/tiny"}}})
 		if !errors.Is(err, agent.ErrContextFull) || !strings.Contains(err.Error(), "/reset") ||
 			!strings.Contains(err.Error(), "400-token window of echo/tiny") {
 			t.Fatalf("turn on a too-small model = %v", err)
@@ -607,8 +636,10 @@ func TestModelSwitch(t *testing.T) {
 		if len(e.mainRequests) != mainCalls {
 			t.Fatal("the model was called with a history that does not fit")
 		}
-		// Compacted again, and nothing dropped: the new message is live.
-		if got := e.live(); len(got) != 11 || got[len(got)-1].Role != sessions.RoleUser || len(e.rec.all()) != 2 {
+		// Compacted again, down to the new message's own turn, and nothing
+		// dropped: the new message is live.
+		if got := e.live(); len(got) != 2 || !got[0].Summary || got[1].Role != sessions.RoleUser || got[1].Content != long ||
+			len(e.rec.all()) != 2 {
 			t.Fatalf("live after the refused turn: %d messages", len(got))
 		}
 	})

@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -15,7 +17,9 @@ import (
 
 const (
 	summaryTemperature = 0.3
-	summaryMaxTokens   = 1024
+	// summaryMaxTokens is the summary's length cap unless the agent sets
+	// its own (compaction.summary_max_tokens).
+	summaryMaxTokens = 1024
 	// summaryHeadTail is how much of a long tool result the summarizer sees
 	// once the transcript is over its budget.
 	summaryHeadTail = 1500
@@ -115,6 +119,7 @@ func (c *Compactor) summarize(ctx context.Context, req agent.CompactionRequest, 
 	if err != nil {
 		return "", nil, fmt.Errorf("open model %s: %w", req.SummaryModel, err)
 	}
+	chain := fallbackChain{log: c.log, session: req.Session.ID}
 	policy := c.opts.Retry
 	next := policy.OnRetry
 	policy.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
@@ -124,13 +129,31 @@ func (c *Compactor) summarize(ctx context.Context, req agent.CompactionRequest, 
 			next(ctx, attempt, err, wait)
 		}
 	}
-	model := llm.WithRetry(raw, policy)
+	if r := req.Agent.Compaction.Retries; r != nil {
+		policy.MaxAttempts = max(*r, 0) + 1
+	}
+	chain.links = append(chain.links, link{spec: req.SummaryModel, name: name, m: llm.WithRetry(raw, policy)})
+	// The agent's fallbacks write the summary when its model fails past its
+	// retries in a way another may not (down, overloaded, stalled).
+	for _, spec := range req.Agent.FallbackModels {
+		_, fname, perr := llm.ParseModel(spec)
+		m, merr := c.opts.Models(spec)
+		if perr != nil || merr != nil {
+			c.log.WarnContext(ctx, "fallback model can't be opened for the summary", "session_id", req.Session.ID, "model", spec,
+				"error", errors.Join(perr, merr))
+			continue
+		}
+		chain.links = append(chain.links, link{spec: spec, name: fname, m: llm.WithRetry(m, policy)})
+	}
+	var model llm.Model = &chain
+	ctx = llm.WithCallTimeouts(ctx, req.Agent.Timeouts)
 
 	entries := transcript(msgs)
-	budget := inputBudget(req.SummaryWindow)
+	maxTokens := cmp.Or(req.Agent.Compaction.SummaryMaxTokens, summaryMaxTokens)
+	budget := inputBudgetFor(req.SummaryWindow, maxTokens)
 	var usage llm.Usage
 	for shrink := 0; ; shrink++ {
-		text, u, err := c.summarizeWithin(ctx, model, name, entries, budget)
+		text, u, err := c.summarizeWithin(ctx, model, name, maxTokens, entries, budget)
 		usage = usage.Add(u)
 		if err != nil && errors.Is(err, llm.ErrContextLength) && shrink < maxShrinks && ctx.Err() == nil {
 			budget = min(budget, totalTokens(entries)) / 2
@@ -142,12 +165,47 @@ func (c *Compactor) summarize(ctx context.Context, req agent.CompactionRequest, 
 	}
 }
 
-// inputBudget is how many transcript tokens one summarizer call may take.
-func inputBudget(window int) int64 {
+// fallbackChain is the summarizer's model and the agent's fallbacks, in
+// order: each call goes to the first that answers.
+type fallbackChain struct {
+	links   []link
+	log     *slog.Logger
+	session sessions.ID
+}
+
+type link struct {
+	spec, name string
+	m          llm.Model
+}
+
+func (f *fallbackChain) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
+	var (
+		resp llm.Response
+		err  error
+	)
+	for i, l := range f.links {
+		req.Model = l.name
+		resp, err = l.m.Stream(ctx, req, onDelta)
+		worthy := llm.Retryable(err) || errors.Is(err, context.DeadlineExceeded)
+		if err == nil || ctx.Err() != nil || !worthy || resp.Text != "" || i == len(f.links)-1 {
+			return resp, err
+		}
+		f.log.WarnContext(ctx, "summarizer failed; its fallback writes the summary", "session_id", f.session, "model", l.spec,
+			"fallback", f.links[i+1].spec, "error", err)
+	}
+	return resp, err
+}
+
+// inputBudget is how many transcript tokens one summarizer call may take,
+// with the default summary length.
+func inputBudget(window int) int64 { return inputBudgetFor(window, summaryMaxTokens) }
+
+// inputBudgetFor is inputBudget for a summary of up to maxTokens.
+func inputBudgetFor(window, maxTokens int) int64 {
 	if window <= 0 {
 		return math.MaxInt64 / 4
 	}
-	b := int64(window)*9/10 - summaryMaxTokens - sessions.EstimateTokens(summarizeSystem) - 64
+	b := int64(window)*9/10 - int64(maxTokens) - sessions.EstimateTokens(summarizeSystem) - 64
 	return max(b, 256)
 }
 
@@ -155,10 +213,10 @@ func inputBudget(window int) int64 {
 // the whole transcript is over, it runs these in order until it fits: prune
 // tool outputs, summarize in chunks, then drop the middle (keep the head and
 // the tail) of what is left to merge.
-func (c *Compactor) summarizeWithin(ctx context.Context, m llm.Model, name string, entries []entry, budget int64) (string, llm.Usage, error) {
+func (c *Compactor) summarizeWithin(ctx context.Context, m llm.Model, name string, maxTokens int, entries []entry, budget int64) (string, llm.Usage, error) {
 	var usage llm.Usage
 	call := func(instruction string, es []entry) (string, error) {
-		text, u, err := summaryCall(ctx, m, name, instruction, es)
+		text, u, err := summaryCall(ctx, m, name, maxTokens, instruction, es)
 		usage = usage.Add(u)
 		return text, err
 	}
@@ -188,7 +246,7 @@ func (c *Compactor) summarizeWithin(ctx context.Context, m llm.Model, name strin
 	return text, usage, err
 }
 
-func summaryCall(ctx context.Context, m llm.Model, name, instruction string, es []entry) (string, llm.Usage, error) {
+func summaryCall(ctx context.Context, m llm.Model, name string, maxTokens int, instruction string, es []entry) (string, llm.Usage, error) {
 	var b strings.Builder
 	b.WriteString(instruction)
 	for _, e := range es {
@@ -196,7 +254,7 @@ func summaryCall(ctx context.Context, m llm.Model, name, instruction string, es 
 		b.WriteString(e.text)
 	}
 	temp := summaryTemperature
-	resp, err := m.Stream(ctx, llm.Request{Model: name, System: summarizeSystem, Temperature: &temp, MaxTokens: summaryMaxTokens,
+	resp, err := m.Stream(ctx, llm.Request{Model: name, System: summarizeSystem, Temperature: &temp, MaxTokens: maxTokens,
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: b.String()}}}, nil)
 	if err != nil {
 		return "", resp.Usage, err

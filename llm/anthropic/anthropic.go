@@ -31,6 +31,9 @@ type Options struct {
 	// HTTPClient defaults to a shared client that keeps idle connections
 	// for reuse (see wire.DefaultClient).
 	HTTPClient *http.Client
+	// Timeouts bound each call (see llm.Timeouts); zero fields are
+	// llm.DefaultTimeouts'.
+	Timeouts llm.Timeouts
 }
 
 // Model calls Anthropic's Messages API. It is safe for concurrent use.
@@ -45,7 +48,7 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model. It never retries by itself: wrap the Model in
 // llm.WithRetry, which retries visibly.
 func New(o Options) *Model {
-	return &Model{url: wire.Endpoint(o.BaseURL, DefaultBaseURL, "/v1/messages"), apiKey: o.APIKey, client: wire.Client(o.HTTPClient)}
+	return &Model{url: wire.Endpoint(o.BaseURL, DefaultBaseURL, "/v1/messages"), apiKey: o.APIKey, client: wire.Client(o.HTTPClient, provider, o.Timeouts)}
 }
 
 // Stream implements llm.Model.
@@ -111,5 +114,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 
 func init() {
 	llm.Register(llm.Provider{Name: "anthropic", DefaultBaseURL: DefaultBaseURL,
-		New: func(s llm.Settings) llm.Model { return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL}) }})
+		New: func(s llm.Settings) llm.Model {
+			return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL, Timeouts: s.Timeouts})
+		}})
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// HTTPClient defaults to a shared client that keeps idle connections
 	// for reuse (see wire.DefaultClient).
 	HTTPClient *http.Client
+	// Timeouts bound each call (see llm.Timeouts); zero fields are
+	// llm.DefaultTimeouts'.
+	Timeouts llm.Timeouts
 }
 
 // Model calls one OpenAI-compatible endpoint. It is safe for concurrent
@@ -50,7 +53,7 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model. It never retries by itself: wrap the Model in
 // llm.WithRetry, which retries visibly.
 func New(o Options) *Model {
-	return &Model{url: wire.Endpoint(o.BaseURL, DefaultBaseURL, "/chat/completions"), apiKey: o.APIKey, client: wire.Client(o.HTTPClient)}
+	return &Model{url: wire.Endpoint(o.BaseURL, DefaultBaseURL, "/chat/completions"), apiKey: o.APIKey, client: wire.Client(o.HTTPClient, provider, o.Timeouts)}
 }
 
 // Stream implements llm.Model.
@@ -166,5 +169,7 @@ func (m *Model) post(ctx context.Context, req llm.Request, includeUsage bool) (*
 
 func init() {
 	llm.Register(llm.Provider{Name: "openai", DefaultBaseURL: DefaultBaseURL,
-		New: func(s llm.Settings) llm.Model { return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL}) }})
+		New: func(s llm.Settings) llm.Model {
+			return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL, Timeouts: s.Timeouts})
+		}})
 }

@@ -57,17 +57,8 @@ func Redact(s, secret string) string {
 // Unlike http.DefaultClient it keeps up to 64 idle connections per host
 // (net/http's default is 2): a burst of chats talking to one provider
 // otherwise opens, and tears down, a connection per call beyond the second.
-// It has no overall timeout, since a stream lasts as long as the model
-// writes; the caller's context ends a call.
+// It has no overall timeout: Client puts each call's deadlines on it.
 var DefaultClient = &http.Client{Transport: defaultTransport()}
-
-// Client is c, or DefaultClient when c is nil.
-func Client(c *http.Client) *http.Client {
-	if c == nil {
-		return DefaultClient
-	}
-	return c
-}
 
 // Endpoint is path under base, or under def when base is empty, without
 // the base's trailing slashes.
