@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/turns"
 )
 
 // CompactSession summarizes a session's older messages now, as /compact
@@ -18,11 +19,11 @@ func (d *Daemon) CompactSession(ctx context.Context, id sessions.ID) (string, er
 	if !ok {
 		return "", fmt.Errorf("session %s belongs to agent %q, which is not in the config any more", s.ID, s.Key.AgentID)
 	}
-	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
+	res, err := d.runner.Compact(ctx, s, turns.AgentConfig(a, s.Key))
 	if err != nil && res.Skipped == "" {
 		return "", fmt.Errorf("compact session %s: %w", s.ID, err)
 	}
-	return compactionLine(res), nil
+	return turns.CompactionLine(res), nil
 }
 
 // ReindexMemory rebuilds the memory search index from the database and

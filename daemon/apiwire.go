@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/turns"
 )
 
 // apiAdapterID is the channel of messages sent through the HTTP API.
@@ -114,7 +115,7 @@ func (r apiRunner) Compact(ctx context.Context, id sessions.ID) (api.CompactResu
 	if !ok {
 		return api.CompactResult{}, fmt.Errorf("%w: the session's agent %q is not configured", api.ErrRejected, s.Key.AgentID)
 	}
-	res, err := r.d.runner.Compact(ctx, s, agentConfig(a, s.Key))
+	res, err := r.d.runner.Compact(ctx, s, turns.AgentConfig(a, s.Key))
 	switch {
 	case errors.Is(err, agent.ErrBusy):
 		return api.CompactResult{}, fmt.Errorf("%w: %v", api.ErrBusy, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/stalltest"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/turns"
 )
 
 // The whole daemon compacts a conversation that outgrows its context: the
@@ -129,7 +130,7 @@ func TestConfiguredTimeoutsAndCompactionReachTheirUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := cfg.Agent("default")
-	ac := agentConfig(a, sessions.CLIKey("u", "default"))
+	ac := turns.AgentConfig(a, sessions.CLIKey("u", "default"))
 	c := ac.Compaction
 	if c.TailTurns != 3 || c.TailBudgetPct != 40 || c.SummaryMaxTokens != 2000 || c.ReserveTokens != 5000 || c.Retries == nil ||
 		*c.Retries != 0 || c.FlushTimeout != 20*time.Second || c.SummaryTimeout != 40*time.Second || ac.Timeouts.Idle != 30*time.Second {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
+	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/vault"
 )
 
@@ -76,6 +76,7 @@ type Daemon struct {
 	tools    *tools.Registry      // every tool agents may call
 	perms    *permissions.Checker // checks every tool call
 	caps     *budgets.Caps        // the daily spend caps
+	bridge   *turns.Bridge        // runs the gateway's turns through the agent
 	desk     *permissions.Desk    // permission questions waiting for their answer
 	sessionTools
 	adapters map[adapters.ID]adapters.Adapter
@@ -222,9 +223,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	for _, a := range cfg.Adapters {
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
+	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.caps,
+		Desk: d.desk, Perms: d.perms, Channel: d.adapter, Log: d.named("turns")})
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
-		Runner:      turns{d},
+		Runner:      d.bridge,
 		Channels:    channelSet{d: d, streams: streams},
 		Route:       func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
 		Agents:      gatewayAgents(cfg),
@@ -362,26 +365,6 @@ func (d *Daemon) limit(id adapters.ID) int {
 	return 0
 }
 
-// turns is the daemon as the gateway's gateway.Runner: it runs each
-// turn through the agent.
-type turns struct{ *Daemon }
-
-var _ gateway.Runner = turns{}
-
-// Repair finalizes the tool calls a restart interrupted in a session.
-func (d turns) Repair(ctx context.Context, id sessions.ID) error {
-	n, err := d.runner.RepairOrphans(ctx, id)
-	if n > 0 {
-		d.log.InfoContext(ctx, "finalized tool calls a restart interrupted", "session_id", id, "count", n)
-	}
-	return err
-}
-
-// Answered says whether a recovered message's turn stored its reply.
-func (d turns) Answered(ctx context.Context, s sessions.ID, id sessions.MessageID) (string, bool, error) {
-	return d.runner.Answered(ctx, s, id)
-}
-
 // channelSet is the daemon's channels as the gateway sees them.
 type channelSet struct {
 	d       *Daemon
@@ -400,241 +383,6 @@ func (c channelSet) Streams(id adapters.ID) bool {
 		return s.Streams()
 	}
 	return c.streams[id]
-}
-
-// Run runs one agent turn for the gateway.
-func (d turns) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
-	req := d.request(ctx, in)
-	a, _ := d.cfg().Agent(in.AgentID)
-	images, notices := d.turnImages(ctx, a, in.Messages)
-	parts, fileNotices := d.turnFiles(ctx, a, in.Messages)
-	notices = append(notices, fileNotices...)
-	if in.Steer != nil {
-		req.Steer = d.steerWithFiles(ctx, a, in.Steer)
-	}
-	for i := range req.Inputs {
-		if i < len(images) {
-			req.Inputs[i].Images = images[i]
-		}
-		if i < len(parts) {
-			req.Inputs[i].Parts = parts[i]
-		}
-	}
-	if !a.Vision {
-		for i, m := range in.Messages {
-			if n := countImages(m); n > 0 && i < len(req.Inputs) {
-				req.Inputs[i].Text += fmt.Sprintf("\n[The user sent %d image(s), which this model can't see.]", n)
-			}
-		}
-	}
-	if in.Finish != nil {
-		// The reply's append records the turn's outcome, with the reply
-		// text this returns.
-		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
-			return in.Finish(ctx, q, replyText(append(notices, deniedNotes(req.Unattended)...), res))
-		}
-	}
-	res, err := d.runner.Run(ctx, req)
-	first := in.Messages[0]
-	if ad, ok := d.adapter(first.Adapter); ok {
-		if rec, ok := ad.(runRecorder); ok {
-			// The run's receipt gets the session and the outcome, an empty
-			// reply or a failure included, which never reach its source
-			// otherwise, and the tool calls denied for want of a person.
-			if ferr := rec.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, withNotes(deniedNotes(req.Unattended), res.Reply), err); ferr != nil {
-				d.log.WarnContext(ctx, "record a run's outcome", "source", first.Adapter, "chat_id", first.ChatID, "error", ferr)
-			}
-		}
-	}
-	return replyText(append(notices, deniedNotes(req.Unattended)...), res), err
-}
-
-// A runRecorder is a source that keeps a receipt of each run (cron): told
-// every turn's outcome.
-type runRecorder interface {
-	Finish(ctx context.Context, chatID string, sessionID sessions.ID, reply string, runErr error) error
-}
-
-// replyText is a turn's reply as the chat gets it: the notices (the
-// daemon's, then the run's) before the model's text.
-func replyText(notices []string, res agent.Result) string {
-	notices = append(notices[:len(notices):len(notices)], res.Notices...)
-	if len(notices) > 0 && res.Reply != "" {
-		return strings.Join(notices, "\n") + "\n\n" + res.Reply
-	}
-	return res.Reply
-}
-
-// request is the agent run for a gateway turn. Compaction after the turn
-// is deferred to afterTurn, so it never holds up the reply.
-func (d *Daemon) request(ctx context.Context, in gateway.TurnInput) agent.Request {
-	a, _ := d.cfg().Agent(in.AgentID)
-	inputs := make([]agent.Input, len(in.Messages))
-	for i, m := range in.Messages {
-		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, ReasoningEffort: m.ReasoningEffort, RunID: d.callerRunID(m)}
-		if i < len(in.IDs) {
-			// The inbound id (a UUID) doubles as the user message's id, so
-			// a re-run after a crash does not store the message twice.
-			inputs[i].ID = sessions.MessageID(in.IDs[i])
-		}
-	}
-	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: agentConfig(a, in.Session.Key),
-		OnText: in.OnText, DeferCompaction: true}
-	d.permit(&req, in)
-	// "mcp:<server>" names every tool the server has now: it starts the
-	// server if no turn has needed it yet (a server with user_token, the
-	// connection of the person the turn answers).
-	user := req.User
-	if user == "" && in.Session.Key.UserID != "" {
-		user = in.Session.Key.Surface + ":" + in.Session.Key.UserID
-	}
-	req.Agent.Tools = d.mcp.ExpandFor(ctx, req.Agent.Tools, user)
-	req.Agent.SkillDirs = skillDirs(d.cfg(), a)
-	return req
-}
-
-// callerRunID is the run id a caller waits on for m's turn (its message
-// id), for a source whose caller follows the run (the API's Send returned
-// it; send_message of the MCP server waits for it); "" for the others.
-func (d *Daemon) callerRunID(m adapters.Inbound) string {
-	if ad, ok := d.adapter(m.Adapter); ok && adapters.SourceOf(ad).Replies == adapters.RepliesToCaller {
-		return m.MessageID
-	}
-	return ""
-}
-
-// AfterTurn compacts the session if the turn filled it, on the lane, once
-// the reply is on its way.
-func (d turns) AfterTurn(ctx context.Context, in gateway.TurnInput) {
-	defer d.retireSession(ctx, in)
-	// The session's token count sums every live message's (generous)
-	// estimate, so it bounds what any prompt can hold: below the
-	// threshold, there is nothing to compact, and neither the history nor
-	// the turn's tools need be looked at to find that out.
-	a, _ := d.cfg().Agent(in.AgentID)
-	if cfg := agentConfig(a, in.Session.Key); cfg.MaxContextTokens > 0 {
-		if n, err := d.sessions.TokenCount(ctx, in.Session.ID); err == nil && n < agent.Threshold(cfg, cfg.MaxContextTokens) {
-			return
-		}
-	}
-	res, err := d.runner.AfterTurn(ctx, d.request(ctx, in))
-	if err != nil {
-		d.log.WarnContext(ctx, "compaction after a turn failed; the next turn tries again", "session_id", in.Session.ID, "error", err)
-		return
-	}
-	if res.Compacted {
-		d.log.InfoContext(ctx, "session compacted", "session_id", in.Session.ID, "summarized", res.Summarized,
-			"tokens_before", res.TokensBefore, "tokens_after", res.TokensAfter, "duration", res.Duration)
-	}
-}
-
-// agentConfig is the agent's configuration for a turn in a session.
-func agentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
-	return agent.AgentConfig{
-		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
-		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
-		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
-		Compaction:     compactionConfig(a.Compaction),
-		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
-	}
-}
-
-// compactionConfig is an agent's compaction settings as the runner takes
-// them.
-func compactionConfig(c config.Compaction) agent.CompactionConfig {
-	retries := c.Retries
-	return agent.CompactionConfig{Threshold: c.Threshold, Model: c.Model, Notify: c.Notify,
-		TailTurns: c.TailTurns, TailBudgetPct: c.TailBudgetPct, SummaryMaxTokens: c.SummaryMaxTokens,
-		ReserveTokens: c.ReserveTokens, Retries: &retries,
-		FlushTimeout: c.FlushTimeout.Std(), SummaryTimeout: c.SummaryTimeout.Std()}
-}
-
-// Compact answers /compact.
-func (d turns) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
-	a, _ := d.cfg().Agent(agentID)
-	res, err := d.runner.Compact(ctx, s, agentConfig(a, s.Key))
-	if err != nil && res.Skipped == "" {
-		return "", err
-	}
-	return compactionLine(res), nil
-}
-
-// compactionLine says what a compaction did, in a line for a person.
-func compactionLine(res agent.CompactionResult) string {
-	if !res.Compacted {
-		return "Nothing to compact: " + res.Skipped + "."
-	}
-	line := fmt.Sprintf("Summarized %d earlier messages", res.Summarized)
-	if res.SummarizedTurns > 0 {
-		line += fmt.Sprintf(" (%s, from %q to %q)", plural(res.SummarizedTurns, "turn"), res.SummarizedFrom, res.SummarizedTo)
-	}
-	line += fmt.Sprintf(": ~%d tokens of context down to ~%d.", res.TokensBefore, res.TokensAfter)
-	if res.KeptTurns > 0 {
-		line += fmt.Sprintf(" Kept the last %s (%s) as they are, from %q.", plural(res.KeptTurns, "turn"), plural(res.KeptMessages, "message"), res.KeptFrom)
-	}
-	if res.Memories > 0 {
-		line += fmt.Sprintf(" Saved %d memories first.", res.Memories)
-	}
-	return line
-}
-
-// plural is "1 turn" or "n turns".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func historyTurns(a config.Agent, k sessions.Key) int {
-	switch k.Kind() {
-	case sessions.SurfaceCron:
-		return a.History.Cron
-	case sessions.SurfaceWebhook:
-		return a.History.Webhook
-	case sessions.SurfaceCLI:
-		return a.History.CLI
-	case sessions.SurfaceAPI:
-		return a.History.API
-	case sessions.SurfaceMCP:
-		return a.History.MCP
-	}
-	return a.History.Channels
-}
-
-// Status answers /status.
-func (d turns) Status(ctx context.Context, s sessions.Session, queued int) string {
-	a, _ := d.cfg().Agent(s.Key.AgentID)
-	st := d.runner.Status(s.ID)
-	state := string(st.State)
-	if st.Message != "" && st.State != agent.StateError {
-		// An error's text is the operator's (the log, the API's status):
-		// the gateway adds its reference id below.
-		state += " (" + st.Message + ")"
-	}
-	// One token figure: the forecast's count of what the next prompt
-	// holds, or the session's running total when there is no forecast.
-	f, err := d.runner.Forecast(ctx, s, agentConfig(a, s.Key))
-	used := s.Rollup.TokenCount
-	if err != nil {
-		d.log.WarnContext(ctx, "compaction forecast for /status", "session_id", s.ID, "error", err)
-	} else if f.Threshold > 0 {
-		used = int64(f.Used)
-	}
-	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
-		s.Key, a.ID, a.Model, used, a.MaxContextTokens, s.MessageCount, queued, state)
-	switch {
-	case err != nil:
-	case f.Threshold > 0 && f.TurnsLeft >= 0:
-		line += fmt.Sprintf("\nCompaction at ~%d tokens: about %d more turns.", f.Threshold, f.TurnsLeft)
-	case f.Threshold > 0:
-		line += fmt.Sprintf("\nCompaction at ~%d tokens.", f.Threshold)
-	}
-	// What the spend caps have left today.
-	if b, berr := d.caps.Budget(ctx, s.Key, s.ID); berr == nil && b.Line() != "" {
-		line += "\n" + b.Line()
-	}
-	return line
 }
 
 // named is the logger of one part of the daemon, carrying its name as

@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/adapters/adapterstest"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
-	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -135,70 +130,5 @@ func TestDocumentsWithoutCaptionReachTheModel(t *testing.T) {
 				t.Errorf("stored part %+v (%+v), want %s's with text %q", p, fd, doc.FileName, tc.wantStored)
 			}
 		})
-	}
-}
-
-// turnFiles shares one allowance of file text across a turn's messages,
-// and tells the sender of each file it couldn't open, and why.
-func TestTurnFiles(t *testing.T) {
-	rec := fetchingRecorder{adapterstest.New(), map[string][]byte{"a": []byte("0123456789"), "b": []byte("abcdefghij")}}
-	d := &Daemon{log: slog.New(slog.DiscardHandler), adapters: map[adapters.ID]adapters.Adapter{"tg": rec, "api": apiChannel{}}}
-	msgs := []adapters.Inbound{
-		{Adapter: "api", Files: []adapters.FileRef{{ID: "c", Name: "c.md", MediaType: "text/markdown"}}},
-		{Adapter: "tg", Files: []adapters.FileRef{{ID: "a", Name: "a.txt", MediaType: "text/plain"}, {ID: "gone", Name: "gone.json", MediaType: "application/json"}}},
-		{Adapter: "tg", Files: []adapters.FileRef{{ID: "b", Name: "b.csv", MediaType: "text/csv; charset=utf-8"}, {ID: "a", Name: "late.txt", MediaType: "text/plain"}}},
-	}
-	parts, notices := d.turnFiles(context.Background(), config.Agent{Files: config.AgentFiles{MaxTextBytes: 15}}, msgs)
-	texts := []string{parts[0][0].Text, parts[1][0].Text, parts[1][1].Text, parts[2][0].Text, parts[2][1].Text}
-	if want := []string{"", "0123456789", "", "abcde", ""}; !slices.Equal(texts, want) {
-		t.Errorf("texts %q, want %q", texts, want)
-	}
-	if d, _ := parts[2][0].File(); !strings.Contains(d.Note, "only its first 5 B") {
-		t.Errorf("the cut file's note: %q", d.Note)
-	}
-	if d, _ := parts[2][1].File(); !strings.Contains(d.Note, "past this turn's allowance") {
-		t.Errorf("the file past the allowance: %q", d.Note)
-	}
-	want := []string{"(I couldn't open gone.json; please send it again.)",
-		"(I can't open files sent this way, so I read only the name of c.md.)"}
-	if !slices.Equal(notices, want) {
-		t.Errorf("notices %q, want %q", notices, want)
-	}
-}
-
-func TestKindOfFile(t *testing.T) {
-	for _, tc := range []struct {
-		f    adapters.FileRef
-		want fileKind
-	}{
-		{adapters.FileRef{Name: "a.txt", MediaType: "text/plain"}, fileText},
-		{adapters.FileRef{Name: "a", MediaType: "Application/JSON; charset=utf-8"}, fileText},
-		{adapters.FileRef{Name: "a", MediaType: "application/ld+json"}, fileText},
-		{adapters.FileRef{Name: "notes.MD"}, fileText},
-		{adapters.FileRef{Name: "data.csv", MediaType: "application/octet-stream"}, fileText},
-		{adapters.FileRef{Name: "r.pdf", MediaType: "application/pdf"}, filePDF},
-		{adapters.FileRef{Name: "r.pdf"}, filePDF},
-		{adapters.FileRef{Name: "p.jpg", MediaType: "image/jpeg"}, fileImage},
-		{adapters.FileRef{Name: "voice.ogg", MediaType: "audio/ogg"}, fileUnreadable},
-		{adapters.FileRef{Name: "c.docx", MediaType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}, fileUnreadable},
-		{adapters.FileRef{Name: "a.txt", MediaType: "application/zip"}, fileUnreadable},
-		{adapters.FileRef{Name: "blob"}, fileUnreadable},
-	} {
-		if got := kindOfFile(tc.f); got != tc.want {
-			t.Errorf("kindOfFile(%+v) = %d, want %d", tc.f, got, tc.want)
-		}
-	}
-}
-
-// A damaged PDF is an error, never a panic.
-func TestPDFTextOfADamagedFile(t *testing.T) {
-	good := onePagePDF("hello")
-	for _, raw := range [][]byte{nil, []byte("%PDF-1.4\ngarbage"), good[:len(good)/2], bytes.Replace(good, []byte("/Contents 4 0 R"), []byte("/Contents 9 0 R"), 1)} {
-		if text, err := pdfText(raw); err == nil && text != "" {
-			t.Errorf("pdfText of %d damaged bytes = %q", len(raw), text)
-		}
-	}
-	if text, err := pdfText(good); err != nil || text != "hello" {
-		t.Errorf("pdfText = %q, %v", text, err)
 	}
 }

@@ -100,26 +100,3 @@ func TestPhotosReachAVisionModel(t *testing.T) {
 		})
 	}
 }
-
-// A batch of messages (collect mode) shows the model at most 10 images in
-// all, and says so.
-func TestTurnImagesCapsAPrompt(t *testing.T) {
-	var pic bytes.Buffer
-	if err := png.Encode(&pic, image.NewRGBA(image.Rect(0, 0, 4, 4))); err != nil {
-		t.Fatal(err)
-	}
-	rec := fetchingRecorder{adapterstest.New(), map[string][]byte{"p": pic.Bytes()}}
-	d := &Daemon{log: slog.New(slog.DiscardHandler), adapters: map[adapters.ID]adapters.Adapter{"tg": rec}}
-	var six []adapters.FileRef
-	for range 6 {
-		six = append(six, adapters.FileRef{ID: "p", MediaType: "image/png"})
-	}
-	msgs := []adapters.Inbound{{Adapter: "tg", Files: six}, {Adapter: "tg", Text: "no photo"}, {Adapter: "tg", Files: six}}
-	images, notices := d.turnImages(context.Background(), config.Agent{Vision: true}, msgs)
-	if len(images[0]) != 6 || len(images[1]) != 0 || len(images[2]) != 4 {
-		t.Fatalf("images per message: %d %d %d", len(images[0]), len(images[1]), len(images[2]))
-	}
-	if len(notices) != 1 || !strings.Contains(notices[0], "first 10 images") {
-		t.Fatalf("notices %q", notices)
-	}
-}

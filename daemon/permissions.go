@@ -5,23 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/parleyd/parley/adapters"
-	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
-	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
+	"github.com/parleyd/parley/turns"
 )
-
-// closeTimeout bounds the edit that says how a question ended.
-const closeTimeout = 10 * time.Second
 
 // openPermissions builds the permission checker on the config's rules and
 // the database's stored answers, and makes reg check every call with it.
@@ -49,32 +44,6 @@ func (d *Daemon) reloadPermissions(cfg *config.Config) {
 	d.perms.SetSharedGroupGrants(cfg.Permissions.SharedGroupGrants)
 }
 
-// permit says who a turn's tool calls are asked of, as the source of the
-// message the turn answers declares: the person in their chat, the API's
-// caller, the source's own policy for a run nobody watches (a cron job's
-// or a webhook's allow_tools), or nobody.
-func (d *Daemon) permit(req *agent.Request, in gateway.TurnInput) {
-	last := in.Messages[len(in.Messages)-1]
-	ad, _ := d.adapter(last.Adapter)
-	src := adapters.SourceOf(ad)
-	if src.Asks == adapters.AskPolicy {
-		if src.Unattended != nil {
-			req.Unattended = src.Unattended(last.ChatID)
-		} else {
-			req.Unattended = &permissions.Unattended{What: string(last.Adapter)}
-		}
-		return
-	}
-	req.User = last.Surface + ":" + last.UserID
-	switch src.Asks {
-	case adapters.AskCaller:
-		req.Asker = apiAsker{d: d}
-	case adapters.AskInChat:
-		req.Asker = chatAsker{d: d, adapter: last.Adapter, chat: last.ChatID, replyTo: last.MessageID,
-			name: last.DisplayName, group: last.Group}
-	}
-}
-
 // cronUnattended is a cron fire's answerer: its job's allow_tools.
 func (d *Daemon) cronUnattended(chatID string) *permissions.Unattended {
 	jobID, _, _ := cron.ParseChatID(chatID)
@@ -86,118 +55,6 @@ func (d *Daemon) cronUnattended(chatID string) *permissions.Unattended {
 		}
 	}
 	return u
-}
-
-// deniedNotes are the lines a run nobody watched adds before its reply:
-// each tool call it denied, and why, for the receipt and the notified.
-func deniedNotes(u *permissions.Unattended) []string {
-	if u == nil {
-		return nil
-	}
-	var out []string
-	for _, d := range u.Denied() {
-		out = append(out, "Not run: "+d)
-	}
-	return out
-}
-
-// withNotes puts notes before text, even an empty one.
-func withNotes(notes []string, text string) string {
-	if len(notes) == 0 {
-		return text
-	}
-	return strings.TrimSpace(strings.Join(notes, "\n") + "\n\n" + text)
-}
-
-// chatAsker asks in the chat the turn answers: buttons where the channel
-// has them, else a numbered list the person answers with a number.
-type chatAsker struct {
-	d       *Daemon
-	adapter adapters.ID
-	chat    string
-	replyTo string
-	name    string // who is asked, as the chat shows them
-	group   bool
-}
-
-// pressPrefix starts the data of a question's buttons: "perm:<id>:<answer>".
-const pressPrefix = "perm:"
-
-func (a chatAsker) Ask(ctx context.Context, q permissions.Question) (permissions.Answer, error) {
-	ad, ok := a.d.adapter(a.adapter)
-	if !ok {
-		return "", fmt.Errorf("channel %s is not running", a.adapter)
-	}
-	chooser, buttons := ad.(adapters.Chooser)
-	if a.group && !buttons {
-		return "", permissions.ErrNoAnswerHere
-	}
-	// A typed number answers only a question asked as a numbered list in
-	// a direct chat: in a group, or under buttons, it is a message.
-	var place permissions.Place
-	if !buttons {
-		place = permissions.Place{Adapter: string(a.adapter), Chat: a.chat}
-	}
-	p := a.d.desk.Open(q, place)
-	defer a.d.desk.Close(p)
-	text := q.Text()
-	if a.group && a.name != "" {
-		text = a.name + ": " + text
-	}
-	out := adapters.Outbound{Adapter: a.adapter, ChatID: a.chat, ReplyTo: a.replyTo}
-	var messageID string
-	if buttons {
-		choices := make([]adapters.Choice, len(q.Choices))
-		for i, c := range q.Choices {
-			choices[i] = adapters.Choice{Label: c.Label(), Data: pressPrefix + q.ID + ":" + string(c)}
-		}
-		out.Text = text
-		sent, err := chooser.SendChoices(ctx, out, choices)
-		if err != nil {
-			return "", fmt.Errorf("ask in %s: %w", a.adapter, err)
-		}
-		messageID = sent.MessageID
-	} else {
-		out.Text = q.Numbered()
-		if _, err := ad.Send(ctx, out); err != nil {
-			return "", fmt.Errorf("ask in %s: %w", a.adapter, err)
-		}
-	}
-	ans, by, err := p.Wait(ctx)
-	outcome := ans.Done()
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		outcome = fmt.Sprintf("No answer within %s: not run.", a.d.perms.AskTimeout())
-	case err != nil:
-		outcome = "Stopped: not run."
-	case a.group && by != "":
-		outcome += " (" + a.name + ")"
-	}
-	// The question says how it ended, though the turn's context is over.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-	defer cancel()
-	var cerr error
-	switch {
-	case buttons:
-		cerr = chooser.CloseChoices(cctx, a.chat, messageID, text+"\n"+outcome)
-	case errors.Is(err, context.DeadlineExceeded):
-		_, cerr = ad.Send(cctx, adapters.Outbound{Adapter: a.adapter, ChatID: a.chat, Text: q.Tool + ": " + outcome})
-	}
-	if cerr != nil {
-		a.d.log.WarnContext(ctx, "could not say how a permission question ended", "adapter", a.adapter, "request_id", q.ID, "error", cerr)
-	}
-	return ans, err
-}
-
-// apiAsker waits for the API's answer: the question reaches the client as
-// a permission.requested event.
-type apiAsker struct{ d *Daemon }
-
-func (a apiAsker) Ask(ctx context.Context, q permissions.Question) (permissions.Answer, error) {
-	p := a.d.desk.Open(q, permissions.Place{})
-	defer a.d.desk.Close(p)
-	ans, _, err := p.Wait(ctx)
-	return ans, err
 }
 
 // apiPermissions answers questions for the API's route.
@@ -256,7 +113,7 @@ func (s channelSink) DeliverWith(ctx context.Context, in adapters.Inbound, also 
 // Press answers the question whose button was pressed, if the presser is
 // the person asked; the note says what happened.
 func (s channelSink) Press(ctx context.Context, p adapters.Press) string {
-	rest, ok := strings.CutPrefix(p.Data, pressPrefix)
+	rest, ok := strings.CutPrefix(p.Data, turns.PressPrefix)
 	id, answer, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 {
 		return "This button no longer does anything."

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/turns"
 )
 
 const reloadToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -183,7 +184,7 @@ func reloadCases(dir string) []reloadCase {
 			}
 		}},
 		{key: "skills.dirs", change: func(c *config.Config) { c.Skills.Dirs = []string{dir} }, applied: func(t *testing.T, d *Daemon) {
-			if got := skillDirs(d.cfg(), d.cfg().Agents[0]); !slices.Contains(got, dir) {
+			if got := turns.SkillDirs(d.cfg(), d.cfg().Agents[0]); !slices.Contains(got, dir) {
 				t.Fatalf("skills folders %v, want %s among them", got, dir)
 			}
 		}},

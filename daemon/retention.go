@@ -3,23 +3,7 @@ package daemon
 import (
 	"context"
 	"time"
-
-	"github.com/parleyd/parley/gateway"
-	"github.com/parleyd/parley/sessions"
 )
-
-// retireSession archives a cron fire's or webhook delivery's session once
-// its one run has ended and its reply is queued: nothing else ever writes
-// to it, and left active each would stay in sessions ls for ever (a
-// minutely job adds 1,440 a day). It stays readable, archived.
-func (d *Daemon) retireSession(ctx context.Context, in gateway.TurnInput) {
-	if kind := in.Session.Key.Kind(); kind != sessions.SurfaceCron && kind != sessions.SurfaceWebhook {
-		return
-	}
-	if _, err := d.sessions.Archive(context.WithoutCancel(ctx), in.Session.ID, sessions.ReasonFinished); err != nil {
-		d.log.WarnContext(ctx, "archive a finished run's session; it stays active", "session_id", in.Session.ID, "error", err)
-	}
-}
 
 // pruneEvery is how often archived sessions past sessions.prune_archived_after are deleted.
 const pruneEvery = time.Hour

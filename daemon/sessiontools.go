@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/parleyd/parley/clienttools"
@@ -49,14 +48,4 @@ func (d *Daemon) applySessionTools(cfg *config.Config) {
 	s := cfg.Sessions
 	d.kv.SetLimits(kv.Limits{MaxValueBytes: s.KV.MaxValueBytes, MaxSessionBytes: s.KV.MaxSessionBytes, MaxKeys: s.KV.MaxKeys})
 	d.clientTools.SetTimeout(s.ClientTools.Timeout.Std())
-}
-
-// skillDirs are the folders an agent's skills are found in: its
-// workspace's skills folder first, then skills.dirs.
-func skillDirs(cfg *config.Config, a config.Agent) []string {
-	var dirs []string
-	if a.Workspace != "" {
-		dirs = append(dirs, filepath.Join(a.Workspace, "skills"))
-	}
-	return append(dirs, cfg.Skills.Dirs...)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/parleyd/parley/internal/trim"
 	"runtime/debug"
 	"time"
 )
@@ -42,19 +43,19 @@ var retrimEvery = 30 * time.Second
 // read again from the database when asked for) and the prompts the echo
 // model remembers (for tests; each holds a whole history), returns the
 // freed heap to the system, closes SQLite's idle readers and empties the
-// writer's cache, and unmaps the binary's pages (trimResident).
+// writer's cache, and unmaps the binary's pages (trim.Resident).
 func (d *Daemon) settle(ctx context.Context) {
 	var (
 		trimmedAt   time.Time
 		trimmedSize int64
 	)
-	trim := func() {
-		trimResident()
-		trimmedAt, trimmedSize = time.Now(), fileResident()
+	unmap := func() {
+		trim.Resident()
+		trimmedAt, trimmedSize = time.Now(), trim.FileResident()
 	}
 	select {
 	case <-time.After(trimAfter):
-		trim()
+		unmap()
 	case <-ctx.Done():
 		return
 	}
@@ -78,9 +79,9 @@ func (d *Daemon) settle(ctx context.Context) {
 		}
 		if now-settled < busySpell {
 			// Quiet, but no spell: unmap what was mapped again since.
-			if time.Since(trimmedAt) >= retrimEvery && fileResident()-trimmedSize >= remapped {
+			if time.Since(trimmedAt) >= retrimEvery && trim.FileResident()-trimmedSize >= remapped {
 				d.retrims.Add(1)
-				trim()
+				unmap()
 			}
 			continue
 		}
@@ -95,7 +96,7 @@ func (d *Daemon) settle(ctx context.Context) {
 		if err := d.db.ShrinkMemory(ctx); err != nil && ctx.Err() == nil {
 			d.log.DebugContext(ctx, "shrink the database's memory", "error", err)
 		}
-		trim()
+		unmap()
 	}
 }
 
@@ -103,6 +104,6 @@ func (d *Daemon) settle(ctx context.Context) {
 // touched, for a process about to run the daemon: the initialization of
 // the protocol libraries (WhatsApp's protobuf descriptors above all) runs
 // once and maps megabytes of code and tables that nothing uses again.
-// The pages stay in the page cache (see trimResident), and what the
+// The pages stay in the page cache (see trim.Resident), and what the
 // daemon needs is mapped again on first use.
-func ReleaseInitPages() { trimResident() }
+func ReleaseInitPages() { trim.Resident() }

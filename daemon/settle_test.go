@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/internal/trim"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 	"golang.org/x/sys/unix"
@@ -98,7 +99,7 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 // pages grow past remapped, and at most every retrimEvery: not while
 // nothing grows.
 func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
-	if fileResident() == 0 {
+	if trim.FileResident() == 0 {
 		t.Skip("no /proc/self/statm here")
 	}
 	// Growth is counted from 6 MB here: a retrim unmaps all of the
@@ -143,15 +144,6 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	time.Sleep(3 * retrimEvery)
 	if n := d.retrims.Load(); n != 1 {
 		t.Fatalf("unmapped again %d times for one growth", n)
-	}
-}
-
-func TestStatmShared(t *testing.T) {
-	if n := statmShared("5000 3000 1200 900 0 800 0\n"); n != 1200 {
-		t.Fatalf("statmShared = %d", n)
-	}
-	if n := statmShared("5000"); n != 0 {
-		t.Fatalf("statmShared of a short line = %d", n)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
+	"github.com/parleyd/parley/turns"
 )
 
 // registerTools adds parley's built-in tools to reg: the schedule tools,
@@ -32,9 +33,9 @@ func (d *Daemon) registerTools(reg *tools.Registry) error {
 		},
 		Config: func(agentID string, root sessions.Key) (agent.AgentConfig, bool) {
 			a, ok := d.cfg().Agent(agentID)
-			c := agentConfig(a, root)
+			c := turns.AgentConfig(a, root)
 			c.Tools = d.mcp.Expand(context.Background(), c.Tools)
-			c.SkillDirs = skillDirs(d.cfg(), a)
+			c.SkillDirs = turns.SkillDirs(d.cfg(), a)
 			return c, ok
 		},
 		Subagents: func(agentID string) []string {

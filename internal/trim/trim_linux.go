@@ -1,4 +1,6 @@
-package daemon
+// Package trim hands back to the kernel the pages of parley's binary that
+// start-up touched and an idle daemon doesn't use.
+package trim
 
 import (
 	"bufio"
@@ -12,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// trimResident unmaps the binary's code and read-only pages that start-up
+// Resident unmaps the binary's code and read-only pages that start-up
 // touched and an idle daemon doesn't use: package initialization in the
 // channel and protocol libraries, and the kernel's fault-around (each fault
 // on a file maps the 64 KiB around it), leave tens of megabytes of the
@@ -22,7 +24,7 @@ import (
 // them out, MADV_PAGEOUT, would slow it), and a page needed later
 // is mapped again from the cache on first use. Writable mappings (the
 // binary's data) are never touched.
-func trimResident() {
+func Resident() {
 	exe, err := os.Executable()
 	if err != nil {
 		return
@@ -49,10 +51,10 @@ func trimResident() {
 	}
 }
 
-// fileResident is how many bytes of files the process has mapped in
+// FileResident is how many bytes of files the process has mapped in
 // memory (its binary's pages, above all), from /proc/self/statm; 0 when
 // it can't say.
-func fileResident() int64 {
+func FileResident() int64 {
 	b, err := os.ReadFile("/proc/self/statm")
 	if err != nil {
 		return 0

@@ -1,4 +1,4 @@
-package daemon
+package turns
 
 import (
 	"cmp"
@@ -15,7 +15,7 @@ import (
 // turnImages fetches the photos of a turn's messages for a vision model, in
 // message order, and says in a line for the user what it couldn't show:
 // a photo is never dropped without a word.
-func (d *Daemon) turnImages(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]llm.Image, []string) {
+func (b *Bridge) turnImages(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]llm.Image, []string) {
 	images := make([][]llm.Image, len(msgs))
 	var notices []string
 	note := func(s string) {
@@ -35,7 +35,8 @@ func (d *Daemon) turnImages(ctx context.Context, a config.Agent, msgs []adapters
 			note("(This agent's model can't see images, so I read only the text of your message.)")
 			continue
 		}
-		fetcher, ok := d.adapters[m.Adapter].(adapters.Fetcher)
+		ad, _ := b.adapter(m.Adapter)
+		fetcher, ok := ad.(adapters.Fetcher)
 		if !ok {
 			note("(I can't fetch images from this channel, so I read only the text of your message.)")
 			continue
@@ -60,7 +61,7 @@ func (d *Daemon) turnImages(ctx context.Context, a config.Agent, msgs []adapters
 			case errors.Is(err, media.ErrUnsupported):
 				note(fmt.Sprintf("(%s is in a format I can't read (%s); a JPEG or PNG works.)", name, f.MediaType))
 			case err != nil:
-				d.log.WarnContext(ctx, "fetch an image for the model", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
+				b.log.WarnContext(ctx, "fetch an image for the model", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
 				note(fmt.Sprintf("(I couldn't fetch %s; please send it again.)", name))
 			default:
 				images[i] = append(images[i], img)

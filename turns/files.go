@@ -1,4 +1,4 @@
-package daemon
+package turns
 
 import (
 	"bytes"
@@ -70,13 +70,13 @@ func kindOfFile(f adapters.FileRef) fileKind {
 // most the agent's files.max_text_bytes for the whole turn), and says in a
 // line for the user what it couldn't read: a file is never dropped
 // without a word.
-func (d *Daemon) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]sessions.Part, []string) {
+func (b *Bridge) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]sessions.Part, []string) {
 	parts := make([][]sessions.Part, len(msgs))
 	var unreadable, unfetched, unreachable []string
 	budget := a.Files.MaxTextBytes
 	for i, m := range msgs {
 		for _, f := range m.Files {
-			p, problem := d.readFile(ctx, m, f, &budget)
+			p, problem := b.readFile(ctx, m, f, &budget)
 			parts[i] = append(parts[i], p)
 			name := cmp.Or(f.Name, "your file")
 			switch problem {
@@ -105,16 +105,16 @@ func (d *Daemon) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.
 
 // steerWithFiles is the turn's steer with each steered message's files
 // named and read, as turnFiles does for the turn's own messages.
-func (d *Daemon) steerWithFiles(ctx context.Context, a config.Agent, steer func() ([]adapters.Inbound, []string)) func() []agent.Input {
+func (b *Bridge) steerWithFiles(ctx context.Context, a config.Agent, steer func() ([]adapters.Inbound, []string)) func() []agent.Input {
 	return func() []agent.Input {
 		var out []agent.Input
 		msgs, ids := steer()
-		parts, _ := d.turnFiles(ctx, a, msgs)
+		parts, _ := b.turnFiles(ctx, a, msgs)
 		for i, m := range msgs {
 			// Stored under its inbound id, as the turn's own inputs are, so a
 			// recovery after a crash finds it.
 			out = append(out, agent.Input{ID: sessions.MessageID(ids[i]), Text: m.Attributed(), DisplayName: m.DisplayName,
-				RunID: d.callerRunID(m), Parts: parts[i]})
+				RunID: b.callerRunID(m), Parts: parts[i]})
 		}
 		return out
 	}
@@ -133,7 +133,7 @@ const (
 // readFile is the part for one file: named always, with its text when
 // parley can read it and budget allows (budget is what is left of the
 // turn's file text, and shrinks by what this file adds).
-func (d *Daemon) readFile(ctx context.Context, m adapters.Inbound, f adapters.FileRef, budget *int) (sessions.Part, fileProblem) {
+func (b *Bridge) readFile(ctx context.Context, m adapters.Inbound, f adapters.FileRef, budget *int) (sessions.Part, fileProblem) {
 	data := sessions.FileData{ID: f.ID, Size: f.Size}
 	part := func(text string) sessions.Part { return sessions.FilePart(f.Name, f.MediaType, data, text) }
 	kind := kindOfFile(f)
@@ -147,7 +147,8 @@ func (d *Daemon) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 		data.Note = "not read: past this turn's allowance of file text (files.max_text_bytes)"
 		return part(""), problemNone
 	}
-	fetcher, ok := d.adapters[m.Adapter].(adapters.Fetcher)
+	ad, _ := b.adapter(m.Adapter)
+	fetcher, ok := ad.(adapters.Fetcher)
 	if !ok {
 		data.Note = "not read: parley can't fetch files from this channel"
 		return part(""), problemNoFetcher
@@ -158,7 +159,7 @@ func (d *Daemon) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 		return part(""), problemNone
 	}
 	if err != nil {
-		d.log.WarnContext(ctx, "fetch a file for the model", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
+		b.log.WarnContext(ctx, "fetch a file for the model", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
 		data.Note = "not read: it couldn't be fetched"
 		return part(""), problemUnfetched
 	}
@@ -169,7 +170,7 @@ func (d *Daemon) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 	if kind == filePDF {
 		text, err = pdfText(raw)
 		if err != nil {
-			d.log.InfoContext(ctx, "read a PDF's text", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
+			b.log.InfoContext(ctx, "read a PDF's text", "adapter", m.Adapter, "chat_id", m.ChatID, "error", err)
 			data.Note = "parley couldn't read its text (damaged or encrypted)"
 			return part(""), problemUnreadable
 		}

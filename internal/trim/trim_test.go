@@ -1,4 +1,4 @@
-package daemon
+package trim
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func TestTrimResidentHandsPagesBack(t *testing.T) {
 		return 0
 	}
 	before := read()
-	trimResident()
+	Resident()
 	after := read()
 	if after >= before {
 		t.Fatalf("RssFile %.1f MB before, %.1f MB after", before, after)
@@ -79,7 +79,7 @@ func TestTrimKeepsTheBinaryCached(t *testing.T) {
 		f.Close()
 	}
 	before := cached()
-	trimResident()
+	Resident()
 	after := cached()
 	if after < before*9/10 {
 		t.Fatalf("the binary's pages in the page cache: %d before trimming, %d after", before, after)
@@ -154,5 +154,14 @@ func TestHoldsPrivatePages(t *testing.T) {
 	}
 	if private, err := holdsPrivatePages(pagemap, m); err != nil || !private {
 		t.Fatalf("a read-only mapping with a page written to: private = %v, %v", private, err)
+	}
+}
+
+func TestStatmShared(t *testing.T) {
+	if n := statmShared("5000 3000 1200 900 0 800 0\n"); n != 1200 {
+		t.Fatalf("statmShared = %d", n)
+	}
+	if n := statmShared("5000"); n != 0 {
+		t.Fatalf("statmShared of a short line = %d", n)
 	}
 }

@@ -1,0 +1,339 @@
+// Package turns is the bridge between the gateway and the agent: it runs
+// each turn the gateway hands it (gateway.Runner), building the agent's
+// request from the config, the turn's messages and their files and images,
+// and deciding who answers its permission questions, as the message's
+// source declares; then it compacts, answers /status and /compact, and
+// retires a run's session once its one turn ended.
+package turns
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/budgets"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/permissions"
+	"github.com/parleyd/parley/sessions"
+)
+
+// Options are what a Bridge runs turns with.
+type Options struct {
+	// Config is the config in force (a reload changes it).
+	Config   func() *config.Config
+	Runner   *agent.Runner
+	Sessions *sessions.SQLStore
+	MCP      *mcptools.Manager
+	Caps     *budgets.Caps
+	// Desk is where permission questions wait for their answer; Perms
+	// says how long.
+	Desk  *permissions.Desk
+	Perms *permissions.Checker
+	// Channel finds a running channel (or other source) by id.
+	Channel func(id adapters.ID) (adapters.Adapter, bool)
+	Log     *slog.Logger
+}
+
+// Bridge runs the gateway's turns through the agent.
+type Bridge struct {
+	o        Options
+	runner   *agent.Runner
+	sessions *sessions.SQLStore
+	mcp      *mcptools.Manager
+	desk     *permissions.Desk
+	perms    *permissions.Checker
+	log      *slog.Logger
+}
+
+var _ gateway.Runner = (*Bridge)(nil)
+
+// New returns a bridge over o.
+func New(o Options) *Bridge {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Bridge{o: o, runner: o.Runner, sessions: o.Sessions, mcp: o.MCP, desk: o.Desk, perms: o.Perms, log: o.Log}
+}
+
+func (b *Bridge) cfg() *config.Config { return b.o.Config() }
+
+func (b *Bridge) adapter(id adapters.ID) (adapters.Adapter, bool) { return b.o.Channel(id) }
+
+// Repair finalizes the tool calls a restart interrupted in a session.
+func (b *Bridge) Repair(ctx context.Context, id sessions.ID) error {
+	n, err := b.runner.RepairOrphans(ctx, id)
+	if n > 0 {
+		b.log.InfoContext(ctx, "finalized tool calls a restart interrupted", "session_id", id, "count", n)
+	}
+	return err
+}
+
+// Answered says whether a recovered message's turn stored its reply.
+func (b *Bridge) Answered(ctx context.Context, s sessions.ID, id sessions.MessageID) (string, bool, error) {
+	return b.runner.Answered(ctx, s, id)
+}
+
+// Run runs one agent turn for the gateway.
+func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
+	req := b.request(ctx, in)
+	a, _ := b.cfg().Agent(in.AgentID)
+	images, notices := b.turnImages(ctx, a, in.Messages)
+	parts, fileNotices := b.turnFiles(ctx, a, in.Messages)
+	notices = append(notices, fileNotices...)
+	if in.Steer != nil {
+		req.Steer = b.steerWithFiles(ctx, a, in.Steer)
+	}
+	for i := range req.Inputs {
+		if i < len(images) {
+			req.Inputs[i].Images = images[i]
+		}
+		if i < len(parts) {
+			req.Inputs[i].Parts = parts[i]
+		}
+	}
+	if !a.Vision {
+		for i, m := range in.Messages {
+			if n := countImages(m); n > 0 && i < len(req.Inputs) {
+				req.Inputs[i].Text += fmt.Sprintf("\n[The user sent %d image(s), which this model can't see.]", n)
+			}
+		}
+	}
+	if in.Finish != nil {
+		// The reply's append records the turn's outcome, with the reply
+		// text this returns.
+		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
+			return in.Finish(ctx, q, replyText(append(notices, deniedNotes(req.Unattended)...), res))
+		}
+	}
+	res, err := b.runner.Run(ctx, req)
+	first := in.Messages[0]
+	if ad, ok := b.adapter(first.Adapter); ok {
+		if rec, ok := ad.(runRecorder); ok {
+			// The run's receipt gets the session and the outcome, an empty
+			// reply or a failure included, which never reach its source
+			// otherwise, and the tool calls denied for want of a person.
+			if ferr := rec.Finish(context.WithoutCancel(ctx), first.ChatID, in.Session.ID, withNotes(deniedNotes(req.Unattended), res.Reply), err); ferr != nil {
+				b.log.WarnContext(ctx, "record a run's outcome", "source", first.Adapter, "chat_id", first.ChatID, "error", ferr)
+			}
+		}
+	}
+	return replyText(append(notices, deniedNotes(req.Unattended)...), res), err
+}
+
+// A runRecorder is a source that keeps a receipt of each run (cron): told
+// every turn's outcome.
+type runRecorder interface {
+	Finish(ctx context.Context, chatID string, sessionID sessions.ID, reply string, runErr error) error
+}
+
+// replyText is a turn's reply as the chat gets it: the notices (the
+// daemon's, then the run's) before the model's text.
+func replyText(notices []string, res agent.Result) string {
+	notices = append(notices[:len(notices):len(notices)], res.Notices...)
+	if len(notices) > 0 && res.Reply != "" {
+		return strings.Join(notices, "\n") + "\n\n" + res.Reply
+	}
+	return res.Reply
+}
+
+// request is the agent run for a gateway turn. Compaction after the turn
+// is deferred to afterTurn, so it never holds up the reply.
+func (b *Bridge) request(ctx context.Context, in gateway.TurnInput) agent.Request {
+	a, _ := b.cfg().Agent(in.AgentID)
+	inputs := make([]agent.Input, len(in.Messages))
+	for i, m := range in.Messages {
+		inputs[i] = agent.Input{Text: m.Attributed(), DisplayName: m.DisplayName, Model: m.Model, ReasoningEffort: m.ReasoningEffort, RunID: b.callerRunID(m)}
+		if i < len(in.IDs) {
+			// The inbound id (a UUID) doubles as the user message's id, so
+			// a re-run after a crash does not store the message twice.
+			inputs[i].ID = sessions.MessageID(in.IDs[i])
+		}
+	}
+	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: AgentConfig(a, in.Session.Key),
+		OnText: in.OnText, DeferCompaction: true}
+	b.permit(&req, in)
+	// "mcp:<server>" names every tool the server has now: it starts the
+	// server if no turn has needed it yet (a server with user_token, the
+	// connection of the person the turn answers).
+	user := req.User
+	if user == "" && in.Session.Key.UserID != "" {
+		user = in.Session.Key.Surface + ":" + in.Session.Key.UserID
+	}
+	req.Agent.Tools = b.mcp.ExpandFor(ctx, req.Agent.Tools, user)
+	req.Agent.SkillDirs = SkillDirs(b.cfg(), a)
+	return req
+}
+
+// callerRunID is the run id a caller waits on for m's turn (its message
+// id), for a source whose caller follows the run (the API's Send returned
+// it; send_message of the MCP server waits for it); "" for the others.
+func (b *Bridge) callerRunID(m adapters.Inbound) string {
+	if ad, ok := b.adapter(m.Adapter); ok && adapters.SourceOf(ad).Replies == adapters.RepliesToCaller {
+		return m.MessageID
+	}
+	return ""
+}
+
+// AfterTurn compacts the session if the turn filled it, on the lane, once
+// the reply is on its way.
+func (b *Bridge) AfterTurn(ctx context.Context, in gateway.TurnInput) {
+	defer b.retire(ctx, in)
+	// The session's token count sums every live message's (generous)
+	// estimate, so it bounds what any prompt can hold: below the
+	// threshold, there is nothing to compact, and neither the history nor
+	// the turn's tools need be looked at to find that out.
+	a, _ := b.cfg().Agent(in.AgentID)
+	if cfg := AgentConfig(a, in.Session.Key); cfg.MaxContextTokens > 0 {
+		if n, err := b.sessions.TokenCount(ctx, in.Session.ID); err == nil && n < agent.Threshold(cfg, cfg.MaxContextTokens) {
+			return
+		}
+	}
+	res, err := b.runner.AfterTurn(ctx, b.request(ctx, in))
+	if err != nil {
+		b.log.WarnContext(ctx, "compaction after a turn failed; the next turn tries again", "session_id", in.Session.ID, "error", err)
+		return
+	}
+	if res.Compacted {
+		b.log.InfoContext(ctx, "session compacted", "session_id", in.Session.ID, "summarized", res.Summarized,
+			"tokens_before", res.TokensBefore, "tokens_after", res.TokensAfter, "duration", res.Duration)
+	}
+}
+
+// AgentConfig is the agent's configuration for a turn in a session.
+func AgentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
+	return agent.AgentConfig{
+		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
+		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
+		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
+		Compaction:     compactionConfig(a.Compaction),
+		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
+	}
+}
+
+// compactionConfig is an agent's compaction settings as the runner takes
+// them.
+func compactionConfig(c config.Compaction) agent.CompactionConfig {
+	retries := c.Retries
+	return agent.CompactionConfig{Threshold: c.Threshold, Model: c.Model, Notify: c.Notify,
+		TailTurns: c.TailTurns, TailBudgetPct: c.TailBudgetPct, SummaryMaxTokens: c.SummaryMaxTokens,
+		ReserveTokens: c.ReserveTokens, Retries: &retries,
+		FlushTimeout: c.FlushTimeout.Std(), SummaryTimeout: c.SummaryTimeout.Std()}
+}
+
+// Compact answers /compact.
+func (b *Bridge) Compact(ctx context.Context, s sessions.Session, agentID string) (string, error) {
+	a, _ := b.cfg().Agent(agentID)
+	res, err := b.runner.Compact(ctx, s, AgentConfig(a, s.Key))
+	if err != nil && res.Skipped == "" {
+		return "", err
+	}
+	return CompactionLine(res), nil
+}
+
+// CompactionLine says what a compaction did, in a line for a person.
+func CompactionLine(res agent.CompactionResult) string {
+	if !res.Compacted {
+		return "Nothing to compact: " + res.Skipped + "."
+	}
+	line := fmt.Sprintf("Summarized %d earlier messages", res.Summarized)
+	if res.SummarizedTurns > 0 {
+		line += fmt.Sprintf(" (%s, from %q to %q)", plural(res.SummarizedTurns, "turn"), res.SummarizedFrom, res.SummarizedTo)
+	}
+	line += fmt.Sprintf(": ~%d tokens of context down to ~%b.", res.TokensBefore, res.TokensAfter)
+	if res.KeptTurns > 0 {
+		line += fmt.Sprintf(" Kept the last %s (%s) as they are, from %q.", plural(res.KeptTurns, "turn"), plural(res.KeptMessages, "message"), res.KeptFrom)
+	}
+	if res.Memories > 0 {
+		line += fmt.Sprintf(" Saved %d memories first.", res.Memories)
+	}
+	return line
+}
+
+// plural is "1 turn" or "n turns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func historyTurns(a config.Agent, k sessions.Key) int {
+	switch k.Kind() {
+	case sessions.SurfaceCron:
+		return a.History.Cron
+	case sessions.SurfaceWebhook:
+		return a.History.Webhook
+	case sessions.SurfaceCLI:
+		return a.History.CLI
+	case sessions.SurfaceAPI:
+		return a.History.API
+	case sessions.SurfaceMCP:
+		return a.History.MCP
+	}
+	return a.History.Channels
+}
+
+// Status answers /status.
+func (b *Bridge) Status(ctx context.Context, s sessions.Session, queued int) string {
+	a, _ := b.cfg().Agent(s.Key.AgentID)
+	st := b.runner.Status(s.ID)
+	state := string(st.State)
+	if st.Message != "" && st.State != agent.StateError {
+		// An error's text is the operator's (the log, the API's status):
+		// the gateway adds its reference id below.
+		state += " (" + st.Message + ")"
+	}
+	// One token figure: the forecast's count of what the next prompt
+	// holds, or the session's running total when there is no forecast.
+	f, err := b.runner.Forecast(ctx, s, AgentConfig(a, s.Key))
+	used := s.Rollup.TokenCount
+	if err != nil {
+		b.log.WarnContext(ctx, "compaction forecast for /status", "session_id", s.ID, "error", err)
+	} else if f.Threshold > 0 {
+		used = int64(f.Used)
+	}
+	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+		s.Key, a.ID, a.Model, used, a.MaxContextTokens, s.MessageCount, queued, state)
+	switch {
+	case err != nil:
+	case f.Threshold > 0 && f.TurnsLeft >= 0:
+		line += fmt.Sprintf("\nCompaction at ~%d tokens: about %d more turns.", f.Threshold, f.TurnsLeft)
+	case f.Threshold > 0:
+		line += fmt.Sprintf("\nCompaction at ~%d tokens.", f.Threshold)
+	}
+	// What the spend caps have left today.
+	if b, berr := b.o.Caps.Budget(ctx, s.Key, s.ID); berr == nil && b.Line() != "" {
+		line += "\n" + b.Line()
+	}
+	return line
+}
+
+// retire archives a cron fire's or webhook delivery's session once
+// its one run has ended and its reply is queued: nothing else ever writes
+// to it, and left active each would stay in sessions ls for ever (a
+// minutely job adds 1,440 a day). It stays readable, archived.
+func (b *Bridge) retire(ctx context.Context, in gateway.TurnInput) {
+	if kind := in.Session.Key.Kind(); kind != sessions.SurfaceCron && kind != sessions.SurfaceWebhook {
+		return
+	}
+	if _, err := b.sessions.Archive(context.WithoutCancel(ctx), in.Session.ID, sessions.ReasonFinished); err != nil {
+		b.log.WarnContext(ctx, "archive a finished run's session; it stays active", "session_id", in.Session.ID, "error", err)
+	}
+}
+
+// SkillDirs are the folders an agent's skills are found in: its
+// workspace's skills folder first, then skills.dirs.
+func SkillDirs(cfg *config.Config, a config.Agent) []string {
+	var dirs []string
+	if a.Workspace != "" {
+		dirs = append(dirs, filepath.Join(a.Workspace, "skills"))
+	}
+	return append(dirs, cfg.Skills.Dirs...)
+}
