@@ -69,7 +69,7 @@ func (d *Daemon) openCron(ctx context.Context) error {
 
 // notifyRun sends a cron run's result to one target.
 func (d *Daemon) notifyRun(ctx context.Context, n cron.Notice) error {
-	return d.notifyKeyed(ctx, n.Target.String(), n.Text, n.Key)
+	return d.notify(ctx, n.Target.String(), n.Text, n.Key)
 }
 
 // cronTarget is the chat a session's scheduled jobs report to by default:

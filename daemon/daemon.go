@@ -232,7 +232,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Route:       func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
 		Agents:      gatewayAgents(cfg),
 		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
-		Seed:        d.seed,
+		Surface:     d.channelType,
 		Access:      accessPolicies(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
 		Placement:   d.gatewayPlacement(),
@@ -383,6 +383,17 @@ func (c channelSet) Streams(id adapters.ID) bool {
 		return s.Streams()
 	}
 	return c.streams[id]
+}
+
+// channelType is the type of the configured channel id (telegram), or ""
+// for a source of the daemon's own.
+func (d *Daemon) channelType(id adapters.ID) string {
+	for _, a := range d.cfg().Adapters {
+		if a.ID == string(id) {
+			return a.Type
+		}
+	}
+	return ""
 }
 
 // named is the logger of one part of the daemon, carrying its name as

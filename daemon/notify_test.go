@@ -108,7 +108,7 @@ func TestNoteRacingANewSessionIsAddedOnce(t *testing.T) {
 	if err := d.notify(ctx, "tg:44", "the deploy finished", "ci"); err != nil {
 		t.Fatal(err)
 	}
-	if added, err := d.seed(ctx, s, adapters.Inbound{Adapter: "tg", ChatID: "44"}); err != nil || !added {
+	if added, err := d.gw.SeedNotes(ctx, s, adapters.Inbound{Adapter: "tg", ChatID: "44"}); err != nil || !added {
 		t.Fatalf("seed: added %v, %v; want the note (again, once)", added, err)
 	}
 	msgs, err := d.sessions.Messages(ctx, s.ID, sessions.MessagesOptions{})

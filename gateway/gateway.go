@@ -82,12 +82,15 @@ type Options struct {
 	// because the database was unavailable (default 2s); the lane holds
 	// its place meanwhile, so its messages keep their order.
 	StoreRetry time.Duration
-	// Seed, if set, adds what a session should start with (the notes sent
-	// to its chat lately, for one) when a message begins the session: a
-	// new conversation, or one replacing a stale session. It runs before
-	// the message is stored and says whether it added anything; its error
-	// is logged, and the message goes on.
+	// Seed, if set, adds what a session should start with when a message
+	// begins the session (a new conversation, or one replacing a stale
+	// session), in place of the notes sent to its chat lately. It runs
+	// before the message is stored and says whether it added anything; its
+	// error is logged, and the message goes on.
 	Seed func(ctx context.Context, s sessions.Session, in adapters.Inbound) (bool, error)
+	// Surface is the surface a channel's chats are on (its type, such as
+	// telegram), for the notes sent to them; nil or "" means its id.
+	Surface func(id adapters.ID) string
 	// Placement, when set, places each session's turns on one replica of
 	// several sharing the database (package cluster): a message whose
 	// session another replica holds is handed to it.
@@ -499,10 +502,14 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 // message begins it.
 func (g *Gateway) resolve(ctx context.Context, key sessions.Key, policy sessions.Policy, in adapters.Inbound) (sessions.Session, error) {
 	sess, created, err := g.opts.Sessions.Resolve(ctx, key, policy)
-	if err != nil || !created || g.opts.Seed == nil {
+	if err != nil || !created {
 		return sess, err
 	}
-	added, err := g.opts.Seed(ctx, sess, in)
+	seed := g.opts.Seed
+	if seed == nil {
+		seed = g.SeedNotes
+	}
+	added, err := seed(ctx, sess, in)
 	if err != nil {
 		g.opts.Log.WarnContext(ctx, "seed a new session", "session_key", key.String(), "session_id", sess.ID, "error", err)
 	}
