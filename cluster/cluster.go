@@ -79,11 +79,16 @@ const (
 	AND NOT EXISTS (SELECT 1 FROM inbound WHERE owner = replicas.instance AND status = 'accepted')`
 
 	// A hold is this replica's if nobody has it or its holder is fenced
-	// (or gone); otherwise the holder is returned.
+	// (or gone); otherwise the holder is returned. A session's lane held
+	// by a fenced replica stays its until its unanswered messages are
+	// taken over (the takeover passes the lane to the replica that took
+	// them, gateway.Store.Unfinished): a newer message of the session
+	// never runs before the ones the dead replica had accepted.
 	claimHoldQuery = `INSERT INTO holds (name, instance, since) VALUES ($1, $2, ` + dbNow + `)
 	ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance, since = EXCLUDED.since
 	WHERE holds.instance <> EXCLUDED.instance
-	AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = holds.instance AND r.fenced_at IS NULL)
+	AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = holds.instance AND (r.fenced_at IS NULL
+		OR (holds.name LIKE 'lane:%' AND EXISTS (SELECT 1 FROM inbound i WHERE i.owner = r.instance AND i.status = 'accepted'))))
 	RETURNING instance`
 	holderQuery = `SELECT instance FROM holds WHERE name = $1`
 
@@ -642,8 +647,11 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 		var age int64
 		err = m.db.Read().QueryRowContext(ctx, apiURLQuery, holder).Scan(&u, &age)
 		switch {
+		case errors.Is(err, sql.ErrNoRows) && time.Now().After(deadline):
+			// Fenced, its messages not yet taken over: served here.
+			return "", nil
 		case errors.Is(err, sql.ErrNoRows):
-			continue // fenced meanwhile: claim again
+			// Fenced meanwhile: claim again once its lane is free.
 		case err != nil:
 			return "", fmt.Errorf("read replica %s: %w", holder, err)
 		case age <= m.beatLate():

@@ -119,8 +119,12 @@ type Gateway struct {
 	denied     atomic.Int64
 	// picked are the messages handed to this replica that it dispatched,
 	// until they are answered (see Pickup).
-	pickMu   sync.Mutex
-	picked   map[string]bool
+	pickMu sync.Mutex
+	picked map[string]bool
+	// order keeps a session's messages in their order among replicas: a
+	// takeover of a dead replica's messages (held exclusively) queues
+	// them all before any newer message is placed (held shared).
+	order    sync.RWMutex
 	failures failures // each session's last failure, for /status
 	pending  pendingConnects
 }
@@ -144,6 +148,8 @@ type job struct {
 	// refused, when set, takes a queue-full refusal instead of an answer
 	// in the chat: the API says it in its response.
 	refused *error
+	// takenOver: recovery dispatches it, holding order.
+	takenOver bool
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -289,8 +295,12 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
-	if g.opts.Placement != nil && !g.placeHere(ctx, j) {
-		return
+	if g.opts.Placement != nil {
+		unlock, here := g.place(ctx, j)
+		if !here {
+			return
+		}
+		defer unlock()
 	}
 	switch d, err := g.access(ctx, j); {
 	case err != nil && dbutil.Unavailable(err):
@@ -338,25 +348,63 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	}
 }
 
+// place places j (placeHere), holding order shared while a job placed
+// here is queued: unlock, when here, lets it go. A session held by a
+// dead replica whose messages nobody took over yet is taken over here
+// first, so j runs after them.
+func (g *Gateway) place(ctx context.Context, j job) (unlock func(), here bool) {
+	if j.takenOver {
+		// Recovery holds order already.
+		here, _ = g.placeHere(ctx, j, false)
+		return func() {}, here
+	}
+	g.order.RLock()
+	here, dead := g.placeHere(ctx, j, true)
+	if !dead {
+		if !here {
+			g.order.RUnlock()
+			return nil, false
+		}
+		return g.order.RUnlock, true
+	}
+	g.order.RUnlock()
+	if n, err := g.TakeOver(ctx); err != nil && ctx.Err() == nil {
+		g.opts.Log.WarnContext(ctx, "take over the messages of a dead replica holding a message's session", "inbound_id", j.inboundID, "error", err)
+	} else if n > 0 {
+		g.opts.Log.InfoContext(ctx, "took over the messages of a dead replica holding a message's session", "count", n)
+	}
+	g.order.RLock()
+	if here, _ = g.placeHere(ctx, j, false); !here {
+		g.order.RUnlock()
+		return nil, false
+	}
+	return g.order.RUnlock, true
+}
+
 // placeHere reports whether j's session runs on this replica; if another
 // replica holds it, j is handed to that one. A database that fails the
-// placement leaves j to settle once it answers.
-func (g *Gateway) placeHere(ctx context.Context, j job) bool {
+// placement leaves j to settle once it answers. With stopAtDead, a
+// holder that is not live (dead, its messages not yet taken over)
+// returns dead instead, for the caller to take them over first.
+func (g *Gateway) placeHere(ctx context.Context, j job, stopAtDead bool) (here, dead bool) {
 	for range 3 {
 		hold, holder, here, err := g.opts.Placement.Place(ctx, laneKey(j.key))
 		if err == nil && here {
-			return true
+			return true, false
 		}
 		if err == nil {
 			var ok bool
 			if ok, err = g.opts.Store.Forward(ctx, j.inboundID, hold, holder); err == nil && ok {
 				g.opts.Log.DebugContext(ctx, "message handed to the replica holding its session", "inbound_id", j.inboundID, "replica", holder)
-				return false
+				return false, false
 			}
 		}
 		if err != nil {
 			g.opts.Log.WarnContext(ctx, "place a message's session among the replicas; it runs once the database answers", "inbound_id", j.inboundID, "error", err)
 			break
+		}
+		if stopAtDead {
+			return false, true
 		}
 		// The holder died meanwhile: claim again.
 	}
@@ -364,7 +412,7 @@ func (g *Gateway) placeHere(ctx context.Context, j job) bool {
 	// accepted, and this replica's, meanwhile).
 	j.refused = nil
 	g.startSettle(j, true)
-	return false
+	return false, false
 }
 
 // Pickup dispatches the messages other replicas handed to this one (see
@@ -962,6 +1010,9 @@ func (g *Gateway) TakeOver(ctx context.Context) (int, error) {
 }
 
 func (g *Gateway) recover(ctx context.Context, starting bool) (int, error) {
+	// Every message taken over is queued before a newer one is placed.
+	g.order.Lock()
+	defer g.order.Unlock()
 	total := 0
 	var last []AcceptedInbound
 	for {
@@ -990,7 +1041,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, un []AcceptedInbound) error 
 	for _, u := range un {
 		// On the lane, so a session is finalized between turns, never
 		// under one this replica is running.
-		g.dispatch(ctx, job{inboundID: u.ID, in: u.Inbound, repair: sessions.ID(u.SessionID), mark: g.opts.Recovery == RecoveryMark})
+		g.dispatch(ctx, job{inboundID: u.ID, in: u.Inbound, repair: sessions.ID(u.SessionID), mark: g.opts.Recovery == RecoveryMark, takenOver: true})
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ const (
 	// after a message accepted a moment earlier but queued behind it.
 	// ($6, $7, $8, $9) pages on from the last row of the previous page.
 	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at,
-		CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0)
+		CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.owner
 	FROM inbound i LEFT JOIN messages m ON m.id = i.id
 	WHERE i.status = 'accepted'
 	AND ((($2 OR (i.owner = $3 AND $5)) AND i.instance <> $10) OR (i.owner <> $3 AND i.lease_until < $4))
@@ -69,6 +69,15 @@ const (
 
 	inboundOfQuery = `SELECT id, status, COALESCE(session_id, ''), error FROM inbound
 	WHERE adapter = $1 AND chat_id = $2 AND platform_message_id = $3`
+
+	// Among replicas, the sessions' lanes a dead replica held pass, with
+	// its messages, to the replica taking them over: its messages run
+	// there first, in its order, and a newer message of one of its
+	// sessions is handed to that replica, behind them (the lane of a dead
+	// replica with messages not yet taken over is no one else's to claim,
+	// cluster.Member.Claim).
+	takeLanesQuery = `UPDATE holds SET instance = $1, since = (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT
+	WHERE instance = ANY($2) AND instance <> $1 AND name LIKE 'lane:%'`
 
 	// $4 is always 'accepted', a parameter for the reason finishInboundQuery's is.
 	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3, lane = NULL WHERE id = $1 AND status = $4`
@@ -373,12 +382,16 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
 		defer rows.Close()
+		var owners []string
 		for rows.Next() {
 			var a AcceptedInbound
-			var payload string
+			var payload, owner string
 			o := &a.order
-			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &o.receivedAt, &o.notStarted, &o.storedAt, &o.seq); err != nil {
+			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &o.receivedAt, &o.notStarted, &o.storedAt, &o.seq, &owner); err != nil {
 				return fmt.Errorf("list unfinished inbound: %w", err)
+			}
+			if owner != s.owner && !slices.Contains(owners, owner) {
+				owners = append(owners, owner)
 			}
 			if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
 				return fmt.Errorf("inbound %s payload: %w", a.ID, err)
@@ -390,6 +403,11 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
 		rows.Close()
+		if s.cluster && len(owners) > 0 {
+			if _, err := q.ExecContext(ctx, takeLanesQuery, s.owner, owners); err != nil {
+				return fmt.Errorf("take over the lanes of dead replicas: %w", err)
+			}
+		}
 		for _, a := range out {
 			if _, err := q.ExecContext(ctx, takeInboundQuery, a.ID, s.owner, dbutil.Millis(now.Add(s.lease)), string(InboundAccepted)); err != nil {
 				return fmt.Errorf("take over inbound %s: %w", a.ID, err)
