@@ -233,3 +233,60 @@ func TestHeartbeatGoesThroughAPoolTheWorkloadHolds(t *testing.T) {
 		<-done
 	}
 }
+
+// A replica paused inside a write transaction (its fence lock held
+// shared) is fenced all the same, within seconds: the fence ends its open
+// transaction rather than wait for a process that may never run again,
+// and the transaction, resumed, commits nothing.
+func TestReplicaPausedInsideATransactionIsFenced(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
+	a, b := New(dbA, fastOptions("a")), New(dbB, fastOptions("b"))
+	if err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inTx, release := make(chan struct{}), make(chan struct{})
+	txErr := make(chan error, 1)
+	go func() {
+		txErr <- dbA.Tx(ctx, func(q dbutil.Querier) error {
+			close(inTx)
+			<-release // paused here, its heartbeat stopped too
+			_, err := q.ExecContext(ctx, "CREATE TABLE paused_write (n INT)")
+			return err
+		})
+	}()
+	<-inTx
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	start := time.Now()
+	for {
+		if err := b.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.Reap(ctx)
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Since(start) > 4*time.Second {
+			t.Fatalf("a replica paused inside a transaction was not fenced within 4s (last reap: %d, %v)", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("fenced %s after the pause began (lease %s)", time.Since(start).Round(10*time.Millisecond), fastOptions("").Lease)
+	close(release)
+	if err := <-txErr; err == nil {
+		t.Fatal("the paused transaction committed after its replica was fenced")
+	}
+	var exists bool
+	if err := dbB.Read().QueryRowContext(ctx, "SELECT to_regclass('paused_write') IS NOT NULL").Scan(&exists); err != nil || exists {
+		t.Fatalf("the paused transaction's table exists: %v %v; want nothing written", exists, err)
+	}
+}

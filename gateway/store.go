@@ -92,10 +92,13 @@ const (
 	takeOverLockQuery = `SELECT pg_advisory_xact_lock(1885434466, 0)`
 
 	// Hand an accepted message to the replica holding its session's lane,
-	// if that replica is live: the lock keeps it from being fenced until
-	// the handover commits, so a fence takes the message over with the
-	// rest of that replica's.
-	forwardCheckQuery = `SELECT 1 FROM replicas WHERE instance = $1 AND fenced_at IS NULL FOR SHARE`
+	// if that replica is live: its fence lock, taken shared (as its own
+	// writes take it, parley_fence), keeps it from being fenced until the
+	// handover commits, so a fence takes the message over with the rest
+	// of that replica's. No row of it is locked: its heartbeat never
+	// waits for a handover (one paused by a frozen process).
+	forwardLockQuery  = `SELECT pg_advisory_xact_lock_shared(1885434465, hashtext($1))`
+	forwardCheckQuery = `SELECT 1 FROM replicas WHERE instance = $1 AND fenced_at IS NULL`
 	// $4 is always 'accepted' (see finishInboundQuery).
 	forwardQuery  = `UPDATE inbound SET owner = $2, lane = $3 WHERE id = $1 AND status = $4`
 	forwardNotify = `SELECT pg_notify('parley_forward', $1)`
@@ -426,8 +429,14 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 // no longer live: claim the lane again.
 func (s *Store) Forward(ctx context.Context, id, hold, holder string) (ok bool, err error) {
 	err = s.db.Tx(ctx, func(q dbutil.Querier) error {
+		if _, err := q.ExecContext(ctx, forwardLockQuery, holder); err != nil {
+			return err
+		}
 		var one int
 		err := q.QueryRowContext(ctx, forwardCheckQuery, holder).Scan(&one)
+		if afterForwardCheck != nil {
+			afterForwardCheck()
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -446,6 +455,10 @@ func (s *Store) Forward(ctx context.Context, id, hold, holder string) (ok bool, 
 	}
 	return ok, nil
 }
+
+// afterForwardCheck, set by tests, runs inside Forward's transaction once
+// the holder is found live: a process paused there.
+var afterForwardCheck func()
 
 // Forwarded lists the unanswered messages other replicas handed to this
 // one, oldest first.
