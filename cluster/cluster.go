@@ -59,8 +59,10 @@ var ErrFenced = errors.New("this replica's lease lapsed and another replica took
 const dbNow = `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT`
 
 const (
-	insertReplicaQuery = `INSERT INTO replicas (instance, name, host, pid, version, api_url, started_at, heartbeat_at)
-	VALUES ($1, $2, $3, $4, $5, $6, ` + dbNow + `, ` + dbNow + `)`
+	insertReplicaQuery = `INSERT INTO replicas (instance, name, host, pid, version, api_url, hop_key, started_at, heartbeat_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, ` + dbNow + `, ` + dbNow + `)`
+
+	hopKeyQuery = `SELECT hop_key FROM replicas WHERE instance = $1 AND fenced_at IS NULL`
 
 	heartbeatQuery = `UPDATE replicas SET heartbeat_at = ` + dbNow + `, adapters = $2, channels = $3, lanes = $4, queued = $5
 	WHERE instance = $1 AND fenced_at IS NULL`
@@ -158,6 +160,12 @@ type Member struct {
 	// a hold stays with its holder until the holder is fenced or leaves,
 	// so a route is good while the holder is among the peers.
 	routes map[string]string
+
+	// hopKey signs the API requests this replica passes to another
+	// (SignHop); hopKeys are the others', as read (VerifyHop).
+	hopKey  string
+	hopMu   sync.Mutex
+	hopKeys map[string]string
 }
 
 // New names this process among the replicas: Name plus a random suffix,
@@ -178,13 +186,15 @@ func New(db *dbutil.DB, opts Options) *Member {
 	}
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
 	name := opts.Name
 	if name == "" {
 		name = host
 	}
 	opts.Name = name
 	return &Member{db: db, opts: opts, id: name + "-" + hex.EncodeToString(suffix), host: host, pid: os.Getpid(),
-		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]string{}}
+		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]string{}, hopKey: hex.EncodeToString(key)}
 }
 
 // SetAPIURL and SetVersion say, before Join, where this replica serves
@@ -213,7 +223,7 @@ func (m *Member) Join(ctx context.Context) error {
 		}
 	}
 	now := time.Now()
-	_, err := m.db.Write().ExecContext(ctx, insertReplicaQuery, m.id, m.opts.Name, m.host, m.pid, m.opts.Version, m.opts.APIURL)
+	_, err := m.db.Write().ExecContext(ctx, insertReplicaQuery, m.id, m.opts.Name, m.host, m.pid, m.opts.Version, m.opts.APIURL, m.hopKey)
 	if err != nil {
 		return fmt.Errorf("register replica %s: %w", m.id, err)
 	}

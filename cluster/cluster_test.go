@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,43 @@ func TestReplicaPausedInsideATransactionIsFenced(t *testing.T) {
 	var exists bool
 	if err := dbB.Read().QueryRowContext(ctx, "SELECT to_regclass('paused_write') IS NOT NULL").Scan(&exists); err != nil || exists {
 		t.Fatalf("the paused transaction's table exists: %v %v; want nothing written", exists, err)
+	}
+}
+
+// The hop proof: a live replica's signature over the request's method,
+// path and time; a changed path, a stale time, a forged signature or a
+// fenced sender is no proof.
+func TestHopProof(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
+	a, b := New(dbA, Options{Name: "a", Lease: time.Hour}), New(dbB, Options{Name: "b", Lease: time.Hour})
+	for _, m := range []*Member{a, b} {
+		if err := m.Join(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proof := a.SignHop("GET", "/v1/sessions/s1/status")
+	if !b.VerifyHop(ctx, proof, "GET", "/v1/sessions/s1/status") {
+		t.Fatal("b refused a's proof")
+	}
+	fields := strings.Fields(proof)
+	stale := fields[0] + " " + strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10) + " " + fields[2]
+	for _, tc := range []struct{ name, proof, method, path string }{
+		{"another path", proof, "GET", "/v1/sessions/s2/status"},
+		{"another method", proof, "POST", "/v1/sessions/s1/status"},
+		{"stale", stale, "GET", "/v1/sessions/s1/status"},
+		{"forged", fields[0] + " " + fields[1] + " " + strings.Repeat("0", 64), "GET", "/v1/sessions/s1/status"},
+		{"a bare id", a.ID(), "GET", "/v1/sessions/s1/status"},
+		{"unknown replica", "nobody " + fields[1] + " " + fields[2], "GET", "/v1/sessions/s1/status"},
+	} {
+		if b.VerifyHop(ctx, tc.proof, tc.method, tc.path) {
+			t.Errorf("%s: taken as proof", tc.name)
+		}
+	}
+	if _, err := b.fence(ctx, a.ID(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if New(dbB, Options{Name: "c"}).VerifyHop(ctx, proof, "GET", "/v1/sessions/s1/status") {
+		t.Error("a fenced replica's proof taken")
 	}
 }

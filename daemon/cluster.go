@@ -22,7 +22,8 @@ import (
 )
 
 // replicaHop marks an API request one replica passed to another, which
-// serves it whatever it holds.
+// serves it whatever it holds. Its value proves it (cluster's SignHop);
+// a request without that proof, a client's, has it removed.
 const replicaHop = "X-Parley-Replica-Hop"
 
 // replicas is the daemon's part in a cluster of replicas sharing one
@@ -367,14 +368,25 @@ func (d *Daemon) Replicas(ctx context.Context) ([]cluster.Replica, error) {
 // toHolder passes a request about a session another replica is running
 // to that replica, so status, abort, the event stream, permission
 // answers and tool results meet the run where it is. Requests for a
-// session nobody runs, or run here, are served here.
+// session nobody runs, or run here, are served here. It runs only on
+// authenticated requests (api.Options.Authenticated), and serves here
+// whatever it holds only a request another replica passed on, proven so
+// (cluster's VerifyHop): a client's hop header is removed.
 func (d *Daemon) toHolder(next http.Handler) http.Handler {
 	if d.replicas == nil {
-		return next
+		return stripHop(next)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if proof := r.Header.Get(replicaHop); proof != "" {
+			if d.replicas.m.VerifyHop(r.Context(), proof, r.Method, r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			d.log.Warn("an API request claimed to come from another replica without proof; it is served as a client's", "path", r.URL.Path)
+			r.Header.Del(replicaHop)
+		}
 		id, ok := sessionOfPath(r.URL.Path)
-		if !ok || r.Header.Get(replicaHop) != "" {
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -387,7 +399,7 @@ func (d *Daemon) toHolder(next http.Handler) http.Handler {
 			Transport: d.replicas.transport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
-				pr.Out.Header.Set(replicaHop, d.replicas.m.ID())
+				pr.Out.Header.Set(replicaHop, d.replicas.m.SignHop(pr.Out.Method, pr.Out.URL.Path))
 			},
 			FlushInterval: -1, // the event stream goes out as it comes
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -399,6 +411,15 @@ func (d *Daemon) toHolder(next http.Handler) http.Handler {
 			},
 		}
 		proxy.ServeHTTP(w, r)
+	})
+}
+
+// stripHop removes the hop header where there are no replicas: no
+// request is another's.
+func stripHop(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(replicaHop)
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -462,7 +483,7 @@ func (d *Daemon) abortOnHolder(ctx context.Context, key sessions.Key) {
 		return
 	}
 	req.Header.Set("Authorization", "Bearer "+d.cfg().HTTP.Tokens[0].Reveal())
-	req.Header.Set(replicaHop, d.replicas.m.ID())
+	req.Header.Set(replicaHop, d.replicas.m.SignHop(req.Method, req.URL.Path))
 	resp, err := (&http.Client{Transport: d.replicas.transport}).Do(req)
 	if err != nil {
 		d.log.Warn("stop a reset session's turn on the replica running it", "session_id", s.ID, "error", err)
