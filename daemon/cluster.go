@@ -32,9 +32,9 @@ type replicas struct {
 	m *cluster.Member
 
 	mu      sync.Mutex
-	running map[adapters.ID]func()    // the elected channels this replica holds and runs, and how to stop each
-	free    map[adapters.ID]time.Time // since when an elected channel was seen unheld
-	elect   sync.Mutex                // one election pass at a time
+	running map[adapters.ID]func(error) // the elected channels this replica holds and runs, and how to stop each
+	free    map[adapters.ID]time.Time   // since when an elected channel was seen unheld
+	elect   sync.Mutex                  // one election pass at a time
 	// laneOf is each session's lane hold, as requests name sessions by
 	// id (a session's key never changes); emptied when full.
 	laneMu sync.Mutex
@@ -55,7 +55,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 	g := cfg.Gateway
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 2 * time.Minute // a compaction answers when it is done
-	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, transport: tr,
+	d.replicas = &replicas{running: map[adapters.ID]func(error){}, free: map[adapters.ID]time.Time{}, transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.log, Stats: d.replicaStats})}
 }
@@ -210,6 +210,7 @@ func advertiseURL(cfg *config.Config, ln net.Listener) string {
 // other replicas hand it, until ctx ends or it is fenced.
 func (d *Daemon) runReplicas(ctx context.Context) {
 	r := d.replicas
+	go d.watchLease(ctx)
 	go func() {
 		err := d.db.Listen(ctx, "parley_forward", nil, func(payload string) {
 			if payload == r.m.ID() || payload == "" {
@@ -288,7 +289,7 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		stop := r.running[id]
 		delete(r.running, id)
 		r.mu.Unlock()
-		stop()
+		stop(nil)
 		if err := r.m.Release(ctx, cluster.ChannelHold(string(id))); err != nil {
 			d.log.Warn("hand a channel to another replica; it is taken over once this one's lease lapses", "adapter", id, "error", err)
 		} else {
@@ -305,7 +306,15 @@ func (d *Daemon) electChannels(ctx context.Context) {
 			continue
 		}
 		hold := cluster.ChannelHold(string(id))
-		if holder, err := r.m.Holder(ctx, hold); err != nil || holder != "" {
+		holder, err := r.m.Holder(ctx, hold)
+		if err == nil && holder == r.m.ID() {
+			// Its own, stopped while its lease had lapsed: run it again.
+			delete(r.free, id)
+			held++
+			d.runElected(id)
+			continue
+		}
+		if err != nil || holder != "" {
 			delete(r.free, id)
 			continue // held by a live replica (a read; no write while it lives)
 		}
@@ -315,7 +324,7 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		if held >= fair && time.Since(r.free[id]) < 2*d.cfg().Gateway.ReplicaHeartbeat.Std() {
 			continue // this replica has its share; another may take it
 		}
-		holder, err := r.m.Claim(ctx, hold)
+		holder, err = r.m.Claim(ctx, hold)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("claim a channel", "adapter", id, "error", err)
@@ -327,12 +336,64 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		}
 		delete(r.free, id)
 		held++
-		d.logStarted("channel", "adapter", id, "elected", true)
-		stop := d.startAdapter(id, d.adapters[id])
-		r.mu.Lock()
-		r.running[id] = stop
-		r.mu.Unlock()
-		d.sender.Wake()
+		d.runElected(id)
+	}
+}
+
+// runElected starts the elected channel id, which this replica holds.
+func (d *Daemon) runElected(id adapters.ID) {
+	r := d.replicas
+	d.logStarted("channel", "adapter", id, "elected", true)
+	stop := d.startAdapter(id, d.adapters[id])
+	r.mu.Lock()
+	r.running[id] = stop
+	r.mu.Unlock()
+	d.sender.Wake()
+}
+
+// leaseCheck is how often a replica checks that it may still run its
+// elected channels.
+const leaseCheck = 100 * time.Millisecond
+
+// watchLease stops the elected channels (a Telegram poller, a WhatsApp
+// device, a Discord connection) the moment this replica may no longer be
+// theirs: once fenced, or once its lease lapsed (the database out of
+// reach), when the others may fence it and run them any moment. A
+// replica that renews its lease in time runs them again (electChannels).
+func (d *Daemon) watchLease(ctx context.Context) {
+	t := time.NewTicker(leaseCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.replicas.m.Fenced():
+			d.loseChannels("this replica was fenced")
+			return
+		case <-t.C:
+			if err := d.replicas.m.Alive(); err != nil {
+				d.loseChannels("this replica's lease lapsed")
+			}
+		}
+	}
+}
+
+// loseChannels stops every elected channel this replica runs, saying
+// nothing more to their platforms (adapters.ErrChannelLost).
+func (d *Daemon) loseChannels(why string) {
+	r := d.replicas
+	if r == nil {
+		return
+	}
+	r.elect.Lock()
+	defer r.elect.Unlock()
+	r.mu.Lock()
+	running := r.running
+	r.running = map[adapters.ID]func(error){}
+	r.mu.Unlock()
+	for id, stop := range running {
+		stop(adapters.ErrChannelLost)
+		d.log.Warn("channel stopped: "+why+"; the replica holding it runs it", "adapter", id)
 	}
 }
 
