@@ -672,13 +672,20 @@ func (m *Member) Holder(ctx context.Context, name string) (string, error) {
 // off) is waited for, up to a lease, until it beats again or is fenced
 // and the hold is claimed here.
 func (m *Member) Route(ctx context.Context, name string) (apiURL string, err error) {
+	apiURL, _, err = m.RouteHolder(ctx, name)
+	return apiURL, err
+}
+
+// RouteHolder is Route that also names the holder requests go to ("" for
+// here).
+func (m *Member) RouteHolder(ctx context.Context, name string) (apiURL, holder string, err error) {
 	m.mu.Lock()
 	holder, ok := m.routes[name]
 	m.mu.Unlock()
 	if ok {
 		if peers := m.peers.Load(); peers != nil {
 			if u, live := (*peers)[holder]; live {
-				return u, nil
+				return u, holder, nil
 			}
 		}
 		m.mu.Lock()
@@ -693,15 +700,15 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 			holder, err = m.Claim(ctx, name)
 		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if holder == m.id {
-			return "", nil
+			return "", "", nil
 		}
 		if peers := m.peers.Load(); peers != nil {
 			if u, live := (*peers)[holder]; live {
 				m.remember(name, holder)
-				return u, nil
+				return u, holder, nil
 			}
 		}
 		var u string
@@ -710,23 +717,37 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 		switch {
 		case errors.Is(err, sql.ErrNoRows) && time.Now().After(deadline):
 			// Fenced, its messages not yet taken over: served here.
-			return "", nil
+			return "", "", nil
 		case errors.Is(err, sql.ErrNoRows):
 			// Fenced meanwhile: claim again once its lane is free.
 		case err != nil:
-			return "", fmt.Errorf("read replica %s: %w", holder, err)
+			return "", "", fmt.Errorf("read replica %s: %w", holder, err)
 		case age <= m.beatLate():
 			m.remember(name, holder)
-			return u, nil
+			return u, holder, nil
 		case time.Now().After(deadline):
-			return u, nil
+			return u, holder, nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		case <-time.After(m.opts.Heartbeat / 2):
 		}
 	}
+}
+
+// Late reports whether the replica id's heartbeat was late (or it was
+// gone) at the last look: frozen, cut off from the database, or dead.
+func (m *Member) Late(id string) bool {
+	if id == m.id {
+		return false
+	}
+	peers := m.peers.Load()
+	if peers == nil {
+		return false
+	}
+	_, live := (*peers)[id]
+	return !live
 }
 
 // remember notes that requests about the hold name go to holder.
