@@ -185,6 +185,12 @@ const (
 	reclaimQuery = `UPDATE outbox SET lease_until = 0
 	WHERE status = 'pending' AND lease_until > $1 AND claim_instance <> $2`
 
+	// A live sender's own claims, taken back once the database answers
+	// again after it missed a claim's answer or a send's record: nothing
+	// of this sender is in flight then.
+	reclaimOwnQuery = `UPDATE outbox SET lease_until = 0
+	WHERE status = 'pending' AND lease_until > $1 AND claim_instance = $2`
+
 	// Among replicas: the replies dead (fenced) replicas claimed and never
 	// recorded are due again at once, not when their claims lapse.
 	reclaimDeadQuery = `UPDATE outbox SET lease_until = 0
@@ -856,6 +862,18 @@ func (s *Store) Reclaim(ctx context.Context) (n int, err error) {
 	}
 	rows, _ := res.RowsAffected()
 	return int(rows), nil
+}
+
+// ReclaimOwn takes back the replies this store's sender claimed and has
+// not recorded: call it only with none of its sends in flight. The
+// replies are due again now, their backoff kept.
+func (s *Store) ReclaimOwn(ctx context.Context) (int, error) {
+	res, err := s.db.Write().ExecContext(ctx, reclaimOwnQuery, dbutil.Millis(s.now()), s.instance)
+	if err != nil {
+		return 0, fmt.Errorf("take back this sender's unrecorded claims: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // MarkSent records that the platform took the reply.
