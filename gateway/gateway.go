@@ -263,8 +263,10 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
-		if id != "" && g.opts.Store.Shared() && dbutil.Unavailable(err) {
-			// The connection may have died after the commit went through:
+		if id != "" && g.opts.Store.Shared() && (dbutil.Unavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The connection may have died after the commit went through,
+			// or the wait for its answer was given up (a frozen database,
+			// a channel stopped meanwhile) with the statement on its way:
 			// settle the message once the database answers. A channel
 			// redelivers it (a duplicate then), so it runs; the API's
 			// client was told to send it again, so its copy doesn't.
