@@ -8,7 +8,10 @@
 // A replica is fenced by a survivor once its heartbeat is older than the
 // lease: the survivor sets fenced_at under an advisory lock that every
 // write transaction of the fenced replica holds shared (parley_fence), so
-// a transaction either committed before the fence or is refused after it.
+// a transaction either committed before the fence or is refused after it;
+// one still open a second into the fence (the process paused inside it)
+// is ended with pg_terminate_backend, so a paused process never holds its
+// fence off.
 // Its holds are then free, and its unanswered messages are taken over in
 // the order it would have run them. A fenced replica that wakes up (a
 // stopped process continued, a VM thawed) finds its heartbeat refused and
