@@ -15,4 +15,10 @@ var (
 	ErrNoCredentials = errors.New("no credentials configured")
 	// ErrTooLarge means a file is over the size the caller takes.
 	ErrTooLarge = errors.New("file too large")
+	// ErrChannelLost is the cause of an adapter's stop (context.Cause)
+	// when this process no longer runs the channel: another replica runs
+	// it, or may at any moment. The adapter stops without a word more to
+	// the platform (no last poll to confirm updates), which would cut off
+	// the one that runs it now.
+	ErrChannelLost = errors.New("another replica runs this channel now")
 )

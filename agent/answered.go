@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
@@ -71,10 +72,16 @@ func (r *Runner) waitForStore(ctx context.Context, tries int) bool {
 }
 
 // answerTo finds, in a session's live context, the answer of the turn that
-// stored the user message id: the first final assistant message after it
-// (one that asks for no tools), side turns and summaries left out. The
-// message is nil when a later message of the same turn took the reply,
-// unless throughLater: then the reply is the turn's, whoever took it.
+// stored the user message id: the reply that names it (PartAnswers), side
+// turns and summaries left out. The message is nil when a later message
+// of the same turn took the reply, unless throughLater: then the reply is
+// the turn's, whoever took it. A reply that names other messages is a
+// later turn's (a newer message run while this one waited, say): it does
+// not answer this one.
+//
+// A reply stored before replies named their messages is read as before:
+// the first final assistant message after the message, a later user
+// message before it meaning a later message of the same turn took it.
 func answerTo(msgs []sessions.Message, id sessions.MessageID, throughLater bool) (*sessions.Message, bool) {
 	i := slices.IndexFunc(msgs, func(m sessions.Message) bool { return m.ID == id })
 	if i < 0 {
@@ -87,10 +94,32 @@ func answerTo(msgs []sessions.Message, id sessions.MessageID, throughLater bool)
 		case m.Role == sessions.RoleUser && !m.Synthetic:
 			later = true
 		case m.Role == sessions.RoleAssistant && len(m.ToolCalls) == 0:
-			if later && !throughLater {
+			answers, named := answersOf(m)
+			if !named {
+				if later && !throughLater {
+					return nil, true
+				}
+				return &msgs[j], true
+			}
+			k := slices.Index(answers, string(id))
+			switch {
+			case k < 0:
+				continue // a later turn's reply
+			case k < len(answers)-1 && !throughLater:
 				return nil, true
 			}
 			return &msgs[j], true
+		}
+	}
+	return nil, false
+}
+
+// answersOf is the ids of the messages reply m names (PartAnswers); named
+// is false for a reply that names none.
+func answersOf(m sessions.Message) (ids []string, named bool) {
+	for _, p := range m.Parts {
+		if p.Type == PartAnswers {
+			return strings.Fields(p.Name), true
 		}
 	}
 	return nil, false

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"testing"
 
+	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -65,5 +67,68 @@ func TestAnswerToThroughSteeredMessages(t *testing.T) {
 	}
 	if m, ok := answerTo(msgs, "a", false); !ok || m != nil {
 		t.Fatalf("answerTo = %v, %v; want answered by a later message", m, ok)
+	}
+}
+
+// A reply names the messages it answers: a later turn's reply to a newer
+// message never answers an earlier one whose turn was cut short (a
+// replica died under it, and the newer message ran first elsewhere).
+func TestAnswerToNamedReplies(t *testing.T) {
+	user := func(id string) sessions.Message {
+		return sessions.Message{ID: sessions.MessageID(id), Role: sessions.RoleUser, Content: id}
+	}
+	reply := func(text string, answers string) sessions.Message {
+		return sessions.Message{Role: sessions.RoleAssistant, Content: text, Parts: []sessions.Part{{Type: PartAnswers, Name: answers}}}
+	}
+	callTool := sessions.Message{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "t"}}}
+	tool := sessions.Message{Role: sessions.RoleTool, ToolCallID: "c1", Content: "aborted by restart"}
+	cases := []struct {
+		name   string
+		msgs   []sessions.Message
+		id     string
+		reply  string
+		answer bool
+	}{
+		{"a newer message's turn is not this one's", []sessions.Message{user("a"), user("b"), reply("B", "b")}, "a", "", false},
+		{"nor after tools cut short", []sessions.Message{user("a"), callTool, tool, user("b"), reply("B", "b")}, "a", "", false},
+		{"its own reply after a newer one's", []sessions.Message{user("a"), user("b"), reply("B", "b"), reply("A", "a")}, "a", "A", true},
+		{"the newer one has its own", []sessions.Message{user("a"), user("b"), reply("B", "b")}, "b", "B", true},
+		{"a batch's earlier message", []sessions.Message{user("a"), user("b"), reply("AB", "a b")}, "a", "", true},
+		{"a batch's last message", []sessions.Message{user("a"), user("b"), reply("AB", "a b")}, "b", "AB", true},
+		{"steered in after tools", []sessions.Message{user("a"), callTool, tool, user("b"), reply("AB", "a b")}, "a", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := answerTo(tc.msgs, sessions.MessageID(tc.id), false)
+			got := ""
+			if m != nil {
+				got = m.Content
+			}
+			if got != tc.reply || ok != tc.answer {
+				t.Fatalf("answerTo = %q, %v; want %q, %v", got, ok, tc.reply, tc.answer)
+			}
+		})
+	}
+}
+
+// Through a real turn and store: a message whose turn was cut short
+// before its reply is not answered by the next turn's reply to a newer
+// message; that turn's reply answers the newer message only.
+func TestAnsweredIsAReplyStoredForThatMessage(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, echo.New())
+	sess := e.cliSession()
+	// The cut-short turn stored its input and nothing more.
+	if _, err := e.store.Append(ctx, sess.ID, sessions.Message{ID: "0197a000-0000-7000-8000-00000000000a", Role: sessions.RoleUser, Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.run(Request{Session: sess, Inputs: []Input{{ID: "0197a000-0000-7000-8000-00000000000b", Text: "second"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if reply, ok, err := e.runner.Answered(ctx, sess.ID, "0197a000-0000-7000-8000-00000000000a"); err != nil || ok {
+		t.Fatalf("Answered(first) = %q, %v, %v; want not answered: the reply was stored for the second message", reply, ok, err)
+	}
+	if reply, ok, err := e.runner.Answered(ctx, sess.ID, "0197a000-0000-7000-8000-00000000000b"); err != nil || !ok || reply != "second" {
+		t.Fatalf("Answered(second) = %q, %v, %v; want its echo", reply, ok, err)
 	}
 }

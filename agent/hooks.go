@@ -32,6 +32,13 @@ const (
 // again. The part's Name says which side turn wrote them.
 const PartSideTurn = "side_turn"
 
+// PartAnswers marks a turn's reply (an assistant message that calls no
+// tools) with the user messages it answers: the part's Name lists their
+// ids, space-separated, in the order the turn took them. Recovery reads it
+// (Runner.Answered): a message is answered only by a reply stored for it,
+// never by a later turn's reply to a newer message.
+const PartAnswers = "answers"
+
 var (
 	// ErrContextFull means the conversation does not fit the context window
 	// of the model the turn would use, even after compaction.

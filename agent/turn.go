@@ -47,6 +47,9 @@ type turn struct {
 
 	// joined are the run ids of the inputs steered into the turn.
 	joined []string
+	// answering are the ids of the user messages the turn answers, its
+	// inputs and those steered in, as stored.
+	answering []string
 	// historyRead: the turn has read its history once already.
 	historyRead bool
 
@@ -65,7 +68,7 @@ type turn struct {
 func (t *turn) run(ctx context.Context) (Result, error) {
 	cfg := t.req.Agent
 	for _, in := range t.req.Inputs {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
+		if err := t.appendInput(in); err != nil {
 			return t.res, err
 		}
 	}
@@ -489,7 +492,7 @@ func (t *turn) steer() error {
 	// The turn answers them from here, even if storing one fails.
 	t.joined = append(t.joined, ids...)
 	for _, in := range joined {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
+		if err := t.appendInput(in); err != nil {
 			return err
 		}
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: userContent(in.Text, in.Parts)})
@@ -580,6 +583,7 @@ func (t *turn) appendReply(resp llm.Response) error {
 		return t.appendAssistant(resp)
 	}
 	m, am := assistantMessage(resp, t.spec)
+	m = t.marked(m)
 	stored, err := t.r.opts.Store.AppendWith(t.pctx, t.id, m, func(ctx context.Context, q dbutil.Querier, stored sessions.Message) error {
 		res := t.res
 		res.Messages = append(res.Messages[:len(res.Messages):len(res.Messages)], stored)
@@ -635,11 +639,31 @@ func (t *turn) publish(typ events.Type, data any) {
 	}
 }
 
-func (t *turn) append(m sessions.Message) error {
-	if t.side != nil {
+// appendInput stores one of the turn's user messages.
+func (t *turn) appendInput(in Input) error {
+	if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
+		return err
+	}
+	t.answering = append(t.answering, string(t.res.Messages[len(t.res.Messages)-1].ID))
+	return nil
+}
+
+// marked is m as the turn stores it: a side turn's messages are marked
+// so, and a reply (an assistant message that calls no tools) says which
+// messages it answers (PartAnswers).
+func (t *turn) marked(m sessions.Message) sessions.Message {
+	switch {
+	case t.side != nil:
 		m.Synthetic = true
 		m.Parts = append(m.Parts, sessions.Part{Type: PartSideTurn, Name: t.side.Name})
+	case m.Role == sessions.RoleAssistant && len(m.ToolCalls) == 0 && len(t.answering) > 0:
+		m.Parts = append(m.Parts, sessions.Part{Type: PartAnswers, Name: strings.Join(t.answering, " ")})
 	}
+	return m
+}
+
+func (t *turn) append(m sessions.Message) error {
+	m = t.marked(m)
 	stored, err := t.r.opts.Store.Append(t.pctx, t.id, m)
 	if err != nil {
 		return fmt.Errorf("append %s message to session %s: %w", m.Role, t.id, err)

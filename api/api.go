@@ -44,6 +44,10 @@ var _ Store = (*sessions.SQLStore)(nil)
 type Options struct {
 	// Store keeps the sessions. Required.
 	Store Store
+	// Authenticated, if set, wraps the routes once a request has shown
+	// its token: what may act on a request only after it is admitted (a
+	// replica passing it to the one running its session).
+	Authenticated func(http.Handler) http.Handler
 	// Runner drives runs; without it the run routes answer 503.
 	Runner Runner
 	// Events is the run event log the SSE stream reads (fed by Feed);
@@ -175,6 +179,9 @@ func New(opts Options) http.Handler {
 	mux.Handle("/v1/", s.handle(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, CodeNotFound, "no such route")
 	}))
+	if opts.Authenticated != nil {
+		return s.auth(opts.Authenticated(mux))
+	}
 	return s.auth(mux)
 }
 

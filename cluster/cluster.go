@@ -8,7 +8,10 @@
 // A replica is fenced by a survivor once its heartbeat is older than the
 // lease: the survivor sets fenced_at under an advisory lock that every
 // write transaction of the fenced replica holds shared (parley_fence), so
-// a transaction either committed before the fence or is refused after it.
+// a transaction either committed before the fence or is refused after it;
+// one still open a second into the fence (the process paused inside it)
+// is ended with pg_terminate_backend, so a paused process never holds its
+// fence off.
 // Its holds are then free, and its unanswered messages are taken over in
 // the order it would have run them. A fenced replica that wakes up (a
 // stopped process continued, a VM thawed) finds its heartbeat refused and
@@ -57,8 +60,10 @@ var ErrFenced = errors.New("this replica's lease lapsed and another replica took
 const dbNow = `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT`
 
 const (
-	insertReplicaQuery = `INSERT INTO replicas (instance, name, host, pid, version, api_url, started_at, heartbeat_at)
-	VALUES ($1, $2, $3, $4, $5, $6, ` + dbNow + `, ` + dbNow + `)`
+	insertReplicaQuery = `INSERT INTO replicas (instance, name, host, pid, version, api_url, hop_key, started_at, heartbeat_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, ` + dbNow + `, ` + dbNow + `)`
+
+	hopKeyQuery = `SELECT hop_key FROM replicas WHERE instance = $1 AND fenced_at IS NULL`
 
 	heartbeatQuery = `UPDATE replicas SET heartbeat_at = ` + dbNow + `, adapters = $2, channels = $3, lanes = $4, queued = $5
 	WHERE instance = $1 AND fenced_at IS NULL`
@@ -79,11 +84,16 @@ const (
 	AND NOT EXISTS (SELECT 1 FROM inbound WHERE owner = replicas.instance AND status = 'accepted')`
 
 	// A hold is this replica's if nobody has it or its holder is fenced
-	// (or gone); otherwise the holder is returned.
+	// (or gone); otherwise the holder is returned. A session's lane held
+	// by a fenced replica stays its until its unanswered messages are
+	// taken over (the takeover passes the lane to the replica that took
+	// them, gateway.Store.Unfinished): a newer message of the session
+	// never runs before the ones the dead replica had accepted.
 	claimHoldQuery = `INSERT INTO holds (name, instance, since) VALUES ($1, $2, ` + dbNow + `)
 	ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance, since = EXCLUDED.since
 	WHERE holds.instance <> EXCLUDED.instance
-	AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = holds.instance AND r.fenced_at IS NULL)
+	AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.instance = holds.instance AND (r.fenced_at IS NULL
+		OR (holds.name LIKE 'lane:%' AND EXISTS (SELECT 1 FROM inbound i WHERE i.owner = r.instance AND i.status = 'accepted'))))
 	RETURNING instance`
 	holderQuery = `SELECT instance FROM holds WHERE name = $1`
 
@@ -151,6 +161,12 @@ type Member struct {
 	// a hold stays with its holder until the holder is fenced or leaves,
 	// so a route is good while the holder is among the peers.
 	routes map[string]string
+
+	// hopKey signs the API requests this replica passes to another
+	// (SignHop); hopKeys are the others', as read (VerifyHop).
+	hopKey  string
+	hopMu   sync.Mutex
+	hopKeys map[string]string
 }
 
 // New names this process among the replicas: Name plus a random suffix,
@@ -171,13 +187,15 @@ func New(db *dbutil.DB, opts Options) *Member {
 	}
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
 	name := opts.Name
 	if name == "" {
 		name = host
 	}
 	opts.Name = name
 	return &Member{db: db, opts: opts, id: name + "-" + hex.EncodeToString(suffix), host: host, pid: os.Getpid(),
-		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]string{}}
+		dead: make(chan struct{}), holds: map[string]bool{}, routes: map[string]string{}, hopKey: hex.EncodeToString(key)}
 }
 
 // SetAPIURL and SetVersion say, before Join, where this replica serves
@@ -206,7 +224,7 @@ func (m *Member) Join(ctx context.Context) error {
 		}
 	}
 	now := time.Now()
-	_, err := m.db.Write().ExecContext(ctx, insertReplicaQuery, m.id, m.opts.Name, m.host, m.pid, m.opts.Version, m.opts.APIURL)
+	_, err := m.db.Write().ExecContext(ctx, insertReplicaQuery, m.id, m.opts.Name, m.host, m.pid, m.opts.Version, m.opts.APIURL, m.hopKey)
 	if err != nil {
 		return fmt.Errorf("register replica %s: %w", m.id, err)
 	}
@@ -310,33 +328,6 @@ func processAlive(id string, pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// fence marks a replica fenced once its write transactions have ended;
-// ok reports that this call did it (each dead replica is fenced once).
-func (m *Member) fence(ctx context.Context, id, why string) (ok bool, err error) {
-	err = m.db.Tx(ctx, func(q dbutil.Querier) error {
-		if _, err := q.ExecContext(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, fenceLockQuery, id); err != nil {
-			return err
-		}
-		res, err := q.ExecContext(ctx, fenceQuery, id)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		ok = n == 1
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("fence replica %s: %w", id, err)
-	}
-	if ok {
-		m.opts.Log.Warn("replica fenced: "+why+"; its sessions, messages and channels are taken over", "replica", id)
-	}
-	return ok, nil
-}
-
 // Run renews the heartbeat and fences replicas whose heartbeat lapsed
 // until ctx ends or this replica is fenced (ErrFenced). each runs after
 // every heartbeat that went through, told whether this one fenced a
@@ -396,6 +387,10 @@ func (m *Member) Heartbeat(ctx context.Context) error {
 		st = m.opts.Stats()
 	}
 	sent := time.Now()
+	// A heartbeat that can't go through within half a lease gives up:
+	// the next one tries again, on a fresh connection if need be.
+	ctx, cancel := context.WithTimeout(ctx, m.opts.Lease/2)
+	defer cancel()
 	// The heartbeat itself bypasses the local check (it is what renews
 	// it), and the workload's queue for connections: a heartbeat that
 	// waited there past the lease lapsed the replica it renews.
@@ -524,26 +519,6 @@ func (m *Member) Alive() error {
 	return nil
 }
 
-// fence is the Member as the database's write fence.
-type fence struct{ m *Member }
-
-func (f fence) Alive() error { return f.m.Alive() }
-
-func (f fence) Check(ctx context.Context, q dbutil.Querier) error {
-	if err := f.m.Alive(); err != nil {
-		return err
-	}
-	var live bool
-	if err := q.QueryRowContext(ctx, `SELECT parley_fence($1)`, f.m.id).Scan(&live); err != nil {
-		return fmt.Errorf("check this replica's fence: %w", err)
-	}
-	if !live {
-		f.m.markFenced()
-		return ErrFenced
-	}
-	return nil
-}
-
 // LaneHold is the hold name of a session's lane.
 func LaneHold(lane string) string {
 	sum := sha256.Sum256([]byte(lane))
@@ -606,13 +581,20 @@ func (m *Member) Holder(ctx context.Context, name string) (string, error) {
 // off) is waited for, up to a lease, until it beats again or is fenced
 // and the hold is claimed here.
 func (m *Member) Route(ctx context.Context, name string) (apiURL string, err error) {
+	apiURL, _, err = m.RouteHolder(ctx, name)
+	return apiURL, err
+}
+
+// RouteHolder is Route that also names the holder requests go to ("" for
+// here).
+func (m *Member) RouteHolder(ctx context.Context, name string) (apiURL, holder string, err error) {
 	m.mu.Lock()
 	holder, ok := m.routes[name]
 	m.mu.Unlock()
 	if ok {
 		if peers := m.peers.Load(); peers != nil {
 			if u, live := (*peers)[holder]; live {
-				return u, nil
+				return u, holder, nil
 			}
 		}
 		m.mu.Lock()
@@ -627,37 +609,54 @@ func (m *Member) Route(ctx context.Context, name string) (apiURL string, err err
 			holder, err = m.Claim(ctx, name)
 		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if holder == m.id {
-			return "", nil
+			return "", "", nil
 		}
 		if peers := m.peers.Load(); peers != nil {
 			if u, live := (*peers)[holder]; live {
 				m.remember(name, holder)
-				return u, nil
+				return u, holder, nil
 			}
 		}
 		var u string
 		var age int64
 		err = m.db.Read().QueryRowContext(ctx, apiURLQuery, holder).Scan(&u, &age)
 		switch {
+		case errors.Is(err, sql.ErrNoRows) && time.Now().After(deadline):
+			// Fenced, its messages not yet taken over: served here.
+			return "", "", nil
 		case errors.Is(err, sql.ErrNoRows):
-			continue // fenced meanwhile: claim again
+			// Fenced meanwhile: claim again once its lane is free.
 		case err != nil:
-			return "", fmt.Errorf("read replica %s: %w", holder, err)
+			return "", "", fmt.Errorf("read replica %s: %w", holder, err)
 		case age <= m.beatLate():
 			m.remember(name, holder)
-			return u, nil
+			return u, holder, nil
 		case time.Now().After(deadline):
-			return u, nil
+			return u, holder, nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		case <-time.After(m.opts.Heartbeat / 2):
 		}
 	}
+}
+
+// Late reports whether the replica id's heartbeat was late (or it was
+// gone) at the last look: frozen, cut off from the database, or dead.
+func (m *Member) Late(id string) bool {
+	if id == m.id {
+		return false
+	}
+	peers := m.peers.Load()
+	if peers == nil {
+		return false
+	}
+	_, live := (*peers)[id]
+	return !live
 }
 
 // remember notes that requests about the hold name go to holder.

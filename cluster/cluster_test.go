@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,100 @@ func TestHeartbeatGoesThroughAPoolTheWorkloadHolds(t *testing.T) {
 	cancel()
 	for range held {
 		<-done
+	}
+}
+
+// A replica paused inside a write transaction (its fence lock held
+// shared) is fenced all the same, within seconds: the fence ends its open
+// transaction rather than wait for a process that may never run again,
+// and the transaction, resumed, commits nothing.
+func TestReplicaPausedInsideATransactionIsFenced(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
+	a, b := New(dbA, fastOptions("a")), New(dbB, fastOptions("b"))
+	if err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inTx, release := make(chan struct{}), make(chan struct{})
+	txErr := make(chan error, 1)
+	go func() {
+		txErr <- dbA.Tx(ctx, func(q dbutil.Querier) error {
+			close(inTx)
+			<-release // paused here, its heartbeat stopped too
+			_, err := q.ExecContext(ctx, "CREATE TABLE paused_write (n INT)")
+			return err
+		})
+	}()
+	<-inTx
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	start := time.Now()
+	for {
+		if err := b.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.Reap(ctx)
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Since(start) > 4*time.Second {
+			t.Fatalf("a replica paused inside a transaction was not fenced within 4s (last reap: %d, %v)", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("fenced %s after the pause began (lease %s)", time.Since(start).Round(10*time.Millisecond), fastOptions("").Lease)
+	close(release)
+	if err := <-txErr; err == nil {
+		t.Fatal("the paused transaction committed after its replica was fenced")
+	}
+	var exists bool
+	if err := dbB.Read().QueryRowContext(ctx, "SELECT to_regclass('paused_write') IS NOT NULL").Scan(&exists); err != nil || exists {
+		t.Fatalf("the paused transaction's table exists: %v %v; want nothing written", exists, err)
+	}
+}
+
+// The hop proof: a live replica's signature over the request's method,
+// path and time; a changed path, a stale time, a forged signature or a
+// fenced sender is no proof.
+func TestHopProof(t *testing.T) {
+	ctx := context.Background()
+	dbA, dbB := dbtest.TwoHandles(t, "postgres")
+	a, b := New(dbA, Options{Name: "a", Lease: time.Hour}), New(dbB, Options{Name: "b", Lease: time.Hour})
+	for _, m := range []*Member{a, b} {
+		if err := m.Join(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proof := a.SignHop("GET", "/v1/sessions/s1/status")
+	if !b.VerifyHop(ctx, proof, "GET", "/v1/sessions/s1/status") {
+		t.Fatal("b refused a's proof")
+	}
+	fields := strings.Fields(proof)
+	stale := fields[0] + " " + strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10) + " " + fields[2]
+	for _, tc := range []struct{ name, proof, method, path string }{
+		{"another path", proof, "GET", "/v1/sessions/s2/status"},
+		{"another method", proof, "POST", "/v1/sessions/s1/status"},
+		{"stale", stale, "GET", "/v1/sessions/s1/status"},
+		{"forged", fields[0] + " " + fields[1] + " " + strings.Repeat("0", 64), "GET", "/v1/sessions/s1/status"},
+		{"a bare id", a.ID(), "GET", "/v1/sessions/s1/status"},
+		{"unknown replica", "nobody " + fields[1] + " " + fields[2], "GET", "/v1/sessions/s1/status"},
+	} {
+		if b.VerifyHop(ctx, tc.proof, tc.method, tc.path) {
+			t.Errorf("%s: taken as proof", tc.name)
+		}
+	}
+	if _, err := b.fence(ctx, a.ID(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if New(dbB, Options{Name: "c"}).VerifyHop(ctx, proof, "GET", "/v1/sessions/s1/status") {
+		t.Error("a fenced replica's proof taken")
 	}
 }

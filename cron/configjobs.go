@@ -205,14 +205,39 @@ func (s *Store) declare(ctx context.Context, q dbutil.Querier, query string, j J
 }
 
 // withdrawConfig drops this process's declarations, as its scheduler
-// stops: a replica starting next with a config that lacks one of its jobs
-// need not wait for the lease to lapse to remove it.
-func (s *Store) withdrawConfig(ctx context.Context) error {
-	if _, err := s.db.Write().ExecContext(ctx, withdrawConfigQuery, s.instance); err != nil {
-		return fmt.Errorf("withdraw the config's cron jobs: %w", err)
-	}
-	return nil
+// stops. While other replicas run, it also removes at once the config jobs
+// none of them declares: the last replica whose config has a job takes it
+// with it, and no other replica fires it again (a fire checks its job,
+// begin). The last replica to stop leaves the jobs as they are, for the
+// next start to reconcile (their receipts and @every times kept).
+func (s *Store) withdrawConfig(ctx context.Context) ([]string, error) {
+	var removed []string
+	err := s.configTx(ctx, func(q dbutil.Querier) error {
+		if _, err := q.ExecContext(ctx, withdrawConfigQuery, s.instance); err != nil {
+			return fmt.Errorf("withdraw the config's cron jobs: %w", err)
+		}
+		if s.db.Dialect != dbutil.Postgres {
+			return nil
+		}
+		var others bool
+		if err := q.QueryRowContext(ctx, otherReplicasQuery, s.instance, dbutil.Millis(s.now())).Scan(&others); err != nil {
+			return fmt.Errorf("look for other replicas: %w", err)
+		}
+		if !others {
+			return nil
+		}
+		var err error
+		removed, err = s.removeUndeclared(ctx, q, s.now())
+		return err
+	})
+	return removed, err
 }
+
+// otherReplicasQuery says whether other processes run on the database:
+// replicas besides this process's own (live, its row not yet left), or
+// live declarations of other processes ($1 is this one, $2 now).
+const otherReplicasQuery = `SELECT (SELECT COUNT(*) FROM replicas WHERE fenced_at IS NULL) > 1
+	OR EXISTS (SELECT 1 FROM cron_config_declarations WHERE instance <> $1 AND declared_until > $2)`
 
 func (s *Store) removeUndeclared(ctx context.Context, q dbutil.Querier, now time.Time) ([]string, error) {
 	if _, err := q.ExecContext(ctx, dropLapsedDeclarationsQuery, dbutil.Millis(now)); err != nil {

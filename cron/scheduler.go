@@ -297,8 +297,12 @@ func (s *Scheduler) withdrawConfig(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.store.withdrawConfig(ctx); err != nil {
+	removed, err := s.store.withdrawConfig(ctx)
+	if err != nil {
 		s.log.WarnContext(ctx, "withdraw the config's cron jobs; they are kept until the declaration lapses", "error", err, "lease", ConfigLease)
+	}
+	for _, id := range removed {
+		s.log.InfoContext(ctx, "cron job removed: no running replica's config has it any more", "job_id", id)
 	}
 }
 
@@ -419,6 +423,10 @@ func (s *Scheduler) fire(ctx context.Context, j Job, at, now time.Time) {
 	switch {
 	case errors.Is(err, errFireTaken):
 		s.log.DebugContext(ctx, "cron fire already recorded", "job_id", j.ID, "scheduled_at", at)
+		return
+	case errors.Is(err, errJobChanged):
+		s.log.InfoContext(ctx, "cron fire not run: the job changed or was removed since this replica read it; reading the jobs again", "job_id", j.ID, "scheduled_at", at)
+		s.Reload()
 		return
 	case err != nil:
 		s.log.ErrorContext(ctx, "record a cron fire", "job_id", j.ID, "error", err)

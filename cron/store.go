@@ -311,11 +311,33 @@ func manualAt(jobID string, now time.Time, insert func(at time.Time) (Run, error
 // an earlier attempt has it.
 var errFireTaken = errors.New("fire already recorded")
 
+// errJobChanged means the job a scheduler is about to fire is no longer
+// stored as it read it: changed (another replica's config, the CLI),
+// disabled or removed since. It reads the jobs again instead.
+var errJobChanged = errors.New("cron job changed or removed since it was read")
+
+// currentJobQuery finds a job as a scheduler read it: same version
+// (updated_at), still enabled.
+const currentJobQuery = `SELECT 1 FROM cron_jobs WHERE id = $1 AND updated_at = $2 AND enabled = $3`
+
 // begin records a fire: started, or skipped while an earlier run of the job
 // is live (no overlap). errFireTaken means someone recorded it first.
 func (s *Store) begin(ctx context.Context, j Job, at time.Time, kind Kind, now time.Time) (Run, error) {
 	var r Run
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
+		// A scheduled fire is of the job as this scheduler read it,
+		// checked where the fire is recorded: a replica whose copy is out
+		// of date fires nothing. (A manual run reads the job just before.)
+		if kind != KindManual {
+			var one int
+			err := q.QueryRowContext(ctx, currentJobQuery, j.ID, dbutil.Millis(j.UpdatedAt), true).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return errJobChanged
+			}
+			if err != nil {
+				return fmt.Errorf("check cron job %s: %w", j.ID, err)
+			}
+		}
 		status, errText, err := s.overlap(ctx, q, j.ID, "", now)
 		if err != nil {
 			return err

@@ -138,13 +138,13 @@ func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 	for i, t := range cfg.HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
-	return d.toHolder(api.New(api.Options{Store: d.sessions, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
+	return api.New(api.Options{Store: d.sessions, Authenticated: d.toHolder, Runner: apiRunner{d}, Events: d.events, Tokens: tokens,
 		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: apiPermissions{d}, KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
 		Limits: func() api.Limits {
 			h := d.cfg().HTTP
 			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}
 		},
-		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.named("api")}))
+		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.named("api")})
 }
 
 // lazyAPI is the API's handler, built on its first request (registering

@@ -2,14 +2,10 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +18,8 @@ import (
 )
 
 // replicaHop marks an API request one replica passed to another, which
-// serves it whatever it holds.
+// serves it whatever it holds. Its value proves it (cluster's SignHop);
+// a request without that proof, a client's, has it removed.
 const replicaHop = "X-Parley-Replica-Hop"
 
 // replicas is the daemon's part in a cluster of replicas sharing one
@@ -31,9 +28,9 @@ type replicas struct {
 	m *cluster.Member
 
 	mu      sync.Mutex
-	running map[adapters.ID]func()    // the elected channels this replica holds and runs, and how to stop each
-	free    map[adapters.ID]time.Time // since when an elected channel was seen unheld
-	elect   sync.Mutex                // one election pass at a time
+	running map[adapters.ID]func(error) // the elected channels this replica holds and runs, and how to stop each
+	free    map[adapters.ID]time.Time   // since when an elected channel was seen unheld
+	elect   sync.Mutex                  // one election pass at a time
 	// laneOf is each session's lane hold, as requests name sessions by
 	// id (a session's key never changes); emptied when full.
 	laneMu sync.Mutex
@@ -54,7 +51,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 	g := cfg.Gateway
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 2 * time.Minute // a compaction answers when it is done
-	d.replicas = &replicas{running: map[adapters.ID]func(){}, free: map[adapters.ID]time.Time{}, transport: tr,
+	d.replicas = &replicas{running: map[adapters.ID]func(error){}, free: map[adapters.ID]time.Time{}, transport: tr,
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.named("replicas"), Stats: d.replicaStats})}
 }
@@ -209,6 +206,7 @@ func advertiseURL(cfg *config.Config, ln net.Listener) string {
 // other replicas hand it, until ctx ends or it is fenced.
 func (d *Daemon) runReplicas(ctx context.Context) {
 	r := d.replicas
+	go d.watchLease(ctx)
 	go func() {
 		err := d.db.Listen(ctx, "parley_forward", nil, func(payload string) {
 			if payload == r.m.ID() || payload == "" {
@@ -287,7 +285,7 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		stop := r.running[id]
 		delete(r.running, id)
 		r.mu.Unlock()
-		stop()
+		stop(nil)
 		if err := r.m.Release(ctx, cluster.ChannelHold(string(id))); err != nil {
 			d.log.Warn("hand a channel to another replica; it is taken over once this one's lease lapses", "adapter", id, "error", err)
 		} else {
@@ -304,7 +302,15 @@ func (d *Daemon) electChannels(ctx context.Context) {
 			continue
 		}
 		hold := cluster.ChannelHold(string(id))
-		if holder, err := r.m.Holder(ctx, hold); err != nil || holder != "" {
+		holder, err := r.m.Holder(ctx, hold)
+		if err == nil && holder == r.m.ID() {
+			// Its own, stopped while its lease had lapsed: run it again.
+			delete(r.free, id)
+			held++
+			d.runElected(id)
+			continue
+		}
+		if err != nil || holder != "" {
 			delete(r.free, id)
 			continue // held by a live replica (a read; no write while it lives)
 		}
@@ -314,7 +320,7 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		if held >= fair && time.Since(r.free[id]) < 2*d.cfg().Gateway.ReplicaHeartbeat.Std() {
 			continue // this replica has its share; another may take it
 		}
-		holder, err := r.m.Claim(ctx, hold)
+		holder, err = r.m.Claim(ctx, hold)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("claim a channel", "adapter", id, "error", err)
@@ -326,12 +332,64 @@ func (d *Daemon) electChannels(ctx context.Context) {
 		}
 		delete(r.free, id)
 		held++
-		d.logStarted("channel", "adapter", id, "elected", true)
-		stop := d.startAdapter(id, d.adapters[id])
-		r.mu.Lock()
-		r.running[id] = stop
-		r.mu.Unlock()
-		d.sender.Wake()
+		d.runElected(id)
+	}
+}
+
+// runElected starts the elected channel id, which this replica holds.
+func (d *Daemon) runElected(id adapters.ID) {
+	r := d.replicas
+	d.logStarted("channel", "adapter", id, "elected", true)
+	stop := d.startAdapter(id, d.adapters[id])
+	r.mu.Lock()
+	r.running[id] = stop
+	r.mu.Unlock()
+	d.sender.Wake()
+}
+
+// leaseCheck is how often a replica checks that it may still run its
+// elected channels.
+const leaseCheck = 100 * time.Millisecond
+
+// watchLease stops the elected channels (a Telegram poller, a WhatsApp
+// device, a Discord connection) the moment this replica may no longer be
+// theirs: once fenced, or once its lease lapsed (the database out of
+// reach), when the others may fence it and run them any moment. A
+// replica that renews its lease in time runs them again (electChannels).
+func (d *Daemon) watchLease(ctx context.Context) {
+	t := time.NewTicker(leaseCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.replicas.m.Fenced():
+			d.loseChannels("this replica was fenced")
+			return
+		case <-t.C:
+			if err := d.replicas.m.Alive(); err != nil {
+				d.loseChannels("this replica's lease lapsed")
+			}
+		}
+	}
+}
+
+// loseChannels stops every elected channel this replica runs, saying
+// nothing more to their platforms (adapters.ErrChannelLost).
+func (d *Daemon) loseChannels(why string) {
+	r := d.replicas
+	if r == nil {
+		return
+	}
+	r.elect.Lock()
+	defer r.elect.Unlock()
+	r.mu.Lock()
+	running := r.running
+	r.running = map[adapters.ID]func(error){}
+	r.mu.Unlock()
+	for id, stop := range running {
+		stop(adapters.ErrChannelLost)
+		d.log.Warn("channel stopped: "+why+"; the replica holding it runs it", "adapter", id)
 	}
 }
 
@@ -362,111 +420,4 @@ func (d *Daemon) Replicas(ctx context.Context) ([]cluster.Replica, error) {
 		return nil, nil
 	}
 	return d.replicas.m.Live(ctx)
-}
-
-// toHolder passes a request about a session another replica is running
-// to that replica, so status, abort, the event stream, permission
-// answers and tool results meet the run where it is. Requests for a
-// session nobody runs, or run here, are served here.
-func (d *Daemon) toHolder(next http.Handler) http.Handler {
-	if d.replicas == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := sessionOfPath(r.URL.Path)
-		if !ok || r.Header.Get(replicaHop) != "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		target := d.holderURL(r.Context(), sessions.ID(id))
-		if target == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		proxy := &httputil.ReverseProxy{
-			Transport: d.replicas.transport,
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				pr.Out.Header.Set(replicaHop, d.replicas.m.ID())
-			},
-			FlushInterval: -1, // the event stream goes out as it comes
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				d.log.Warn("pass a request to the replica running its session", "path", r.URL.Path, "error", err)
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Retry-After", "2")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintln(w, `{"error":{"code":"unavailable","message":"the replica running this session is not answering; try again in a few seconds (another replica takes it over if it died)"}}`)
-			},
-		}
-		proxy.ServeHTTP(w, r)
-	})
-}
-
-// sessionOfPath is the session a /v1/sessions/{id}/... path names.
-func sessionOfPath(path string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, "/v1/sessions/")
-	if !ok {
-		return "", false
-	}
-	id, sub, ok := strings.Cut(rest, "/")
-	return id, ok && id != "" && sub != ""
-}
-
-// holderURL is the API of the live replica, other than this one, that
-// runs the session (claiming it here when nobody does), or nil.
-func (d *Daemon) holderURL(ctx context.Context, id sessions.ID) *url.URL {
-	r := d.replicas
-	r.laneMu.Lock()
-	hold, ok := r.laneOf[id]
-	r.laneMu.Unlock()
-	if !ok {
-		s, err := d.sessions.Session(ctx, id)
-		if err != nil {
-			return nil
-		}
-		hold = cluster.LaneHold(gateway.LaneKey(s.Key))
-		r.laneMu.Lock()
-		if r.laneOf == nil || len(r.laneOf) >= 100_000 {
-			r.laneOf = map[sessions.ID]string{}
-		}
-		r.laneOf[id] = hold
-		r.laneMu.Unlock()
-	}
-	raw, err := r.m.Route(ctx, hold)
-	if err != nil || raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil
-	}
-	return u
-}
-
-// abortOnHolder stops the running turn of key's session on the replica
-// that runs it, when another does (a reset through this one's API).
-func (d *Daemon) abortOnHolder(ctx context.Context, key sessions.Key) {
-	if d.replicas == nil || len(d.cfg().HTTP.Tokens) == 0 {
-		return
-	}
-	s, err := d.sessions.Active(ctx, key)
-	if err != nil {
-		return
-	}
-	u := d.holderURL(ctx, s.ID)
-	if u == nil {
-		return
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.JoinPath("/v1/sessions", string(s.ID), "abort").String(), nil)
-	if err != nil {
-		return
-	}
-	req.Header.Set("Authorization", "Bearer "+d.cfg().HTTP.Tokens[0].Reveal())
-	req.Header.Set(replicaHop, d.replicas.m.ID())
-	resp, err := (&http.Client{Transport: d.replicas.transport}).Do(req)
-	if err != nil {
-		d.log.Warn("stop a reset session's turn on the replica running it", "session_id", s.ID, "error", err)
-		return
-	}
-	resp.Body.Close()
 }

@@ -32,5 +32,8 @@ func Dial(ctx context.Context, cfg *config.Config) (*dbutil.DB, error) {
 		Synchronous: cfg.Database.SQLite.Synchronous,
 		BusyTimeout: cfg.Database.SQLite.BusyTimeout.Std(),
 		MaxConns:    cfg.Database.Postgres.MaxConns,
+		// A replica paused inside a transaction holds up the others no
+		// longer than two leases; their fence ends it sooner.
+		StuckAfter: max(2*cfg.Gateway.ReplicaLease.Std(), dbutil.DefaultStuckAfter),
 	})
 }

@@ -208,10 +208,11 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 }
 
 // startAdapter runs one channel until Stop, or until the function it
-// returns is called (a replica handing a channel to another); that
-// function waits for the channel to stop.
-func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) (stop func()) {
-	adapterCtx, cancel := context.WithCancel(d.adapterCtx)
+// returns is called (a replica handing a channel to another, or losing
+// it: cause adapters.ErrChannelLost); that function waits for the channel
+// to stop.
+func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) (stop func(cause error)) {
+	adapterCtx, cancel := context.WithCancelCause(d.adapterCtx)
 	done := make(chan struct{})
 	d.adapterWG.Add(1)
 	go func() {
@@ -234,7 +235,7 @@ func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) (stop func()) 
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func(cause error) { cancel(cause); <-done }
 }
 
 // logStarted logs, at info, that a part of parley started: one line each,
@@ -391,7 +392,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.serveErr <- err // Stop reads the server's end too
 	case <-d.fenced():
 		// Fenced: the other replicas have this one's work, so it stops
-		// at once, writing nothing (draining would answer twice).
+		// at once, writing nothing (draining would answer twice), its
+		// channels first: none may reach its platform again.
+		d.loseChannels("this replica was fenced")
+		if d.adapterStop != nil {
+			d.adapterStop()
+		}
 		return cluster.ErrFenced
 	}
 	if d.serve {

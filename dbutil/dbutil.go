@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,17 @@ type Options struct {
 	MaxConns int
 	// ReadConns is the number of SQLite reader connections. Default 4.
 	ReadConns int
+	// StuckAfter bounds, on PostgreSQL, how long a connection's
+	// transaction may sit idle (idle_in_transaction_session_timeout) and
+	// how long a statement waits for a lock (lock_timeout): a replica
+	// paused inside a transaction loses it, and holds up no other one for
+	// longer. Set on each connection unless database.url sets them.
+	// Default DefaultStuckAfter.
+	StuckAfter time.Duration
 }
+
+// DefaultStuckAfter is Options.StuckAfter's default.
+const DefaultStuckAfter = 10 * time.Second
 
 // DB is an open database. On SQLite, writes go through one connection (the
 // single writer WAL wants) and reads through a small pool of read-only
@@ -296,6 +307,15 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		cfg.MaxConns = int32(opts.MaxConns)
 	} else {
 		cfg.MaxConns = 10
+	}
+	stuck := opts.StuckAfter
+	if stuck <= 0 {
+		stuck = DefaultStuckAfter
+	}
+	for _, name := range []string{"idle_in_transaction_session_timeout", "lock_timeout"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set {
+			cfg.ConnConfig.RuntimeParams[name] = strconv.FormatInt(stuck.Milliseconds(), 10)
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

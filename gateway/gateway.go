@@ -122,8 +122,12 @@ type Gateway struct {
 	denied     atomic.Int64
 	// picked are the messages handed to this replica that it dispatched,
 	// until they are answered (see Pickup).
-	pickMu   sync.Mutex
-	picked   map[string]bool
+	pickMu sync.Mutex
+	picked map[string]bool
+	// order keeps a session's messages in their order among replicas: a
+	// takeover of a dead replica's messages (held exclusively) queues
+	// them all before any newer message is placed (held shared).
+	order    sync.RWMutex
 	failures failures // each session's last failure, for /status
 	pending  pendingConnects
 }
@@ -147,6 +151,8 @@ type job struct {
 	// refused, when set, takes a queue-full refusal instead of an answer
 	// in the chat: the API says it in its response.
 	refused *error
+	// takenOver: recovery dispatches it, holding order.
+	takenOver bool
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -182,14 +188,6 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.lanes = NewLanes(g.turn, laneOpts)
 	return g, nil
-}
-
-// Placement decides which replica runs a session's turns.
-type Placement interface {
-	// Place claims the lane for this replica if nobody live holds it, and
-	// returns the hold's name and its holder; here reports that the
-	// holder is this replica.
-	Place(ctx context.Context, lane string) (hold, holder string, here bool, err error)
 }
 
 // LaneKey is the lane a session's turns run on, one at a time.
@@ -260,8 +258,10 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 	}
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
-		if id != "" && g.opts.Store.Shared() && dbutil.Unavailable(err) {
-			// The connection may have died after the commit went through:
+		if id != "" && g.opts.Store.Shared() && (dbutil.Unavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The connection may have died after the commit went through,
+			// or the wait for its answer was given up (a frozen database,
+			// a channel stopped meanwhile) with the statement on its way:
 			// settle the message once the database answers. A channel
 			// redelivers it (a duplicate then), so it runs; the API's
 			// client was told to send it again, so its copy doesn't.
@@ -292,8 +292,12 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
 	j.key = SessionKey(j.in, j.agent)
-	if g.opts.Placement != nil && !g.placeHere(ctx, j) {
-		return
+	if g.opts.Placement != nil {
+		unlock, here := g.place(ctx, j)
+		if !here {
+			return
+		}
+		defer unlock()
 	}
 	switch d, err := g.access(ctx, j); {
 	case err != nil && dbutil.Unavailable(err):
@@ -341,60 +345,6 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	case err != nil: // shutting down: the next start re-runs it
 		g.opts.Log.WarnContext(ctx, "message left for the next start", "adapter", j.in.Adapter, "chat_id", j.in.ChatID, "error", err)
 	}
-}
-
-// placeHere reports whether j's session runs on this replica; if another
-// replica holds it, j is handed to that one. A database that fails the
-// placement leaves j to settle once it answers.
-func (g *Gateway) placeHere(ctx context.Context, j job) bool {
-	for range 3 {
-		hold, holder, here, err := g.opts.Placement.Place(ctx, laneKey(j.key))
-		if err == nil && here {
-			return true
-		}
-		if err == nil {
-			var ok bool
-			if ok, err = g.opts.Store.Forward(ctx, j.inboundID, hold, holder); err == nil && ok {
-				g.opts.Log.DebugContext(ctx, "message handed to the replica holding its session", "inbound_id", j.inboundID, "replica", holder)
-				return false
-			}
-		}
-		if err != nil {
-			g.opts.Log.WarnContext(ctx, "place a message's session among the replicas; it runs once the database answers", "inbound_id", j.inboundID, "error", err)
-			break
-		}
-		// The holder died meanwhile: claim again.
-	}
-	// Placed nowhere yet: settle places it again a moment later (it stays
-	// accepted, and this replica's, meanwhile).
-	j.refused = nil
-	g.startSettle(j, true)
-	return false
-}
-
-// Pickup dispatches the messages other replicas handed to this one (see
-// Placement), oldest first, each once. Call it when told of a handover,
-// and now and then in case a notice was missed.
-func (g *Gateway) Pickup(ctx context.Context) (int, error) {
-	g.pickMu.Lock()
-	defer g.pickMu.Unlock()
-	rows, err := g.opts.Store.Forwarded(ctx, recoverBatch)
-	if err != nil {
-		return 0, err
-	}
-	waiting := make(map[string]bool, len(rows))
-	n := 0
-	for _, r := range rows {
-		waiting[r.ID] = true
-		if g.picked[r.ID] {
-			continue
-		}
-		n++
-		g.dispatch(ctx, job{inboundID: r.ID, in: r.Inbound, repair: sessions.ID(r.SessionID)})
-	}
-	// Forget the answered ones; the rest stay dispatched.
-	g.picked = waiting
-	return n, nil
 }
 
 func (g *Gateway) route(in adapters.Inbound) string {
@@ -977,6 +927,9 @@ func (g *Gateway) TakeOver(ctx context.Context) (int, error) {
 }
 
 func (g *Gateway) recover(ctx context.Context, starting bool) (int, error) {
+	// Every message taken over is queued before a newer one is placed.
+	g.order.Lock()
+	defer g.order.Unlock()
 	total := 0
 	var last []AcceptedInbound
 	for {
@@ -1005,7 +958,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, un []AcceptedInbound) error 
 	for _, u := range un {
 		// On the lane, so a session is finalized between turns, never
 		// under one this replica is running.
-		g.dispatch(ctx, job{inboundID: u.ID, in: u.Inbound, repair: sessions.ID(u.SessionID), mark: g.opts.Recovery == RecoveryMark})
+		g.dispatch(ctx, job{inboundID: u.ID, in: u.Inbound, repair: sessions.ID(u.SessionID), mark: g.opts.Recovery == RecoveryMark, takenOver: true})
 	}
 	return nil
 }

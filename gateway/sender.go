@@ -52,6 +52,16 @@ type Sender struct {
 	store *Store
 	opts  SenderOptions
 	wake  chan struct{}
+
+	// unsettled are the outcomes of sends whose record failed (the
+	// database out of reach), by reply id, each recorded when it
+	// answers; lost says a claim may have committed unseen, or a claimed
+	// reply was left unsent, since the last pass that settled. Either
+	// way this sender's own claims are taken back then, so its chats go
+	// on at once rather than when the claims lapse.
+	mu        sync.Mutex
+	unsettled map[string]func(ctx context.Context) error
+	lost      bool
 }
 
 // NewSender returns a sender over store.
@@ -189,8 +199,13 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 
 // sendDue is SendDue that also says how many replies it claimed.
 func (s *Sender) sendDue(ctx context.Context, look bool) (claimed, sent int, err error) {
+	if err := s.settle(ctx); err != nil {
+		return 0, 0, err
+	}
 	due, err := s.store.claimDue(ctx, claimDueLimit, s.opts.Lease, look)
 	if err != nil {
+		// Its commit may have gone through unseen.
+		s.loseClaims()
 		return 0, 0, err
 	}
 	var (
@@ -219,6 +234,62 @@ func (s *Sender) sendDue(ctx context.Context, look bool) (claimed, sent int, err
 	return len(due), sent, errors.Join(errs...)
 }
 
+// loseClaims notes that this sender may hold claims it doesn't know of.
+func (s *Sender) loseClaims() {
+	s.mu.Lock()
+	s.lost = true
+	s.mu.Unlock()
+}
+
+// unsettle keeps a send's outcome whose record failed, to record it
+// once the database answers.
+func (s *Sender) unsettle(id string, record func(ctx context.Context) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsettled == nil {
+		s.unsettled = map[string]func(context.Context) error{}
+	}
+	s.unsettled[id] = record
+}
+
+// settle records the outcomes whose record failed, then takes back this
+// sender's other claims (none is in flight between passes): a claim the
+// database took unseen, a reply left unsent. It fails while the database
+// is still out of reach.
+func (s *Sender) settle(ctx context.Context) error {
+	s.mu.Lock()
+	lost, pending := s.lost, len(s.unsettled)
+	records := make(map[string]func(context.Context) error, pending)
+	for id, rec := range s.unsettled {
+		records[id] = rec
+	}
+	s.mu.Unlock()
+	if !lost && pending == 0 {
+		return nil
+	}
+	for id, record := range records {
+		if err := record(ctx); dbutil.Unavailable(err) {
+			return fmt.Errorf("record a reply's outcome the database missed: %w", err)
+		} else if err != nil {
+			s.opts.Log.ErrorContext(ctx, "record a reply's outcome the database missed; the reply is claimed again when its claim lapses", "reply_id", id, "error", err)
+		}
+		s.mu.Lock()
+		delete(s.unsettled, id)
+		s.mu.Unlock()
+	}
+	n, err := s.store.ReclaimOwn(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.lost = false
+	s.mu.Unlock()
+	if len(records) > 0 || n > 0 {
+		s.opts.Log.InfoContext(ctx, "the database answers again: replies whose record it missed are recorded, and the claims it kept are taken back", "recorded", len(records), "taken_back", n)
+	}
+	return nil
+}
+
 // deliverReply sends r, or makes it the final edit of the streamed message
 // it finishes. If that message can't be edited (deleted, say), the text goes
 // out as a new message: it must arrive.
@@ -243,6 +314,9 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 	if s.opts.Alive != nil {
 		if err := s.opts.Alive(); err != nil {
 			called()
+			// Claimed, and left unsent: taken back once this replica
+			// renews its lease (or by whoever fences it).
+			s.loseClaims()
 			return false, err
 		}
 	}
@@ -266,7 +340,11 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 	// Record the outcome even when ctx is ending: a sent reply must be marked.
 	rec := context.WithoutCancel(ctx)
 	if err == nil {
-		return true, s.store.MarkSent(rec, r.ID, sent.MessageID)
+		if merr := s.store.MarkSent(rec, r.ID, sent.MessageID); merr != nil {
+			s.unsettle(r.ID, func(ctx context.Context) error { return s.store.MarkSent(ctx, r.ID, sent.MessageID) })
+			return true, merr
+		}
+		return true, nil
 	}
 	wait := s.opts.Backoff(attempt)
 	var rl *adapters.RateLimitError
@@ -282,5 +360,10 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 	if !giveUp && s.opts.OnRetry != nil {
 		s.opts.OnRetry(r.Adapter)
 	}
-	return false, s.store.MarkRetry(rec, r.ID, err, s.store.now().Add(wait), giveUp)
+	next := s.store.now().Add(wait)
+	if merr := s.store.MarkRetry(rec, r.ID, err, next, giveUp); merr != nil {
+		s.unsettle(r.ID, func(ctx context.Context) error { return s.store.MarkRetry(ctx, r.ID, err, next, giveUp) })
+		return false, merr
+	}
+	return false, nil
 }

@@ -60,7 +60,7 @@ const (
 	// after a message accepted a moment earlier but queued behind it.
 	// ($6, $7, $8, $9) pages on from the last row of the previous page.
 	unfinishedInboundQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, ''), i.received_at,
-		CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0)
+		CASE WHEN m.id IS NULL THEN 1 ELSE 0 END, COALESCE(m.created_at, 0), COALESCE(m.seq, 0), i.owner
 	FROM inbound i LEFT JOIN messages m ON m.id = i.id
 	WHERE i.status = 'accepted'
 	AND ((($2 OR (i.owner = $3 AND $5)) AND i.instance <> $10) OR (i.owner <> $3 AND i.lease_until < $4))
@@ -69,6 +69,15 @@ const (
 
 	inboundOfQuery = `SELECT id, status, COALESCE(session_id, ''), error FROM inbound
 	WHERE adapter = $1 AND chat_id = $2 AND platform_message_id = $3`
+
+	// Among replicas, the sessions' lanes a dead replica held pass, with
+	// its messages, to the replica taking them over: its messages run
+	// there first, in its order, and a newer message of one of its
+	// sessions is handed to that replica, behind them (the lane of a dead
+	// replica with messages not yet taken over is no one else's to claim,
+	// cluster.Member.Claim).
+	takeLanesQuery = `UPDATE holds SET instance = $1, since = (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT
+	WHERE instance = ANY($2) AND instance <> $1 AND name LIKE 'lane:%'`
 
 	// $4 is always 'accepted', a parameter for the reason finishInboundQuery's is.
 	takeInboundQuery = `UPDATE inbound SET owner = $2, lease_until = $3, lane = NULL WHERE id = $1 AND status = $4`
@@ -81,21 +90,6 @@ const (
 	// One replica takes over at a time, so a dead replica's messages are
 	// not split between two, each running some of a session's.
 	takeOverLockQuery = `SELECT pg_advisory_xact_lock(1885434466, 0)`
-
-	// Hand an accepted message to the replica holding its session's lane,
-	// if that replica is live: the lock keeps it from being fenced until
-	// the handover commits, so a fence takes the message over with the
-	// rest of that replica's.
-	forwardCheckQuery = `SELECT 1 FROM replicas WHERE instance = $1 AND fenced_at IS NULL FOR SHARE`
-	// $4 is always 'accepted' (see finishInboundQuery).
-	forwardQuery  = `UPDATE inbound SET owner = $2, lane = $3 WHERE id = $1 AND status = $4`
-	forwardNotify = `SELECT pg_notify('parley_forward', $1)`
-
-	// The messages other replicas handed to this one, in accept order.
-	forwardedQuery = `SELECT i.id, i.payload, COALESCE(i.session_id, m.session_id, '')
-	FROM inbound i LEFT JOIN messages m ON m.id = i.id
-	WHERE i.owner = $1 AND i.status = 'accepted' AND i.lane IS NOT NULL
-	ORDER BY i.received_at, i.id LIMIT $2`
 
 	renewInboundQuery = `UPDATE inbound SET lease_until = $2 WHERE owner = $1 AND status = 'accepted' AND lease_until < $3`
 
@@ -172,6 +166,12 @@ const (
 	// as the SQLite file lock proves.
 	reclaimQuery = `UPDATE outbox SET lease_until = 0
 	WHERE status = 'pending' AND lease_until > $1 AND claim_instance <> $2`
+
+	// A live sender's own claims, taken back once the database answers
+	// again after it missed a claim's answer or a send's record: nothing
+	// of this sender is in flight then.
+	reclaimOwnQuery = `UPDATE outbox SET lease_until = 0
+	WHERE status = 'pending' AND lease_until > $1 AND claim_instance = $2`
 
 	// Among replicas: the replies dead (fenced) replicas claimed and never
 	// recorded are due again at once, not when their claims lapse.
@@ -373,12 +373,16 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
 		defer rows.Close()
+		var owners []string
 		for rows.Next() {
 			var a AcceptedInbound
-			var payload string
+			var payload, owner string
 			o := &a.order
-			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &o.receivedAt, &o.notStarted, &o.storedAt, &o.seq); err != nil {
+			if err := rows.Scan(&a.ID, &payload, &a.SessionID, &o.receivedAt, &o.notStarted, &o.storedAt, &o.seq, &owner); err != nil {
 				return fmt.Errorf("list unfinished inbound: %w", err)
+			}
+			if owner != s.owner && !slices.Contains(owners, owner) {
+				owners = append(owners, owner)
 			}
 			if err := json.Unmarshal([]byte(payload), &a.Inbound); err != nil {
 				return fmt.Errorf("inbound %s payload: %w", a.ID, err)
@@ -390,6 +394,11 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 			return fmt.Errorf("list unfinished inbound: %w", err)
 		}
 		rows.Close()
+		if s.cluster && len(owners) > 0 {
+			if _, err := q.ExecContext(ctx, takeLanesQuery, s.owner, owners); err != nil {
+				return fmt.Errorf("take over the lanes of dead replicas: %w", err)
+			}
+		}
 		for _, a := range out {
 			if _, err := q.ExecContext(ctx, takeInboundQuery, a.ID, s.owner, dbutil.Millis(now.Add(s.lease)), string(InboundAccepted)); err != nil {
 				return fmt.Errorf("take over inbound %s: %w", a.ID, err)
@@ -399,49 +408,6 @@ func (s *Store) Unfinished(ctx context.Context, limit int, starting bool, after 
 	})
 	if err != nil {
 		return nil, err
-	}
-	return out, nil
-}
-
-// Forward hands the accepted message id to the replica holder, which
-// holds its session's lane (hold), and tells it. ok is false if holder is
-// no longer live: claim the lane again.
-func (s *Store) Forward(ctx context.Context, id, hold, holder string) (ok bool, err error) {
-	err = s.db.Tx(ctx, func(q dbutil.Querier) error {
-		var one int
-		err := q.QueryRowContext(ctx, forwardCheckQuery, holder).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, forwardQuery, id, holder, hold, string(InboundAccepted)); err != nil {
-			return err
-		}
-		ok = true
-		_, err = q.ExecContext(ctx, forwardNotify, holder)
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("hand message %s to replica %s: %w", id, holder, err)
-	}
-	return ok, nil
-}
-
-// Forwarded lists the unanswered messages other replicas handed to this
-// one, oldest first.
-func (s *Store) Forwarded(ctx context.Context, limit int) ([]AcceptedInbound, error) {
-	out, err := dbutil.Query(ctx, s.db.Read(), forwardedQuery, func(sc dbutil.Scanner) (AcceptedInbound, error) {
-		var a AcceptedInbound
-		var payload string
-		if err := sc.Scan(&a.ID, &payload, &a.SessionID); err != nil {
-			return a, err
-		}
-		return a, json.Unmarshal([]byte(payload), &a.Inbound)
-	}, s.owner, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list the messages handed to this replica: %w", err)
 	}
 	return out, nil
 }
@@ -824,6 +790,18 @@ func (s *Store) Reclaim(ctx context.Context) (n int, err error) {
 	}
 	rows, _ := res.RowsAffected()
 	return int(rows), nil
+}
+
+// ReclaimOwn takes back the replies this store's sender claimed and has
+// not recorded: call it only with none of its sends in flight. The
+// replies are due again now, their backoff kept.
+func (s *Store) ReclaimOwn(ctx context.Context) (int, error) {
+	res, err := s.db.Write().ExecContext(ctx, reclaimOwnQuery, dbutil.Millis(s.now()), s.instance)
+	if err != nil {
+		return 0, fmt.Errorf("take back this sender's unrecorded claims: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // MarkSent records that the platform took the reply.

@@ -173,12 +173,23 @@ func (r *Runner) UpTo(ctx context.Context, version int64) (n int, err error) {
 func lockSession(ctx context.Context, conn *sql.Conn) (unlock func() error, err error) {
 	lockCtx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
+	// A migration waits for another's, and for the running replicas'
+	// statements, longer than a connection's lock_timeout (dbutil's
+	// StuckAfter): lockWait bounds it instead.
+	if _, err := conn.ExecContext(lockCtx, "SET lock_timeout = 0"); err != nil {
+		return nil, fmt.Errorf("take the migration lock: %w", err)
+	}
 	if _, err := conn.ExecContext(lockCtx, lockQuery, int64(lockID)); err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "RESET lock_timeout")
 		return nil, fmt.Errorf("take the migration lock: %w", err)
 	}
 	return func() error {
+		_, rerr := conn.ExecContext(context.WithoutCancel(ctx), "RESET lock_timeout")
 		if _, err := conn.ExecContext(context.WithoutCancel(ctx), unlockQuery, int64(lockID)); err != nil {
 			return fmt.Errorf("free the migration lock: %w", err)
+		}
+		if rerr != nil {
+			return fmt.Errorf("free the migration lock: %w", rerr)
 		}
 		return nil
 	}, nil

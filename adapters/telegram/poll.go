@@ -256,7 +256,10 @@ func (a *Adapter) valid(ctx context.Context, updateID int, in adapters.Inbound) 
 // the process die first) they come again, and the gateway drops them as
 // duplicates.
 func (p *poller) ackOnStop(ctx context.Context) {
-	if p.offset <= p.told {
+	if p.offset <= p.told || errors.Is(context.Cause(ctx), adapters.ErrChannelLost) {
+		// Nothing to confirm, or another replica polls the bot now: a
+		// getUpdates here would cut its poll off (409), and the updates
+		// it fetches again are dropped as duplicates.
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)

@@ -1,7 +1,6 @@
 package dbtest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -10,12 +9,17 @@ import (
 
 // Proxy is a TCP proxy in front of a database server, for fault tests:
 // Cut drops every connection through it and refuses new ones, as an
-// outage or a network partition would, until Restore.
+// outage or a network partition would, until Restore. Freeze holds every
+// byte instead, in both directions, on open connections and new ones (a
+// frozen server, a network that drops packets): nothing fails, nothing
+// answers, until Restore lets it all through.
 type Proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
 	cut    bool
+	frozen bool
+	thawed *sync.Cond // on mu: broadcast when frozen ends
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
 }
@@ -29,6 +33,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		t.Fatalf("proxy: listen: %v", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.thawed = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -54,16 +59,48 @@ func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
+	p.frozen = false
+	p.thawed.Broadcast()
 	for c := range p.conns {
 		c.Close()
 	}
 }
 
-// Restore lets connections through again.
+// Freeze holds every byte through the proxy until Restore.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	p.frozen = true
+	p.mu.Unlock()
+}
+
+// Restore lets connections through again, and the bytes a freeze held.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut = false
+	p.frozen = false
+	p.thawed.Broadcast()
 	p.mu.Unlock()
+}
+
+// pipe copies src to dst, holding each read while the proxy is frozen.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.frozen {
+				p.thawed.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *Proxy) accept() {
@@ -103,8 +140,8 @@ func (p *Proxy) forward(c net.Conn) {
 	p.mu.Unlock()
 	defer p.forget(up)
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	go func() { p.pipe(up, c); done <- struct{}{} }()
+	go func() { p.pipe(c, up); done <- struct{}{} }()
 	<-done
 	c.Close()
 	up.Close()
