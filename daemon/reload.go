@@ -13,7 +13,7 @@ import (
 // Reload puts cfg in place of the running config, as SIGHUP and parley
 // reload ask. Every key is either applied live, for the messages taken
 // from then on (a turn already running finishes on what it started with),
-// or changes only at a restart (reloadKeys classes each one). A config
+// or changes only at a restart (config.ReloadKeys classes each one). A config
 // that changes a restart-only key, that doesn't load, or that parley run
 // would refuse, changes nothing: the reload fails naming why, and the
 // running config stays whole.
@@ -32,7 +32,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 	d.scrubber.Add(cfg.SecretValues()...)
 	warnSecretArgs(cfg, d.scrubber, d.log)
 	old := d.cfg()
-	if fixed := restartOnly(old, cfg); len(fixed) > 0 {
+	if fixed := config.RestartOnly(old, cfg); len(fixed) > 0 {
 		err := fmt.Errorf("these keys change only at a restart: %s; restart parley to apply them, "+
 			"or put back their running values to reload the rest", strings.Join(fixed, ", "))
 		d.noteReload(err)

@@ -224,14 +224,14 @@ func apiPost(t *testing.T, d *Daemon, path, body string, token ...string) int {
 // Every config key is classed: applied live by a reload, or changed only at
 // a restart; a new key with no class fails here until it has one.
 func TestReloadClassesEveryKey(t *testing.T) {
-	keys := configKeys(reflect.TypeFor[config.Config](), "")
+	keys := config.Keys(reflect.TypeFor[config.Config](), "")
 	covered := map[string]bool{}
 	for _, c := range reloadCases(t.TempDir()) {
 		covered[c.key] = true
 	}
 	for _, k := range keys {
-		if _, ok := classOf(k); !ok {
-			t.Errorf("config key %s has no reload class: add it to reloadKeys (live, with what applies it, or restart)", k)
+		if _, ok := config.ClassOf(k); !ok {
+			t.Errorf("config key %s has no reload class: add it to config.ReloadKeys (live, with what applies it, or restart)", k)
 		}
 		if !covered[k] {
 			t.Errorf("config key %s has no case in reloadCases showing what a reload does with it", k)
@@ -240,9 +240,9 @@ func TestReloadClassesEveryKey(t *testing.T) {
 	// A channel's entry: the access keys change live, every other key of
 	// the entry itself is compared by channelChanges.
 	entry := []string{"id", "type", "stream"}
-	for _, k := range configKeys(reflect.TypeFor[config.Adapter](), "") {
+	for _, k := range config.Keys(reflect.TypeFor[config.Adapter](), "") {
 		top, _, _ := strings.Cut(k, ".")
-		if !slices.Contains(adapterAccessKeys, top) && !slices.Contains(entry, top) {
+		if !slices.Contains(config.AdapterAccessKeys, top) && !slices.Contains(entry, top) {
 			t.Errorf("a channel's key %s is neither an access key a reload applies nor compared as restart-only", k)
 		}
 	}
