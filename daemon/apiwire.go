@@ -15,6 +15,7 @@ import (
 	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/turns"
 )
@@ -165,7 +166,7 @@ func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)
-	return securityHeaders(mux)
+	return httpserve.SecurityHeaders(mux)
 }
 
 // watchChannels samples each channel's health every few seconds and counts

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/vault"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -82,7 +83,7 @@ func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 	}
 	// As parley run serves it: the API, the daemon's own routes and the
 	// dashboard.
-	hs := httptest.NewServer(d.metricsHandler(d.withStatus(newHTTPHandler(d.db, d.adapters, d.apiHandler()))))
+	hs := httptest.NewServer(d.metricsHandler(d.withStatus(httpserve.Handler(d.db, d.adapters, d.apiHandler()))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

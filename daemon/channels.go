@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/parleyd/parley/adapters"
 	// The channels parley ships.
@@ -66,18 +65,6 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// mountWebhooks serves the channels that take webhooks on parley's HTTP
-// server.
-func mountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter) {
-	for _, a := range channels {
-		if wh, ok := a.(adapters.WebhookHandler); ok {
-			if p, h := wh.Webhook(); p != "" {
-				mux.Handle(p, h)
-			}
-		}
-	}
 }
 
 // CheckedChannels builds the channels cfg declares with no database, as a

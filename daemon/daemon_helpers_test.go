@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/httpserve"
 )
 
 // testDaemon starts a daemon as parley run would, on a fresh SQLite
@@ -32,7 +33,7 @@ func testDaemonAt(tb testing.TB, path string, channels func(d *Daemon) map[adapt
 		tb.Fatal(err)
 	}
 	d.adapters = channels(d)
-	hs := httptest.NewServer(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler())))
+	hs := httptest.NewServer(d.metricsHandler(httpserve.Handler(d.db, d.adapters, d.apiHandler())))
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()

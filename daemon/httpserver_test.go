@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/httpserve"
 )
 
 // Every server parley runs bounds a slow client's headers, its whole
 // request and an idle connection.
 func TestHTTPServersHaveTimeouts(t *testing.T) {
-	srv := newHTTPServer(http.NotFoundHandler())
+	srv := httpserve.NewServer(http.NotFoundHandler())
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Fatalf("read header %s, read %s, idle %s: each must be set", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -270,17 +271,17 @@ func (d *Daemon) adviseWhenBare() {
 func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 	d.listen = ln.Addr().String()
 	v1 := d.lazyAPI()
-	d.srv = newHTTPServer(d.metricsHandler(d.withStatus(newHTTPHandler(d.db, d.adapters, v1, d.readyOptions()))))
+	d.srv = httpserve.NewServer(d.metricsHandler(d.withStatus(httpserve.Handler(d.db, d.adapters, v1, d.readyOptions()))))
 	if opsLn != nil {
 		app := http.NewServeMux()
-		appRoutes(app, d.adapters, v1)
-		d.srv.Handler = securityHeaders(d.withStatus(app))
+		httpserve.AppRoutes(app, d.adapters, v1)
+		d.srv.Handler = httpserve.SecurityHeaders(d.withStatus(app))
 		health := http.NewServeMux()
-		healthRoutes(health, d.db, d.adapters, d.readyOptions())
-		d.ops = newHTTPServer(accessLog(d.named("http"), d.metricsHandler(health)))
+		httpserve.Health(health, d.db, d.adapters, d.readyOptions())
+		d.ops = httpserve.NewServer(httpserve.AccessLog(d.named("http"), d.metricsHandler(health)))
 		go func() { _ = d.ops.Serve(opsLn) }()
 	}
-	d.srv.Handler = accessLog(d.named("http"), d.srv.Handler)
+	d.srv.Handler = httpserve.AccessLog(d.named("http"), d.srv.Handler)
 	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,

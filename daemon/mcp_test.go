@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/mcptools/hostiletest"
 )
@@ -83,7 +84,7 @@ func TestAgentCallsAnMCPTool(t *testing.T) {
 	}
 	// The server going down shows in /readyz as degraded.
 	d.mcp.Close()
-	hs := httptest.NewServer(newHTTPHandler(d.db, d.adapters, nil, readyOptions{MCPDown: func() []string { return []string{"lookup"} }}))
+	hs := httptest.NewServer(httpserve.Handler(d.db, d.adapters, nil, httpserve.ReadyOptions{MCPDown: func() []string { return []string{"lookup"} }}))
 	defer hs.Close()
 	resp, err := http.Get(hs.URL + "/readyz")
 	if err != nil {

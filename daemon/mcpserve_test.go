@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/sessions"
 )
@@ -27,7 +28,7 @@ func mcpChannels(*Daemon) map[adapters.ID]adapters.Adapter {
 // (/mcp among them) too.
 func mcpTestServer(t *testing.T, d *Daemon) string {
 	t.Helper()
-	hs := httptest.NewServer(d.withStatus(newHTTPHandler(d.db, d.adapters, d.apiHandler())))
+	hs := httptest.NewServer(d.withStatus(httpserve.Handler(d.db, d.adapters, d.apiHandler())))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }

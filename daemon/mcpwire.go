@@ -9,6 +9,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
 )
 
@@ -50,12 +51,12 @@ func (d *Daemon) mcpRoute(mux *http.ServeMux, admin func(*http.Request) bool) {
 	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if !d.cfg().HTTP.MCP {
-			writeError(w, http.StatusNotFound, "not_found", "the MCP server is off here (http.mcp: false in the config)")
+			httpserve.WriteError(w, http.StatusNotFound, "not_found", "the MCP server is off here (http.mcp: false in the config)")
 			return
 		}
 		if !admin(r) {
 			w.Header().Set("WWW-Authenticate", api.Challenge)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "/mcp needs one of http.tokens as a bearer token")
+			httpserve.WriteError(w, http.StatusUnauthorized, "unauthorized", "/mcp needs one of http.tokens as a bearer token")
 			return
 		}
 		h.ServeHTTP(w, r)

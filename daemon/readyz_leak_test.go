@@ -20,6 +20,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/httpserve"
 )
 
 // tcpProxy forwards a local port to addr until closed, then refuses.
@@ -94,7 +95,7 @@ func TestReadyzHidesWhereTheDatabaseIs(t *testing.T) {
 		defer logMu.Unlock()
 		return logged.Write(p)
 	}), nil))
-	h := newHTTPHandler(db, nil, nil, readyOptions{Log: log, Tokens: []string{apiToken}})
+	h := httpserve.Handler(db, nil, nil, httpserve.ReadyOptions{Log: log, Tokens: []string{apiToken}})
 	probe := func(token string) (int, string) {
 		rr := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/readyz", nil)
@@ -142,13 +143,13 @@ func TestReadyzDiskFull(t *testing.T) {
 	var mu sync.Mutex
 	free := uint64(10 << 20)
 	checked := ""
-	o := readyOptions{DataDir: "/data/dir", MinFree: 100 << 20, DiskFree: func(dir string) (uint64, error) {
+	o := httpserve.ReadyOptions{DataDir: "/data/dir", MinFree: 100 << 20, DiskFree: func(dir string) (uint64, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		checked = dir
 		return free, nil
 	}}
-	h := newHTTPHandler(db, nil, nil, o)
+	h := httpserve.Handler(db, nil, nil, o)
 	probe := func() (int, map[string]any) {
 		rr := httptest.NewRecorder()
 		h.ServeHTTP(rr, httptest.NewRequest("GET", "/readyz", nil))
@@ -199,12 +200,12 @@ func TestReadyzReportsALogThatCouldNotBeSynced(t *testing.T) {
 	db := dbtest.SQLite(t)
 	var mu sync.Mutex
 	var broken error
-	o := readyOptions{Tokens: []string{"admin-token"}, Broken: func() error {
+	o := httpserve.ReadyOptions{Tokens: []string{"admin-token"}, Broken: func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		return broken
 	}}
-	h := newHTTPHandler(db, nil, nil, o)
+	h := httpserve.Handler(db, nil, nil, o)
 	probe := func(token string) (int, map[string]any) {
 		rr := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/readyz", nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/adapterstest"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/metrics"
 )
 
@@ -41,7 +42,7 @@ func TestReadyzShowsChannels(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rr := httptest.NewRecorder()
 			req := httptest.NewRequestWithContext(context.Background(), "GET", "/readyz", nil)
-			newHTTPHandler(db, tc.channels, nil).ServeHTTP(rr, req)
+			httpserve.Handler(db, tc.channels, nil).ServeHTTP(rr, req)
 			if rr.Code != http.StatusOK {
 				t.Fatalf("status %d", rr.Code)
 			}

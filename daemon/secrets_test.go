@@ -21,6 +21,7 @@ import (
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/vault"
 )
@@ -131,7 +132,7 @@ func TestSecretsNeverShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(d.withStatus(d.metricsHandler(newHTTPHandler(d.db, d.adapters, d.apiHandler()))))
+	hs := httptest.NewServer(d.withStatus(d.metricsHandler(httpserve.Handler(d.db, d.adapters, d.apiHandler()))))
 	defer hs.Close()
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/vault"
 )
@@ -126,7 +127,7 @@ func (d *Daemon) statusRoute(mux *http.ServeMux) {
 	for i, t := range d.cfg().HTTP.Tokens {
 		tokens[i] = t.Reveal()
 	}
-	d.mcpRoute(mux, adminCheck(tokens))
+	d.mcpRoute(mux, httpserve.AdminCheck(tokens))
 }
 
 // apiOperator answers the API's daemon routes: status, replicas, spend

@@ -25,6 +25,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/migrations"
 )
@@ -113,7 +114,7 @@ func doctorDatabase(ctx context.Context, cfg *config.Config) []Finding {
 	}
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		dir := filepath.Dir(t.Path)
-		free, err := daemon.DiskFree(dir)
+		free, err := httpserve.DiskFree(dir)
 		minFree := uint64(cfg.Database.SQLite.MinFreeMB) << 20
 		switch {
 		case err != nil:

@@ -1,4 +1,4 @@
-package daemon
+package httpserve
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// accessLog logs each request the daemon's HTTP server answers, at debug
+// AccessLog logs each request the daemon's HTTP server answers, at debug
 // level: its method, its path (never the query, which may carry a token),
 // the status and how long it took. Headers, which carry tokens and
 // signatures, are never logged. Below debug level it is h itself.
-func accessLog(log *slog.Logger, h http.Handler) http.Handler {
+func AccessLog(log *slog.Logger, h http.Handler) http.Handler {
 	if !log.Enabled(context.Background(), slog.LevelDebug) {
 		return h
 	}

@@ -1,11 +1,11 @@
-package daemon
+package httpserve
 
 import "net/http"
 
-// securityHeaders sets, on every response, the headers that stop a browser
+// SecurityHeaders sets, on every response, the headers that stop a browser
 // from sniffing a response into another type or framing one. The web chat
 // page sets its own, stricter, Content-Security-Policy over this one.
-func securityHeaders(h http.Handler) http.Handler {
+func SecurityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("X-Content-Type-Options", "nosniff")

@@ -1,4 +1,4 @@
-package daemon
+package httpserve
 
 import (
 	"encoding/json"
@@ -23,8 +23,8 @@ const (
 	idleTimeout       = 120 * time.Second
 )
 
-// newHTTPServer is an http.Server for h with parley's timeouts.
-func newHTTPServer(h http.Handler) *http.Server {
+// NewServer is an http.Server for h with parley's timeouts.
+func NewServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -33,16 +33,16 @@ func newHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-func newHTTPHandler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler, ready ...readyOptions) http.Handler {
+func Handler(db *dbutil.DB, channels map[adapters.ID]adapters.Adapter, v1 http.Handler, ready ...ReadyOptions) http.Handler {
 	mux := http.NewServeMux()
-	healthRoutes(mux, db, channels, ready...)
-	appRoutes(mux, channels, v1)
-	return securityHeaders(mux)
+	Health(mux, db, channels, ready...)
+	AppRoutes(mux, channels, v1)
+	return SecurityHeaders(mux)
 }
 
-// appRoutes serves the API, the web chat and the webhooks.
-func appRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) {
-	mountWebhooks(mux, channels)
+// AppRoutes serves the API, the web chat and the webhooks.
+func AppRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1 http.Handler) {
+	MountWebhooks(mux, channels)
 	if v1 != nil {
 		mux.Handle("/v1/", v1)
 		mux.Handle("GET /{$}", webchat.Handler())
@@ -53,13 +53,25 @@ func appRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError answers with an error, as {"error": {"code", "message"}}.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+// WriteError answers with an error, as {"error": {"code", "message"}}.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+// MountWebhooks serves the channels that take webhooks on parley's HTTP
+// server.
+func MountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter) {
+	for _, a := range channels {
+		if wh, ok := a.(adapters.WebhookHandler); ok {
+			if p, h := wh.Webhook(); p != "" {
+				mux.Handle(p, h)
+			}
+		}
+	}
 }

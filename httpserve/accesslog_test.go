@@ -1,4 +1,4 @@
-package daemon
+package httpserve
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 // server's own; and a streamed response can still flush through it.
 func TestAccessLogOnlyAtDebug(t *testing.T) {
 	mux := http.NewServeMux()
-	if got := accessLog(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), mux); got != http.Handler(mux) {
-		t.Fatalf("at info, accessLog wrapped the handler: %T", got)
+	if got := AccessLog(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), mux); got != http.Handler(mux) {
+		t.Fatalf("at info, AccessLog wrapped the handler: %T", got)
 	}
 	var buf bytes.Buffer
-	h := accessLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := AccessLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, ok := w.(http.Flusher)
 		if !ok {
 			t.Error("the access log's writer can't flush: server-sent events would stall")
