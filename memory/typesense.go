@@ -9,10 +9,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sony/gobreaker"
+	"github.com/typesense/typesense-go/v3/typesense"
+	"github.com/typesense/typesense-go/v3/typesense/api"
+	"github.com/typesense/typesense-go/v3/typesense/api/pointer"
 
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/textcut"
@@ -67,7 +71,7 @@ var collectionName = lazyregexp.New(`^[A-Za-z0-9_-]{1,128}$`)
 // search filters on scope_key. Writes reach it through the queue and an
 // Indexer; the collection is created when missing.
 type Typesense struct {
-	client     *typesenseClient
+	client     *typesense.Client
 	collection string
 	server     string
 	apiKey     string // kept only to scrub it from errors
@@ -104,7 +108,10 @@ func NewTypesense(opts TypesenseOptions) (*Typesense, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	client := newTypesenseClient(u.String(), opts.APIKey, &http.Client{Timeout: opts.Timeout})
+	// One server, so the client sends each request once (its retries go
+	// across nodes); its circuit breaker stays on.
+	client := typesense.NewClient(typesense.WithServer(u.String()), typesense.WithAPIKey(opts.APIKey),
+		typesense.WithConnectionTimeout(opts.Timeout))
 	return &Typesense{client: client, collection: opts.Collection, server: u.Redacted(), apiKey: opts.APIKey}, nil
 }
 
@@ -113,16 +120,20 @@ func (t *Typesense) Name() string { return "typesense" }
 
 // typesenseFields is the collection schema. The scope fields are facets, so
 // they filter and can be counted; scope_key is what searches filter on.
-func typesenseFields() []typesenseField {
-	facet := func(name string) typesenseField { return typesenseField{Name: name, Type: "string", Facet: true} }
-	notIndexed := false
-	return []typesenseField{
+func typesenseFields() []api.Field {
+	facet := func(name string) api.Field { return api.Field{Name: name, Type: "string", Facet: pointer.True()} }
+	return []api.Field{
 		facet("kind"), facet("agent"), facet("user"), facet("workspace"), facet("scope_key"),
 		{Name: "content", Type: "string"},
-		{Name: "tags", Type: "string[]", Facet: true, Optional: true},
-		{Name: "session_id", Type: "string", Index: &notIndexed, Optional: true},
+		{Name: "tags", Type: "string[]", Facet: pointer.True(), Optional: pointer.True()},
+		{Name: "session_id", Type: "string", Index: pointer.False(), Optional: pointer.True()},
 		{Name: "created_at", Type: "int64"},
 	}
+}
+
+// coll is the index's collection in the client.
+func (t *Typesense) coll() typesense.CollectionInterface[map[string]any] {
+	return t.client.Collection(t.collection)
 }
 
 // Ensure creates the collection if it is missing, and checks that an
@@ -133,7 +144,7 @@ func (t *Typesense) Ensure(ctx context.Context) error {
 	if t.ensured {
 		return nil
 	}
-	got, err := t.client.collection(ctx, t.collection)
+	got, err := t.coll().Retrieve(ctx)
 	switch {
 	case err == nil:
 		have := map[string]bool{}
@@ -146,8 +157,8 @@ func (t *Typesense) Ensure(ctx context.Context) error {
 			}
 		}
 	case statusOf(err) == http.StatusNotFound:
-		err = t.client.createCollection(ctx, typesenseSchema{
-			Name: t.collection, Fields: typesenseFields(), DefaultSortingField: "created_at",
+		_, err = t.client.Collections().Create(ctx, &api.CollectionSchema{
+			Name: t.collection, Fields: typesenseFields(), DefaultSortingField: pointer.String("created_at"),
 		})
 		if err != nil && statusOf(err) != http.StatusConflict { // 409: another replica made it first
 			return t.fail("create collection", err)
@@ -187,7 +198,7 @@ func (t *Typesense) Upsert(ctx context.Context, d Doc) error {
 	if err := t.Ensure(ctx); err != nil {
 		return err
 	}
-	if err := t.client.upsert(ctx, t.collection, toTypesense(d)); err != nil {
+	if _, err := t.coll().Documents().Upsert(ctx, toTypesense(d), &api.DocumentIndexParameters{}); err != nil {
 		t.forgetOn404(err)
 		return t.fail("upsert memory "+string(d.ID), err)
 	}
@@ -209,7 +220,9 @@ func (t *Typesense) UpsertBatch(ctx context.Context, docs []Doc) error {
 			return fmt.Errorf("encode memory %s for typesense: %w", d.ID, err)
 		}
 	}
-	rc, err := t.client.importJSONL(ctx, t.collection, &body, len(docs))
+	rc, err := t.coll().Documents().ImportJsonl(ctx, &body, &api.ImportDocumentsParams{
+		Action: pointer.Any(api.Upsert), BatchSize: pointer.Int(len(docs)),
+	})
 	if err != nil {
 		t.forgetOn404(err)
 		return t.fail("import memories", err)
@@ -217,7 +230,7 @@ func (t *Typesense) UpsertBatch(ctx context.Context, docs []Doc) error {
 	defer rc.Close()
 	dec := json.NewDecoder(rc)
 	for i := 0; dec.More(); i++ {
-		var r typesenseImportResult
+		var r api.ImportDocumentResponse
 		if err := dec.Decode(&r); err != nil {
 			return t.fail("read the import result", err)
 		}
@@ -230,7 +243,7 @@ func (t *Typesense) UpsertBatch(ctx context.Context, docs []Doc) error {
 
 // Delete implements Index.
 func (t *Typesense) Delete(ctx context.Context, id ItemID) error {
-	err := t.client.deleteDocument(ctx, t.collection, string(id))
+	_, err := t.coll().Document(string(id)).Delete(ctx)
 	if err != nil && statusOf(err) != http.StatusNotFound {
 		return t.fail("delete memory "+string(id), err)
 	}
@@ -239,7 +252,7 @@ func (t *Typesense) Delete(ctx context.Context, id ItemID) error {
 
 // Reset drops and recreates the collection, for Reindex.
 func (t *Typesense) Reset(ctx context.Context) error {
-	err := t.client.dropCollection(ctx, t.collection)
+	_, err := t.coll().Delete(ctx)
 	if err != nil && statusOf(err) != http.StatusNotFound {
 		return t.fail("drop collection", err)
 	}
@@ -257,28 +270,28 @@ func (t *Typesense) Search(ctx context.Context, scope Scope, text string, limit 
 		return nil, err
 	}
 	key := scope.key()
-	res, err := t.client.search(ctx, t.collection, url.Values{
-		"q":              {q.typesense()},
-		"query_by":       {"content,tags"},
-		"filter_by":      {typesenseScopeFilter(scope)},
-		"sort_by":        {"_text_match:desc,created_at:desc"},
-		"per_page":       {strconv.Itoa(limit)},
-		"include_fields": {"id,scope_key"},
+	res, err := t.coll().Documents().Search(ctx, &api.SearchCollectionParams{
+		Q:             pointer.String(q.typesense()),
+		QueryBy:       pointer.String("content,tags"),
+		FilterBy:      pointer.String(typesenseScopeFilter(scope)),
+		SortBy:        pointer.String("_text_match:desc,created_at:desc"),
+		PerPage:       pointer.Int(limit),
+		IncludeFields: pointer.String("id,scope_key"),
 	})
 	if err != nil {
 		t.forgetOn404(err)
 		return nil, t.fail("search", err)
 	}
 	var hits []Hit
-	for _, h := range res.Hits {
-		doc := h.Document
+	for _, h := range pointerValue(res.Hits) {
+		doc := pointerValue(h.Document)
 		id, _ := doc["id"].(string)
 		if k, _ := doc["scope_key"].(string); id == "" || k != key {
 			continue // never trust a hit outside the scope asked for
 		}
 		hit := Hit{ID: ItemID(id)}
 		if h.TextMatch != nil {
-			hit.Score = *h.TextMatch
+			hit.Score = float64(*h.TextMatch)
 		}
 		hits = append(hits, hit)
 	}
@@ -296,8 +309,16 @@ func (t *Typesense) forgetOn404(err error) {
 	}
 }
 
+// pointerValue is what p points at, or the zero value for nil.
+func pointerValue[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
 func statusOf(err error) int {
-	var he *typesenseHTTPError
+	var he *typesense.HTTPError
 	if errors.As(err, &he) {
 		return he.Status
 	}
@@ -320,7 +341,7 @@ func (e *indexError) Is(target error) bool { return target == ErrIndexUnavailabl
 const maxErrorBody = 200
 
 func (t *Typesense) fail(op string, err error) error {
-	var he *typesenseHTTPError
+	var he *typesense.HTTPError
 	var msg string
 	unavailable := true
 	switch {
@@ -339,6 +360,8 @@ func (t *Typesense) fail(op string, err error) error {
 		case he.Status < 500 && he.Status != http.StatusTooManyRequests:
 			unavailable = false
 		}
+	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
+		msg = "not asked: most requests to it failed in the last two minutes, so the client pauses for a minute before trying again (its circuit breaker); check that the server is up"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		msg = err.Error()
 	default:

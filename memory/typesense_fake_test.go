@@ -16,7 +16,7 @@ import (
 )
 
 // fakeTypesense speaks the part of Typesense's REST API the index uses, so
-// the index's own client parses real bytes: collections (list, get,
+// the official client (typesense-go) parses real bytes: collections (list, get,
 // create, drop), document upsert, import (JSONL) and delete, and search with
 // q, query_by, filter_by, sort_by, per_page and include_fields. Anything
 // outside that contract is a 400, which fails the test that sent it.

@@ -553,3 +553,31 @@ func TestTypesenseBehindAPathPrefix(t *testing.T) {
 		t.Fatalf("requests %q, want %q", got, want)
 	}
 }
+
+// After most of a run of requests failed at the connection (over 100 in two
+// minutes), the official client's circuit breaker stops sending for a
+// minute: the queue sees the index unavailable, with a reason, and the
+// server is left alone meanwhile.
+func TestTypesensePausesWhenMostRequestsFail(t *testing.T) {
+	ctx := context.Background()
+	fake, srv := newFakeTypesense(t, testAPIKey)
+	idx, err := NewTypesense(TypesenseOptions{URL: srv.URL, APIKey: testAPIKey, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.setMode("drop")
+	for i := range 101 {
+		if err := idx.Delete(ctx, ItemID(fmt.Sprint("m", i))); !errors.Is(err, ErrIndexUnavailable) {
+			t.Fatalf("delete %d with the server dropping connections = %v", i, err)
+		}
+	}
+	sent := len(fake.requests())
+	fake.setMode("")
+	err = idx.Delete(ctx, "m-next")
+	if !errors.Is(err, ErrIndexUnavailable) || !strings.Contains(err.Error(), "circuit breaker") {
+		t.Fatalf("delete after 101 failures = %v, want the client's pause", err)
+	}
+	if n := len(fake.requests()); n != sent {
+		t.Fatalf("the request reached the server (%d requests, %d before) while the client pauses", n, sent)
+	}
+}

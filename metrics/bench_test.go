@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func BenchmarkFeedBurst(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(3*b.N), "heap-B/event")
-	if got := m.turns.WithLabelValues("main", "ok").Value(); got != float64(b.N) {
+	if got := testutil.ToFloat64(m.turns.WithLabelValues("main", "ok")); got != float64(b.N) {
 		b.Fatalf("%v turns counted, want %d", got, b.N)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

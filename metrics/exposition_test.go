@@ -153,7 +153,7 @@ func TestHandlerGzips(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			if ct := resp.Header.Get("Content-Type"); ct != contentType {
+			if ct := resp.Header.Get("Content-Type"); ct != textContentType {
 				t.Errorf("Content-Type %q", ct)
 			}
 			var body io.Reader = resp.Body
@@ -219,7 +219,7 @@ func TestConcurrentUpdatesAndScrapes(t *testing.T) {
 	}
 	var n uint64
 	for a := range 3 {
-		n += m.adapterSend.WithLabelValues(fmt.Sprint("a", a), OutcomeOK).Count()
+		n += histogramCount(t, m.adapterSend.WithLabelValues(fmt.Sprint("a", a), OutcomeOK))
 	}
 	if n != workers*each {
 		t.Errorf("%d sends observed, want %d", n, workers*each)
@@ -231,4 +231,49 @@ func TestScrapesAreCounted(t *testing.T) {
 	m := New()
 	wantLines(t, scrape(t, m), `promhttp_metric_handler_requests_total{code="200"} 0`, `promhttp_metric_handler_requests_in_flight 1`)
 	wantLines(t, scrape(t, m), `promhttp_metric_handler_requests_total{code="200"} 1`)
+}
+
+// A scraper that asks for the protobuf format (Prometheus with native
+// histograms on, or a federating agent) gets it, as promhttp negotiates,
+// with the same families and values as the text.
+func TestHandlerNegotiatesProtobuf(t *testing.T) {
+	m := New()
+	touchAll(m)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Accept", `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3`)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	format := expfmt.ResponseFormat(resp.Header)
+	if format.FormatType() != expfmt.TypeProtoDelim {
+		t.Fatalf("Content-Type %q, want the delimited protobuf format", resp.Header.Get("Content-Type"))
+	}
+	dec := expfmt.NewDecoder(resp.Body, format)
+	families := map[string]*dto.MetricFamily{}
+	for {
+		var f dto.MetricFamily
+		if err := dec.Decode(&f); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		families[f.GetName()] = &f
+	}
+	text, err := parse(t, scrape(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"parley_outbox_reclaimed_total", "parley_turn_duration_seconds", "parley_tokens_total", "go_goroutines"} {
+		got, want := families[name], text[name]
+		if got == nil || want == nil || got.GetHelp() != want.GetHelp() || got.GetType() != want.GetType() || len(got.Metric) != len(want.Metric) {
+			t.Errorf("%s: protobuf %v, text %v", name, got, want)
+		}
+	}
+	if v := families["parley_outbox_reclaimed_total"].GetMetric()[0].GetCounter().GetValue(); v != 2 {
+		t.Errorf("parley_outbox_reclaimed_total = %v over protobuf, want 2", v)
+	}
 }

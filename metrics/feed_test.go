@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestFeed(t *testing.T) {
 			t.Errorf("exposition contains %q", bad)
 		}
 	}
-	if n := m.turns.Len(); n != 5 {
+	if n := testutil.CollectAndCount(m.turns); n != 5 {
 		t.Errorf("parley_turns_total has %d series, want 5", n)
 	}
 }
@@ -114,7 +115,7 @@ func TestFeedStopsOnCancel(t *testing.T) {
 	handled := startFeed(t, m, bus)
 	bus.Publish(events.Event{Type: agent.EventTurnFinished, SessionID: "s", Data: agent.TurnFinished{}})
 	waitHandled(t, handled, 1)
-	if got := m.turns.WithLabelValues("unknown", "ok").Value(); got != 1 {
+	if got := testutil.ToFloat64(m.turns.WithLabelValues("unknown", "ok")); got != 1 {
 		t.Errorf("turns = %v, want 1", got)
 	}
 	// startFeed's cleanup checks the loop returns nil once ctx ends.
@@ -186,7 +187,7 @@ func TestFeedForgetsStaleTurns(t *testing.T) {
 		t.Fatalf("%d turns remembered, want only the fresh one", len(f.started))
 	}
 	f.handle(events.Event{Type: agent.EventTurnFinished, SessionID: "fresh", At: t0.Add(2*time.Hour + time.Second), Data: agent.TurnFinished{}})
-	if got := f.m.turns.WithLabelValues("main", "ok").Value(); got != 1 || len(f.started) != 0 {
+	if got := testutil.ToFloat64(f.m.turns.WithLabelValues("main", "ok")); got != 1 || len(f.started) != 0 {
 		t.Errorf("turns = %v with %d remembered, want 1 and 0", got, len(f.started))
 	}
 }

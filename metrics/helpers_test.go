@@ -9,8 +9,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/parleyd/parley/events"
 )
+
+// textContentType is the Prometheus text format's, as the Go client sends it.
+const textContentType = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
+
+// histogramCount is how many values a histogram series observed.
+func histogramCount(t testing.TB, o prometheus.Observer) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
 
 // startFeed runs m.Feed(bus) until the test ends and returns a channel that
 // receives once per event the loop has handled. Events published before

@@ -1,6 +1,6 @@
-// Package metrics exposes parley's Prometheus metrics, in the text format
-// written by hand (registry.go) with the Go runtime's and the process's
-// beside them. The rest of the code never sees the format: the daemon hands
+// Package metrics exposes parley's Prometheus metrics through the
+// Prometheus Go client (client_golang), with its Go runtime and process
+// collectors beside them, in a registry of each Metrics' own. The rest of the code never sees the format: the daemon hands
 // this package the event bus (Feed), a database observer (ObserveDB), a
 // model factory (Models) and a few plain calls for what only it sees (sends,
 // reconnects, retries...).
@@ -11,8 +11,14 @@
 package metrics
 
 import (
+	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/dbutil"
@@ -46,36 +52,33 @@ var (
 
 // Metrics holds parley's metrics in a registry of its own.
 type Metrics struct {
-	reg registry
-	now func() time.Time
+	reg     *prometheus.Registry
+	handler http.Handler
+	now     func() time.Time
 
-	turns          counterVec   // agent, outcome
-	turnDuration   histogramVec // agent, outcome
-	modelCall      histogramVec // provider, model, outcome
-	modelFirstTok  histogramVec // provider, model
-	storeWait      histogramVec // op
-	adapterSend    histogramVec // adapter, outcome
-	compactions    counterVec   // trigger
-	compactionTime histogram
-	tokens         counterVec // kind, provider, model
-	adapterErrors  counterVec // adapter
-	reconnects     counterVec // adapter
-	duplicates     counter
-	outboxRetries  counter
+	turns          *prometheus.CounterVec   // agent, outcome
+	turnDuration   *prometheus.HistogramVec // agent, outcome
+	modelCall      *prometheus.HistogramVec // provider, model, outcome
+	modelFirstTok  *prometheus.HistogramVec // provider, model
+	storeWait      *prometheus.HistogramVec // op
+	adapterSend    *prometheus.HistogramVec // adapter, outcome
+	compactions    *prometheus.CounterVec   // trigger
+	compactionTime prometheus.Histogram
+	tokens         *prometheus.CounterVec // kind, provider, model
+	adapterErrors  *prometheus.CounterVec // adapter
+	reconnects     *prometheus.CounterVec // adapter
+	duplicates     prometheus.Counter
+	outboxRetries  prometheus.Counter
 	// outboxReclaimed counts replies a crash interrupted mid-send.
-	outboxReclaimed counter
-	webhooks        counterVec // status
-	cronRuns        counterVec // status
-	budgetRefusals  counterVec // scope
-	webhookRefused  counterVec // hook, reason
+	outboxReclaimed prometheus.Counter
+	webhooks        *prometheus.CounterVec // status
+	cronRuns        *prometheus.CounterVec // status
+	budgetRefusals  *prometheus.CounterVec // scope
+	webhookRefused  *prometheus.CounterVec // hook, reason
 
 	queue, lanes atomic.Pointer[func() int]
 	// historyCache and checkpoints read two counts each at a scrape.
 	historyCache, checkpoints atomic.Pointer[func() (int64, int64)]
-	// scrapes counts answered scrapes (promhttp_metric_handler_requests_total
-	// with code 200), scraping the ones being answered, writeErrors the
-	// scrapes whose writing failed.
-	scrapes, scraping, writeErrors atomic.Int64
 
 	// afterEvent, when set (by tests, before Feed), runs after each event Feed
 	// has handled.
@@ -83,46 +86,57 @@ type Metrics struct {
 }
 
 // New returns a Metrics with every parley_ metric registered in a fresh
-// registry; Handler also exposes the Go runtime's and the process's.
+// registry, beside the Go runtime's (go_*) and the process's (process_*)
+// collectors; Handler adds the scrapes' own (promhttp_*).
 func New() *Metrics {
-	m := &Metrics{now: time.Now}
-	f := &m.reg
+	m := &Metrics{reg: prometheus.NewRegistry(), now: time.Now}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := promauto.With(m.reg)
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	histogramVec := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	}
 
-	m.turns = f.counterVec("parley_turns_total",
+	m.turns = counterVec("parley_turns_total",
 		"Agent turns finished, by agent and outcome (ok, error, aborted).", "agent", "outcome")
-	m.turnDuration = f.histogramVec("parley_turn_duration_seconds",
+	m.turnDuration = histogramVec("parley_turn_duration_seconds",
 		"Wall time of an agent turn, from its start to its end (tools and model calls included).", turnBuckets, "agent", "outcome")
-	m.modelCall = f.histogramVec("parley_model_call_duration_seconds",
+	m.modelCall = histogramVec("parley_model_call_duration_seconds",
 		"Wall time of one model call (one attempt; retries are separate calls), by provider, model and outcome.", modelBuckets, "provider", "model", "outcome")
-	m.modelFirstTok = f.histogramVec("parley_model_first_token_seconds",
+	m.modelFirstTok = histogramVec("parley_model_first_token_seconds",
 		"Time from the start of a model call to its first streamed text, by provider and model.", firstTokenBuckets, "provider", "model")
-	m.storeWait = f.histogramVec("parley_store_wait_duration_seconds",
+	m.storeWait = histogramVec("parley_store_wait_duration_seconds",
 		"Time a caller waited on the database, by op: write (a transaction, from queueing to durable commit) or read.", storeBuckets, "op")
-	m.adapterSend = f.histogramVec("parley_adapter_send_duration_seconds",
+	m.adapterSend = histogramVec("parley_adapter_send_duration_seconds",
 		"Wall time of one outbound send through an adapter, by adapter id and outcome (ok, error).", sendBuckets, "adapter", "outcome")
-	m.compactions = f.counterVec("parley_compactions_total",
+	m.compactions = counterVec("parley_compactions_total",
 		"Context compactions done, by trigger (before_turn, after_turn, manual).", "trigger")
-	m.compactionTime = f.histogram("parley_compaction_duration_seconds",
-		"Wall time of one context compaction (memory flush and summary included).", compactionBuckets)
-	m.tokens = f.counterVec("parley_tokens_total",
+	m.compactionTime = f.NewHistogram(prometheus.HistogramOpts{Name: "parley_compaction_duration_seconds",
+		Help: "Wall time of one context compaction (memory flush and summary included).", Buckets: compactionBuckets})
+	m.tokens = counterVec("parley_tokens_total",
 		"Model tokens used, by kind (prompt, completion, reasoning, cache_read, cache_write), provider and model.", "kind", "provider", "model")
-	m.adapterErrors = f.counterVec("parley_adapter_errors_total",
+	m.adapterErrors = counterVec("parley_adapter_errors_total",
 		"Errors an adapter reported outside a send, by adapter id.", "adapter")
-	m.reconnects = f.counterVec("parley_adapter_reconnects_total",
+	m.reconnects = counterVec("parley_adapter_reconnects_total",
 		"Adapter reconnections, by adapter id.", "adapter")
-	m.duplicates = f.counter("parley_inbound_duplicates_dropped_total",
+	m.duplicates = counter("parley_inbound_duplicates_dropped_total",
 		"Inbound messages dropped because they had been received before.")
-	m.outboxRetries = f.counter("parley_outbox_retries_total",
+	m.outboxRetries = counter("parley_outbox_retries_total",
 		"Outbound replies scheduled for another attempt after a failed send.")
-	m.outboxReclaimed = f.counter("parley_outbox_reclaimed_total",
+	m.outboxReclaimed = counter("parley_outbox_reclaimed_total",
 		"Replies a crash interrupted mid-send, taken back at the next start; each may reach its chat twice.")
-	m.webhooks = f.counterVec("parley_webhook_deliveries_total",
+	m.webhooks = counterVec("parley_webhook_deliveries_total",
 		"Webhook deliveries, by status.", "status")
-	m.cronRuns = f.counterVec("parley_cron_runs_total",
+	m.cronRuns = counterVec("parley_cron_runs_total",
 		"Cron job runs, by status.", "status")
-	m.budgetRefusals = f.counterVec("parley_budget_refusals_total",
+	m.budgetRefusals = counterVec("parley_budget_refusals_total",
 		"Turns refused because a daily spend cap was reached, by scope (user, session, agent).", "scope")
-	m.webhookRefused = f.counterVec("parley_webhook_refused_total",
+	m.webhookRefused = counterVec("parley_webhook_refused_total",
 		"Webhook requests refused, by hook id (unknown for a path naming no hook) and reason (the error code answered: unauthorized, stale, not_found, body_too_large, ...).", "hook", "reason")
 
 	// Series of known enums exist from the start, so rate() sees their
@@ -134,18 +148,25 @@ func New() *Metrics {
 		m.compactions.WithLabelValues(string(trigger))
 	}
 
-	f.counterFunc("parley_history_cache_reads_total",
+	m.reg.MustRegister(newReadCounters("parley_history_cache_reads_total",
 		"Reads of a conversation's recent history, by result: hit (answered from memory after one read of the session's row) or miss (its messages read from the database). "+
 			"Misses that climb while hits stay flat mean more conversations take turns than database.history_cache_mb holds.",
-		"result", []string{"hit", "miss"}, func() []float64 { return pair(&m.historyCache) })
-	f.counterFunc("parley_sqlite_checkpoints_total",
+		"result", []string{"hit", "miss"}, func() []float64 { return pair(&m.historyCache) }))
+	m.reg.MustRegister(newReadCounters("parley_sqlite_checkpoints_total",
 		"SQLite checkpoints (the write-ahead log copied back into the database) run beside the writer, by result (ok, failed). "+
 			"Failures leave the log to grow until the writer's own checkpoint copies it; 0 on PostgreSQL.",
-		"result", []string{"ok", "failed"}, func() []float64 { return pair(&m.checkpoints) })
-	f.gaugeFunc("parley_queue_depth", "Inbound messages waiting in the gateway's lanes, all sessions together.",
+		"result", []string{"ok", "failed"}, func() []float64 { return pair(&m.checkpoints) }))
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_queue_depth", Help: "Inbound messages waiting in the gateway's lanes, all sessions together."},
 		func() float64 { return call(&m.queue) })
-	f.gaugeFunc("parley_active_lanes", "Session lanes (one event loop per session) currently running.",
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_active_lanes", Help: "Session lanes (one event loop per session) currently running."},
 		func() float64 { return call(&m.lanes) })
+
+	// A collector that fails leaves its families out of that scrape (and
+	// counts in promhttp_metric_handler_errors_total), not the whole scrape.
+	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:      m.reg,
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
 	return m
 }
 

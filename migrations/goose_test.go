@@ -16,8 +16,9 @@ import (
 	"github.com/parleyd/parley/migrations"
 )
 
-// gooseProvider is the goose provider the parley builds before this runner
-// made (migrations.Provider of then), on the same SQL files.
+// gooseProvider is a stock goose provider (goose's own Postgres session
+// locker, as the parley builds before the hand-written runner had) on the
+// same SQL files.
 func gooseProvider(t *testing.T, db *dbutil.DB) *goose.Provider {
 	t.Helper()
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
@@ -57,7 +58,7 @@ func versionRows(t *testing.T, db *dbutil.DB) []string {
 	return out
 }
 
-// A database migrated part of the way by the goose-based build upgrades in
+// A database migrated part of the way by a stock goose provider upgrades in
 // place, to the schema and version rows goose would have left; and goose
 // reads the result as current.
 func TestUpgradeFromGooseBuild(t *testing.T) {
@@ -102,8 +103,8 @@ func TestUpgradeFromGooseBuild(t *testing.T) {
 	}
 }
 
-// A fresh install by this runner is what goose's fresh install is, so a
-// replica still running the goose build works on it too.
+// A fresh install by this runner is what a stock goose's fresh install is,
+// so a replica running any earlier release works on it too.
 func TestFreshInstallIsGoosesFreshInstall(t *testing.T) {
 	for _, e := range dbtest.Engines() {
 		t.Run(e.Name, func(t *testing.T) {
@@ -142,8 +143,8 @@ func assertGooseSeesCurrent(t *testing.T, db *dbutil.DB) {
 	}
 }
 
-// The runner waits on goose's advisory lock, so a replica running the goose
-// build and one running this one never migrate at once.
+// The runner waits on goose's advisory lock, so a replica running an
+// earlier release and one running this one never migrate at once.
 func TestUpWaitsForGoosesLock(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
