@@ -55,7 +55,7 @@ func buildAdapters(cfg *config.Config, log *slog.Logger, db *dbutil.DB, v *vault
 	// Two channels can't take webhooks on one path.
 	paths := map[string]adapters.ID{}
 	for id, a := range out {
-		if wh, ok := a.(adapters.WebhookHandler); ok {
+		if wh := adapters.CapabilitiesOf(a).Webhook; wh != nil {
 			if p, _ := wh.Webhook(); p != "" {
 				if other, dup := paths[p]; dup {
 					errs = append(errs, fmt.Errorf("adapters %s and %s both take webhooks at %q; give one a different webhook path", other, id, p))

@@ -107,7 +107,7 @@ func (d *Daemon) elected(id adapters.ID) bool {
 	if !slices.ContainsFunc(d.cfg().Adapters, func(a config.Adapter) bool { return adapters.ID(a.ID) == id }) {
 		return false
 	}
-	if w, ok := d.adapters[id].(adapters.WebhookHandler); ok {
+	if w := d.caps.Of(id, d.adapters[id]).Webhook; w != nil {
 		if route, _ := w.Webhook(); route != "" {
 			return false
 		}

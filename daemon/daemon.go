@@ -72,12 +72,13 @@ type Daemon struct {
 	// values and key, MCP servers' env and headers, people's tokens) in
 	// tool results, errors and log lines.
 	scrubber *secret.Scrubber
-	mcp      *mcptools.Manager    // the MCP servers' tools
-	tools    *tools.Registry      // every tool agents may call
-	perms    *permissions.Checker // checks every tool call
-	caps     *budgets.Caps        // the daily spend caps
-	bridge   *turns.Bridge        // runs the gateway's turns through the agent
-	desk     *permissions.Desk    // permission questions waiting for their answer
+	mcp      *mcptools.Manager        // the MCP servers' tools
+	tools    *tools.Registry          // every tool agents may call
+	perms    *permissions.Checker     // checks every tool call
+	caps     adapters.CapabilityCache // the channels' capabilities, read once
+	budget   *budgets.Caps            // the daily spend caps
+	bridge   *turns.Bridge            // runs the gateway's turns through the agent
+	desk     *permissions.Desk        // permission questions waiting for their answer
 	sessionTools
 	adapters map[adapters.ID]adapters.Adapter
 	release  func()
@@ -140,14 +141,14 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 
 	d.openReplicas(cfg)
 	d.metrics = metrics.New()
-	d.caps = budgets.New(db, func() config.Budgets { return d.cfg().Budgets }, d.metrics.BudgetRefused)
+	d.budget = budgets.New(db, func() config.Budgets { return d.cfg().Budgets }, d.metrics.BudgetRefused)
 	db.Observe(d.metrics.ObserveDB())
 	bus := events.New()
 	d.bus = bus
 	d.metricsFeed = d.metrics.Feed(bus) // subscribes now, before any run
 	// The spend caps count each reply's usage with it (nothing while no
 	// cap is set).
-	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(d.named("sessions")), sessions.WithAppendHook(d.caps.Record),
+	storeOpts := []sessions.Option{sessions.WithBus(bus), sessions.WithLogger(d.named("sessions")), sessions.WithAppendHook(d.budget.Record),
 		sessions.WithHistoryCache(cfg.Database.HistoryCacheMB << 20)}
 	// Deleting a session deletes every copy of its text.
 	storeOpts = append(storeOpts, sessions.WithDeleteHook(gateway.ForgetSessions), sessions.WithDeleteHook(cron.ForgetSessions),
@@ -194,7 +195,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: d.named("compaction")})
 	d.openSessionTools(cfg, toolReg)
-	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.caps.Admit,
+	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.budget.Admit,
 		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, d.named("mcp"))
 	d.mcp.SetTokens(d.userToken)
@@ -223,7 +224,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	for _, a := range cfg.Adapters {
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
-	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.caps,
+	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget,
 		Desk: d.desk, Perms: d.perms, Channel: d.adapter, Log: d.named("turns")})
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
@@ -359,10 +360,7 @@ func (d *Daemon) adapter(id adapters.ID) (adapters.Adapter, bool) {
 }
 
 func (d *Daemon) limit(id adapters.ID) int {
-	if l, ok := d.adapters[id].(adapters.Limiter); ok {
-		return l.MaxMessageLength()
-	}
-	return 0
+	return d.caps.Of(id, d.adapters[id]).MaxMessageLength
 }
 
 // channelSet is the daemon's channels as the gateway sees them.

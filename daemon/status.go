@@ -147,7 +147,7 @@ func (o apiOperator) Replicas(ctx context.Context) (any, error) {
 }
 
 func (o apiOperator) Budget(ctx context.Context, s sessions.Session) (any, error) {
-	return o.d.caps.Budget(ctx, s.Key, s.ID)
+	return o.d.budget.Budget(ctx, s.Key, s.ID)
 }
 
 func (o apiOperator) Connect(ctx context.Context, u vault.User, provider, token string) error {

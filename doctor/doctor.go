@@ -225,8 +225,8 @@ func doctorChannels(ctx context.Context, cfg *config.Config) []Finding {
 				Fix: "set its token (or link it: parley whatsapp link) to use it"})
 			continue
 		}
-		c, ok := ad.(adapters.Checker)
-		if !ok {
+		c := adapters.CapabilitiesOf(ad).Check
+		if c == nil {
 			out = append(out, Finding{Check: check, Status: FindingOK, Detail: a.Type + " configured (no online check for this type)"})
 			continue
 		}
@@ -276,8 +276,8 @@ func CheckChannel(ctx context.Context, cfg *config.Config, id string) (string, e
 	if !ok {
 		return "", fmt.Errorf("channel %s has no credentials", id)
 	}
-	c, ok := ad.(adapters.Checker)
-	if !ok {
+	c := adapters.CapabilitiesOf(ad).Check
+	if c == nil {
 		return "configured", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)

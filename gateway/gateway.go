@@ -109,6 +109,8 @@ type Options struct {
 
 // Gateway is gateway.Deliver and everything behind it.
 type Gateway struct {
+	// caps are the channels' capabilities, read once.
+	caps adapters.CapabilityCache
 	// settling are accepted messages a database fault left undecided,
 	// by platform message, until settle or their redelivery takes them.
 	settlingMu sync.Mutex
@@ -759,14 +761,23 @@ const (
 	typingEvery = 4 * time.Second
 )
 
+// capabilities are what the channel called id can do; none when it is
+// not running.
+func (g *Gateway) capabilities(id adapters.ID) adapters.Capabilities {
+	ad, ok := g.opts.Channels.Adapter(id)
+	if !ok {
+		return adapters.Capabilities{}
+	}
+	return g.caps.Of(id, ad)
+}
+
 // keepTyping shows the typing indicator from typingAfter on, until the
 // returned stop is called. It runs from a timer, so a waiting turn holds no
 // goroutine for it, and stop waits for a request under way, so no
 // indicator is sent after the turn's reply.
 func (g *Gateway) keepTyping(ctx context.Context, in adapters.Inbound) (stop func()) {
-	ad, _ := g.opts.Channels.Adapter(in.Adapter)
-	typer, ok := ad.(adapters.Typer)
-	if !ok {
+	typer := g.capabilities(in.Adapter).Typing
+	if typer == nil {
 		return func() {}
 	}
 	typing := func(ctx context.Context, chatID string) {
@@ -875,9 +886,7 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report)
 			}
 			return ids, nil, &report{to: r, in: o.replyTo.in, key: o.replyTo.inboundID + ":0", text: o.text, failed: o.status != InboundDone}
 		}
-		if l, ok := ad.(adapters.Limiter); ok {
-			limit = l.MaxMessageLength()
-		}
+		limit = g.capabilities(o.replyTo.in.Adapter).MaxMessageLength
 	}
 	chunks := adapters.Chunk(o.text, limit)
 	replies = make([]Reply, len(chunks))

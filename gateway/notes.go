@@ -52,11 +52,7 @@ func (g *Gateway) noteRows(target, text, key string) (replies []Reply, surface, 
 			surface = s
 		}
 	}
-	limit := 0
-	if l, ok := ad.(adapters.Limiter); ok {
-		limit = l.MaxMessageLength()
-	}
-	for i, r := range adapters.Chunk(text, limit) {
+	for i, r := range adapters.Chunk(text, g.caps.Of(id, ad).MaxMessageLength) {
 		replies = append(replies, Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: id, ChatID: chat, Text: r})
 	}
 	return replies, surface, chat, nil

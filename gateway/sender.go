@@ -51,6 +51,7 @@ type SenderOptions struct {
 type Sender struct {
 	store *Store
 	opts  SenderOptions
+	caps  adapters.CapabilityCache
 	wake  chan struct{}
 
 	// unsettled are the outcomes of sends whose record failed (the
@@ -293,8 +294,8 @@ func (s *Sender) settle(ctx context.Context) error {
 // deliverReply sends r, or makes it the final edit of the streamed message
 // it finishes. If that message can't be edited (deleted, say), the text goes
 // out as a new message: it must arrive.
-func deliverReply(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Sent, error) {
-	if ed, ok := a.(adapters.Editor); ok && r.EditMessageID != "" {
+func (s *Sender) deliverReply(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Sent, error) {
+	if ed := s.caps.Of(r.Adapter, a).Edit; ed != nil && r.EditMessageID != "" {
 		err := ed.Edit(ctx, r.ChatID, r.EditMessageID, r.Text)
 		if err == nil {
 			return adapters.Sent{MessageID: r.EditMessageID}, nil
@@ -330,7 +331,7 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		// it off could leave a reply delivered but not recorded, sent twice.
 		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 		start := time.Now()
-		sent, err = deliverReply(sendCtx, a, r)
+		sent, err = s.deliverReply(sendCtx, a, r)
 		cancel()
 		if s.opts.OnSend != nil {
 			s.opts.OnSend(r.Adapter, time.Since(start), err)

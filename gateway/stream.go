@@ -47,17 +47,15 @@ func (g *Gateway) startStream(ctx context.Context, in adapters.Inbound) *streame
 	if !ok {
 		return nil
 	}
-	ed, ok := ad.(adapters.Editor)
-	if !ok {
+	caps := g.capabilities(in.Adapter)
+	ed := caps.Edit
+	if ed == nil {
 		return nil
 	}
-	limit := 0
-	if l, ok := ad.(adapters.Limiter); ok {
-		limit = l.MaxMessageLength()
-	}
+	limit := caps.MaxMessageLength
 	every := streamEvery
-	if p, ok := ad.(adapters.StreamPacer); ok && p.StreamEvery() > 0 {
-		every = p.StreamEvery()
+	if caps.StreamEvery > 0 {
+		every = caps.StreamEvery
 	}
 	s := &streamer{ad: ad, ed: ed, chatID: in.ChatID, replyTo: in.MessageID, limit: limit, every: every,
 		log:  func(msg string, args ...any) { g.opts.Log.DebugContext(ctx, msg, args...) },

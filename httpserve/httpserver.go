@@ -68,7 +68,7 @@ func WriteError(w http.ResponseWriter, status int, code, msg string) {
 // server.
 func MountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter) {
 	for _, a := range channels {
-		if wh, ok := a.(adapters.WebhookHandler); ok {
+		if wh := adapters.CapabilitiesOf(a).Webhook; wh != nil {
 			if p, h := wh.Webhook(); p != "" {
 				mux.Handle(p, h)
 			}

@@ -82,7 +82,8 @@ func (a chatAsker) Ask(ctx context.Context, q permissions.Question) (permissions
 	if !ok {
 		return "", fmt.Errorf("channel %s is not running", a.adapter)
 	}
-	chooser, buttons := ad.(adapters.Chooser)
+	chooser := a.b.capabilities(a.adapter).Choices
+	buttons := chooser != nil
 	if a.group && !buttons {
 		return "", permissions.ErrNoAnswerHere
 	}

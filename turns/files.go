@@ -147,9 +147,8 @@ func (b *Bridge) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 		data.Note = "not read: past this turn's allowance of file text (files.max_text_bytes)"
 		return part(""), problemNone
 	}
-	ad, _ := b.adapter(m.Adapter)
-	fetcher, ok := ad.(adapters.Fetcher)
-	if !ok {
+	fetcher := b.capabilities(m.Adapter).Fetch
+	if fetcher == nil {
 		data.Note = "not read: parley can't fetch files from this channel"
 		return part(""), problemNoFetcher
 	}

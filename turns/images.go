@@ -35,9 +35,8 @@ func (b *Bridge) turnImages(ctx context.Context, a config.Agent, msgs []adapters
 			note("(This agent's model can't see images, so I read only the text of your message.)")
 			continue
 		}
-		ad, _ := b.adapter(m.Adapter)
-		fetcher, ok := ad.(adapters.Fetcher)
-		if !ok {
+		fetcher := b.capabilities(m.Adapter).Fetch
+		if fetcher == nil {
 			note("(I can't fetch images from this channel, so I read only the text of your message.)")
 			continue
 		}

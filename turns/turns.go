@@ -50,6 +50,7 @@ type Bridge struct {
 	desk     *permissions.Desk
 	perms    *permissions.Checker
 	log      *slog.Logger
+	caps     adapters.CapabilityCache
 }
 
 var _ gateway.Runner = (*Bridge)(nil)
@@ -65,6 +66,15 @@ func New(o Options) *Bridge {
 func (b *Bridge) cfg() *config.Config { return b.o.Config() }
 
 func (b *Bridge) adapter(id adapters.ID) (adapters.Adapter, bool) { return b.o.Channel(id) }
+
+// capabilities are what the channel called id can do.
+func (b *Bridge) capabilities(id adapters.ID) adapters.Capabilities {
+	ad, ok := b.adapter(id)
+	if !ok {
+		return adapters.Capabilities{}
+	}
+	return b.caps.Of(id, ad)
+}
 
 // Repair finalizes the tool calls a restart interrupted in a session.
 func (b *Bridge) Repair(ctx context.Context, id sessions.ID) error {
