@@ -17,11 +17,6 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// replicaHop marks an API request one replica passed to another, which
-// serves it whatever it holds. Its value proves it (cluster's SignHop);
-// a request without that proof, a client's, has it removed.
-const replicaHop = "X-Parley-Replica-Hop"
-
 // replicas is the daemon's part in a cluster of replicas sharing one
 // PostgreSQL (nil on SQLite): who it is, and which channels it runs.
 type replicas struct {
@@ -31,15 +26,8 @@ type replicas struct {
 	running map[adapters.ID]func(error) // the elected channels this replica holds and runs, and how to stop each
 	free    map[adapters.ID]time.Time   // since when an elected channel was seen unheld
 	elect   sync.Mutex                  // one election pass at a time
-	// laneOf is each session's lane hold, as requests name sessions by
-	// id (a session's key never changes); emptied when full.
-	laneMu sync.Mutex
-	laneOf map[sessions.ID]string
-	// transport passes API requests to other replicas: one that stops
-	// answering mid-request (frozen) fails the request after two minutes
-	// (the longest a compaction may take to answer); new requests wait
-	// out a late holder instead (cluster.Member.Route).
-	transport *http.Transport
+	// proxy passes API requests about sessions others run to them.
+	proxy *cluster.Proxy
 }
 
 // openReplicas makes the daemon one replica among those sharing its
@@ -49,11 +37,16 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 		return
 	}
 	g := cfg.Gateway
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.ResponseHeaderTimeout = 2 * time.Minute // a compaction answers when it is done
-	d.replicas = &replicas{running: map[adapters.ID]func(error){}, free: map[adapters.ID]time.Time{}, transport: tr,
+	d.replicas = &replicas{running: map[adapters.ID]func(error){}, free: map[adapters.ID]time.Time{},
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.named("replicas"), Stats: d.replicaStats})}
+	d.replicas.proxy = cluster.NewProxy(d.replicas.m, func(ctx context.Context, id string) (string, error) {
+		s, err := d.sessions.Session(ctx, sessions.ID(id))
+		if err != nil {
+			return "", err
+		}
+		return cluster.LaneHold(gateway.LaneKey(s.Key)), nil
+	}, d.named("replicas"))
 }
 
 // replicaID is this process's name among replicas: its unique id on
@@ -420,4 +413,25 @@ func (d *Daemon) Replicas(ctx context.Context) ([]cluster.Replica, error) {
 		return nil, nil
 	}
 	return d.replicas.m.Live(ctx)
+}
+
+// toHolder passes an authenticated API request about a session another
+// replica runs to that replica (cluster.Proxy); without replicas it only
+// removes a client's hop header.
+func (d *Daemon) toHolder(next http.Handler) http.Handler {
+	if d.replicas == nil {
+		return cluster.StripHop(next)
+	}
+	return d.replicas.proxy.Handler(next)
+}
+
+// abortOnHolder stops the running turn of key's session on the replica
+// that runs it, when another does (a reset through this one's API).
+func (d *Daemon) abortOnHolder(ctx context.Context, key sessions.Key) {
+	if d.replicas == nil || len(d.cfg().HTTP.Tokens) == 0 {
+		return
+	}
+	if s, err := d.sessions.Active(ctx, key); err == nil {
+		d.replicas.proxy.Abort(ctx, string(s.ID), d.cfg().HTTP.Tokens[0].Reveal())
+	}
 }
