@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -21,11 +20,8 @@ import (
 // PostgreSQL (nil on SQLite): who it is, and which channels it runs.
 type replicas struct {
 	m *cluster.Member
-
-	mu      sync.Mutex
-	running map[adapters.ID]func(error) // the elected channels this replica holds and runs, and how to stop each
-	free    map[adapters.ID]time.Time   // since when an elected channel was seen unheld
-	elect   sync.Mutex                  // one election pass at a time
+	// elector runs this replica's share of the elected channels.
+	elector *cluster.Elector
 	// proxy passes API requests about sessions others run to them.
 	proxy *cluster.Proxy
 }
@@ -37,7 +33,7 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 		return
 	}
 	g := cfg.Gateway
-	d.replicas = &replicas{running: map[adapters.ID]func(error){}, free: map[adapters.ID]time.Time{},
+	d.replicas = &replicas{
 		m: cluster.New(d.db, cluster.Options{Name: g.ReplicaID, Explicit: g.ReplicaIDSet, Lease: g.ReplicaLease.Std(),
 			Heartbeat: g.ReplicaHeartbeat.Std(), Log: d.named("replicas"), Stats: d.replicaStats})}
 	d.replicas.proxy = cluster.NewProxy(d.replicas.m, func(ctx context.Context, id string) (string, error) {
@@ -47,6 +43,9 @@ func (d *Daemon) openReplicas(cfg *config.Config) {
 		}
 		return cluster.LaneHold(gateway.LaneKey(s.Key)), nil
 	}, d.named("replicas"))
+	d.replicas.elector = cluster.NewElector(d.replicas.m, cluster.ElectorOptions{
+		Channels: d.electedChannels, Start: d.runElected, Lost: adapters.ErrChannelLost, Log: d.named("replicas"),
+		Heartbeat: func() time.Duration { return d.cfg().Gateway.ReplicaHeartbeat.Std() }})
 }
 
 // replicaID is this process's name among replicas: its unique id on
@@ -116,14 +115,11 @@ func (d *Daemon) claimChannels() (held, own []string) {
 	for _, a := range d.cfg().Adapters {
 		configured[a.ID] = true
 	}
-	r := d.replicas
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for id := range d.adapters {
 		switch {
 		case !configured[string(id)]:
 			own = append(own, string(id))
-		case r.running[id] != nil || !d.elected(id):
+		case d.replicas.elector.Running(string(id)) || !d.elected(id):
 			held = append(held, string(id))
 		}
 	}
@@ -133,13 +129,10 @@ func (d *Daemon) claimChannels() (held, own []string) {
 // runElsewhere reports whether a channel is elected and run by another
 // replica, not this one (false without replicas).
 func (d *Daemon) runElsewhere(id adapters.ID) bool {
-	r := d.replicas
-	if r == nil || !d.elected(id) {
+	if d.replicas == nil || !d.elected(id) {
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.running[id] == nil
+	return !d.replicas.elector.Running(string(id))
 }
 
 // replicaStats is what this replica's heartbeat reports.
@@ -199,7 +192,7 @@ func advertiseURL(cfg *config.Config, ln net.Listener) string {
 // other replicas hand it, until ctx ends or it is fenced.
 func (d *Daemon) runReplicas(ctx context.Context) {
 	r := d.replicas
-	go d.watchLease(ctx)
+	go r.elector.Watch(ctx)
 	go func() {
 		err := d.db.Listen(ctx, "parley_forward", nil, func(payload string) {
 			if payload == r.m.ID() || payload == "" {
@@ -241,148 +234,38 @@ func (d *Daemon) pickup(ctx context.Context) {
 	}
 }
 
-// electChannels spreads the elected channels over the live replicas:
-// this one runs at most its fair share (the channels divided by the live
-// replicas, rounded up), claiming free ones up to it and handing one back
-// when it has more (a replica joined); a channel left free for two
-// heartbeats is claimed whatever the share, so none stays unrun.
+// electChannels runs this replica's share of the elected channels, once
+// the channels may start.
 func (d *Daemon) electChannels(ctx context.Context) {
-	r := d.replicas
-	r.elect.Lock()
-	defer r.elect.Unlock()
-	if d.adapterCtx == nil {
-		return
+	if d.adapterCtx != nil {
+		d.replicas.elector.Elect(ctx)
 	}
-	var ids []adapters.ID
+}
+
+// electedChannels are the ids of the channels one replica at a time runs.
+func (d *Daemon) electedChannels() []string {
+	var ids []string
 	for id := range d.adapters {
 		if d.elected(id) {
-			ids = append(ids, id)
+			ids = append(ids, string(id))
 		}
 	}
 	slices.Sort(ids)
-	if len(ids) == 0 {
-		return
-	}
-	fair := (len(ids) + r.m.LiveCount() - 1) / r.m.LiveCount()
-	r.mu.Lock()
-	var mine []adapters.ID
-	for _, id := range ids {
-		if r.running[id] != nil {
-			mine = append(mine, id)
-		}
-	}
-	r.mu.Unlock()
-	if len(mine) > fair {
-		id := mine[len(mine)-1]
-		r.mu.Lock()
-		stop := r.running[id]
-		delete(r.running, id)
-		r.mu.Unlock()
-		stop(nil)
-		if err := r.m.Release(ctx, cluster.ChannelHold(string(id))); err != nil {
-			d.log.Warn("hand a channel to another replica; it is taken over once this one's lease lapses", "adapter", id, "error", err)
-		} else {
-			d.log.Info("channel handed to another replica, to spread the channels over the replicas", "adapter", id, "replicas", r.m.LiveCount())
-		}
-		return
-	}
-	held := len(mine)
-	for _, id := range ids {
-		r.mu.Lock()
-		running := r.running[id] != nil
-		r.mu.Unlock()
-		if running {
-			continue
-		}
-		hold := cluster.ChannelHold(string(id))
-		holder, err := r.m.Holder(ctx, hold)
-		if err == nil && holder == r.m.ID() {
-			// Its own, stopped while its lease had lapsed: run it again.
-			delete(r.free, id)
-			held++
-			d.runElected(id)
-			continue
-		}
-		if err != nil || holder != "" {
-			delete(r.free, id)
-			continue // held by a live replica (a read; no write while it lives)
-		}
-		if _, ok := r.free[id]; !ok {
-			r.free[id] = time.Now()
-		}
-		if held >= fair && time.Since(r.free[id]) < 2*d.cfg().Gateway.ReplicaHeartbeat.Std() {
-			continue // this replica has its share; another may take it
-		}
-		holder, err = r.m.Claim(ctx, hold)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("claim a channel", "adapter", id, "error", err)
-			}
-			continue
-		}
-		if holder != r.m.ID() {
-			continue
-		}
-		delete(r.free, id)
-		held++
-		d.runElected(id)
-	}
+	return ids
 }
 
 // runElected starts the elected channel id, which this replica holds.
-func (d *Daemon) runElected(id adapters.ID) {
-	r := d.replicas
+func (d *Daemon) runElected(id string) func(error) {
 	d.logStarted("channel", "adapter", id, "elected", true)
-	stop := d.startAdapter(id, d.adapters[id])
-	r.mu.Lock()
-	r.running[id] = stop
-	r.mu.Unlock()
+	stop := d.startAdapter(adapters.ID(id), d.adapters[adapters.ID(id)])
 	d.sender.Wake()
+	return stop
 }
 
-// leaseCheck is how often a replica checks that it may still run its
-// elected channels.
-const leaseCheck = 100 * time.Millisecond
-
-// watchLease stops the elected channels (a Telegram poller, a WhatsApp
-// device, a Discord connection) the moment this replica may no longer be
-// theirs: once fenced, or once its lease lapsed (the database out of
-// reach), when the others may fence it and run them any moment. A
-// replica that renews its lease in time runs them again (electChannels).
-func (d *Daemon) watchLease(ctx context.Context) {
-	t := time.NewTicker(leaseCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-d.replicas.m.Fenced():
-			d.loseChannels("this replica was fenced")
-			return
-		case <-t.C:
-			if err := d.replicas.m.Alive(); err != nil {
-				d.loseChannels("this replica's lease lapsed")
-			}
-		}
-	}
-}
-
-// loseChannels stops every elected channel this replica runs, saying
-// nothing more to their platforms (adapters.ErrChannelLost).
+// loseChannels stops every elected channel this replica runs.
 func (d *Daemon) loseChannels(why string) {
-	r := d.replicas
-	if r == nil {
-		return
-	}
-	r.elect.Lock()
-	defer r.elect.Unlock()
-	r.mu.Lock()
-	running := r.running
-	r.running = map[adapters.ID]func(error){}
-	r.mu.Unlock()
-	for id, stop := range running {
-		stop(adapters.ErrChannelLost)
-		d.log.Warn("channel stopped: "+why+"; the replica holding it runs it", "adapter", id)
+	if d.replicas != nil {
+		d.replicas.elector.Lose(why)
 	}
 }
 
