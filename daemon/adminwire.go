@@ -20,7 +20,7 @@ func (d *Daemon) adminHandler() http.Handler {
 		Tokens: tokens, DB: d.db, Sessions: d.sessions, Outbox: d.store, Log: d.named("admin"),
 		Hooks:    func() []config.Hook { return d.cfg().Hooks },
 		Runs:     d.runner.Statuses().All,
-		Abort:    func(id sessions.ID) bool { return apiRunner{d}.Abort(id) },
+		Abort:    func(id sessions.ID) bool { return d.bridge.APIRunner().Abort(id) },
 		Wake:     d.sender.Wake,
 		Overview: d.overview,
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/httpserve"
+	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/vault"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -78,7 +79,7 @@ func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 		t.Fatal(err)
 	}
 	d.adapters = map[adapters.ID]adapters.Adapter{
-		"api":              apiChannel{},
+		"api":              turns.APIChannel{},
 		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify, Log: log}),
 	}
 	// As parley run serves it: the API, the daemon's own routes and the

@@ -225,7 +225,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
 	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget,
-		Desk: d.desk, Perms: d.perms, Channel: d.adapter, Log: d.named("turns")})
+		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Log: d.named("turns")})
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
 		Runner:      d.bridge,
@@ -246,6 +246,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		d.release()
 		return nil, err
 	}
+	d.bridge.Attach(d.gw)
 	return d, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/httpserve"
+	"github.com/parleyd/parley/turns"
 )
 
 // testDaemon starts a daemon as parley run would, on a fresh SQLite
@@ -66,5 +67,5 @@ func configuredChannels(tb testing.TB) func(d *Daemon) map[adapters.ID]adapters.
 
 // apiOnly is the channels of a daemon driven through its API.
 func apiOnly(*Daemon) map[adapters.ID]adapters.Adapter {
-	return map[adapters.ID]adapters.Adapter{"api": apiChannel{}}
+	return map[adapters.ID]adapters.Adapter{"api": turns.APIChannel{}}
 }

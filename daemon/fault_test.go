@@ -24,6 +24,7 @@ import (
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/llm/llmtest"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -56,7 +57,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	}
 	d, url, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
 		return map[adapters.ID]adapters.Adapter{
-			"api":              apiChannel{},
+			"api":              turns.APIChannel{},
 			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify}),
 		}
 	})

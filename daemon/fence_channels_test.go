@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/turns"
 )
 
 // A replica cut off from PostgreSQL stops polling Telegram once its
@@ -48,7 +49,7 @@ func TestFencedReplicaStopsItsChannelsFirst(t *testing.T) {
 	}
 	defer d.Close()
 	d.adapters = configuredChannels(t)(d)
-	d.adapters[apiAdapterID] = apiChannel{} // as parley run has it
+	d.adapters[turns.APIAdapterID] = turns.APIChannel{} // as parley run has it
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	ran := make(chan error, 1)

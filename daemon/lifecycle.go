@@ -15,6 +15,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
+	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -76,7 +77,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	channels[adapters.ID("cron")] = d.cron
-	channels[adapters.ID(apiAdapterID)] = apiChannel{}
+	channels[adapters.ID(turns.APIAdapterID)] = turns.APIChannel{}
 	channels[mcpserve.AdapterID] = mcpserve.Channel{}
 	// Served with no hooks too, so a hook a reload adds answers at once.
 	channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: d.named("webhooks"),
@@ -220,7 +221,7 @@ func (d *Daemon) startAdapter(id adapters.ID, a adapters.Adapter) (stop func(cau
 		defer d.adapterWG.Done()
 		defer close(done)
 		{
-			err := a.Start(adapterCtx, channelSink{d})
+			err := a.Start(adapterCtx, d.bridge.Sink())
 			switch {
 			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF):
 			case adapterCtx.Err() != nil:

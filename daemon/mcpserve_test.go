@@ -17,11 +17,12 @@ import (
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/turns"
 )
 
 // mcpChannels are the channels of a daemon driven through /mcp.
 func mcpChannels(*Daemon) map[adapters.ID]adapters.Adapter {
-	return map[adapters.ID]adapters.Adapter{"api": apiChannel{}, mcpserve.AdapterID: mcpserve.Channel{}}
+	return map[adapters.ID]adapters.Adapter{"api": turns.APIChannel{}, mcpserve.AdapterID: mcpserve.Channel{}}
 }
 
 // mcpTestServer serves d's routes as parley run does, the admin ones

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/turns"
 )
 
 // askingAgent is an agent whose memory_search must be asked about.
@@ -28,7 +29,7 @@ func permDaemon(t *testing.T, tg *telegramtest.Server, extra string) (*Daemon, s
 			t.Fatal(err)
 		}
 		channels["cron"] = d.cron
-		channels[apiAdapterID] = apiChannel{}
+		channels[turns.APIAdapterID] = turns.APIChannel{}
 		return channels
 	})
 }

@@ -38,7 +38,12 @@ type Options struct {
 	Perms *permissions.Checker
 	// Channel finds a running channel (or other source) by id.
 	Channel func(id adapters.ID) (adapters.Adapter, bool)
-	Log     *slog.Logger
+	// Gateway takes the API's messages and the channels' (Sink).
+	Gateway *gateway.Gateway
+	// AbortElsewhere stops the running turn of a session another replica
+	// runs (a reset through this one's API); nil without replicas.
+	AbortElsewhere func(ctx context.Context, key sessions.Key)
+	Log            *slog.Logger
 }
 
 // Bridge runs the gateway's turns through the agent.
@@ -62,6 +67,10 @@ func New(o Options) *Bridge {
 	}
 	return &Bridge{o: o, runner: o.Runner, sessions: o.Sessions, mcp: o.MCP, desk: o.Desk, perms: o.Perms, log: o.Log}
 }
+
+// Attach gives the bridge the gateway it runs turns for, which is built
+// with the bridge as its Runner.
+func (b *Bridge) Attach(g *gateway.Gateway) { b.o.Gateway = g }
 
 func (b *Bridge) cfg() *config.Config { return b.o.Config() }
 
