@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/vault"
 )
 
 // pendingConnects are the /connect commands waiting for their token: the
@@ -208,6 +209,12 @@ func (g *Gateway) connectUsage(provider string) string {
 		return "/connect is not available here: no tool takes people's own tokens (or parley has no secrets key)."
 	case provider == "":
 		return "Say which: /connect " + strings.Join(providers, " | /connect ")
+	}
+	if !vault.LooksLikeProvider(provider) {
+		// Not a name: maybe the token itself, sent without the provider.
+		// Never say it back.
+		return "That is not a provider I take tokens for (if it was your token, revoke it and make a new one); use /connect " +
+			strings.Join(providers, " | /connect ")
 	}
 	return fmt.Sprintf("%q is not a provider I take tokens for; use /connect %s", provider, strings.Join(providers, " | /connect "))
 }

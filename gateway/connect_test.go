@@ -103,6 +103,11 @@ func TestConnectTakesTheNextMessageAsTheToken(t *testing.T) {
 		if got := r.sent(10)[9]; !strings.Contains(got, `"gitlab" is not a provider`) {
 			t.Fatalf("an unknown provider: %q", got)
 		}
+		// A token sent without its provider is never said back.
+		r.deliver(msg("11", "/connect ghp_NoProviderToken0123456789abcdefABCDEF"))
+		if got := r.sent(11)[10]; strings.Contains(got, "NoProviderToken") || !strings.Contains(got, "revoke it") {
+			t.Fatalf("a token without its provider: %q", got)
+		}
 		if turns.Load() != 2 {
 			t.Errorf("%d turns ran, want 2 (hello, not a token)", turns.Load())
 		}

@@ -215,6 +215,10 @@ func printable(s string) bool {
 
 var providerName = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
+// LooksLikeProvider says whether name could be a provider's name (up to 32
+// lower-case letters, digits, '-' or '_'), as a token is not.
+func LooksLikeProvider(name string) bool { return providerName.MatchString(name) }
+
 // CheckProvider says whether name can name a provider of user tokens:
 // up to 32 lower-case letters, digits, '-' or '_'.
 func CheckProvider(name string) error {
