@@ -35,7 +35,11 @@ type Inbound struct {
 	Text        string    `json:"text"`
 	Files       []FileRef `json:"files,omitempty"`
 	ReplyTo     string    `json:"reply_to,omitempty"` // platform id of the message replied to
-	Time        time.Time `json:"time"`
+	// Edits, on an edit of a message sent earlier, is that message's
+	// platform id; MessageID then names the edit itself (each edit is
+	// its own message for dedupe) and Text is the new text.
+	Edits string    `json:"edits,omitempty"`
+	Time  time.Time `json:"time"`
 	// AgentID, set by parley's own producers (cron, webhooks, the API),
 	// names the agent to answer, ahead of the bindings. Channels leave it
 	// empty.

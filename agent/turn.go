@@ -65,7 +65,7 @@ type turn struct {
 func (t *turn) run(ctx context.Context) (Result, error) {
 	cfg := t.req.Agent
 	for _, in := range t.req.Inputs {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(t.userMessage(in)); err != nil {
 			return t.res, err
 		}
 	}
@@ -200,13 +200,7 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		System:          BuildSystemPrompt(p),
 		Tools:           llmTools,
 		MaxTokens:       cfg.MaxOutputTokens,
-		ReasoningEffort: cfg.ReasoningEffort,
-	}
-	for i := len(t.req.Inputs) - 1; i >= 0; i-- {
-		if e := t.req.Inputs[i].ReasoningEffort; e != "" {
-			t.call.ReasoningEffort = e // the message's own, over the agent's
-			break
-		}
+		ReasoningEffort: resolveEffort(t.req.Inputs, sess, cfg.ReasoningEffort),
 	}
 	if t.side != nil {
 		t.call.Temperature = t.side.Temperature
@@ -480,6 +474,20 @@ func (t *turn) abort(ctx context.Context) (Result, error) {
 	return t.res, fmt.Errorf("turn in session %s aborted: %w", t.id, ctx.Err())
 }
 
+// userMessage is in as the turn stores it: a turn's own input (not a side
+// turn's) records the model and reasoning effort the turn runs with.
+func (t *turn) userMessage(in Input) sessions.Message {
+	m := sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}
+	if t.side != nil {
+		return m
+	}
+	spec := resolveModel(t.req.Inputs, t.req.Session, t.req.Agent.Model, t.r.opts.DefaultModel)
+	m.Model = spec
+	m.Parts = append(m.Parts[:len(m.Parts):len(m.Parts)],
+		turnPart(TurnSettings{Model: spec, ReasoningEffort: resolveEffort(t.req.Inputs, t.req.Session, t.req.Agent.ReasoningEffort)}))
+	return m
+}
+
 func (t *turn) steer() error {
 	if t.req.Steer == nil {
 		return nil
@@ -489,7 +497,7 @@ func (t *turn) steer() error {
 	// The turn answers them from here, even if storing one fails.
 	t.joined = append(t.joined, ids...)
 	for _, in := range joined {
-		if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
+		if err := t.append(t.userMessage(in)); err != nil {
 			return err
 		}
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: userContent(in.Text, in.Parts)})

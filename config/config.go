@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
@@ -427,6 +428,9 @@ type Agent struct {
 	// FallbackModels answer, in order, when the model fails in a way
 	// another may not (a 5xx, an overload, a timeout).
 	FallbackModels []string `yaml:"fallback_models"`
+	// Models are the models a chat may switch the agent to with /model
+	// (and the API with a session's model); none means only its own.
+	Models []string `yaml:"models"`
 	// ReasoningEffort asks reasoning models to think more or less: low,
 	// medium or high ("": the provider's default).
 	ReasoningEffort string `yaml:"reasoning_effort"`
@@ -498,6 +502,18 @@ func (d Database) SQLitePath() string {
 		return ""
 	}
 	return t.Path
+}
+
+// AllowedModels are the models a session of the agent may run on: its own
+// model first, then its models allowlist.
+func (a Agent) AllowedModels() []string {
+	out := []string{a.Model}
+	for _, m := range a.Models {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Location returns the agent's time zone. After Parse or Default it is the
@@ -653,6 +669,12 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		}
 		if len(a.FallbackModels) == 0 {
 			a.FallbackModels = nil
+		}
+		for j := range a.Models {
+			a.Models[j] = strings.TrimSpace(a.Models[j])
+		}
+		if len(a.Models) == 0 {
+			a.Models = nil
 		}
 		for j := range a.Subagents {
 			a.Subagents[j] = strings.TrimSpace(a.Subagents[j])

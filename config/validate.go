@@ -347,6 +347,12 @@ func (a *Agent) validate(ck *checker, p string) {
 			ck.add(fmt.Sprintf("%sfallback_models[%d]", p, i), fmt.Sprintf(`%q is not a model; %s`, f, modelRule))
 		}
 	}
+	for i, m := range a.Models {
+		mp, mm, ok := strings.Cut(m, "/")
+		if _, known := llm.Lookup(mp); m != "echo" && (!ok || !known || mm == "" || strings.ContainsAny(m, " \t\r\n")) {
+			ck.add(fmt.Sprintf("%smodels[%d]", p, i), fmt.Sprintf(`%q is not a model; %s`, m, modelRule))
+		}
+	}
 	switch a.ReasoningEffort {
 	case "", "low", "medium", "high":
 	default:

@@ -136,7 +136,7 @@ func badInputCases(session string) []badRequestCase {
 		{"GET", "/status"}, {"POST", "/abort"}, {"POST", "/compact"}, {"GET", "/events"},
 		{"POST", "/rewind"}, {"POST", "/unrewind"}, {"POST", "/branch"}, {"GET", "/callbacks"},
 		{"GET", "/budget"}, {"GET", "/tools"}, {"PUT", "/tools"}, {"POST", "/tool_results"}, {"GET", "/kv"}, {"GET", "/kv/k"},
-		{"POST", "/permissions/r1"},
+		{"POST", "/permissions/r1"}, {"GET", "/models"},
 	}
 	for _, r := range idRoutes {
 		for i, v := range badTexts {

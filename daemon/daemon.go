@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -254,7 +255,7 @@ func gatewayAgents(cfg *config.Config) []gateway.Agent {
 	agents := make([]gateway.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
 		hour, daily := a.DailyReset()
-		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Policy: sessions.Policy{
+		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Models: a.AllowedModels(), Effort: a.ReasoningEffort, Policy: sessions.Policy{
 			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
 	}
 	return agents
@@ -621,8 +622,13 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 	} else if f.Threshold > 0 {
 		used = int64(f.Used)
 	}
-	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
-		s.Key, a.ID, a.Model, used, a.MaxContextTokens, s.MessageCount, queued, state)
+	model := cmp.Or(agent.SessionModel(s.Metadata), a.Model)
+	effort := cmp.Or(agent.SessionEffort(s.Metadata), a.ReasoningEffort, "default")
+	line := fmt.Sprintf("Session %s · agent %s · model %s · thinking %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+		s.Key, a.ID, model, effort, used, a.MaxContextTokens, s.MessageCount, queued, state)
+	if ran := d.lastTurnSettings(ctx, s.ID); ran.Model != "" {
+		line += fmt.Sprintf("\nLast turn ran on %s, thinking %s.", ran.Model, cmp.Or(ran.ReasoningEffort, "default"))
+	}
 	switch {
 	case err != nil:
 	case f.Threshold > 0 && f.TurnsLeft >= 0:
@@ -635,6 +641,21 @@ func (d turns) Status(ctx context.Context, s sessions.Session, queued int) strin
 		line += "\n" + b.Line()
 	}
 	return line
+}
+
+// lastTurnSettings is what the session's latest turn ran with, as its user
+// message recorded it (zero when none did).
+func (d turns) lastTurnSettings(ctx context.Context, id sessions.ID) agent.TurnSettings {
+	msgs, err := d.sessions.Messages(ctx, id, sessions.MessagesOptions{})
+	if err != nil {
+		return agent.TurnSettings{}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if ts, ok := agent.TurnOf(msgs[i]); ok && msgs[i].Role == sessions.RoleUser {
+			return ts
+		}
+	}
+	return agent.TurnSettings{}
 }
 
 // named is the logger of one part of the daemon, carrying its name as

@@ -256,6 +256,9 @@ func (s channelSink) DeliverWith(ctx context.Context, in adapters.Inbound, also 
 // Press answers the question whose button was pressed, if the presser is
 // the person asked; the note says what happened.
 func (s channelSink) Press(ctx context.Context, p adapters.Press) string {
+	if note, ok := s.d.gw.Press(ctx, p); ok {
+		return note // a command's button (/model, /think)
+	}
 	rest, ok := strings.CutPrefix(p.Data, pressPrefix)
 	id, answer, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 {

@@ -34,6 +34,12 @@ type Agent struct {
 	ID     string
 	Policy sessions.Policy
 	Mode   Mode
+	// Models are the models /model may switch a session to, the agent's
+	// own first; none: /model only says it can't switch.
+	Models []string
+	// Effort is the agent's own reasoning effort ("": the provider's),
+	// which /think shows when a session has none of its own.
+	Effort string
 }
 
 // TurnInput is what a turn answers.
@@ -317,6 +323,12 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	case d == contextOnly:
 		j.contextOnly = true
 	}
+	if j.in.Edits != "" {
+		// An edit is weighed between turns, once what came before it is
+		// answered: only then is it known whether it edits the latest.
+		g.queueEdit(ctx, j)
+		return
+	}
 	c, isCommand := commands.Parse(j.in.Text)
 	if isCommand && j.contextOnly {
 		// A command in a group must address the bot; this one didn't.
@@ -460,7 +472,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 			g.runMessages(ctx, items[:i], steer)
 		}
 		if i < len(items) && !shuttingDown(ctx) {
-			g.runCommand(ctx, items[i], items[i].barrier)
+			if items[i].barrier == editBarrier {
+				g.edit(ctx, items[i])
+			} else {
+				g.runCommand(ctx, items[i], items[i].barrier)
+			}
 			i++
 		}
 		items = items[i:]
