@@ -169,3 +169,42 @@ func TestUndoRewindAndModelsRoute(t *testing.T) {
 		}
 	})
 }
+
+// POST /v1/sessions opens parley's own terminal sessions beside a running
+// daemon, as in process: cli:chat (one active per person) and
+// cli:run:<time>; anything else is refused and creates nothing.
+func TestCreateCLISessions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		e := newEnv(t, open)
+		for _, tc := range []struct {
+			body   string
+			status int
+			key    string
+		}{
+			{`{"surface":"cli","surface_id":"chat","user":"ann"}`, 201, "cli:chat"},
+			{`{"surface":"cli","surface_id":"chat","user":"ann"}`, 409, ""},
+			{`{"surface":"cli","surface_id":"run:20260101T000000.000Z","user":"ann"}`, 201, "cli:run:20260101T000000.000Z"},
+			{`{"surface":"cli","surface_id":"chat"}`, 400, ""},
+			{`{"surface":"cli","surface_id":"elsewhere","user":"ann"}`, 400, ""},
+			{`{"surface":"cli","surface_id":"run:","user":"ann"}`, 400, ""},
+			{`{"surface":"telegram","surface_id":"42","user":"ann"}`, 400, ""},
+			{`{"surface_id":"chat"}`, 400, ""},
+		} {
+			r := e.do(t, "POST", "/v1/sessions", tc.body)
+			if r.status != tc.status {
+				t.Fatalf("%s: %d %s, want %d", tc.body, r.status, r.body, tc.status)
+			}
+			if tc.key != "" {
+				var s sessions.Session
+				r.decode(t, &s)
+				if s.Key.String() != tc.key || s.Key.UserID != "ann" {
+					t.Fatalf("%s: key %+v", tc.body, s.Key)
+				}
+			}
+		}
+		page, err := e.store.List(context.Background(), sessions.ListOptions{Limit: 10})
+		if err != nil || len(page.Sessions) != 2 {
+			t.Fatalf("sessions %d, %v; want the two created", len(page.Sessions), err)
+		}
+	})
+}

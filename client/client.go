@@ -131,27 +131,48 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 	}
 }
 
-// CLISession is the id of the active session cli:chat of the daemon's
-// default agent, the one `parley chat` keeps, or "" when there is none.
-func (c *Client) CLISession(ctx context.Context) (string, error) {
-	var page struct {
-		Sessions []struct {
-			ID  string `json:"id"`
-			Key struct {
-				Surface   string `json:"surface"`
-				SurfaceID string `json:"surface_id"`
-			} `json:"key"`
-		} `json:"sessions"`
-	}
-	if err := c.Do(ctx, "GET", "/v1/sessions?surface=cli&status=active&limit=100", nil, &page); err != nil {
-		return "", err
-	}
-	for _, s := range page.Sessions {
-		if s.Key.SurfaceID == "chat" {
-			return s.ID, nil
+// CLISession is the id of user's active session cli:chat with the daemon's
+// default agent, the one `parley chat` keeps in process too, opened now
+// when there is none.
+func (c *Client) CLISession(ctx context.Context, user string) (string, error) {
+	find := func() (string, error) {
+		var page struct {
+			Sessions []struct {
+				ID  string `json:"id"`
+				Key struct {
+					SurfaceID string `json:"surface_id"`
+				} `json:"key"`
+			} `json:"sessions"`
 		}
+		if err := c.Do(ctx, "GET", "/v1/sessions?surface=cli&status=active&limit=100&user="+url.QueryEscape(user), nil, &page); err != nil {
+			return "", err
+		}
+		for _, s := range page.Sessions {
+			if s.Key.SurfaceID == "chat" {
+				return s.ID, nil
+			}
+		}
+		return "", nil
 	}
-	return "", nil
+	if id, err := find(); id != "" || err != nil {
+		return id, err
+	}
+	id, err := c.OpenCLISession(ctx, "chat", user, "parley chat")
+	if err != nil && strings.Contains(err.Error(), ": 409 ") {
+		return find() // another parley chat opened it meanwhile
+	}
+	return id, err
+}
+
+// OpenCLISession opens the session cli:<surfaceID> ("chat", or "run:<time>"
+// for `parley ask`) of user, as `parley chat` and `parley ask` do in
+// process, and returns its id.
+func (c *Client) OpenCLISession(ctx context.Context, surfaceID, user, title string) (string, error) {
+	var sess struct {
+		ID string `json:"id"`
+	}
+	err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": title, "surface": "cli", "surface_id": surfaceID, "user": user}, &sess)
+	return sess.ID, err
 }
 
 // apiSession is where a chat command typed in `parley chat --server` runs:

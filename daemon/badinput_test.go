@@ -168,7 +168,7 @@ func badInputCases(session string) []badRequestCase {
 		method, path string
 		fields       []string
 	}{
-		{"POST", "/v1/sessions", []string{"agent", "title", "model", "user", "webhook_url"}},
+		{"POST", "/v1/sessions", []string{"agent", "title", "model", "user", "webhook_url", "surface", "surface_id", "workspace"}},
 		{"PATCH", "/v1/sessions/" + session, []string{"title", "agent", "model"}},
 		{"POST", "/v1/sessions/" + session + "/messages", []string{"content", "model"}},
 		{"POST", "/v1/sessions/" + session + "/rewind", []string{"to", "message_id"}},

@@ -13,7 +13,7 @@ import (
 // to it, and left active each would stay in sessions ls for ever (a
 // minutely job adds 1,440 a day). It stays readable, archived.
 func (d *Daemon) retireSession(ctx context.Context, in gateway.TurnInput) {
-	if kind := in.Session.Key.Kind(); kind != sessions.SurfaceCron && kind != sessions.SurfaceWebhook {
+	if !in.Session.Key.SingleRun() {
 		return
 	}
 	if _, err := d.sessions.Archive(context.WithoutCancel(ctx), in.Session.ID, sessions.ReasonFinished); err != nil {

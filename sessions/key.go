@@ -74,6 +74,22 @@ func (k Key) Kind() string {
 	return "channel"
 }
 
+// CLIRunPrefix starts the surface id of a one-question CLI session
+// (`parley ask`): "cli:run:<time>".
+const CLIRunPrefix = "run:"
+
+// SingleRun reports whether the session holds one run and is archived when
+// it ends: a cron fire's, a webhook delivery's, a `parley ask`'s.
+func (k Key) SingleRun() bool {
+	switch k.Surface {
+	case SurfaceCron, SurfaceWebhook:
+		return true
+	case SurfaceCLI:
+		return strings.HasPrefix(k.SurfaceID, CLIRunPrefix)
+	}
+	return false
+}
+
 // ChatKey is the key of a direct conversation with one user on a channel.
 func ChatKey(surface, chatID, userID, agentID string) Key {
 	return Key{UserID: userID, Surface: surface, SurfaceID: chatID, AgentID: agentID}
