@@ -50,6 +50,10 @@ type Inbound struct {
 	// ReasoningEffort, set by the API for one message, overrides the
 	// agent's for the run that answers it.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Workspace, set by the API for a session in one, is the workspace of
+	// the message's session; channels leave it to the bindings and their
+	// adapter's config (gateway.Options.Workspace).
+	Workspace string `json:"workspace,omitempty"`
 	// Unattributed, set by the API, keeps the text as the client sent it,
 	// without a sender's name, even in a session keyed like a group's
 	// (one created without a user): it is no group member's message.

@@ -65,6 +65,9 @@ type CreateSessionRequest struct {
 	// (parley chat's cli:chat) or "run:<time>" (parley ask's), and a User.
 	Surface   string `json:"surface,omitempty"`
 	SurfaceID string `json:"surface_id,omitempty"`
+	// Workspace, if set, is the session's workspace: part of its key, and
+	// the scope of its memory.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
@@ -101,6 +104,12 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 	key := sessions.Key{UserID: strings.TrimSpace(req.User), Surface: sessions.SurfaceAPI, SurfaceID: id.String(), AgentID: agent}
 	if err := cliSurface(&key, req.Surface, req.SurfaceID); err != nil {
 		return err
+	}
+	if ws := strings.TrimSpace(req.Workspace); ws != "" {
+		if !sessions.ValidWorkspaceID(ws) {
+			return badRequest("workspace " + quote(ws) + " is not a workspace id; " + sessions.WorkspaceIDRule)
+		}
+		key.WorkspaceID = ws
 	}
 	sess, err := s.opts.Store.Create(r.Context(), key, sessions.CreateOptions{Title: req.Title, Metadata: meta})
 	if err != nil {

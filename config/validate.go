@@ -15,6 +15,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/sessions"
 )
 
 var agentID = idPattern{max: 64, more: "_-"}
@@ -119,6 +120,9 @@ func (c *Config) validate(ck *checker) {
 			ck.add(p+".agent", "required; "+known)
 		case !ok:
 			ck.add(p+".agent", fmt.Sprintf("%q is not an agent; %s", b.Agent, known))
+		}
+		if b.Workspace != "" && !sessions.ValidWorkspaceID(b.Workspace) {
+			ck.add(p+".workspace", fmt.Sprintf("%q is not a workspace id; %s", b.Workspace, sessions.WorkspaceIDRule))
 		}
 		if b.Adapter == "" && b.Chat == "" && b.User == "" {
 			ck.add(p, "sets none of adapter, chat and user, so it matches everything; "+

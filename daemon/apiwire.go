@@ -75,7 +75,7 @@ func (r apiRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	}
 	in := adapters.Inbound{Adapter: apiAdapterID, Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
 		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model, ReasoningEffort: req.ReasoningEffort,
-		Time: time.Now(), Unattributed: true}
+		Workspace: s.Key.WorkspaceID, Time: time.Now(), Unattributed: true}
 	if err := r.d.gw.Submit(ctx, in); err != nil {
 		switch {
 		case errors.Is(err, adapters.ErrInvalidInbound):

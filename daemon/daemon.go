@@ -225,9 +225,13 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	}
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
-		Runner:      turns{d},
-		Channels:    channelSet{d: d, streams: streams},
-		Route:       func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Runner:   turns{d},
+		Channels: channelSet{d: d, streams: streams},
+		Route:    func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Workspace: func(in adapters.Inbound) string {
+			_, ws := d.cfg().RouteTo(string(in.Adapter), in.ChatID, in.UserID)
+			return ws
+		},
 		Agents:      gatewayAgents(cfg),
 		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
 		Seed:        d.seed,

@@ -80,8 +80,11 @@ type Options struct {
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
 	// Route picks the agent for a message; nil routes everything to Agents[0].
-	Route  func(in adapters.Inbound) string
-	Agents []Agent
+	Route func(in adapters.Inbound) string
+	// Workspace, if set, picks the workspace of a message's session (part
+	// of its key, and its memory's scope) when the message names none.
+	Workspace func(in adapters.Inbound) string
+	Agents    []Agent
 	// Recovery says what to do with messages a crash left unanswered.
 	Recovery Recovery
 	// StoreRetry is the longest wait between tries of a write that failed
@@ -206,10 +209,12 @@ func laneKey(k sessions.Key) string {
 
 // SessionKey is the session an inbound message belongs to.
 func SessionKey(in adapters.Inbound, agentID string) sessions.Key {
+	k := sessions.ChatKey(in.Surface, in.ChatID, in.UserID, agentID)
 	if in.Group {
-		return sessions.GroupKey(in.Surface, in.ChatID, agentID)
+		k = sessions.GroupKey(in.Surface, in.ChatID, agentID)
 	}
-	return sessions.ChatKey(in.Surface, in.ChatID, in.UserID, agentID)
+	k.WorkspaceID = in.Workspace
+	return k
 }
 
 // Denied counts messages the access policy turned away.
@@ -294,6 +299,9 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 // dispatch handles commands at once and queues everything else.
 func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
+	if j.in.Workspace == "" && g.opts.Workspace != nil {
+		j.in.Workspace = g.opts.Workspace(j.in)
+	}
 	j.key = SessionKey(j.in, j.agent)
 	if g.opts.Placement != nil && !g.placeHere(ctx, j) {
 		return
