@@ -363,7 +363,7 @@ func (s apiSession) lastUserMessage(ctx context.Context) (id, content string, er
 		} `json:"messages"`
 		Next string `json:"next_cursor"`
 	}
-	path := "/v1/sessions/" + *s.id + "/messages?limit=500"
+	path := "/v1/sessions/" + *s.id + "/messages?limit=200"
 	for range 1000 {
 		page.Next = ""
 		page.Messages = nil
@@ -378,7 +378,7 @@ func (s apiSession) lastUserMessage(ctx context.Context) (id, content string, er
 		if page.Next == "" {
 			break
 		}
-		path = "/v1/sessions/" + *s.id + "/messages?limit=500&cursor=" + url.QueryEscape(page.Next)
+		path = "/v1/sessions/" + *s.id + "/messages?limit=200&cursor=" + url.QueryEscape(page.Next)
 	}
 	return id, content, nil
 }

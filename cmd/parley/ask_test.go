@@ -207,3 +207,50 @@ func TestChatBesideTheDaemonOpensCLIChat(t *testing.T) {
 		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
 	}
 }
+
+// parley chat beside a daemon runs /think, /model, /retry and /undo
+// through the API's routes, as a chat does: what they change is in the
+// stored history and the session's settings.
+func TestChatBesideTheDaemonRunsTheChatControls(t *testing.T) {
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
+	ctx := context.Background()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run file")
+		}
+	}
+	var out, errOut bytes.Buffer
+	input := "one\ntwo\n/undo\n/retry\n/think loud\n/think high\n/model\n/model nope/x\n"
+	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader(input), &out, &errOut); code != 0 {
+		t.Fatalf("chat: %d %q %q", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{`Undone: "two" and its answer`, "> one\n", `"loud" is not a thinking level`, "Thinking set to high",
+		"Models for this session:\n  echo (in use)", `"nope/x" is not a model this agent allows`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("chat printed no %q:\n%s", want, out.String())
+		}
+	}
+	cancel()
+	<-done
+	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
+	id := ""
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
+			id = f[0]
+		}
+	}
+	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
+	if code != 0 || strings.Contains(show, "two") || strings.Count(show, "one") < 2 {
+		t.Fatalf("the cli:chat session (%s) after /undo and /retry:\n%s", id, show)
+	}
+}
