@@ -35,7 +35,11 @@ type Inbound struct {
 	Text        string    `json:"text"`
 	Files       []FileRef `json:"files,omitempty"`
 	ReplyTo     string    `json:"reply_to,omitempty"` // platform id of the message replied to
-	Time        time.Time `json:"time"`
+	// Edits, on an edit of a message sent earlier, is that message's
+	// platform id; MessageID then names the edit itself (each edit is
+	// its own message for dedupe) and Text is the new text.
+	Edits string    `json:"edits,omitempty"`
+	Time  time.Time `json:"time"`
 	// AgentID, set by parley's own producers (cron, webhooks, the API),
 	// names the agent to answer, ahead of the bindings. Channels leave it
 	// empty.
@@ -46,6 +50,10 @@ type Inbound struct {
 	// ReasoningEffort, set by the API for one message, overrides the
 	// agent's for the run that answers it.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Workspace, set by the API for a session in one, is the workspace of
+	// the message's session; channels leave it to the bindings and their
+	// adapter's config (gateway.Options.Workspace).
+	Workspace string `json:"workspace,omitempty"`
 	// Unattributed, set by the API, keeps the text as the client sent it,
 	// without a sender's name, even in a session keyed like a group's
 	// (one created without a user): it is no group member's message.

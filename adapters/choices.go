@@ -35,7 +35,13 @@ type Press struct {
 	MessageID string
 	// Data is the pressed Choice's Data.
 	Data string
+	// Group says the chat has several people (its session is shared).
+	Group bool
 }
+
+// CommandPrefix starts the Data of a button that runs a chat command as
+// if the presser typed it: "cmd:/model openai/gpt-4o".
+const CommandPrefix = "cmd:"
 
 // A PressSink takes button presses. The sink a channel is started with
 // may implement it (the daemon's does); a channel that sends choices

@@ -43,7 +43,9 @@ func TestFilesReachTheModelWithTheirMessage(t *testing.T) {
 		t.Fatalf("a later run's history holds %+v, want the file lines", first)
 	}
 	stored := e.messages(s.ID)
-	if stored[0].Content != "" || len(stored[0].Parts) != 2 || stored[0].Parts[0].Name != "notes.txt" || stored[0].Parts[0].Text != "hello" {
+	// The two files, then the record of what the turn ran with.
+	if stored[0].Content != "" || len(stored[0].Parts) != 3 || stored[0].Parts[0].Name != "notes.txt" || stored[0].Parts[0].Text != "hello" ||
+		stored[0].Parts[1].Name != "song.mp3" || stored[0].Parts[2].Type != PartTurn {
 		t.Fatalf("stored %+v", stored[0])
 	}
 }

@@ -203,13 +203,7 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		System:          BuildSystemPrompt(p),
 		Tools:           llmTools,
 		MaxTokens:       cfg.MaxOutputTokens,
-		ReasoningEffort: cfg.ReasoningEffort,
-	}
-	for i := len(t.req.Inputs) - 1; i >= 0; i-- {
-		if e := t.req.Inputs[i].ReasoningEffort; e != "" {
-			t.call.ReasoningEffort = e // the message's own, over the agent's
-			break
-		}
+		ReasoningEffort: resolveEffort(t.req.Inputs, sess, cfg.ReasoningEffort),
 	}
 	if t.side != nil {
 		t.call.Temperature = t.side.Temperature
@@ -483,6 +477,20 @@ func (t *turn) abort(ctx context.Context) (Result, error) {
 	return t.res, fmt.Errorf("turn in session %s aborted: %w", t.id, ctx.Err())
 }
 
+// userMessage is in as the turn stores it: a turn's own input (not a side
+// turn's) records the model and reasoning effort the turn runs with.
+func (t *turn) userMessage(in Input) sessions.Message {
+	m := sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}
+	if t.side != nil {
+		return m
+	}
+	spec := resolveModel(t.req.Inputs, t.req.Session, t.req.Agent.Model, t.r.opts.DefaultModel)
+	m.Model = spec
+	m.Parts = append(m.Parts[:len(m.Parts):len(m.Parts)],
+		turnPart(TurnSettings{Model: spec, ReasoningEffort: resolveEffort(t.req.Inputs, t.req.Session, t.req.Agent.ReasoningEffort)}))
+	return m
+}
+
 func (t *turn) steer() error {
 	if t.req.Steer == nil {
 		return nil
@@ -641,7 +649,7 @@ func (t *turn) publish(typ events.Type, data any) {
 
 // appendInput stores one of the turn's user messages.
 func (t *turn) appendInput(in Input) error {
-	if err := t.append(sessions.Message{ID: in.ID, Role: sessions.RoleUser, Content: in.Text, Parts: in.Parts, Synthetic: in.Synthetic}); err != nil {
+	if err := t.append(t.userMessage(in)); err != nil {
 		return err
 	}
 	t.answering = append(t.answering, string(t.res.Messages[len(t.res.Messages)-1].ID))

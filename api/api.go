@@ -34,6 +34,7 @@ type Store interface {
 	Delete(ctx context.Context, id sessions.ID) error
 	Messages(ctx context.Context, id sessions.ID, opts sessions.MessagesOptions) ([]sessions.Message, error)
 	Rewind(ctx context.Context, id sessions.ID, to sessions.MessageID) (sessions.RewindResult, error)
+	RewindFrom(ctx context.Context, id sessions.ID, from sessions.MessageID) (sessions.RewindResult, error)
 	Unrewind(ctx context.Context, id sessions.ID) (sessions.RewindResult, error)
 	Branch(ctx context.Context, id sessions.ID, from sessions.MessageID, opts sessions.BranchOptions) (sessions.Session, error)
 }
@@ -91,6 +92,9 @@ type Options struct {
 	// Permissions takes the answers to runs' permission questions;
 	// without it that route answers 503.
 	Permissions Permissions
+	// AgentModels, if set, gives an agent's allowed models (its own
+	// first) and its reasoning effort, for GET /v1/sessions/{id}/models.
+	AgentModels func(agentID string) (models []string, effort string)
 	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
 	Heartbeat time.Duration
 	Log       *slog.Logger
@@ -126,6 +130,7 @@ func (s *server) routes() []route {
 		{"POST /v1/sessions/{id}/rewind", s.rewind},
 		{"POST /v1/sessions/{id}/unrewind", s.unrewind},
 		{"POST /v1/sessions/{id}/branch", s.branch},
+		{"GET /v1/sessions/{id}/models", s.models},
 		{"POST /v1/agent/reset", needs(s.runner, s.reset)},
 		{"GET /v1/sessions/{id}/callbacks", s.listCallbacks},
 		{"GET /v1/sessions/{id}/tools", needs(s.clientTools, s.getClientTools)},

@@ -99,6 +99,12 @@ func newEnv(t *testing.T, open dbtest.Opener) *env {
 		Store: st, Runner: fr, Events: log, Tokens: []string{token, " " + token2 + " "},
 		DefaultAgent: "main", KnownAgent: func(id string) bool { return id == "main" || id == "helper" },
 		Heartbeat: time.Hour,
+		AgentModels: func(id string) ([]string, string) {
+			if id == "main" {
+				return []string{"echo", "openai/gpt-4o"}, "low"
+			}
+			return nil, ""
+		},
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

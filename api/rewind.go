@@ -11,6 +11,9 @@ import (
 // RewindRequest is the body of POST /v1/sessions/{id}/rewind.
 type RewindRequest struct {
 	MessageID sessions.MessageID `json:"message_id"`
+	// Inclusive hides the message itself too: the session goes back to
+	// before it was sent (a chat's /undo).
+	Inclusive bool `json:"inclusive,omitempty"`
 }
 
 func (s *server) rewind(w http.ResponseWriter, r *http.Request) error {
@@ -25,7 +28,11 @@ func (s *server) rewind(w http.ResponseWriter, r *http.Request) error {
 	if s.busy(id) {
 		return ErrBusy
 	}
-	res, err := s.opts.Store.Rewind(r.Context(), id, req.MessageID)
+	rewind := s.opts.Store.Rewind
+	if req.Inclusive {
+		rewind = s.opts.Store.RewindFrom
+	}
+	res, err := rewind(r.Context(), id, req.MessageID)
 	if err != nil {
 		return err
 	}
@@ -79,5 +86,48 @@ func (s *server) branch(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
 	writeJSON(w, http.StatusCreated, sess)
+	return nil
+}
+
+// ModelsResponse is the answer of GET /v1/sessions/{id}/models: the models
+// the session's agent allows (its own first), and what the session runs on.
+type ModelsResponse struct {
+	Models []string `json:"models"`
+	// Model is the session's model: its override, else its agent's.
+	Model string `json:"model"`
+	// ReasoningEffort is the session's (off, low, medium, high), else its
+	// agent's; "" for the provider's default.
+	ReasoningEffort string `json:"reasoning_effort"`
+}
+
+func (s *server) models(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	var allowed []string
+	var effort string
+	if s.opts.AgentModels != nil {
+		allowed, effort = s.opts.AgentModels(sess.Key.AgentID)
+	}
+	res := ModelsResponse{Models: allowed, ReasoningEffort: effort}
+	if res.Models == nil {
+		res.Models = []string{}
+	}
+	if len(allowed) > 0 {
+		res.Model = allowed[0]
+	}
+	var meta struct {
+		Model  string `json:"model"`
+		Effort string `json:"reasoning_effort"`
+	}
+	_ = json.Unmarshal(sess.Metadata, &meta)
+	if meta.Model != "" {
+		res.Model = meta.Model
+	}
+	if meta.Effort != "" {
+		res.ReasoningEffort = meta.Effort
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }

@@ -123,3 +123,88 @@ func TestRewindBranchRoutes(t *testing.T) {
 		}
 	})
 }
+
+// An inclusive rewind hides the message itself too (a chat's /undo), and
+// the models route says what the session's agent allows and what the
+// session runs on, its overrides first.
+func TestUndoRewindAndModelsRoute(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		e := newEnv(t, open)
+		ctx := context.Background()
+		s := e.createSession(t, `{}`)
+		base := "/v1/sessions/" + string(s.ID)
+		u1, err := e.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "u1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "a1"}); err != nil {
+			t.Fatal(err)
+		}
+		r := e.do(t, "POST", base+"/rewind", `{"message_id":"`+string(u1.ID)+`","inclusive":true}`)
+		var res sessions.RewindResult
+		if r.status != 200 {
+			t.Fatalf("rewind: %d %s", r.status, r.body)
+		}
+		r.decode(t, &res)
+		if res.Hidden != 2 {
+			t.Fatalf("inclusive rewind hid %d, want 2", res.Hidden)
+		}
+
+		var m api.ModelsResponse
+		r = e.do(t, "GET", base+"/models", "")
+		r.decode(t, &m)
+		if r.status != 200 || strings.Join(m.Models, ",") != "echo,openai/gpt-4o" || m.Model != "echo" || m.ReasoningEffort != "low" {
+			t.Fatalf("models: %d %+v", r.status, m)
+		}
+		if r := e.do(t, "PATCH", base, `{"model":"openai/gpt-4o","metadata":{"reasoning_effort":"off"}}`); r.status != 200 {
+			t.Fatalf("patch: %d %s", r.status, r.body)
+		}
+		r = e.do(t, "GET", base+"/models", "")
+		r.decode(t, &m)
+		if m.Model != "openai/gpt-4o" || m.ReasoningEffort != "off" {
+			t.Fatalf("models after the override: %+v", m)
+		}
+		if r := e.do(t, "GET", "/v1/sessions/01900000-0000-7000-8000-000000000000/models", ""); r.status != 404 {
+			t.Fatalf("models of a missing session: %d", r.status)
+		}
+	})
+}
+
+// POST /v1/sessions opens parley's own terminal sessions beside a running
+// daemon, as in process: cli:chat (one active per person) and
+// cli:run:<time>; anything else is refused and creates nothing.
+func TestCreateCLISessions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		e := newEnv(t, open)
+		for _, tc := range []struct {
+			body   string
+			status int
+			key    string
+		}{
+			{`{"surface":"cli","surface_id":"chat","user":"ann"}`, 201, "cli:chat"},
+			{`{"surface":"cli","surface_id":"chat","user":"ann"}`, 409, ""},
+			{`{"surface":"cli","surface_id":"run:20260101T000000.000Z","user":"ann"}`, 201, "cli:run:20260101T000000.000Z"},
+			{`{"surface":"cli","surface_id":"chat"}`, 400, ""},
+			{`{"surface":"cli","surface_id":"elsewhere","user":"ann"}`, 400, ""},
+			{`{"surface":"cli","surface_id":"run:","user":"ann"}`, 400, ""},
+			{`{"surface":"telegram","surface_id":"42","user":"ann"}`, 400, ""},
+			{`{"surface_id":"chat"}`, 400, ""},
+		} {
+			r := e.do(t, "POST", "/v1/sessions", tc.body)
+			if r.status != tc.status {
+				t.Fatalf("%s: %d %s, want %d", tc.body, r.status, r.body, tc.status)
+			}
+			if tc.key != "" {
+				var s sessions.Session
+				r.decode(t, &s)
+				if s.Key.String() != tc.key || s.Key.UserID != "ann" {
+					t.Fatalf("%s: key %+v", tc.body, s.Key)
+				}
+			}
+		}
+		page, err := e.store.List(context.Background(), sessions.ListOptions{Limit: 10})
+		if err != nil || len(page.Sessions) != 2 {
+			t.Fatalf("sessions %d, %v; want the two created", len(page.Sessions), err)
+		}
+	})
+}

@@ -60,6 +60,14 @@ type CreateSessionRequest struct {
 	// Tools are tools the client declares: their calls go to the client
 	// (tool.requested), which answers with POST .../tool_results.
 	Tools []clienttools.Spec `json:"tools,omitempty"`
+	// Surface is "api" (the default: a session of its own) or "cli", for
+	// parley's own terminal beside a running daemon: with SurfaceID "chat"
+	// (parley chat's cli:chat) or "run:<time>" (parley ask's), and a User.
+	Surface   string `json:"surface,omitempty"`
+	SurfaceID string `json:"surface_id,omitempty"`
+	// Workspace, if set, is the session's workspace: part of its key, and
+	// the scope of its memory.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
@@ -94,6 +102,15 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := sessions.Key{UserID: strings.TrimSpace(req.User), Surface: sessions.SurfaceAPI, SurfaceID: id.String(), AgentID: agent}
+	if err := cliSurface(&key, req.Surface, req.SurfaceID); err != nil {
+		return err
+	}
+	if ws := strings.TrimSpace(req.Workspace); ws != "" {
+		if !sessions.ValidWorkspaceID(ws) {
+			return badRequest("workspace " + quote(ws) + " is not a workspace id; " + sessions.WorkspaceIDRule)
+		}
+		key.WorkspaceID = ws
+	}
 	sess, err := s.opts.Store.Create(r.Context(), key, sessions.CreateOptions{Title: req.Title, Metadata: meta})
 	if err != nil {
 		return err
@@ -122,6 +139,31 @@ func withModel(meta json.RawMessage, model string) (json.RawMessage, error) {
 		obj["model"] = b
 	}
 	return json.Marshal(obj)
+}
+
+// cliSurface sets key's surface to the one a request names: "api" (or
+// none) keeps it; "cli" takes "chat" or "run:<time>", for a person.
+func cliSurface(key *sessions.Key, surface, surfaceID string) error {
+	surface, surfaceID = strings.TrimSpace(surface), strings.TrimSpace(surfaceID)
+	switch surface {
+	case "", sessions.SurfaceAPI:
+		if surfaceID != "" {
+			return badRequest(`surface_id is only taken with surface "cli"`)
+		}
+		return nil
+	case sessions.SurfaceCLI:
+	default:
+		return badRequest(`surface must be "api" or "cli"`)
+	}
+	run, isRun := strings.CutPrefix(surfaceID, sessions.CLIRunPrefix)
+	if surfaceID != "chat" && (!isRun || run == "" || len(run) > 64 || strings.ContainsFunc(run, func(r rune) bool { return r <= ' ' || r == 0x7f })) {
+		return badRequest(`a "cli" session's surface_id is "chat" or "run:<time>"`)
+	}
+	if key.UserID == "" {
+		return badRequest(`a "cli" session needs its user`)
+	}
+	key.Surface, key.SurfaceID = surface, surfaceID
+	return nil
 }
 
 // withWebhookURL sets metadata.webhook_url when given, and checks the one

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -91,8 +92,8 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 		case "/quit", "/exit", "/q":
 			return nil
 		}
-		if cmd, ok := commands.Parse(text); ok {
-			if err := c.Command(ctx, &session, cmd.Name, stdout); err != nil {
+		if _, ok := commands.Parse(text); ok {
+			if err := c.Command(ctx, &session, text, stdout); err != nil {
 				fmt.Fprintf(stdout, "! %v\n", err)
 			}
 			continue
@@ -112,7 +113,7 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 			select {
 			case <-o.Interrupts:
 				fmt.Fprintln(stdout, "\n(stopping)")
-				if text, err := (apiSession{c, &session}).Stop(context.WithoutCancel(ctx)); err == nil {
+				if text, err := (apiSession{c, &session, stdout}).Stop(context.WithoutCancel(ctx)); err == nil {
 					fmt.Fprintln(stdout, text)
 				}
 				stopRun()
@@ -130,27 +131,48 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 	}
 }
 
-// CLISession is the id of the active session cli:chat of the daemon's
-// default agent, the one `parley chat` keeps, or "" when there is none.
-func (c *Client) CLISession(ctx context.Context) (string, error) {
-	var page struct {
-		Sessions []struct {
-			ID  string `json:"id"`
-			Key struct {
-				Surface   string `json:"surface"`
-				SurfaceID string `json:"surface_id"`
-			} `json:"key"`
-		} `json:"sessions"`
-	}
-	if err := c.Do(ctx, "GET", "/v1/sessions?surface=cli&status=active&limit=100", nil, &page); err != nil {
-		return "", err
-	}
-	for _, s := range page.Sessions {
-		if s.Key.SurfaceID == "chat" {
-			return s.ID, nil
+// CLISession is the id of user's active session cli:chat with the daemon's
+// default agent, the one `parley chat` keeps in process too, opened now
+// when there is none.
+func (c *Client) CLISession(ctx context.Context, user string) (string, error) {
+	find := func() (string, error) {
+		var page struct {
+			Sessions []struct {
+				ID  string `json:"id"`
+				Key struct {
+					SurfaceID string `json:"surface_id"`
+				} `json:"key"`
+			} `json:"sessions"`
 		}
+		if err := c.Do(ctx, "GET", "/v1/sessions?surface=cli&status=active&limit=100&user="+url.QueryEscape(user), nil, &page); err != nil {
+			return "", err
+		}
+		for _, s := range page.Sessions {
+			if s.Key.SurfaceID == "chat" {
+				return s.ID, nil
+			}
+		}
+		return "", nil
 	}
-	return "", nil
+	if id, err := find(); id != "" || err != nil {
+		return id, err
+	}
+	id, err := c.OpenCLISession(ctx, "chat", user, "parley chat")
+	if err != nil && strings.Contains(err.Error(), ": 409 ") {
+		return find() // another parley chat opened it meanwhile
+	}
+	return id, err
+}
+
+// OpenCLISession opens the session cli:<surfaceID> ("chat", or "run:<time>"
+// for `parley ask`) of user, as `parley chat` and `parley ask` do in
+// process, and returns its id.
+func (c *Client) OpenCLISession(ctx context.Context, surfaceID, user, title string) (string, error) {
+	var sess struct {
+		ID string `json:"id"`
+	}
+	err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": title, "surface": "cli", "surface_id": surfaceID, "user": user}, &sess)
+	return sess.ID, err
 }
 
 // apiSession is where a chat command typed in `parley chat --server` runs:
@@ -159,20 +181,29 @@ func (c *Client) CLISession(ctx context.Context) (string, error) {
 type apiSession struct {
 	c  *Client
 	id *string
+	// out takes a retried message's answer as it is written.
+	out io.Writer
 }
 
 var _ commands.Runtime = apiSession{}
 
-// Command runs the chat command named name on *session (a reset moves
-// *session to the new one) and prints what it says.
-func (c *Client) Command(ctx context.Context, sessionID *string, name string, out io.Writer) error {
-	cmd, ok := commands.Parse("/" + name)
-	if !ok {
-		return fmt.Errorf("/%s doesn't work over the API", name)
+// Command runs the chat command typed as line ("/model openai/gpt-4o") on
+// *session (a reset moves *session to the new one) and prints what it
+// says.
+func (c *Client) Command(ctx context.Context, sessionID *string, line string, out io.Writer) error {
+	if !strings.HasPrefix(strings.TrimSpace(line), "/") {
+		line = "/" + line
 	}
-	text, err := cmd.Do(ctx, apiSession{c, sessionID}, "")
+	cmd, arg, ok := commands.ParseArg(line)
+	if !ok {
+		return fmt.Errorf("%s doesn't work over the API", strings.TrimSpace(line))
+	}
+	text, err := cmd.Do(ctx, apiSession{c, sessionID, out}, arg)
 	if err != nil {
 		return err
+	}
+	if text == "" {
+		return nil
 	}
 	_, err = fmt.Fprintln(out, text)
 	return err
@@ -253,6 +284,152 @@ func (s apiSession) Connect(context.Context, string) (string, error) {
 
 func (s apiSession) Disconnect(context.Context, string) (string, error) {
 	return "/disconnect works in a direct chat on a channel; over the API, " + routeOf("disconnect"), nil
+}
+
+// Model lists the session's allowed models, or switches it to one.
+func (s apiSession) Model(ctx context.Context, name string) (string, error) {
+	var m struct {
+		Models []string `json:"models"`
+		Model  string   `json:"model"`
+	}
+	if err := s.c.Do(ctx, "GET", "/v1/sessions/"+*s.id+"/models", nil, &m); err != nil {
+		return "", err
+	}
+	if name == "" {
+		var b strings.Builder
+		b.WriteString("Models for this session:")
+		for _, x := range m.Models {
+			b.WriteString("\n  " + x)
+			if x == m.Model {
+				b.WriteString(" (in use)")
+			}
+		}
+		if len(m.Models) > 1 {
+			b.WriteString("\nSwitch with /model <name>.")
+		}
+		return b.String(), nil
+	}
+	spec := ""
+	for _, x := range m.Models {
+		if _, short, _ := strings.Cut(x, "/"); strings.EqualFold(x, name) || strings.EqualFold(short, name) {
+			spec = x
+			break
+		}
+	}
+	if spec == "" {
+		return fmt.Sprintf("%q is not a model this agent allows; choose one of: %s. Nothing changed.", name, strings.Join(m.Models, ", ")), nil
+	}
+	override := spec
+	if len(m.Models) > 0 && spec == m.Models[0] {
+		override = ""
+	}
+	if err := s.c.Do(ctx, "PATCH", "/v1/sessions/"+*s.id, map[string]any{"model": override}, &struct{}{}); err != nil {
+		return "", err
+	}
+	return "From your next message on, this session runs on " + spec + ".", nil
+}
+
+// Think shows or sets the session's reasoning effort.
+func (s apiSession) Think(ctx context.Context, level string) (string, error) {
+	if level == "" {
+		var m struct {
+			Effort string `json:"reasoning_effort"`
+		}
+		if err := s.c.Do(ctx, "GET", "/v1/sessions/"+*s.id+"/models", nil, &m); err != nil {
+			return "", err
+		}
+		if m.Effort == "" {
+			m.Effort = "the provider's default"
+		}
+		return "Thinking: " + m.Effort + ". Set it with /think off, low, medium or high.", nil
+	}
+	if err := s.c.Do(ctx, "PATCH", "/v1/sessions/"+*s.id, map[string]any{"metadata": map[string]string{"reasoning_effort": level}}, &struct{}{}); err != nil {
+		return "", err
+	}
+	if level == "off" {
+		return "Thinking is off from your next message on.", nil
+	}
+	return "Thinking set to " + level + " from your next message on.", nil
+}
+
+// lastUserMessage is the session's latest live message from its person.
+func (s apiSession) lastUserMessage(ctx context.Context) (id, content string, err error) {
+	var page struct {
+		Messages []struct {
+			ID        string `json:"id"`
+			Role      string `json:"role"`
+			Content   string `json:"content"`
+			Synthetic bool   `json:"synthetic"`
+		} `json:"messages"`
+		Next string `json:"next_cursor"`
+	}
+	path := "/v1/sessions/" + *s.id + "/messages?limit=200"
+	for range 1000 {
+		page.Next = ""
+		page.Messages = nil
+		if err := s.c.Do(ctx, "GET", path, nil, &page); err != nil {
+			return "", "", err
+		}
+		for _, m := range page.Messages {
+			if m.Role == "user" && !m.Synthetic {
+				id, content = m.ID, m.Content
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		path = "/v1/sessions/" + *s.id + "/messages?limit=200&cursor=" + url.QueryEscape(page.Next)
+	}
+	return id, content, nil
+}
+
+// takeBack hides the session's last exchange and returns its message.
+func (s apiSession) takeBack(ctx context.Context) (content string, ok bool, err error) {
+	id, content, err := s.lastUserMessage(ctx)
+	if err != nil || id == "" {
+		return "", false, err
+	}
+	if err := s.c.Do(ctx, "POST", "/v1/sessions/"+*s.id+"/rewind", map[string]any{"message_id": id, "inclusive": true}, &struct{}{}); err != nil {
+		return "", false, err
+	}
+	return content, true, nil
+}
+
+func (s apiSession) Undo(ctx context.Context) (string, error) {
+	content, ok, err := s.takeBack(ctx)
+	if err != nil || !ok {
+		return "Nothing to undo yet.", err
+	}
+	return fmt.Sprintf("Undone: %q and its answer are out of the conversation (kept in its history).", cut(content, 60)), nil
+}
+
+// Retry sends the last message again, in place of its exchange, and
+// prints the answer as it is written.
+func (s apiSession) Retry(ctx context.Context) (string, error) {
+	content, ok, err := s.takeBack(ctx)
+	if err != nil || !ok {
+		return "Nothing to retry yet.", err
+	}
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	if err := s.c.Do(ctx, "POST", "/v1/sessions/"+*s.id+"/messages", map[string]any{"content": content}, &run); err != nil {
+		return "", err
+	}
+	fmt.Fprint(s.out, "> ")
+	if err := s.c.Stream(ctx, *s.id, run.RunID, s.out); err != nil {
+		return "", err
+	}
+	fmt.Fprintln(s.out)
+	return "", nil
+}
+
+// cut shortens s to n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // routeOf is the API route of the chat command called name.

@@ -1,5 +1,5 @@
 // Package commands is the table of chat commands (/reset, /stop, /status,
-// /compact, /connect, /disconnect, /help) and their parsing. The gateway runs them in every chat,
+// /compact, /connect, /disconnect, /model, /think, /undo, /retry, /help) and their parsing. The gateway runs them in every chat,
 // `parley chat --server` runs them through the HTTP API's routes, and the
 // API names those routes when a command is sent to it as a message. Each
 // row carries what its command does, through a Runtime, so a new command
@@ -8,6 +8,8 @@ package commands
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -63,7 +65,24 @@ type Runtime interface {
 	Connect(ctx context.Context, provider string) (string, error)
 	// Disconnect forgets the person's token for provider.
 	Disconnect(ctx context.Context, provider string) (string, error)
+	// Model lists the models the session's agent allows, with the one in
+	// use, when name is ""; else it sets the session's model to name,
+	// from then on, or refuses a model the agent doesn't allow.
+	Model(ctx context.Context, name string) (string, error)
+	// Think shows the session's reasoning effort when level is ""; else it
+	// sets it (one of Efforts), from then on.
+	Think(ctx context.Context, level string) (string, error)
+	// Undo takes back the session's last exchange: the last message sent
+	// and its answer are hidden, kept, not deleted.
+	Undo(ctx context.Context) (string, error)
+	// Retry answers the session's last message again, in place of its
+	// answer (which is kept, hidden).
+	Retry(ctx context.Context) (string, error)
 }
+
+// Efforts are what /think takes: off sends no reasoning effort, whatever
+// the agent's config says.
+var Efforts = []string{"off", "low", "medium", "high"}
 
 // Do runs c in rt with arg.
 func (c Command) Do(ctx context.Context, rt Runtime, arg string) (string, error) {
@@ -103,6 +122,30 @@ var All = []Command{
 		Run: func(ctx context.Context, rt Runtime, arg string) (string, error) {
 			return rt.Disconnect(ctx, strings.ToLower(strings.TrimSpace(arg)))
 		}},
+	{Name: "model", Mode: AtOnce, Arg: "[name]",
+		Help:  "list the models this agent allows, or switch this conversation to one, from the next message on",
+		Route: `PATCH /v1/sessions/{id} with {"model": ...} sets the session's model; GET /v1/sessions/{id}/models lists the allowed ones`,
+		Run: func(ctx context.Context, rt Runtime, arg string) (string, error) {
+			return rt.Model(ctx, strings.TrimSpace(arg))
+		}},
+	{Name: "think", Mode: AtOnce, Arg: "[off|low|medium|high]",
+		Help:  "show or set how much a reasoning model thinks before answering in this conversation",
+		Route: `PATCH /v1/sessions/{id} with {"metadata": {"reasoning_effort": "off|low|medium|high"}} sets it`,
+		Run: func(ctx context.Context, rt Runtime, arg string) (string, error) {
+			level := strings.ToLower(strings.TrimSpace(arg))
+			if level != "" && !slices.Contains(Efforts, level) {
+				return fmt.Sprintf("%q is not a thinking level; use /think off, low, medium or high. Nothing changed.", arg), nil
+			}
+			return rt.Think(ctx, level)
+		}},
+	{Name: "undo", Mode: Barrier,
+		Help:  "take back the last message and its answer (kept in the history, hidden from the conversation)",
+		Route: `POST /v1/sessions/{id}/rewind with {"message_id": <the last user message>, "inclusive": true} hides it and its answer`,
+		Run:   func(ctx context.Context, rt Runtime, _ string) (string, error) { return rt.Undo(ctx) }},
+	{Name: "retry", Mode: Barrier,
+		Help:  "answer the last message again (the old answer is kept, hidden)",
+		Route: `POST /v1/sessions/{id}/rewind with {"message_id": <the last user message>, "inclusive": true}, then POST /v1/sessions/{id}/messages with its content`,
+		Run:   func(ctx context.Context, rt Runtime, _ string) (string, error) { return rt.Retry(ctx) }},
 	{Name: "help", Mode: AtOnce,
 		Help: "list these commands"}, // Run: set in init, as it reads All
 }

@@ -132,6 +132,33 @@ func (fakeRuntime) Connect(_ context.Context, p string) (string, error) {
 func (fakeRuntime) Disconnect(_ context.Context, p string) (string, error) {
 	return "disconnect " + p, nil
 }
+func (fakeRuntime) Model(_ context.Context, m string) (string, error) { return "model " + m, nil }
+func (fakeRuntime) Think(_ context.Context, l string) (string, error) { return "think " + l, nil }
+func (fakeRuntime) Undo(context.Context) (string, error)              { return "undone", nil }
+func (fakeRuntime) Retry(context.Context) (string, error)             { return "retried", nil }
+
+// /think takes off, low, medium or high in any case, or nothing; anything
+// else is answered plainly and never reaches the runtime.
+func TestThinkLevels(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"/think", "think "},
+		{"/think HIGH", "think high"},
+		{"/think off", "think off"},
+		{"/think extreme", `"extreme" is not a thinking level; use /think off, low, medium or high. Nothing changed.`},
+		{"/model", "model "},
+		{"/model openai/gpt-4o", "model openai/gpt-4o"},
+		{"/undo", "undone"},
+		{"/retry", "retried"},
+	} {
+		c, arg, ok := commands.ParseArg(tc.text)
+		if !ok {
+			t.Fatalf("%q is not a command", tc.text)
+		}
+		if got, err := c.Do(context.Background(), fakeRuntime{}, arg); err != nil || got != tc.want {
+			t.Errorf("%q ran %q, %v; want %q", tc.text, got, err, tc.want)
+		}
+	}
+}
 
 // A command is one row: added to the table, it parses, is listed by /help
 // and runs what its row says, with its argument.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/sessions"
 )
 
 // Adapter is one configured channel instance, e.g. a Telegram bot. The keys
@@ -29,6 +31,10 @@ type Adapter struct {
 	// Stream shows replies as they are written, by editing one message,
 	// on channels that can edit messages.
 	Stream bool `yaml:"stream"`
+	// Workspace, if set, is the workspace of the channel's sessions (a
+	// binding's own comes first): part of their key, and the scope of
+	// their memory.
+	Workspace string `yaml:"workspace"`
 
 	rest *yaml.Node // the adapter type's own keys
 	file string
@@ -127,6 +133,7 @@ func (c *Config) adapterDefaults(file string) {
 		a.ID = strings.TrimSpace(a.ID)
 		a.Type = strings.ToLower(strings.TrimSpace(a.Type))
 		a.DMPolicy = normalize(a.DMPolicy, DefaultDMPolicy)
+		a.Workspace = strings.TrimSpace(a.Workspace)
 		a.GroupPolicy = normalize(a.GroupPolicy, DefaultGroupPolicy)
 		for j := range a.Allow {
 			a.Allow[j] = strings.TrimSpace(a.Allow[j])
@@ -154,6 +161,9 @@ func (c *Config) validateAdapters(ck *checker) {
 				ck.add(p+"id", fmt.Sprintf("%q is used by adapters[%d] too; adapter ids must be unique", a.ID, j))
 			}
 			first[a.ID] = i
+		}
+		if a.Workspace != "" && !sessions.ValidWorkspaceID(a.Workspace) {
+			ck.add(p+"workspace", fmt.Sprintf("%q is not a workspace id; %s", a.Workspace, sessions.WorkspaceIDRule))
 		}
 		if a.Type == "" {
 			ck.add(p+"type", `required; the kind of channel, such as "telegram", "discord" or "whatsapp"`)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
@@ -259,6 +260,9 @@ type Binding struct {
 	Adapter string `yaml:"adapter"` // adapter instance id such as "tg-main"
 	Chat    string `yaml:"chat"`    // chat or channel id
 	User    string `yaml:"user"`    // user id
+	// Workspace, if set, is the workspace of the sessions this binding
+	// routes: part of their key, and the scope of their memory.
+	Workspace string `yaml:"workspace"`
 }
 
 // matches reports whether the binding applies to a message, and how specific
@@ -291,19 +295,35 @@ func (b Binding) matches(adapter, chat, user string) (score int, ok bool) {
 // binding listed first. With no match it is the first agent; "" when there
 // are no agents at all.
 func (c *Config) Route(adapter, chat, user string) string {
-	best, bestScore := "", -1
+	agent, _ := c.RouteTo(adapter, chat, user)
+	return agent
+}
+
+// RouteTo is Route that also gives the workspace of the message's session:
+// the matching binding's, else the adapter's own (adapters[].workspace),
+// else none.
+func (c *Config) RouteTo(adapter, chat, user string) (agent, workspace string) {
+	best, bestScore := Binding{}, -1
 	for _, b := range c.Bindings {
 		if score, ok := b.matches(adapter, chat, user); ok && score > bestScore {
-			best, bestScore = b.Agent, score
+			best, bestScore = b, score
 		}
 	}
-	if bestScore >= 0 {
-		return best
+	workspace = best.Workspace
+	if workspace == "" {
+		for _, a := range c.Adapters {
+			if a.ID == adapter {
+				workspace = a.Workspace
+			}
+		}
 	}
-	if len(c.Agents) > 0 {
-		return c.Agents[0].ID
+	switch {
+	case bestScore >= 0:
+		return best.Agent, workspace
+	case len(c.Agents) > 0:
+		return c.Agents[0].ID, workspace
 	}
-	return ""
+	return "", workspace
 }
 
 // MissingKeys returns, in order, the ids of agents whose model is served by a
@@ -427,6 +447,9 @@ type Agent struct {
 	// FallbackModels answer, in order, when the model fails in a way
 	// another may not (a 5xx, an overload, a timeout).
 	FallbackModels []string `yaml:"fallback_models"`
+	// Models are the models a chat may switch the agent to with /model
+	// (and the API with a session's model); none means only its own.
+	Models []string `yaml:"models"`
 	// ReasoningEffort asks reasoning models to think more or less: low,
 	// medium or high ("": the provider's default).
 	ReasoningEffort string `yaml:"reasoning_effort"`
@@ -498,6 +521,18 @@ func (d Database) SQLitePath() string {
 		return ""
 	}
 	return t.Path
+}
+
+// AllowedModels are the models a session of the agent may run on: its own
+// model first, then its models allowlist.
+func (a Agent) AllowedModels() []string {
+	out := []string{a.Model}
+	for _, m := range a.Models {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Location returns the agent's time zone. After Parse or Default it is the
@@ -616,6 +651,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		b.Adapter = strings.TrimSpace(b.Adapter)
 		b.Chat = strings.TrimSpace(b.Chat)
 		b.User = strings.TrimSpace(b.User)
+		b.Workspace = strings.TrimSpace(b.Workspace)
 	}
 
 	c.Memory.Index = normalize(c.Memory.Index, DefaultMemoryIndex)
@@ -653,6 +689,12 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		}
 		if len(a.FallbackModels) == 0 {
 			a.FallbackModels = nil
+		}
+		for j := range a.Models {
+			a.Models[j] = strings.TrimSpace(a.Models[j])
+		}
+		if len(a.Models) == 0 {
+			a.Models = nil
 		}
 		for j := range a.Subagents {
 			a.Subagents[j] = strings.TrimSpace(a.Subagents[j])

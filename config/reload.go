@@ -186,7 +186,7 @@ func channelChanges(old, cfg *Config) []string {
 		switch {
 		case !ok:
 			out = append(out, "adapters."+a.ID+" (removed)")
-		case a.Type != b.Type || a.Stream != b.Stream || !a.SameSettings(b):
+		case a.Type != b.Type || a.Stream != b.Stream || a.Workspace != b.Workspace || !a.SameSettings(b):
 			out = append(out, "adapters."+a.ID)
 		}
 		delete(byID, a.ID)

@@ -168,7 +168,7 @@ func TestNewKeysReportWrongTypes(t *testing.T) {
 		{"tools not a list", "agents:\n  - id: a\n    tools: web_search\n", `parley.yaml:3: agents[0].tools: expected a list, got "web_search"`},
 		{"bindings not a list", "bindings:\n  agent: a\n", `parley.yaml:2: bindings: expected a list, got a mapping`},
 		{"unknown binding key", "bindings:\n  - agent: default\n    chat: c\n    channel: c\n",
-			`parley.yaml:4: unknown key "bindings[0].channel" (known keys: agent, adapter, chat, user)`},
+			`parley.yaml:4: unknown key "bindings[0].channel" (known keys: agent, adapter, chat, user, workspace)`},
 		{"unknown provider", "providers:\n  gemini:\n    api_key: x\n",
 			`parley.yaml:2: providers.gemini: "gemini" is not a provider parley knows; use one of anthropic, openai`},
 		{"api_key not shown", "providers:\n  openai:\n    api_key: [sk-" + password + "]\n",
@@ -236,4 +236,31 @@ func TestAPIKeysRedacted(t *testing.T) {
 			t.Errorf("json.Marshal(providers) = %s, want %s", out, want)
 		}
 	})
+}
+
+// RouteTo gives the workspace of a message's session: the matching
+// binding's, else its adapter's own, else none; a bad workspace id is a
+// config problem.
+func TestRouteToWorkspace(t *testing.T) {
+	c, err := Parse([]byte("agents:\n  - id: main\n  - id: team\nadapters:\n  - id: tg-main\n    type: telegram\n    workspace: ' family '\n"+
+		"  - id: tg-work\n    type: telegram\nbindings:\n  - agent: team\n    chat: '-100'\n    workspace: acme.eng\n"), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ adapter, chat, agent, workspace string }{
+		{"tg-main", "-100", "team", "acme.eng"}, // the binding's, over the adapter's
+		{"tg-main", "42", "main", "family"},     // the adapter's
+		{"tg-work", "42", "main", ""},           // none
+		{"api", "x", "main", ""},
+	} {
+		if agent, ws := c.RouteTo(tc.adapter, tc.chat, "u"); agent != tc.agent || ws != tc.workspace {
+			t.Errorf("RouteTo(%s, %s) = %q, %q; want %q, %q", tc.adapter, tc.chat, agent, ws, tc.agent, tc.workspace)
+		}
+	}
+	_, err = Parse([]byte("agents:\n  - id: main\nadapters:\n  - id: tg-main\n    type: telegram\n    workspace: 'Team A'\nbindings:\n  - agent: main\n    chat: x\n    workspace: '-x'\n"), "parley.yaml", nil)
+	for _, want := range []string{`adapters[0].workspace: "Team A" is not a workspace id`, `bindings[0].workspace: "-x" is not a workspace id`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems %v; want %q", err, want)
+		}
+	}
 }

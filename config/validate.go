@@ -15,6 +15,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/sessions"
 )
 
 var agentID = idPattern{max: 64, more: "_-"}
@@ -119,6 +120,9 @@ func (c *Config) validate(ck *checker) {
 			ck.add(p+".agent", "required; "+known)
 		case !ok:
 			ck.add(p+".agent", fmt.Sprintf("%q is not an agent; %s", b.Agent, known))
+		}
+		if b.Workspace != "" && !sessions.ValidWorkspaceID(b.Workspace) {
+			ck.add(p+".workspace", fmt.Sprintf("%q is not a workspace id; %s", b.Workspace, sessions.WorkspaceIDRule))
 		}
 		if b.Adapter == "" && b.Chat == "" && b.User == "" {
 			ck.add(p, "sets none of adapter, chat and user, so it matches everything; "+
@@ -345,6 +349,12 @@ func (a *Agent) validate(ck *checker, p string) {
 		fp, fm, ok := strings.Cut(f, "/")
 		if _, known := llm.Lookup(fp); f != "echo" && (!ok || !known || fm == "" || strings.ContainsAny(f, " \t\r\n")) {
 			ck.add(fmt.Sprintf("%sfallback_models[%d]", p, i), fmt.Sprintf(`%q is not a model; %s`, f, modelRule))
+		}
+	}
+	for i, m := range a.Models {
+		mp, mm, ok := strings.Cut(m, "/")
+		if _, known := llm.Lookup(mp); m != "echo" && (!ok || !known || mm == "" || strings.ContainsAny(m, " \t\r\n")) {
+			ck.add(fmt.Sprintf("%smodels[%d]", p, i), fmt.Sprintf(`%q is not a model; %s`, m, modelRule))
 		}
 	}
 	switch a.ReasoningEffort {

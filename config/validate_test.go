@@ -256,3 +256,21 @@ func TestProviderFeatureKeys(t *testing.T) {
 		}
 	}
 }
+
+// An agent's models allowlist is checked like its model, and the agent's
+// own model always leads what it allows.
+func TestAgentModelsAllowlist(t *testing.T) {
+	c, err := Parse([]byte("providers:\n  openai:\n    api_key: sk-x\nagents:\n  - id: default\n    model: openai/gpt-4o\n    models: [\" openai/gpt-4o-mini \", \"openai/gpt-4o\", \"echo\"]\n"), "parley.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Agents[0].AllowedModels(), ","); got != "openai/gpt-4o,openai/gpt-4o-mini,echo" {
+		t.Fatalf("allowed %s", got)
+	}
+	_, err = Parse([]byte("agents:\n  - id: default\n    models: [\"gpt-4o\", \"nope/x\"]\n"), "parley.yaml", nil)
+	for _, want := range []string{`agents[0].models[0]: "gpt-4o" is not a model`, `agents[0].models[1]: "nope/x" is not a model`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems %v; want %q", err, want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/config"
@@ -28,7 +27,14 @@ func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 			h := d.cfg().HTTP
 			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}
 		},
-		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok }, Log: d.named("api")})
+		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok },
+		AgentModels: func(id string) ([]string, string) {
+			a, ok := d.cfg().Agent(id)
+			if !ok {
+				return nil, ""
+			}
+			return a.AllowedModels(), a.ReasoningEffort
+		}, Log: d.named("api")})
 }
 
 // lazyAPI is the API's handler, built on its first request (registering

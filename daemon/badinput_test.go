@@ -138,7 +138,7 @@ func badInputCases(session string) []badRequestCase {
 		{"GET", "/status"}, {"POST", "/abort"}, {"POST", "/compact"}, {"GET", "/events"},
 		{"POST", "/rewind"}, {"POST", "/unrewind"}, {"POST", "/branch"}, {"GET", "/callbacks"},
 		{"GET", "/budget"}, {"GET", "/tools"}, {"PUT", "/tools"}, {"POST", "/tool_results"}, {"GET", "/kv"}, {"GET", "/kv/k"},
-		{"POST", "/permissions/r1"},
+		{"POST", "/permissions/r1"}, {"GET", "/models"},
 	}
 	for _, r := range idRoutes {
 		for i, v := range badTexts {
@@ -170,7 +170,7 @@ func badInputCases(session string) []badRequestCase {
 		method, path string
 		fields       []string
 	}{
-		{"POST", "/v1/sessions", []string{"agent", "title", "model", "user", "webhook_url"}},
+		{"POST", "/v1/sessions", []string{"agent", "title", "model", "user", "webhook_url", "surface", "surface_id", "workspace"}},
 		{"PATCH", "/v1/sessions/" + session, []string{"title", "agent", "model"}},
 		{"POST", "/v1/sessions/" + session + "/messages", []string{"content", "model"}},
 		{"POST", "/v1/sessions/" + session + "/rewind", []string{"to", "message_id"}},

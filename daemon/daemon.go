@@ -228,9 +228,13 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Log: d.named("turns")})
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
-		Runner:      d.bridge,
-		Channels:    channelSet{d: d, streams: streams},
-		Route:       func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Runner:   d.bridge,
+		Channels: channelSet{d: d, streams: streams},
+		Route:    func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
+		Workspace: func(in adapters.Inbound) string {
+			_, ws := d.cfg().RouteTo(string(in.Adapter), in.ChatID, in.UserID)
+			return ws
+		},
 		Agents:      gatewayAgents(cfg),
 		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
 		Surface:     d.channelType,
@@ -259,7 +263,7 @@ func gatewayAgents(cfg *config.Config) []gateway.Agent {
 	agents := make([]gateway.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
 		hour, daily := a.DailyReset()
-		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Policy: sessions.Policy{
+		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Models: a.AllowedModels(), Effort: a.ReasoningEffort, Policy: sessions.Policy{
 			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
 	}
 	return agents

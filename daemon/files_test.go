@@ -120,7 +120,8 @@ func TestDocumentsWithoutCaptionReachTheModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(msgs) == 0 || msgs[0].Role != sessions.RoleUser || msgs[0].Content != "" || len(msgs[0].Parts) != 1 {
+			// The file's part, then the record of what the turn ran with.
+			if len(msgs) == 0 || msgs[0].Role != sessions.RoleUser || msgs[0].Content != "" || len(msgs[0].Parts) != 2 || msgs[0].Parts[1].Type != "turn" {
 				t.Fatalf("stored %+v", msgs)
 			}
 			p := msgs[0].Parts[0]

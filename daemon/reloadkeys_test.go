@@ -191,6 +191,7 @@ func reloadCases(dir string) []reloadCase {
 		{key: "adapters", change: func(c *config.Config) { c.Adapters[0].Allow = []string{"42"} },
 			applied: running(func(c *config.Config) any { return c.Adapters[0].Allow }, []string{"42"})},
 		restart("adapters.tg", func(c *config.Config) { c.Adapters[0].Stream = !c.Adapters[0].Stream }),
+		restart("adapters.tg", func(c *config.Config) { c.Adapters[0].Workspace = "team-a" }),
 		restart("adapters.other (added)", func(c *config.Config) {
 			c.Adapters = append(c.Adapters, parsed("adapters:\n  - id: other\n    type: telegram\n").Adapters...)
 		}),
@@ -239,7 +240,7 @@ func TestReloadClassesEveryKey(t *testing.T) {
 	}
 	// A channel's entry: the access keys change live, every other key of
 	// the entry itself is compared by channelChanges.
-	entry := []string{"id", "type", "stream"}
+	entry := []string{"id", "type", "stream", "workspace"}
 	for _, k := range config.Keys(reflect.TypeFor[config.Adapter](), "") {
 		top, _, _ := strings.Cut(k, ".")
 		if !slices.Contains(config.AdapterAccessKeys, top) && !slices.Contains(entry, top) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/commands"
 	"github.com/parleyd/parley/sessions"
 )
@@ -12,8 +13,18 @@ import (
 // chat is where a command typed in a chat runs: the gateway, for the
 // message that carried it.
 type chat struct {
-	g *Gateway
-	j job
+	g  *Gateway
+	j  job
+	fx *effects
+}
+
+// effects are what a command asks of its reply beyond its text.
+type effects struct {
+	// choices go under the reply as buttons, where the channel has them.
+	choices []adapters.Choice
+	// rerun, when set, is the text the command's message is answered with
+	// as a turn, in place of a reply (/retry).
+	rerun *string
 }
 
 var _ commands.Runtime = chat{}
@@ -27,6 +38,16 @@ func (c chat) Connect(ctx context.Context, provider string) (string, error) {
 }
 func (c chat) Disconnect(ctx context.Context, provider string) (string, error) {
 	return c.g.disconnect(ctx, c.j, provider), nil
+}
+func (c chat) Model(ctx context.Context, name string) (string, error) {
+	return c.g.model(ctx, c.j, c.fx, name), nil
+}
+func (c chat) Think(ctx context.Context, level string) (string, error) {
+	return c.g.think(ctx, c.j, c.fx, level), nil
+}
+func (c chat) Undo(ctx context.Context) (string, error) { return c.g.undo(ctx, c.j), nil }
+func (c chat) Retry(ctx context.Context) (string, error) {
+	return c.g.retry(ctx, c.j, c.fx), nil
 }
 
 // command dispatches a chat command: a barrier command takes its place on
@@ -51,11 +72,24 @@ func (g *Gateway) command(ctx context.Context, j job, c commands.Command) {
 // runCommand runs the command named name and answers it.
 func (g *Gateway) runCommand(ctx context.Context, j job, name string) {
 	text := "/" + name + " is not available here."
+	fx := &effects{}
 	if c, arg, ok := commands.ParseArg(j.in.Text); ok && c.Name == name {
 		var err error
-		if text, err = c.Do(ctx, chat{g, j}, arg); err != nil {
+		if text, err = c.Do(ctx, chat{g, j, fx}, arg); err != nil {
 			_, text = g.failed(ctx, j.key, "/"+name, err, "Sorry, /"+name+" didn't work")
+			fx = &effects{}
 		}
+	}
+	if fx.rerun != nil {
+		// Answered as a turn, from the text it names.
+		r := j
+		r.in.Text, r.in.Unattributed, r.in.Files = *fx.rerun, true, nil
+		g.runTurn(ctx, []job{r}, nil)
+		return
+	}
+	if len(fx.choices) > 0 && g.sendChoices(ctx, j, text, fx.choices) {
+		g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j})
+		return
 	}
 	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, replyTo: j, text: text})
 }

@@ -34,6 +34,12 @@ type Agent struct {
 	ID     string
 	Policy sessions.Policy
 	Mode   Mode
+	// Models are the models /model may switch a session to, the agent's
+	// own first; none: /model only says it can't switch.
+	Models []string
+	// Effort is the agent's own reasoning effort ("": the provider's),
+	// which /think shows when a session has none of its own.
+	Effort string
 }
 
 // TurnInput is what a turn answers.
@@ -74,8 +80,11 @@ type Options struct {
 	// CLI, cron, webhooks, the API) let everything in.
 	Access map[adapters.ID]Access
 	// Route picks the agent for a message; nil routes everything to Agents[0].
-	Route  func(in adapters.Inbound) string
-	Agents []Agent
+	Route func(in adapters.Inbound) string
+	// Workspace, if set, picks the workspace of a message's session (part
+	// of its key, and its memory's scope) when the message names none.
+	Workspace func(in adapters.Inbound) string
+	Agents    []Agent
 	// Recovery says what to do with messages a crash left unanswered.
 	Recovery Recovery
 	// StoreRetry is the longest wait between tries of a write that failed
@@ -203,10 +212,12 @@ func laneKey(k sessions.Key) string {
 
 // SessionKey is the session an inbound message belongs to.
 func SessionKey(in adapters.Inbound, agentID string) sessions.Key {
+	k := sessions.ChatKey(in.Surface, in.ChatID, in.UserID, agentID)
 	if in.Group {
-		return sessions.GroupKey(in.Surface, in.ChatID, agentID)
+		k = sessions.GroupKey(in.Surface, in.ChatID, agentID)
 	}
-	return sessions.ChatKey(in.Surface, in.ChatID, in.UserID, agentID)
+	k.WorkspaceID = in.Workspace
+	return k
 }
 
 // Denied counts messages the access policy turned away.
@@ -293,6 +304,9 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 // dispatch handles commands at once and queues everything else.
 func (g *Gateway) dispatch(ctx context.Context, j job) {
 	j.agent = g.route(j.in)
+	if j.in.Workspace == "" && g.opts.Workspace != nil {
+		j.in.Workspace = g.opts.Workspace(j.in)
+	}
 	j.key = SessionKey(j.in, j.agent)
 	if g.opts.Placement != nil {
 		unlock, here := g.place(ctx, j)
@@ -325,6 +339,12 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 		return
 	case d == contextOnly:
 		j.contextOnly = true
+	}
+	if j.in.Edits != "" {
+		// An edit is weighed between turns, once what came before it is
+		// answered: only then is it known whether it edits the latest.
+		g.queueEdit(ctx, j)
+		return
 	}
 	c, isCommand := commands.Parse(j.in.Text)
 	if isCommand && j.contextOnly {
@@ -415,7 +435,11 @@ func (g *Gateway) turn(ctx context.Context, _ string, t *Turn[job]) {
 			g.runMessages(ctx, items[:i], steer)
 		}
 		if i < len(items) && !shuttingDown(ctx) {
-			g.runCommand(ctx, items[i], items[i].barrier)
+			if items[i].barrier == editBarrier {
+				g.edit(ctx, items[i])
+			} else {
+				g.runCommand(ctx, items[i], items[i].barrier)
+			}
 			i++
 		}
 		items = items[i:]

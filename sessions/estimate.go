@@ -44,6 +44,9 @@ func (m *Message) estimate() int64 {
 		n += EstimateTokens(c.Name) + (int64(len(c.Arguments))+2)/3
 	}
 	for _, p := range m.Parts {
+		if p.Type == PartTurn {
+			continue // a record of the turn, never sent to a model
+		}
 		n += EstimateTokens(p.Text) + (int64(len(p.Data))+2)/3
 	}
 	return n

@@ -10,6 +10,11 @@ import (
 // Text what parley read of the file (its text), if anything.
 const PartFile = "file"
 
+// PartTurn is the part type that records, on a turn's user message, the
+// model and reasoning effort the turn ran with (agent.TurnSettings). It is
+// never sent to a model, and counts for nothing in the token estimate.
+const PartTurn = "turn"
+
 // FileData is what a file part keeps beyond its name, type and text.
 type FileData struct {
 	// ID is the platform's reference to the file, to fetch it again.

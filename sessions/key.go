@@ -74,6 +74,42 @@ func (k Key) Kind() string {
 	return "channel"
 }
 
+// WorkspaceIDRule says what a workspace id may be (bindings, adapters,
+// the API).
+const WorkspaceIDRule = `use 1-64 characters from a-z, 0-9, "_", "." and "-", starting with a letter or digit`
+
+// ValidWorkspaceID reports whether s is a workspace id.
+func ValidWorkspaceID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := range len(s) {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case i > 0 && (c == '_' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CLIRunPrefix starts the surface id of a one-question CLI session
+// (`parley ask`): "cli:run:<time>".
+const CLIRunPrefix = "run:"
+
+// SingleRun reports whether the session holds one run and is archived when
+// it ends: a cron fire's, a webhook delivery's, a `parley ask`'s.
+func (k Key) SingleRun() bool {
+	switch k.Surface {
+	case SurfaceCron, SurfaceWebhook:
+		return true
+	case SurfaceCLI:
+		return strings.HasPrefix(k.SurfaceID, CLIRunPrefix)
+	}
+	return false
+}
+
 // ChatKey is the key of a direct conversation with one user on a channel.
 func ChatKey(surface, chatID, userID, agentID string) Key {
 	return Key{UserID: userID, Surface: surface, SurfaceID: chatID, AgentID: agentID}

@@ -94,6 +94,17 @@ type RewindResult struct {
 // back into the live context and their summaries are hidden in the archive.
 // Unrewind undoes the latest rewind.
 func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResult, error) {
+	return s.rewind(ctx, id, to, false)
+}
+
+// RewindFrom is Rewind that hides user message from as well: the session
+// goes back to before it was sent (/undo, /retry, an edit answered again).
+// Unrewind undoes it as it undoes a rewind.
+func (s *SQLStore) RewindFrom(ctx context.Context, id ID, from MessageID) (RewindResult, error) {
+	return s.rewind(ctx, id, from, true)
+}
+
+func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bool) (RewindResult, error) {
 	return s.changeLive(ctx, "rewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
 		var last int64
 		if err := tx.QueryRowContext(ctx, lastRewindStampQuery, id).Scan(&last); err != nil {
@@ -121,7 +132,11 @@ func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResul
 			}
 			restored = append(restored, rc)
 		}
-		n, err := execCount(ctx, tx, hideAfterQuery, id, target.Seq, stamp)
+		after := target.Seq
+		if inclusive {
+			after--
+		}
+		n, err := execCount(ctx, tx, hideAfterQuery, id, after, stamp)
 		if err != nil {
 			return 0, 0, err
 		}

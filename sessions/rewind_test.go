@@ -369,3 +369,45 @@ func TestBranch(t *testing.T) {
 		}
 	})
 }
+
+// RewindFrom hides the user message itself and what follows it: the
+// session goes back to before it was sent, and unrewind brings it back.
+func TestRewindFrom(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		st := sessions.NewStore(open(t))
+		s := newSession(t, st)
+		m := conversation(t, st, s.ID, "u1", "a1", "u2", "a2")
+		if _, err := st.RewindFrom(ctx, s.ID, m["a2"].ID); !errors.Is(err, sessions.ErrInvalidMessage) {
+			t.Fatalf("from an assistant message: %v", err)
+		}
+		res, err := st.RewindFrom(ctx, s.ID, m["u2"].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Hidden != 2 {
+			t.Fatalf("hid %d, want 2", res.Hidden)
+		}
+		if got := contents(t, st, s.ID, sessions.MessagesOptions{Hidden: true}); got != "u1 a1 u2(h) a2(h)" {
+			t.Fatalf("history: %s", got)
+		}
+		if res.Session.Rollup.TokenCount != liveTokens(t, st, s.ID) {
+			t.Fatalf("token count %d, live %d", res.Session.Rollup.TokenCount, liveTokens(t, st, s.ID))
+		}
+		// The first message too: nothing is left live, nothing is deleted.
+		if _, err := st.RewindFrom(ctx, s.ID, m["u1"].ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := contents(t, st, s.ID, sessions.MessagesOptions{}); got != "" {
+			t.Fatalf("live: %q", got)
+		}
+		for range 2 {
+			if _, err := st.Unrewind(ctx, s.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := contents(t, st, s.ID, sessions.MessagesOptions{}); got != "u1 a1 u2 a2" {
+			t.Fatalf("after unrewinds: %s", got)
+		}
+	})
+}

@@ -86,7 +86,7 @@ func (r APIRunner) Send(ctx context.Context, req api.SendRequest) (string, error
 	}
 	in := adapters.Inbound{Adapter: APIAdapterID, Surface: s.Key.Surface, ChatID: s.Key.SurfaceID, UserID: user,
 		Group: s.Key.UserID == "", AgentID: s.Key.AgentID, MessageID: id, Text: req.Content, Files: req.Files, Model: req.Model, ReasoningEffort: req.ReasoningEffort,
-		Time: time.Now(), Unattributed: true}
+		Workspace: s.Key.WorkspaceID, Time: time.Now(), Unattributed: true}
 	if err := r.b.o.Gateway.Submit(ctx, in); err != nil {
 		switch {
 		case errors.Is(err, adapters.ErrInvalidInbound):
@@ -194,6 +194,9 @@ func (s Sink) DeliverWith(ctx context.Context, in adapters.Inbound, also func(q 
 // Press answers the question whose button was pressed, if the presser is
 // the person asked; the note says what happened.
 func (s Sink) Press(ctx context.Context, p adapters.Press) string {
+	if note, ok := s.b.o.Gateway.Press(ctx, p); ok {
+		return note // a command's button (/model, /think)
+	}
 	rest, ok := strings.CutPrefix(p.Data, PressPrefix)
 	id, answer, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 {

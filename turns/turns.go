@@ -7,6 +7,7 @@
 package turns
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -318,8 +319,13 @@ func (b *Bridge) Status(ctx context.Context, s sessions.Session, queued int) str
 	} else if f.Threshold > 0 {
 		used = int64(f.Used)
 	}
-	line := fmt.Sprintf("Session %s · agent %s · model %s\n~%d of %d tokens used · %d messages · %d queued · %s",
-		s.Key, a.ID, a.Model, used, a.MaxContextTokens, s.MessageCount, queued, state)
+	model := cmp.Or(agent.SessionModel(s.Metadata), a.Model)
+	effort := cmp.Or(agent.SessionEffort(s.Metadata), a.ReasoningEffort, "default")
+	line := fmt.Sprintf("Session %s · agent %s · model %s · thinking %s\n~%d of %d tokens used · %d messages · %d queued · %s",
+		s.Key, a.ID, model, effort, used, a.MaxContextTokens, s.MessageCount, queued, state)
+	if ran := b.lastTurnSettings(ctx, s.ID); ran.Model != "" {
+		line += fmt.Sprintf("\nLast turn ran on %s, thinking %s.", ran.Model, cmp.Or(ran.ReasoningEffort, "default"))
+	}
 	switch {
 	case err != nil:
 	case f.Threshold > 0 && f.TurnsLeft >= 0:
@@ -339,7 +345,7 @@ func (b *Bridge) Status(ctx context.Context, s sessions.Session, queued int) str
 // to it, and left active each would stay in sessions ls for ever (a
 // minutely job adds 1,440 a day). It stays readable, archived.
 func (b *Bridge) retire(ctx context.Context, in gateway.TurnInput) {
-	if kind := in.Session.Key.Kind(); kind != sessions.SurfaceCron && kind != sessions.SurfaceWebhook {
+	if !in.Session.Key.SingleRun() {
 		return
 	}
 	if _, err := b.sessions.Archive(context.WithoutCancel(ctx), in.Session.ID, sessions.ReasonFinished); err != nil {
@@ -355,4 +361,19 @@ func SkillDirs(cfg *config.Config, a config.Agent) []string {
 		dirs = append(dirs, filepath.Join(a.Workspace, "skills"))
 	}
 	return append(dirs, cfg.Skills.Dirs...)
+}
+
+// lastTurnSettings is what the session's latest turn ran with, as its user
+// message recorded it (zero when none did).
+func (b *Bridge) lastTurnSettings(ctx context.Context, id sessions.ID) agent.TurnSettings {
+	msgs, err := b.sessions.Messages(ctx, id, sessions.MessagesOptions{})
+	if err != nil {
+		return agent.TurnSettings{}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if ts, ok := agent.TurnOf(msgs[i]); ok && msgs[i].Role == sessions.RoleUser {
+			return ts
+		}
+	}
+	return agent.TurnSettings{}
 }

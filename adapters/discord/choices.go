@@ -105,7 +105,7 @@ func (a *Adapter) onInteraction(ctx context.Context, sink adapters.Sink, i *disc
 	if i.Member != nil && i.Member.User != nil {
 		user = i.Member.User
 	}
-	press := adapters.Press{Adapter: a.id, Surface: Surface, ChatID: i.ChannelID, Data: i.MessageComponentData().CustomID}
+	press := adapters.Press{Adapter: a.id, Surface: Surface, ChatID: i.ChannelID, Data: i.MessageComponentData().CustomID, Group: i.GuildID != ""}
 	if i.Message != nil {
 		press.MessageID = i.Message.ID
 	}

@@ -55,7 +55,7 @@ func TestChoices(t *testing.T) {
 				t.Fatal("no press reached the sink")
 			}
 			want := adapters.Press{Adapter: "dc-test", Surface: "discord", ChatID: channel, UserID: "1500000000000000001",
-				DisplayName: "Ann", MessageID: sent.MessageID, Data: "perm:1:session"}
+				DisplayName: "Ann", MessageID: sent.MessageID, Data: "perm:1:session", Group: tc.guild != ""}
 			if p != want {
 				t.Fatalf("press %+v\nwant %+v", p, want)
 			}

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,6 +231,7 @@ func (a *Adapter) newGateway(ctx context.Context, sink adapters.Sink, d *dialer)
 			}
 		}),
 		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { a.onMessage(ctx, sink, m.Message) }),
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) { a.onEdit(ctx, sink, m.Message) }),
 		s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { a.onInteraction(ctx, sink, i) }),
 		s.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) { a.onGuildEvent(e) }),
 	}
@@ -396,6 +398,22 @@ func (a *Adapter) me() string {
 	return ""
 }
 
+// onEdit queues an edited message (MESSAGE_UPDATE with an edit time; an
+// update that only adds an embed has none) as a message of its own, naming
+// the one it edits.
+func (a *Adapter) onEdit(ctx context.Context, sink adapters.Sink, m *discordgo.Message) {
+	if m == nil || m.EditedTimestamp == nil {
+		return
+	}
+	in, ok := toInbound(a.id, a.me(), a.botRole(m.GuildID), m)
+	if !ok {
+		return
+	}
+	in.Edits = in.MessageID
+	in.MessageID += ":edit:" + strconv.FormatInt(m.EditedTimestamp.UnixMilli(), 10)
+	a.enqueue(ctx, sink, in)
+}
+
 // onMessage queues a message on its chat's lane; it runs in discordgo's
 // read loop, so it must not wait.
 func (a *Adapter) onMessage(ctx context.Context, sink adapters.Sink, m *discordgo.Message) {
@@ -403,6 +421,11 @@ func (a *Adapter) onMessage(ctx context.Context, sink adapters.Sink, m *discordg
 	if !ok {
 		return
 	}
+	a.enqueue(ctx, sink, in)
+}
+
+// enqueue queues in on its chat's lane, without waiting.
+func (a *Adapter) enqueue(ctx context.Context, sink adapters.Sink, in adapters.Inbound) {
 	if err := in.Validate(); err != nil {
 		a.log.WarnContext(ctx, "discord message refused", "chat_id", in.ChatID, "message_id", in.MessageID, "error", err)
 		return

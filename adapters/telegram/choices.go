@@ -113,7 +113,8 @@ func (a *Adapter) press(ctx context.Context, sink adapters.Sink, q *callbackQuer
 	if ps, ok := sink.(adapters.PressSink); ok && q.From != nil && q.Message != nil && q.Message.Chat != nil {
 		note = ps.Press(ctx, adapters.Press{Adapter: a.id, Surface: Surface, ChatID: chatKey(q.Message.Chat.ID, q.Message),
 			UserID: strconv.FormatInt(q.From.ID, 10), DisplayName: displayName(q.From),
-			MessageID: strconv.Itoa(q.Message.MessageID), Data: q.Data})
+			MessageID: strconv.Itoa(q.Message.MessageID), Data: q.Data,
+			Group: q.Message.Chat.Type == "group" || q.Message.Chat.Type == "supergroup"})
 	}
 	params := tgbotapi.Params{"callback_query_id": q.ID}
 	params.AddNonEmpty("text", textcut.Runes(note, maxNote, "…"))

@@ -84,7 +84,7 @@ func TestChoices(t *testing.T) {
 				t.Fatal("no press reached the sink")
 			}
 			want := adapters.Press{Adapter: "tg-test", Surface: "telegram", ChatID: "-100777:topic:9", UserID: "31", DisplayName: "Ann",
-				MessageID: sent.MessageID, Data: "p:1:session"}
+				MessageID: sent.MessageID, Data: "p:1:session", Group: true}
 			if sink.presses[0] != want {
 				t.Fatalf("press %+v\nwant %+v", sink.presses[0], want)
 			}

@@ -26,6 +26,7 @@ const topicSep = ":topic:"
 type update struct {
 	UpdateID      int            `json:"update_id"`
 	Message       *message       `json:"message,omitempty"`
+	EditedMessage *message       `json:"edited_message,omitempty"`
 	CallbackQuery *callbackQuery `json:"callback_query,omitempty"`
 }
 
@@ -35,10 +36,10 @@ type message struct {
 	IsTopicMessage  bool `json:"is_topic_message,omitempty"`
 }
 
-// allowedUpdates are the update kinds asked for: new messages, and
-// presses on the buttons of the bot's own questions. Edits, channel posts
-// and the rest are not asked for, and ignored if they come.
-const allowedUpdates = `["message","callback_query"]`
+// allowedUpdates are the update kinds asked for: new messages, their
+// edits, and presses on the buttons of the bot's own questions. Channel
+// posts and the rest are not asked for, and ignored if they come.
+const allowedUpdates = `["message","edited_message","callback_query"]`
 
 // identity is who the bot is, for telling when it is addressed.
 type identity struct {
@@ -77,6 +78,20 @@ func parseChatID(s string) (chat string, thread int, err error) {
 // messages such as members joining, stickers, polls, locations).
 func toInbound(adapter adapters.ID, me identity, u *update) (adapters.Inbound, bool) {
 	m := u.Message
+	if m == nil && u.EditedMessage != nil {
+		in, ok := messageInbound(adapter, me, u.EditedMessage)
+		if ok {
+			// Each edit is its own message, naming the one it edits.
+			in.Edits = in.MessageID
+			in.MessageID += ":edit:" + strconv.Itoa(u.EditedMessage.EditDate)
+		}
+		return in, ok
+	}
+	return messageInbound(adapter, me, m)
+}
+
+// messageInbound converts a message, new or edited.
+func messageInbound(adapter adapters.ID, me identity, m *message) (adapters.Inbound, bool) {
 	if m == nil || m.Chat == nil {
 		return adapters.Inbound{}, false
 	}

@@ -104,7 +104,8 @@ func TestToInbound(t *testing.T) {
 		}), want: with(base("-4001", "-4001", "from the admins"), func(in *adapters.Inbound) { in.Group, in.DisplayName = true, "Friends" })},
 		{name: "sticker only", skip: true, u: msg(tt.PrivateChat(ann), ann, "")},
 		{name: "service message", skip: true, u: msg(group, ann, "", func(m *tt.Message) { m.NewChatMembers = []tt.User{bob} })},
-		{name: "edited message", skip: true, u: tt.Update{UpdateID: 1, EditedMessage: msg(tt.PrivateChat(ann), ann, "fixed").Message}},
+		{name: "edited message", u: tt.Update{UpdateID: 1, EditedMessage: msg(tt.PrivateChat(ann), ann, "fixed", func(m *tt.Message) { m.EditDate = 1700000060 }).Message},
+			want: with(base("42", "42", "fixed"), func(in *adapters.Inbound) { in.MessageID, in.Edits = "10:edit:1700000060", "10" })},
 		{name: "channel post", skip: true, u: tt.Update{UpdateID: 1, ChannelPost: &tt.Message{MessageID: 1, Chat: tt.Chat{ID: -1009, Type: "channel"}, Text: "news"}}},
 		{name: "callback query", skip: true, u: tt.Update{UpdateID: 1, CallbackQuery: json.RawMessage(`{"id":"1","from":{"id":42,"is_bot":false,"first_name":"Ann"},"data":"x"}`)}},
 	}

@@ -40,7 +40,7 @@ func TestPollingDeliversThenAcknowledges(t *testing.T) {
 		t.Fatalf("Health() after stop = %v, %q", ok, detail)
 	}
 	polls := srv.Polls()
-	if polls[0].Offset != 0 || polls[0].Timeout != 1 || polls[0].Limit != 100 || polls[0].AllowedUpdates != `["message","callback_query"]` {
+	if polls[0].Offset != 0 || polls[0].Timeout != 1 || polls[0].Limit != 100 || polls[0].AllowedUpdates != `["message","edited_message","callback_query"]` {
 		t.Fatalf("first poll %+v", polls[0])
 	}
 	for _, p := range polls[1:] {

@@ -11,9 +11,11 @@
 //
 // Conversations: a private chat or group is ChatID "<chat id>"; a topic of
 // a forum supergroup is "<chat id>:topic:<message_thread_id>", its own
-// session, and Send posts back into that topic. Only new messages and
-// presses on the bot's own buttons are taken (allowed_updates ["message",
-// "callback_query"]): edits, channel posts and service messages are not,
+// session, and Send posts back into that topic. New messages, their edits
+// and presses on the bot's own buttons are taken (allowed_updates
+// ["message", "edited_message", "callback_query"]): an edit is a message
+// of its own (MessageID "<id>:edit:<edit date>") whose Edits names the
+// message it edits. Channel posts and service messages are not taken,
 // nor messages with neither text, caption nor a file (stickers, polls,
 // locations). A press goes to the sink's adapters.PressSink and is
 // answered with its note (answerCallbackQuery).

@@ -61,7 +61,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	wh := srv.Webhook()
-	if wh.URL != target || wh.SecretToken != hookSecret || wh.AllowedUpdates != `["message","callback_query"]` {
+	if wh.URL != target || wh.SecretToken != hookSecret || wh.AllowedUpdates != `["message","edited_message","callback_query"]` {
 		t.Fatalf("setWebhook got %+v", wh)
 	}
 	if err := h.waitHealth(ctx, func(ok bool, detail string) bool {
@@ -122,9 +122,18 @@ func TestWebhook(t *testing.T) {
 		t.Fatalf("delivered %+v", got)
 	}
 
-	// Ignored kinds are answered 200 and not delivered.
-	if code, _ := srv.PostWebhook(ctx, tt.Update{UpdateID: 9, EditedMessage: textUpdate(42, 1, "edit").Message}); code != http.StatusOK {
+	// An edit is delivered as a message of its own, naming the one it edits.
+	edit := textUpdate(42, 1, "edit").Message
+	edit.EditDate = 1700000099
+	if code, _ := srv.PostWebhook(ctx, tt.Update{UpdateID: 9, EditedMessage: edit}); code != http.StatusOK {
 		t.Fatalf("edited message answered %d", code)
+	}
+	if got := s.taken(); len(got) != 3 || got[2].Edits != "1" || got[2].MessageID != "1:edit:1700000099" || got[2].Text != "edit" {
+		t.Fatalf("delivered %+v", got)
+	}
+	// Ignored kinds are answered 200 and not delivered.
+	if code, _ := srv.PostWebhook(ctx, tt.Update{UpdateID: 10, ChannelPost: &tt.Message{MessageID: 1, Chat: tt.Chat{ID: -1009, Type: "channel"}, Text: "news"}}); code != http.StatusOK {
+		t.Fatalf("channel post answered %d", code)
 	}
 
 	// Bad requests.
@@ -143,7 +152,7 @@ func TestWebhook(t *testing.T) {
 	if code := do(get); code != http.StatusMethodNotAllowed {
 		t.Fatalf("GET: %d", code)
 	}
-	if got := s.taken(); len(got) != 2 {
+	if got := s.taken(); len(got) != 3 {
 		t.Fatalf("delivered %+v", got)
 	}
 	if strings.Contains(h.log.String(), hookSecret) || strings.Contains(h.log.String(), "AAHfake") {

@@ -22,7 +22,8 @@ const Surface = "whatsapp"
 
 // convert turns a WhatsApp message into an Inbound. skip, when not empty,
 // says why the message is not one for the gateway (the bot's own, a
-// status update, an edit, a protocol message, nothing to read).
+// status update, a deletion, a protocol message, nothing to read). An edit
+// is a message of its own whose Edits names the message it edits.
 //
 // ChatID is the chat's JID without a device part: a contact's phone-number
 // JID ("4915123456789@s.whatsapp.net") or a group's ("1203…@g.us").
@@ -34,6 +35,11 @@ func convert(ctx context.Context, id adapters.ID, c client, evt *events.Message)
 		return in, "empty message"
 	}
 	info := evt.Info
+	msg, edits := evt.Message, ""
+	if pm := msg.GetProtocolMessage(); pm.GetType() == waE2E.ProtocolMessage_MESSAGE_EDIT && pm.GetEditedMessage() != nil && pm.GetKey().GetID() != "" {
+		// An edit: the new content of the message its key names.
+		msg, edits = pm.GetEditedMessage(), pm.GetKey().GetID()
+	}
 	switch {
 	case info.IsFromMe:
 		return in, "own message"
@@ -41,12 +47,12 @@ func convert(ctx context.Context, id adapters.ID, c client, evt *events.Message)
 		return in, "status update"
 	case info.Chat.Server == types.NewsletterServer:
 		return in, "channel post"
-	case evt.IsEdit || info.Edit != types.EditAttributeEmpty:
+	case edits == "" && (evt.IsEdit || info.Edit != types.EditAttributeEmpty):
 		return in, "edit or deletion"
-	case evt.Message.GetProtocolMessage() != nil:
+	case msg.GetProtocolMessage() != nil:
 		return in, "protocol message"
 	}
-	text, files, ctxInfo := content(info.ID, evt.Message)
+	text, files, ctxInfo := content(info.ID, msg)
 	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return in, "no text or file"
 	}
@@ -62,6 +68,10 @@ func convert(ctx context.Context, id adapters.ID, c client, evt *events.Message)
 		Files:       files,
 		ReplyTo:     ctxInfo.GetStanzaID(),
 		Time:        info.Timestamp,
+	}
+	if edits != "" {
+		// Each edit is its own message, naming the one it edits.
+		in.Edits, in.MessageID = edits, edits+":edit:"+info.ID
 	}
 	// IsGroup is set for broadcast lists too, whose messages belong in
 	// the chat with their sender.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mau.fi/whatsmeow/proto/waCommon"
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
@@ -265,5 +266,29 @@ func TestChatIDRoundTrip(t *testing.T) {
 		if err != nil || user != evt.Info.Sender.ToNonAD() {
 			t.Fatalf("user %q parsed to %v, %v", in.UserID, user, err)
 		}
+	}
+}
+
+// An edit (a protocol message of type MESSAGE_EDIT, as whatsmeow unwraps
+// it) is a message of its own with the new text, naming the one it edits;
+// a deletion is still skipped.
+func TestConvertEdit(t *testing.T) {
+	edit := dm("E2", &waE2E.Message{ProtocolMessage: &waE2E.ProtocolMessage{
+		Type: waE2E.ProtocolMessage_MESSAGE_EDIT.Enum(), Key: &waCommon.MessageKey{ID: proto.String("A1")},
+		EditedMessage: text("hello, fixed"),
+	}})
+	edit.IsEdit, edit.Info.Edit = true, types.EditAttributeMessageEdit
+	in, skip := convert(context.Background(), "wa", newFakeClient(), edit)
+	if skip != "" || in.Edits != "A1" || in.MessageID != "A1:edit:E2" || in.Text != "hello, fixed" || in.ChatID != alicePN.String() {
+		t.Fatalf("edit converted to %+v (skip %q)", in, skip)
+	}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	revoke := dm("E3", &waE2E.Message{ProtocolMessage: &waE2E.ProtocolMessage{Type: waE2E.ProtocolMessage_REVOKE.Enum(),
+		Key: &waCommon.MessageKey{ID: proto.String("A1")}}})
+	revoke.Info.Edit = types.EditAttributeSenderRevoke
+	if _, skip := convert(context.Background(), "wa", newFakeClient(), revoke); skip != "edit or deletion" {
+		t.Fatalf("a deletion: skip %q", skip)
 	}
 }

@@ -79,9 +79,19 @@ func TestAskAndStatusThroughARunningDaemon(t *testing.T) {
 	if code != 0 || out != "through the API\n" {
 		t.Fatalf("ask through the daemon: exit %d %q %q", code, out, stderr)
 	}
-	// It went through the API: an api session holds it.
+	// It went through the API into a session of its own, cli:run:<time>,
+	// as in process, archived once its run ended; no api: session is left.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, out, _ = parley(t, context.Background(), "sessions", "ls", "--status", "archived", "--config", path)
+		if code == 0 && strings.Count(out, "cli:run:") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("archived sessions after asking the daemon:\n%s", out)
+		}
+	}
 	code, out, _ = parley(t, context.Background(), "sessions", "ls", "--config", path)
-	if code != 0 || !strings.Contains(out, "api:") || strings.Contains(out, "cli:run:") {
+	if code != 0 || strings.Count(out, "cli:run:") != 1 || strings.Contains(out, "api:") {
 		t.Fatalf("sessions after asking the daemon:\n%s", out)
 	}
 	// Without a token the status route refuses.
@@ -149,5 +159,98 @@ func TestChatBesideTheDaemonKeepsTheCLISession(t *testing.T) {
 	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
 	if code != 0 || !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
 		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
+	}
+}
+
+// parley chat beside a daemon that has never seen it opens the session
+// cli:chat there, as in process, and keeps it across runs: two runs, one
+// session holding both, no API session.
+func TestChatBesideTheDaemonOpensCLIChat(t *testing.T) {
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
+	ctx := context.Background()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run file")
+		}
+	}
+	for _, words := range []string{"first words", "second words"} {
+		var out, errOut bytes.Buffer
+		if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader(words+"\n"), &out, &errOut); code != 0 ||
+			!strings.Contains(errOut.String(), "talking to it at http://"+addr) || !strings.Contains(out.String(), words) {
+			t.Fatalf("chat beside the daemon: %d %q %q", code, out.String(), errOut.String())
+		}
+	}
+	cancel()
+	<-done
+	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
+	if code != 0 || strings.Count(list, "cli:chat") != 1 || strings.Contains(list, "api:") {
+		t.Fatalf("sessions: one cli:chat and no API session wanted:\n%s", list)
+	}
+	id := ""
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
+			id = f[0]
+		}
+	}
+	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
+	if code != 0 || !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
+		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
+	}
+}
+
+// parley chat beside a daemon runs /think, /model, /retry and /undo
+// through the API's routes, as a chat does: what they change is in the
+// stored history and the session's settings.
+func TestChatBesideTheDaemonRunsTheChatControls(t *testing.T) {
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
+	ctx := context.Background()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run file")
+		}
+	}
+	var out, errOut bytes.Buffer
+	input := "one\ntwo\n/undo\n/retry\n/think loud\n/think high\n/model\n/model nope/x\n"
+	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader(input), &out, &errOut); code != 0 {
+		t.Fatalf("chat: %d %q %q", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{`Undone: "two" and its answer`, "> one\n", `"loud" is not a thinking level`, "Thinking set to high",
+		"Models for this session:\n  echo (in use)", `"nope/x" is not a model this agent allows`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("chat printed no %q:\n%s", want, out.String())
+		}
+	}
+	cancel()
+	<-done
+	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
+	id := ""
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
+			id = f[0]
+		}
+	}
+	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
+	if code != 0 || strings.Contains(show, "two") || strings.Count(show, "one") < 2 {
+		t.Fatalf("the cli:chat session (%s) after /undo and /retry:\n%s", id, show)
 	}
 }

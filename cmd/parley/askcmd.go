@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/user"
 	"strings"
+	"time"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/cli"
 	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/sessions"
 )
 
 // askResult is what `parley ask --json` prints.
@@ -52,10 +53,11 @@ func cmdAsk(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if c.Token == "" {
 			return errors.New("a parley runs on this config; asking it needs an API token: set http.tokens, or pass --token or PARLEY_API_TOKEN")
 		}
-		var sess struct {
-			ID string `json:"id"`
-		}
-		if err := c.Do(ctx, "POST", "/v1/sessions", map[string]any{"title": "parley ask"}, &sess); err != nil {
+		// A session of its own, cli:run:<time>, as in process: the daemon
+		// archives it once its run ends.
+		var sess struct{ ID string }
+		var err error
+		if sess.ID, err = c.OpenCLISession(ctx, sessions.CLIRunPrefix+time.Now().UTC().Format("20060102T150405.000Z"), cliUser(), "parley ask"); err != nil {
 			return fmt.Errorf("open a session on %s: %w", c.Base, err)
 		}
 		var run struct {
@@ -80,11 +82,7 @@ func cmdAsk(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	} else {
 		quiet := cfg.Log
 		quiet.Level = "warn"
-		name := "local"
-		if u, err := user.Current(); err == nil && u.Username != "" {
-			name = u.Username
-		}
-		once := cli.NewOnce("cli", question, name)
+		once := cli.NewOnce("cli", question, cliUser())
 		d, err := daemon.New(ctx, cfg, newLogger(stderr, quiet), daemon.WithChannels(map[adapters.ID]adapters.Adapter{"cli": once}))
 		if err != nil {
 			return err

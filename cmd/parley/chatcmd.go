@@ -46,11 +46,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		quiet.Level = "warn" // the terminal is the conversation
 	}
 	log := newLogger(stderr, quiet)
-	name := "local"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	term := cli.New("cli", stdin, stdout, name)
+	term := cli.New("cli", stdin, stdout, cliUser())
 	d, err := daemon.New(ctx, cfg, log, daemon.WithChannels(map[adapters.ID]adapters.Adapter{"cli": term}))
 	if errors.Is(err, dbutil.ErrLocked) {
 		// A daemon holds the database: talk to it.
@@ -82,11 +78,19 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return d.Run(ctx)
 }
 
-// remoteCLIChat talks to a running daemon in its session cli:chat (a new
-// API session when there is none yet).
+// cliUser is who the terminal's sessions belong to: the login name.
+func cliUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "local"
+}
+
+// remoteCLIChat talks to a running daemon in the person's session cli:chat,
+// opened there when there is none yet, as in process.
 func remoteCLIChat(ctx context.Context, c *client.Client, interrupts <-chan os.Signal, stdin io.Reader, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "a parley runs on this config; talking to it at %s\n", c.Base)
-	session, err := c.CLISession(ctx)
+	session, err := c.CLISession(ctx, cliUser())
 	if err != nil {
 		return fmt.Errorf("find the cli:chat session on %s: %w", c.Base, err)
 	}

@@ -29,6 +29,15 @@ func TestRemoteChatRunsEveryCommand(t *testing.T) {
 			_, _ = w.Write([]byte(`{"session":{"id":"s1"}}`))
 		case r.Method == "POST" && r.URL.Path == "/v1/sessions":
 			_, _ = w.Write([]byte(`{"id":"s1"}`))
+		case r.Method == "GET" && r.URL.Path == "/v1/sessions/s1/messages":
+			_, _ = w.Write([]byte(`{"messages":[{"id":"m1","role":"user","content":"hi"},{"id":"m2","role":"assistant","content":"hello"}]}`))
+		case r.Method == "POST" && r.URL.Path == "/v1/sessions/s1/messages":
+			_, _ = w.Write([]byte(`{"run_id":"r1"}`))
+		case r.Method == "GET" && r.URL.Path == "/v1/sessions/s1/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"type\":\"turn.finished\",\"run_id\":\"r1\",\"data\":{}}\n\n"))
+		case r.Method == "GET" && r.URL.Path == "/v1/sessions/s1/models":
+			_, _ = w.Write([]byte(`{"models":["openai/gpt-x"],"model":"openai/gpt-x"}`))
 		default:
 			_, _ = w.Write([]byte(`{}`))
 		}
@@ -40,8 +49,14 @@ func TestRemoteChatRunsEveryCommand(t *testing.T) {
 				mu.Lock()
 				requests = nil
 				mu.Unlock()
+				// A command whose argument may be left out is given one, so
+				// it does its work (a model to set, a thinking depth).
+				line := "/" + name
+				if sample, ok := map[string]string{"model": " openai/gpt-x", "think": " high"}[c.Name]; ok {
+					line += sample
+				}
 				var out strings.Builder
-				if err := client.Chat(context.Background(), srv.URL, "tok", strings.NewReader("/"+name+"\n"), &out); err != nil {
+				if err := client.Chat(context.Background(), srv.URL, "tok", strings.NewReader(line+"\n"), &out); err != nil {
 					t.Fatal(err)
 				}
 				if strings.Contains(out.String(), "! ") {
@@ -49,7 +64,7 @@ func TestRemoteChatRunsEveryCommand(t *testing.T) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				if c.Arg != "" {
+				if strings.HasPrefix(c.Arg, "<") {
 					// /connect and /disconnect name their route: a token
 					// is not typed into a terminal.
 					if !strings.Contains(out.String(), strings.Fields(c.Route)[1]) {

@@ -25,6 +25,22 @@ type OpenAIEcho struct {
 	Calls atomic.Int64
 	mu    sync.Mutex
 	seen  map[string]int // model calls per last user message
+	reqs  []OpenAIRequest
+}
+
+// OpenAIRequest is what the fake read of one chat completion request.
+type OpenAIRequest struct {
+	Model           string
+	ReasoningEffort string
+	// LastUser is the text of its last user message.
+	LastUser string
+}
+
+// Requests are the chat completion requests the fake took, in order.
+func (f *OpenAIEcho) Requests() []OpenAIRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]OpenAIRequest(nil), f.reqs...)
 }
 
 // NewOpenAIEcho starts the fake, closed when tb ends.
@@ -46,8 +62,9 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
+		Model           string `json:"model"`
+		ReasoningEffort string `json:"reasoning_effort"`
+		Messages        []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
@@ -78,6 +95,7 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 	f.Calls.Add(1)
 	f.mu.Lock()
 	f.seen[last]++
+	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last})
 	f.mu.Unlock()
 	select {
 	case <-time.After(f.delay):

@@ -123,6 +123,7 @@ type Server struct {
 	conflicts []time.Time
 
 	sentCount atomic.Int64
+	editCount atomic.Int64
 }
 
 // Conflicts are the times a getUpdates was cut short by another one
@@ -252,6 +253,24 @@ func (s *Server) InjectText(chatID, userID int64, text string) int {
 		From:      &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
 		Chat:      chat,
 		Date:      time.Now().Unix(),
+		Text:      text,
+	}})
+}
+
+// InjectEdit queues an edit of message messageID, from user userID in
+// chat chatID (as InjectText sends), to text. It returns the update id.
+func (s *Server) InjectEdit(chatID, userID int64, messageID int, text string) int {
+	chat := Chat{ID: chatID, Type: "private", FirstName: "User"}
+	if chatID != userID {
+		chat = Chat{ID: chatID, Type: "supergroup", Title: "Group"}
+	}
+	now := time.Now().Unix()
+	return s.Inject(Update{EditedMessage: &Message{
+		MessageID: messageID,
+		From:      &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
+		Chat:      chat,
+		Date:      now,
+		EditDate:  now + int64(s.editCount.Add(1)), // each edit its own date
 		Text:      text,
 	}})
 }

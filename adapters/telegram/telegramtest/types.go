@@ -26,6 +26,7 @@ type Message struct {
 	From            *User       `json:"from,omitempty"`
 	SenderChat      *Chat       `json:"sender_chat,omitempty"`
 	Date            int64       `json:"date"`
+	EditDate        int64       `json:"edit_date,omitempty"`
 	Chat            Chat        `json:"chat"`
 	ReplyToMessage  *Message    `json:"reply_to_message,omitempty"`
 	Text            string      `json:"text,omitempty"`
