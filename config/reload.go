@@ -49,6 +49,7 @@ var ReloadKeys = map[string]ReloadClass{
 	"sessions.client_tools":         ReloadLive,
 	"skills":                        ReloadLive,
 	"secrets":                       ReloadRestart,
+	"speech":                        ReloadRestart,
 }
 
 // AdapterAccessKeys are the keys of a channel's entry a reload applies:

@@ -195,6 +195,15 @@ func reloadCases(dir string) []reloadCase {
 			c.Adapters = append(c.Adapters, parsed("adapters:\n  - id: other\n    type: telegram\n").Adapters...)
 		}),
 		restart("secrets.key_file", func(c *config.Config) { c.Secrets.KeyFile = filepath.Join(dir, "other.key") }),
+		restart("speech.base_url", func(c *config.Config) { c.Speech.BaseURL = "http://127.0.0.1:6/v1" }),
+		restart("speech.api_key", func(c *config.Config) { c.Speech.APIKey = sec("k") }),
+		restart("speech.model", func(c *config.Config) { c.Speech.Model = "whisper-large-v3" }),
+		restart("speech.language", func(c *config.Config) { c.Speech.Language = "de" }),
+		restart("speech.max_bytes", func(c *config.Config) { c.Speech.MaxBytes = 1000 }),
+		restart("speech.max_seconds", func(c *config.Config) { c.Speech.MaxSeconds = 30 }),
+		restart("speech.timeout", func(c *config.Config) { c.Speech.Timeout = dur(9 * time.Second) }),
+		restart("speech.voice_model", func(c *config.Config) { c.Speech.VoiceModel = "tts-1-hd" }),
+		restart("speech.voice", func(c *config.Config) { c.Speech.Voice = "nova" }),
 	}
 }
 
