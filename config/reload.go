@@ -47,6 +47,7 @@ var ReloadKeys = map[string]ReloadClass{
 	"sessions.prune_archived_after": ReloadLive,
 	"sessions.kv":                   ReloadLive,
 	"sessions.client_tools":         ReloadLive,
+	"sessions.files":                ReloadLive,
 	"skills":                        ReloadLive,
 	"secrets":                       ReloadRestart,
 	"speech":                        ReloadRestart,
