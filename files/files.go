@@ -4,7 +4,7 @@
 // (a tool call can only name files of the session it runs in), bounded per
 // file, per session and per deployment, kept in the database so replicas
 // share them, and deleted with the session. Compaction and rewind leave
-// them alone.
+// them alone; Copy gives a branch its parent's.
 package files
 
 import (
