@@ -58,6 +58,12 @@ type Inbound struct {
 	// without a sender's name, even in a session keyed like a group's
 	// (one created without a user): it is no group member's message.
 	Unattributed bool `json:"unattributed,omitempty"`
+	// Transcribed says Text holds a machine transcript of the message's
+	// voice notes (after any caption), made before the message was stored.
+	Transcribed bool `json:"transcribed,omitempty"`
+	// VoiceFailed, set when a voice note couldn't be transcribed, is the
+	// reference the log gives the reason under.
+	VoiceFailed string `json:"voice_failed,omitempty"`
 }
 
 // FileRef points at a file on the platform; it is fetched only when needed.
@@ -67,6 +73,9 @@ type FileRef struct {
 	MediaType string `json:"media_type,omitempty"`
 	Size      int64  `json:"size,omitempty"`
 	URL       string `json:"url,omitempty"`
+	// Seconds is how long a voice note or audio lasts, where the
+	// platform says.
+	Seconds int `json:"seconds,omitempty"`
 }
 
 // Attributed is the text as the model should see it: in a group chat,
@@ -196,6 +205,12 @@ func Fetched(what string, data []byte, mediaType string, maxBytes int64) ([]byte
 		mediaType, _, _ = strings.Cut(http.DetectContentType(data), ";")
 	}
 	return data, mediaType, nil
+}
+
+// A Namer knows the names the bot goes by on its platform ("family_bot"),
+// so that a voice note that starts by saying one addresses it in a group.
+type Namer interface {
+	BotNames() []string
 }
 
 // Typer is implemented by adapters that can show a typing indicator.

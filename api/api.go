@@ -17,6 +17,7 @@ import (
 
 	"github.com/parleyd/parley/clienttools"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
@@ -70,6 +71,9 @@ type Options struct {
 	// KV is session storage (the kv_* tools'); without it the
 	// /v1/sessions/{id}/kv routes answer 503.
 	KV *kv.Store
+	// Files is the session file store; without it the
+	// /v1/sessions/{id}/files routes answer 503.
+	Files *files.Store
 	// ClientTools keeps the tools API sessions' clients declare and
 	// carries their calls; without it a session can't declare tools (400)
 	// and the tools and tool_results routes answer 503.
@@ -138,6 +142,10 @@ func (s *server) routes() []route {
 		{"POST /v1/sessions/{id}/tool_results", needs(s.clientTools, s.postToolResults)},
 		{"GET /v1/sessions/{id}/kv", needs(s.kvStore, s.listKV)},
 		{"GET /v1/sessions/{id}/kv/{key...}", needs(s.kvStore, s.getKV)},
+		{"POST /v1/sessions/{id}/files", needs(s.fileStore, s.uploadFile)},
+		{"GET /v1/sessions/{id}/files", needs(s.fileStore, s.listFiles)},
+		{"GET /v1/sessions/{id}/files/{name}", needs(s.fileStore, s.downloadFile)},
+		{"DELETE /v1/sessions/{id}/files/{name}", needs(s.fileStore, s.deleteFile)},
 		{"GET /v1/memory/search", needs(s.memoryStore, s.searchMemory)},
 		{"POST /v1/memory", needs(s.memoryStore, s.writeMemory)},
 		{"GET /v1/status", needs(s.operator, s.daemonStatus)},

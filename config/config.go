@@ -94,6 +94,8 @@ type Config struct {
 	Skills Skills `yaml:"skills"`
 	// Secrets says where the secrets store's key is.
 	Secrets Secrets `yaml:"secrets"`
+	// Speech transcribes voice notes and speaks replies.
+	Speech Speech `yaml:"speech"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string

@@ -47,8 +47,10 @@ var ReloadKeys = map[string]ReloadClass{
 	"sessions.prune_archived_after": ReloadLive,
 	"sessions.kv":                   ReloadLive,
 	"sessions.client_tools":         ReloadLive,
+	"sessions.files":                ReloadLive,
 	"skills":                        ReloadLive,
 	"secrets":                       ReloadRestart,
+	"speech":                        ReloadRestart,
 }
 
 // AdapterAccessKeys are the keys of a channel's entry a reload applies:

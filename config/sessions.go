@@ -16,6 +16,8 @@ type Sessions struct {
 	KV SessionKV `yaml:"kv"`
 	// ClientTools configures the tools API clients declare.
 	ClientTools ClientTools `yaml:"client_tools"`
+	// Files bounds the session file store.
+	Files SessionFiles `yaml:"files"`
 }
 
 func (s *Sessions) validate(ck *checker) {

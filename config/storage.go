@@ -12,6 +12,10 @@ const (
 	DefaultKVMaxSessionBytes = 1 << 20
 	DefaultKVMaxKeys         = 1000
 	DefaultClientToolTimeout = 5 * time.Minute
+
+	DefaultFilesMaxFileBytes    = 20 << 20
+	DefaultFilesMaxSessionBytes = 100 << 20
+	DefaultFilesMaxTotalBytes   = 2 << 30
 )
 
 // SessionKV bounds session storage: what an agent keeps with kv_set.
@@ -23,6 +27,17 @@ type SessionKV struct {
 	MaxSessionBytes int `yaml:"max_session_bytes"`
 	// MaxKeys caps one session's keys. Default 1000.
 	MaxKeys int `yaml:"max_keys"`
+}
+
+// SessionFiles bounds the session file store: the files messages bring
+// and agents write.
+type SessionFiles struct {
+	// MaxFileBytes caps one file. Default 20 MiB.
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// MaxSessionBytes caps one session's files together. Default 100 MiB.
+	MaxSessionBytes int64 `yaml:"max_session_bytes"`
+	// MaxTotalBytes caps every session's files together. Default 2 GiB.
+	MaxTotalBytes int64 `yaml:"max_total_bytes"`
 }
 
 // ClientTools configures the tools API clients declare.
@@ -65,6 +80,7 @@ func (s *Sessions) checkStorage(ck *checker) {
 	if n := kv.MaxKeys; n < 1 || n > 100000 {
 		ck.add("sessions.kv.max_keys", fmt.Sprintf("%d is out of range; use 1-100000", n))
 	}
+	s.checkFiles(ck)
 	if s.ClientTools.Timeout == 0 && !ck.set["sessions.client_tools.timeout"] {
 		s.ClientTools.Timeout = Duration(DefaultClientToolTimeout)
 	}
@@ -83,5 +99,32 @@ func (s *Skills) check(ck *checker) {
 	}
 	if len(s.Dirs) == 0 {
 		s.Dirs = nil // "dirs: []" is the same as leaving it out
+	}
+}
+
+// checkFiles fills the file store's defaults and reports its problems.
+func (s *Sessions) checkFiles(ck *checker) {
+	f := &s.Files
+	for _, l := range []struct {
+		v   *int64
+		key string
+		def int64
+	}{
+		{&f.MaxFileBytes, "sessions.files.max_file_bytes", DefaultFilesMaxFileBytes},
+		{&f.MaxSessionBytes, "sessions.files.max_session_bytes", DefaultFilesMaxSessionBytes},
+		{&f.MaxTotalBytes, "sessions.files.max_total_bytes", DefaultFilesMaxTotalBytes},
+	} {
+		if *l.v == 0 && !ck.set[l.key] {
+			*l.v = l.def
+		}
+		if *l.v < 1 || *l.v > 1<<40 {
+			ck.add(l.key, fmt.Sprintf("%d is out of range; use 1 to %d (1 TiB)", *l.v, int64(1)<<40))
+		}
+	}
+	if f.MaxSessionBytes < f.MaxFileBytes {
+		ck.add("sessions.files.max_session_bytes", fmt.Sprintf("%d is below max_file_bytes (%d): one file could never be stored whole; raise it, or lower max_file_bytes", f.MaxSessionBytes, f.MaxFileBytes))
+	}
+	if f.MaxTotalBytes < f.MaxSessionBytes {
+		ck.add("sessions.files.max_total_bytes", fmt.Sprintf("%d is below max_session_bytes (%d); raise it, or lower max_session_bytes", f.MaxTotalBytes, f.MaxSessionBytes))
 	}
 }

@@ -71,6 +71,7 @@ func (c *Config) validate(ck *checker) {
 	c.Budgets.validate(ck)
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
+	c.checkSpeech(ck)
 	c.Skills.check(ck)
 	c.noSecretRefs(ck)
 

@@ -22,7 +22,7 @@ func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 		tokens[i] = t.Reveal()
 	}
 	return api.New(api.Options{Store: d.sessions, Authenticated: d.toHolder, Runner: d.bridge.APIRunner(), Events: d.events, Tokens: tokens,
-		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: d.bridge.APIPermissions(), KV: d.kv, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
+		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: d.bridge.APIPermissions(), KV: d.kv, Files: d.files, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
 		Limits: func() api.Limits {
 			h := d.cfg().HTTP
 			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}

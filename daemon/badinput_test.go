@@ -138,7 +138,7 @@ func badInputCases(session string) []badRequestCase {
 		{"GET", "/status"}, {"POST", "/abort"}, {"POST", "/compact"}, {"GET", "/events"},
 		{"POST", "/rewind"}, {"POST", "/unrewind"}, {"POST", "/branch"}, {"GET", "/callbacks"},
 		{"GET", "/budget"}, {"GET", "/tools"}, {"PUT", "/tools"}, {"POST", "/tool_results"}, {"GET", "/kv"}, {"GET", "/kv/k"},
-		{"POST", "/permissions/r1"}, {"GET", "/models"},
+		{"POST", "/permissions/r1"}, {"GET", "/models"}, {"POST", "/files"}, {"GET", "/files"}, {"GET", "/files/f.csv"}, {"DELETE", "/files/f.csv"},
 	}
 	for _, r := range idRoutes {
 		for i, v := range badTexts {
@@ -195,6 +195,10 @@ func badInputCases(session string) []badRequestCase {
 	// A session's own names: a kv key, a permission request.
 	for i, v := range badTexts {
 		add(fmt.Sprintf("GET kv key %d", i), "GET", "/v1/sessions/"+session+"/kv/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("GET file name %d", i), "GET", "/v1/sessions/"+session+"/files/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("DELETE file name %d", i), "DELETE", "/v1/sessions/"+session+"/files/"+url.PathEscape(v), nil, nil)
+		add(fmt.Sprintf("POST file body %d", i), "POST", "/v1/sessions/"+session+"/files", []byte(v),
+			http.Header{"Content-Type": {"multipart/form-data; boundary=b"}})
 		add(fmt.Sprintf("POST permission id %d", i), "POST", "/v1/sessions/"+session+"/permissions/"+url.PathEscape(v), []byte(`{"answer":"once"}`), nil)
 	}
 	for _, r := range []struct{ method, suffix string }{{"PUT", "/tools"}, {"POST", "/tool_results"}, {"POST", "/permissions/r1"}} {

@@ -242,6 +242,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		OnDuplicate: d.metrics.DuplicateDropped,
 		Placement:   d.gatewayPlacement(),
 		Connections: connections{d},
+		Transcriber: transcriber(cfg),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         d.named("gateway"),
 	})

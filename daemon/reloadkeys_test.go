@@ -178,6 +178,21 @@ func reloadCases(dir string) []reloadCase {
 				t.Fatalf("kv limits %+v, want max keys 7", got)
 			}
 		}},
+		{key: "sessions.files.max_file_bytes", change: func(c *config.Config) { c.Sessions.Files.MaxFileBytes = 77 }, applied: func(t *testing.T, d *Daemon) {
+			if got := d.files.Limits(); got.MaxFileBytes != 77 {
+				t.Fatalf("file store limits %+v, want max file bytes 77", got)
+			}
+		}},
+		{key: "sessions.files.max_session_bytes", change: func(c *config.Config) { c.Sessions.Files.MaxSessionBytes = 150 << 20 }, applied: func(t *testing.T, d *Daemon) {
+			if got := d.files.Limits(); got.MaxSessionBytes != 150<<20 {
+				t.Fatalf("file store limits %+v, want max session bytes 150 MiB", got)
+			}
+		}},
+		{key: "sessions.files.max_total_bytes", change: func(c *config.Config) { c.Sessions.Files.MaxTotalBytes = 9 << 30 }, applied: func(t *testing.T, d *Daemon) {
+			if got := d.files.Limits(); got.MaxTotalBytes != 9<<30 {
+				t.Fatalf("file store limits %+v, want max total bytes 9 GiB", got)
+			}
+		}},
 		{key: "sessions.client_tools.timeout", change: func(c *config.Config) { c.Sessions.ClientTools.Timeout = dur(7 * time.Second) }, applied: func(t *testing.T, d *Daemon) {
 			if got := d.clientTools.Timeout(); got != 7*time.Second {
 				t.Fatalf("client tools wait %s, want 7s", got)
@@ -196,6 +211,15 @@ func reloadCases(dir string) []reloadCase {
 			c.Adapters = append(c.Adapters, parsed("adapters:\n  - id: other\n    type: telegram\n").Adapters...)
 		}),
 		restart("secrets.key_file", func(c *config.Config) { c.Secrets.KeyFile = filepath.Join(dir, "other.key") }),
+		restart("speech.base_url", func(c *config.Config) { c.Speech.BaseURL = "http://127.0.0.1:6/v1" }),
+		restart("speech.api_key", func(c *config.Config) { c.Speech.APIKey = sec("k") }),
+		restart("speech.model", func(c *config.Config) { c.Speech.Model = "whisper-large-v3" }),
+		restart("speech.language", func(c *config.Config) { c.Speech.Language = "de" }),
+		restart("speech.max_bytes", func(c *config.Config) { c.Speech.MaxBytes = 1000 }),
+		restart("speech.max_seconds", func(c *config.Config) { c.Speech.MaxSeconds = 30 }),
+		restart("speech.timeout", func(c *config.Config) { c.Speech.Timeout = dur(9 * time.Second) }),
+		restart("speech.voice_model", func(c *config.Config) { c.Speech.VoiceModel = "tts-1-hd" }),
+		restart("speech.voice", func(c *config.Config) { c.Speech.Voice = "nova" }),
 	}
 }
 

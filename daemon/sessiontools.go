@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyd/parley/clienttools"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/skills"
@@ -18,6 +19,9 @@ import (
 type sessionTools struct {
 	// kv is session storage (the kv_* tools and the API's /kv routes).
 	kv *kv.Store
+	// files is the session file store (the file_* tools, the API's /files
+	// routes, files kept with messages and sent back).
+	files *files.Store
 	// clientTools keeps API sessions' declared tools and their calls.
 	clientTools *clienttools.Hub
 	// toolTaken says a name is one of parley's tools, which a client tool
@@ -29,6 +33,7 @@ type sessionTools struct {
 // database, and says which configured skills folders are missing.
 func (d *Daemon) openSessionTools(cfg *config.Config, reg *tools.Registry) {
 	d.kv = kv.NewStore(d.db, kv.WithLogger(d.named("kv")))
+	d.files = files.NewStore(d.db, files.Limits{}, d.named("files"))
 	d.clientTools = clienttools.New(d.db, clienttools.Options{})
 	d.applySessionTools(cfg)
 	d.toolTaken = func(name string) bool {
@@ -48,4 +53,5 @@ func (d *Daemon) applySessionTools(cfg *config.Config) {
 	s := cfg.Sessions
 	d.kv.SetLimits(kv.Limits{MaxValueBytes: s.KV.MaxValueBytes, MaxSessionBytes: s.KV.MaxSessionBytes, MaxKeys: s.KV.MaxKeys})
 	d.clientTools.SetTimeout(s.ClientTools.Timeout.Std())
+	d.files.SetLimits(files.Limits{MaxFileBytes: s.Files.MaxFileBytes, MaxSessionBytes: s.Files.MaxSessionBytes, MaxTotalBytes: s.Files.MaxTotalBytes})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
@@ -26,6 +27,7 @@ func (d *Daemon) registerTools(reg *tools.Registry) error {
 	builtin := d.cron.Tools(cron.ToolOptions{TargetFor: d.cronTarget})
 	builtin = append(builtin, memory.Tools(d.memory)...)
 	builtin = append(builtin, kv.Tools(d.kv)...)
+	builtin = append(builtin, files.Tools(d.files)...)
 	builtin = append(builtin, d.runner.SpawnTool(agent.SpawnOptions{
 		Resolve: func(ctx context.Context, key sessions.Key) (sessions.Session, error) {
 			s, _, err := d.sessions.Resolve(ctx, key, sessions.Policy{})

@@ -5,14 +5,26 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// fileParts name a message's files, as stored with a group message kept
-// as context: the model sees that they were sent, though no turn read
-// them.
-func fileParts(files []adapters.FileRef) []sessions.Part {
+// fileParts name a message's files, as stored with a message kept without
+// a turn (a group message as context, a voice note nobody could hear): the
+// model sees that they were sent, though no turn read them.
+func fileParts(in adapters.Inbound) []sessions.Part {
 	var parts []sessions.Part
-	for _, f := range files {
-		parts = append(parts, sessions.FilePart(f.Name, f.MediaType, sessions.FileData{ID: f.ID, Size: f.Size,
-			Note: "sent in the group before the assistant was addressed; not read"}, ""))
+	for _, f := range in.Files {
+		note := "sent in the group before the assistant was addressed; not read"
+		switch {
+		case adapters.IsAudio(f) && in.VoiceFailed != "":
+			note = VoiceFailedNote
+		case adapters.IsAudio(f) && in.Transcribed:
+			note = TranscribedNote
+		}
+		parts = append(parts, sessions.FilePart(f.Name, f.MediaType, sessions.FileData{ID: f.ID, Size: f.Size, Note: note}, ""))
 	}
 	return parts
 }
+
+// What the model is told of a voice note, beside its file part.
+const (
+	TranscribedNote = "a voice note: the message's text is a machine transcript of it and may hold mistakes"
+	VoiceFailedNote = "a voice note parley couldn't transcribe"
+)

@@ -112,8 +112,11 @@ type Options struct {
 	// ConnectTimeout is how long, after /connect, the sender's next
 	// message is taken as the token (default 5 minutes).
 	ConnectTimeout time.Duration
-	Lanes          LaneOptions[string]
-	Log            *slog.Logger
+	// Transcriber, when set, transcribes voice notes before they are
+	// stored; nil: they reach the agent as files.
+	Transcriber Transcriber
+	Lanes       LaneOptions[string]
+	Log         *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -269,6 +272,9 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 		// command runs): it waits for it here too.
 		g.waitTokenHere(ctx, in)
 	}
+	// Before it is stored, so the gate, the turn and a replay after a
+	// crash all read the transcript.
+	in = g.transcribe(ctx, in)
 	id, dup, err := g.opts.Store.AcceptWith(ctx, in, also)
 	if err != nil {
 		if id != "" && g.opts.Store.Shared() && (dbutil.Unavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
@@ -455,7 +461,13 @@ func (g *Gateway) runMessages(ctx context.Context, items []job, steer func() []j
 	var run []job
 	for _, j := range items {
 		if j.contextOnly {
-			g.remember(ctx, j)
+			g.remember(ctx, j, "")
+			continue
+		}
+		if j.in.VoiceFailed != "" && strings.TrimSpace(j.in.Text) == "" {
+			// Nothing to answer but the voice note nobody could hear: kept
+			// in the session, and the person told so.
+			g.remember(ctx, j, fmt.Sprintf(voiceNotUnderstood, j.in.VoiceFailed))
 			continue
 		}
 		if j.repair != "" && g.alreadyAnswered(ctx, j) {
@@ -499,8 +511,8 @@ func (g *Gateway) resolve(ctx context.Context, key sessions.Key, policy sessions
 }
 
 // remember keeps a group message the bot wasn't addressed in: stored in the
-// session as context for later turns, with no reply.
-func (g *Gateway) remember(ctx context.Context, j job) {
+// session as context for later turns, with reply as its answer ("": none).
+func (g *Gateway) remember(ctx context.Context, j job, reply string) {
 	agent := g.policies().agents[j.agent]
 	var sess sessions.Session
 	err := g.untilStored(ctx, ctx, "keep a group message as context", func() (err error) {
@@ -508,7 +520,7 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 			return err
 		}
 		_, err = g.opts.Sessions.Append(ctx, sess.ID, sessions.Message{ID: sessions.MessageID(j.inboundID),
-			Role: sessions.RoleUser, Content: j.in.Attributed(), Parts: fileParts(j.in.Files)})
+			Role: sessions.RoleUser, Content: j.in.Attributed(), Parts: fileParts(j.in)})
 		return err
 	})
 	if err != nil {
@@ -516,7 +528,7 @@ func (g *Gateway) remember(ctx context.Context, j job) {
 		g.complete(ctx, outcome{jobs: []job{j}, status: InboundFailed, err: err.Error(), replyTo: j})
 		return
 	}
-	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: sess.ID, replyTo: j})
+	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: sess.ID, replyTo: j, text: reply})
 }
 
 // settle decides, once the database answers, what becomes of an accepted

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/media"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/textcut"
@@ -72,7 +73,7 @@ func kindOfFile(f adapters.FileRef) fileKind {
 // without a word.
 func (b *Bridge) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]sessions.Part, []string) {
 	parts := make([][]sessions.Part, len(msgs))
-	var unreadable, unfetched, unreachable []string
+	var unreadable, unfetched, unreachable, unheard []string
 	budget := a.Files.MaxTextBytes
 	for i, m := range msgs {
 		for _, f := range m.Files {
@@ -86,10 +87,15 @@ func (b *Bridge) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.
 				unfetched = append(unfetched, name)
 			case problemNoFetcher:
 				unreachable = append(unreachable, name)
+			case problemVoice:
+				unheard = append(unheard, m.VoiceFailed)
 			}
 		}
 	}
 	var notices []string
+	if len(unheard) > 0 {
+		notices = append(notices, fmt.Sprintf("(I couldn't understand your voice note (reference %s), so I read only your text.)", unheard[0]))
+	}
 	if len(unreadable) > 0 {
 		notices = append(notices, fmt.Sprintf("(I can't read %s: I read %s, and images when this agent's model can see them.)",
 			joinNames(unreadable), readableKinds))
@@ -128,6 +134,7 @@ const (
 	problemUnreadable
 	problemUnfetched
 	problemNoFetcher // the channel can't fetch files
+	problemVoice     // a voice note that couldn't be transcribed
 )
 
 // readFile is the part for one file: named always, with its text when
@@ -138,6 +145,12 @@ func (b *Bridge) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 	part := func(text string) sessions.Part { return sessions.FilePart(f.Name, f.MediaType, data, text) }
 	kind := kindOfFile(f)
 	switch {
+	case adapters.IsAudio(f) && m.Transcribed:
+		data.Note = gateway.TranscribedNote
+		return part(""), problemNone
+	case adapters.IsAudio(f) && m.VoiceFailed != "":
+		data.Note = gateway.VoiceFailedNote
+		return part(""), problemVoice
 	case kind == fileImage:
 		return part(""), problemNone // turnImages shows it, or says why not
 	case kind == fileUnreadable:

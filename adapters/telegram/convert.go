@@ -197,10 +197,10 @@ func fileRefs(m *tgbotapi.Message) []adapters.FileRef {
 		out = append(out, adapters.FileRef{ID: d.FileID, Name: d.FileName, MediaType: d.MimeType, Size: int64(d.FileSize)})
 	}
 	if a := m.Audio; a != nil {
-		out = append(out, adapters.FileRef{ID: a.FileID, Name: a.FileName, MediaType: a.MimeType, Size: int64(a.FileSize)})
+		out = append(out, adapters.FileRef{ID: a.FileID, Name: orDefault(a.FileName, "audio"), MediaType: orDefault(a.MimeType, "audio/mpeg"), Size: int64(a.FileSize), Seconds: a.Duration})
 	}
 	if v := m.Voice; v != nil {
-		out = append(out, adapters.FileRef{ID: v.FileID, Name: "voice.ogg", MediaType: orDefault(v.MimeType, "audio/ogg"), Size: int64(v.FileSize)})
+		out = append(out, adapters.FileRef{ID: v.FileID, Name: "voice.ogg", MediaType: orDefault(v.MimeType, "audio/ogg"), Size: int64(v.FileSize), Seconds: v.Duration})
 	}
 	if v := m.Video; v != nil {
 		out = append(out, adapters.FileRef{ID: v.FileID, Name: v.FileName, MediaType: orDefault(v.MimeType, "video/mp4"), Size: int64(v.FileSize)})

@@ -205,6 +205,14 @@ func (a *Adapter) retry(ctx context.Context, what string, f func(context.Context
 	}
 }
 
+// BotNames is the bot's username, for a voice note that says it.
+func (a *Adapter) BotNames() []string {
+	if me := a.identity(); me.username != "" {
+		return []string{me.username}
+	}
+	return nil
+}
+
 // identity returns who the bot is; before getMe answered, only what the
 // config says.
 func (a *Adapter) identity() identity {

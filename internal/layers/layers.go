@@ -16,10 +16,10 @@ var Floors = [][]string{
 	{"internal", "secret", "signing", "textcut", "events", "commands", "dbutil", "migrations", "cluster"},
 	// Records and their rules: sessions, permissions, secrets, the model
 	// interface and its providers, the config, the API client.
-	{"sessions", "permissions", "vault", "llm", "config", "client"},
+	{"sessions", "permissions", "vault", "llm", "config", "client", "speech"},
 	// What a turn uses: tools, the channel interface, session storage,
 	// cron, MCP tools.
-	{"tools", "clienttools", "kv", "skills", "media", "adapters", "cron", "mcptools", "sessions/storetest"},
+	{"tools", "clienttools", "kv", "files", "skills", "media", "adapters", "cron", "mcptools", "sessions/storetest"},
 	// The turn loop.
 	{"agent"},
 	// Services over the turn: memory and compaction, the gateway, the

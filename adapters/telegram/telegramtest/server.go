@@ -275,6 +275,29 @@ func (s *Server) InjectEdit(chatID, userID int64, messageID int, text string) in
 	}})
 }
 
+// InjectVoice queues a voice note of audio (stored as a file the bot can
+// fetch) from user userID in chat: a private chat when the two are equal,
+// else a supergroup; thread, when not 0, is the forum topic it is in. It
+// returns the update id.
+func (s *Server) InjectVoice(chatID, userID int64, thread int, audio []byte) int {
+	chat := Chat{ID: chatID, Type: "private", FirstName: "User"}
+	if chatID != userID {
+		chat = Chat{ID: chatID, Type: "supergroup", Title: "Group", IsForum: thread != 0}
+	}
+	id := s.NextMessageID(strconv.FormatInt(chatID, 10))
+	fileID := fmt.Sprintf("voice-%d-%d", chatID, id)
+	s.AddFile(fileID, audio)
+	return s.Inject(Update{Message: &Message{
+		MessageID:       id,
+		MessageThreadID: thread,
+		IsTopicMessage:  thread != 0,
+		From:            &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
+		Chat:            chat,
+		Date:            time.Now().Unix(),
+		Voice:           &Voice{FileID: fileID, FileUniqueID: "u" + fileID, Duration: 3, MimeType: "audio/ogg", FileSize: len(audio)},
+	}})
+}
+
 // NextMessageID hands out the next message id of a chat, shared with the
 // ids sendMessage gives, as in one Telegram chat.
 func (s *Server) NextMessageID(chatID string) int {

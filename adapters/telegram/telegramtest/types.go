@@ -35,6 +35,8 @@ type Message struct {
 	CaptionEntities []Entity    `json:"caption_entities,omitempty"`
 	Photo           []PhotoSize `json:"photo,omitempty"`
 	Document        *Document   `json:"document,omitempty"`
+	Voice           *Voice      `json:"voice,omitempty"`
+	Audio           *Audio      `json:"audio,omitempty"`
 	NewChatMembers  []User      `json:"new_chat_members,omitempty"`
 	// ForumTopicCreated marks a topic's first message, e.g.
 	// json.RawMessage(`{"name":"Ideas","icon_color":7322096}`).
@@ -83,6 +85,25 @@ type PhotoSize struct {
 type Document struct {
 	FileID       string `json:"file_id"`
 	FileUniqueID string `json:"file_unique_id"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// Voice is a voice note (Ogg Opus).
+type Voice struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Duration     int    `json:"duration"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// Audio is an audio file sent as music.
+type Audio struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Duration     int    `json:"duration"`
 	FileName     string `json:"file_name,omitempty"`
 	MimeType     string `json:"mime_type,omitempty"`
 	FileSize     int    `json:"file_size,omitempty"`

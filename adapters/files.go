@@ -1,0 +1,27 @@
+package adapters
+
+import (
+	"mime"
+	"path"
+	"strings"
+)
+
+// IsAudio reports whether a file is audio (a voice note, a recording),
+// by its media type or else its name.
+func IsAudio(f FileRef) bool {
+	typ := strings.ToLower(strings.TrimSpace(f.MediaType))
+	if t, _, err := mime.ParseMediaType(typ); err == nil {
+		typ = t
+	}
+	if strings.HasPrefix(typ, "audio/") {
+		return true
+	}
+	if typ != "" && typ != "application/octet-stream" {
+		return false
+	}
+	switch strings.ToLower(path.Ext(f.Name)) {
+	case ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".wav", ".flac", ".webm", ".aac", ".amr":
+		return true
+	}
+	return false
+}

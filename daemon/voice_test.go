@@ -1,0 +1,144 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/speech/speechtest"
+)
+
+// Voice notes on Telegram are transcribed before they are gated and run:
+// in a private chat, in a group where the note says the bot's name, and
+// in a forum topic. Each is answered, and stored as its transcript with
+// the audio as a file part the model is told was transcribed.
+func TestTelegramVoiceNotesAreTranscribed(t *testing.T) {
+	sp := speechtest.New(t)
+	sp.Transcripts["audio-private"] = "remind me to buy milk"
+	sp.Transcripts["audio-group"] = "Parley test bot, what time is it in Tokyo"
+	sp.Transcripts["audio-unaddressed"] = "we should meet on friday"
+	sp.Transcripts["audio-topic"] = "@parley_test_bot summarize the thread"
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	d, stop := runWithTelegram(t, tg, "    groups:\n      policy: open\nspeech:\n  base_url: "+sp.BaseURL()+"\n  api_key: sk-test\n")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	cases := []struct {
+		name       string
+		chat, user int64
+		thread     int
+		audio      string
+		chatKey    string
+		answered   bool
+	}{
+		{"private chat", 501, 501, 0, "audio-private", "501", true},
+		{"group, not addressed", -1002, 7, 0, "audio-unaddressed", "-1002", false},
+		{"group, a spoken mention", -1002, 7, 0, "audio-group", "-1002", true},
+		{"forum topic", -1003, 7, 42, "audio-topic", "-1003:topic:42", true},
+	}
+	replies := 0
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			heard := len(sp.Heard())
+			tg.InjectVoice(tc.chat, tc.user, tc.thread, []byte(tc.audio))
+			want := sp.Transcripts[tc.audio]
+			if tc.answered {
+				replies++
+				sent, err := tg.WaitSent(ctx, replies)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reply := sent[replies-1]
+				if reply.ChatID != fmt.Sprint(tc.chat) || !strings.Contains(reply.Text, want) || reply.ThreadID != tc.thread {
+					t.Fatalf("reply %+v, want one in chat %d (topic %d) echoing %q", reply, tc.chat, tc.thread, want)
+				}
+			} else if err := tg.WaitFor(ctx, func() bool { return len(sp.Heard()) > heard }); err != nil {
+				t.Fatal(err)
+			}
+			var msgs []sessions.Message
+			waitUntil(t, 20*time.Second, fmt.Sprintf("a stored user message holding %q", want), func() bool {
+				ss, err := d.sessions.ActiveInChat(ctx, "telegram", tc.chatKey)
+				if err != nil || len(ss) != 1 {
+					return false
+				}
+				all, err := d.sessions.Messages(ctx, ss[0].ID, sessions.MessagesOptions{})
+				msgs = nil
+				for _, m := range all {
+					if m.Role == sessions.RoleUser && strings.Contains(m.Content, want) {
+						msgs = append(msgs, m)
+					}
+				}
+				return err == nil && len(msgs) == 1
+			})
+			m := msgs[0]
+			// The voice note's part, then, when a turn answered it, the
+			// record of what the turn ran with.
+			if !(len(m.Parts) == 1 || len(m.Parts) == 2 && m.Parts[1].Type == "turn") {
+				t.Fatalf("stored parts %+v, want the voice note's (and the turn's)", m.Parts)
+			}
+			fd, ok := m.Parts[0].File()
+			if !ok || m.Parts[0].MediaType != "audio/ogg" || fd.Note != gateway.TranscribedNote {
+				t.Fatalf("stored part %+v (%+v), want the audio marked as transcribed", m.Parts[0], fd)
+			}
+		})
+	}
+	if got := tg.SentCount(); got != replies {
+		t.Fatalf("%d replies sent, want %d: the group's unaddressed note was answered", got, replies)
+	}
+	// The model reads the transcript and is told it is one.
+	var seen bool
+	for _, r := range d.offline.Requests() {
+		for _, m := range r.Messages {
+			if strings.Contains(m.Content, "remind me to buy milk") && strings.Contains(m.Content, gateway.TranscribedNote) {
+				seen = true
+			}
+		}
+	}
+	if !seen {
+		t.Fatal("the model never read the private chat's transcript marked as a machine transcript")
+	}
+}
+
+// A transcription that fails is said plainly in the chat with a
+// reference, and the message is kept, with its audio.
+func TestTelegramVoiceNoteTranscriptionFails(t *testing.T) {
+	sp := speechtest.New(t)
+	sp.Fail = http.StatusInternalServerError
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	d, stop := runWithTelegram(t, tg, "speech:\n  base_url: "+sp.BaseURL()+"\n")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg.InjectVoice(77, 77, 0, []byte("mumble"))
+	sent, err := tg.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sent[0].Text, "I couldn't understand that voice note (reference ") || strings.Contains(sent[0].Text, "500") {
+		t.Fatalf("reply %q, want the plain sentence with a reference", sent[0].Text)
+	}
+	ss, err := d.sessions.ActiveInChat(ctx, "telegram", "77")
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions: %v %v", ss, err)
+	}
+	msgs, err := d.sessions.Messages(ctx, ss[0].ID, sessions.MessagesOptions{})
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("stored %v, %v; want the voice note kept", msgs, err)
+	}
+	fd, ok := msgs[0].Parts[0].File()
+	if !ok || fd.Note != gateway.VoiceFailedNote {
+		t.Fatalf("stored %+v, want the audio part marked untranscribed", msgs[0])
+	}
+	if n := len(d.offline.Requests()); n != 0 {
+		t.Fatalf("the model was called %d times for a voice note nobody heard", n)
+	}
+}

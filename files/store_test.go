@@ -1,0 +1,88 @@
+package files_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/files"
+	"github.com/parleyd/parley/sessions"
+)
+
+func TestFileStoreOnBothEngines(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		ss := sessions.NewStore(db)
+		store := files.NewStore(db, files.Limits{MaxFileBytes: 100, MaxSessionBytes: 150, MaxTotalBytes: 250}, nil)
+		session := func(chat string) sessions.ID {
+			s, _, err := ss.Resolve(ctx, sessions.ChatKey("telegram", chat, "u"+chat, "default"), sessions.Policy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.ID
+		}
+		a, b, c := session("1"), session("2"), session("3")
+		bin := append([]byte{0, 1, 2, 0xff}, bytes.Repeat([]byte("x"), 76)...) // 80 bytes, not text
+		if _, err := store.Put(ctx, a, "report.csv", "text/csv", bin); err != nil {
+			t.Fatal(err)
+		}
+		f, err := store.Get(ctx, a, "report.csv")
+		if err != nil || !bytes.Equal(f.Data, bin) || f.MediaType != "text/csv" || f.Size != 80 {
+			t.Fatalf("Get = %+v, %v; want the bytes back", f, err)
+		}
+		if _, err := store.Get(ctx, b, "report.csv"); !errors.Is(err, files.ErrNotFound) {
+			t.Fatalf("another session reads it: %v", err)
+		}
+		for _, tc := range []struct {
+			name    string
+			id      sessions.ID
+			file    string
+			size    int
+			want    error
+			limitIs string
+		}{
+			{"over the file limit", a, "big.bin", 101, files.ErrFileTooLarge, "sessions.files.max_file_bytes"},
+			{"over the session limit", a, "more.bin", 71, files.ErrSessionFull, "sessions.files.max_session_bytes"},
+			{"a path", a, "../etc/passwd", 1, files.ErrInvalidName, ""},
+			{"no session", "nope", "x.txt", 1, files.ErrNoSession, ""},
+		} {
+			_, err := store.Put(ctx, tc.id, tc.file, "", make([]byte, tc.size))
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.limitIs) {
+				t.Errorf("%s: %v, want %v naming %q", tc.name, err, tc.want, tc.limitIs)
+			}
+		}
+		// Replacing a file counts it once.
+		if _, err := store.Put(ctx, a, "report.csv", "text/csv", make([]byte, 100)); err != nil {
+			t.Fatalf("replacing within the limit: %v", err)
+		}
+		if _, err := store.Put(ctx, b, "b.bin", "", make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Put(ctx, c, "c.bin", "", make([]byte, 60)); !errors.Is(err, files.ErrStoreFull) || !strings.Contains(err.Error(), "sessions.files.max_total_bytes") {
+			t.Fatalf("over the deployment's limit: %v", err)
+		}
+		if err := store.Copy(ctx, a, c); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := store.List(ctx, c); err != nil || len(list) != 1 || list[0].Name != "report.csv" || list[0].Size != 100 {
+			t.Fatalf("the copy's files = %+v, %v", list, err)
+		}
+		if found, err := store.Delete(ctx, a, "report.csv"); err != nil || !found {
+			t.Fatalf("Delete = %v, %v", found, err)
+		}
+		if u, err := store.Usage(ctx, a); err != nil || u.Files != 0 || u.Bytes != 0 {
+			t.Fatalf("usage after delete = %+v, %v", u, err)
+		}
+		// Deleting the session deletes its files.
+		if err := ss.Delete(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := store.List(ctx, b); err != nil || len(list) != 0 {
+			t.Fatalf("a deleted session's files = %+v, %v", list, err)
+		}
+	})
+}
