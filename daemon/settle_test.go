@@ -102,12 +102,13 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	if trim.FileResident() == 0 {
 		t.Skip("no /proc/self/statm here")
 	}
-	// Growth is counted from 6 MB here: a retrim unmaps all of the
-	// binary, and on a loaded machine (CI, with -race) the daemon's own
-	// loops mapped 2 MB of it back within the test's 600 ms, which is
-	// growth too, and was unmapped again.
+	// Growth is counted from 16 MB here: a retrim unmaps all of the
+	// binary, and on a loaded machine (CI, with -race, whose binary is
+	// larger) the daemon's own loops mapped 2 MB, and once over 6 MB, of it
+	// back within the test's 600 ms, which is growth too, and was unmapped
+	// again. The test maps 24 MB, well past it.
 	oldSettle, oldRetrim, oldRemapped := settleEvery, retrimEvery, remapped
-	settleEvery, retrimEvery, remapped = 50*time.Millisecond, 200*time.Millisecond, 6<<20
+	settleEvery, retrimEvery, remapped = 50*time.Millisecond, 200*time.Millisecond, 16<<20
 	t.Cleanup(func() { settleEvery, retrimEvery, remapped = oldSettle, oldRetrim, oldRemapped })
 	d, _, stop := testDaemon(t, "", apiOnly)
 	defer stop()
@@ -118,13 +119,13 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	if n := d.retrims.Load(); n != 0 {
 		t.Fatalf("unmapped again %d times with nothing mapped", n)
 	}
-	// Map 8 MB of a file and touch it: file-backed pages, as the binary's
+	// Map 24 MB of a file and touch it: file-backed pages, as the binary's
 	// are when a path runs again.
 	f, err := os.CreateTemp(t.TempDir(), "mapped")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const size = 8 << 20
+	const size = 24 << 20
 	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	if sum != 0 {
 		t.Fatal("a new file reads as zeros")
 	}
-	waitCount(t, &d.retrims, "did not unmap again after 8 MB came back")
+	waitCount(t, &d.retrims, "did not unmap again after 24 MB came back")
 	time.Sleep(3 * retrimEvery)
 	if n := d.retrims.Load(); n != 1 {
 		t.Fatalf("unmapped again %d times for one growth", n)

@@ -53,7 +53,7 @@ func TestMemoryReindex(t *testing.T) {
 func TestUnknownToolStopsTheStart(t *testing.T) {
 	path, _ := writeConfig(t, "agents:\n  - id: a\n    tools: [memory_search, web_search]\n")
 	code, _, errOut := parley(t, context.Background(), "memory", "reindex", "--config", path)
-	if code != 1 || !strings.Contains(errOut, `agents[0].tools[1]: no tool is called "web_search"; the tools are kv_delete, kv_get, kv_list, kv_set, memory_search, memory_write`) {
+	if code != 1 || !strings.Contains(errOut, `agents[0].tools[1]: no tool is called "web_search"; the tools are file_delete, file_list, file_read, file_write, kv_delete, kv_get, kv_list, kv_set, memory_search, memory_write`) {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
 }

@@ -27,7 +27,7 @@ func TestConfigCheckFindsWhatStartRefuses(t *testing.T) {
 		`:7: adapters[1]: unknown adapter type "carrier-pigeon"`,
 		`:11: agents[0].tools[3]: "web_search" is listed as tools[1] too`,
 		`:11: agents[0].tools[4]: "web search" is not a tool name`,
-		`:11: agents[0].tools[1]: no tool is called "web_search"; the tools are kv_delete, kv_get, kv_list, kv_set, memory_search, memory_write, schedule_create`,
+		`:11: agents[0].tools[1]: no tool is called "web_search"; the tools are file_delete, file_list, file_read, file_write, kv_delete, kv_get, kv_list, kv_set, memory_search, memory_write, schedule_create`,
 		`:11: agents[0].tools[2]: no tool is called "read_file"`,
 		`:12: agents[0].timezone: unknown time zone "Mars/Olympus"`,
 		`:14: bindings[0].agent: "nobody" is not an agent`,
