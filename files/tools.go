@@ -199,16 +199,17 @@ func Text(f File) (string, error) {
 	}
 	switch {
 	case typ == "application/pdf":
-		return pdfText(f.Data)
+		return PDFText(f.Data, DefaultMaxFileBytes)
 	case strings.HasPrefix(typ, "text/"), typ == "application/json", strings.HasSuffix(typ, "+json"), typ == "application/x-ndjson":
 		return strings.ToValidUTF8(string(f.Data), "\uFFFD"), nil
 	}
 	return "", fmt.Errorf("%s is %s, which parley can't read as text (it reads plain text, Markdown, CSV, JSON and PDF)", f.Name, f.MediaType)
 }
 
-// pdfText is the text of a PDF's pages; a damaged one may panic the
-// reader, which is an error here.
-func pdfText(raw []byte) (text string, err error) {
+// PDFText is the text of a PDF's pages, at most max bytes of it. The
+// reader is a port of a parser for well-formed files: a damaged one may
+// panic, which is an error here.
+func PDFText(raw []byte, max int64) (text string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("read pdf: %v", p)
@@ -222,7 +223,7 @@ func pdfText(raw []byte) (text string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("read pdf text: %w", err)
 	}
-	b, err := io.ReadAll(io.LimitReader(rd, DefaultMaxFileBytes))
+	b, err := io.ReadAll(io.LimitReader(rd, max))
 	if err != nil {
 		return "", fmt.Errorf("read pdf text: %w", err)
 	}

@@ -1,21 +1,19 @@
 package turns
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"path"
 	"strings"
 
-	"github.com/ledongthuc/pdf"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/media"
 	"github.com/parleyd/parley/sessions"
@@ -201,29 +199,8 @@ func (b *Bridge) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 	return part(text), problemNone
 }
 
-// pdfText is the text of a PDF's pages. The reader is a port of a
-// parser for well-formed files: a damaged one may panic, which is an
-// error here.
-func pdfText(raw []byte) (text string, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("read pdf: %v", p)
-		}
-	}()
-	r, err := pdf.NewReader(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		return "", fmt.Errorf("read pdf: %w", err)
-	}
-	rd, err := r.GetPlainText()
-	if err != nil {
-		return "", fmt.Errorf("read pdf text: %w", err)
-	}
-	b, err := io.ReadAll(io.LimitReader(rd, maxFileFetchBytes))
-	if err != nil {
-		return "", fmt.Errorf("read pdf text: %w", err)
-	}
-	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), nil
-}
+// pdfText is the text of a PDF's pages, as the file tools read it.
+func pdfText(raw []byte) (string, error) { return files.PDFText(raw, maxFileFetchBytes) }
 
 // joinNames is "a", "a and b", "a, b and c".
 func joinNames(names []string) string {
