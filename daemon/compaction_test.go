@@ -136,7 +136,7 @@ func TestConfiguredTimeoutsAndCompactionReachTheirUsers(t *testing.T) {
 		*c.Retries != 0 || c.FlushTimeout != 20*time.Second || c.SummaryTimeout != 40*time.Second || ac.Timeouts.Idle != 30*time.Second {
 		t.Fatalf("agent config %+v", ac)
 	}
-	m, err := modelFactory(cfg)("openai/gpt-test")
+	m, err := turns.Models(cfg)("openai/gpt-test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/parleyd/parley/adapters"
@@ -12,39 +11,11 @@ import (
 	"github.com/parleyd/parley/sessions"
 )
 
-// cronJobs turns the config's jobs into the cron package's, checking each
-// schedule; a problem names the job's key and line.
-func cronJobs(cfg *config.Config) ([]cron.Job, error) {
-	var jobs []cron.Job
-	var errs []error
-	for i, cj := range cfg.Cron.Jobs {
-		p := fmt.Sprintf("cron.jobs[%d]", i)
-		targets, err := cron.ParseTargets(cj.Notify)
-		if err != nil {
-			errs = append(errs, cfg.Problem(p+".notify", err.Error()))
-			continue
-		}
-		j := cron.Job{ID: cj.ID, Schedule: cj.Schedule, Timezone: cj.Timezone, AgentID: cj.Agent, Prompt: cj.Prompt,
-			Notify: targets, Disabled: !cj.IsEnabled(), CatchUp: cj.CatchUp.Std(), Timeout: cj.Timeout.Std(), Source: cron.SourceConfig}
-		// The schedule is the likeliest mistake: point at its line.
-		if _, err := cron.ParseSchedule(cj.Schedule, cj.Timezone); err != nil {
-			errs = append(errs, cfg.Problem(p+".schedule", err.Error()))
-			continue
-		}
-		if err := j.Validate(); err != nil {
-			errs = append(errs, cfg.Problem(p, err.Error()))
-			continue
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, errors.Join(errs...)
-}
-
 // openCron builds the scheduler on parley's database, with the config's
 // jobs written in. It is the "cron" channel: its fires enter the gateway
 // like any message, and their replies come back to it.
 func (d *Daemon) openCron(ctx context.Context) error {
-	jobs, err := cronJobs(d.cfg())
+	jobs, err := cron.JobsOf(d.cfg())
 	if err != nil {
 		return err
 	}

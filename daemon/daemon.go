@@ -18,7 +18,6 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
-	"github.com/parleyd/parley/llm"
 	// The model providers parley ships: each registers itself.
 	_ "github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
@@ -192,7 +191,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	}
 	toolReg := tools.NewRegistry()
 	d.offline = echo.New()
-	models := d.metrics.Models(modelFactoryWith(cfg, d.offline))
+	models := d.metrics.Models(turns.ModelsWith(cfg, d.offline))
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: d.named("compaction")})
 	d.openSessionTools(cfg, toolReg)
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.budget.Admit,
@@ -235,10 +234,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 			_, ws := d.cfg().RouteTo(string(in.Adapter), in.ChatID, in.UserID)
 			return ws
 		},
-		Agents:      gatewayAgents(cfg),
+		Agents:      gateway.AgentsOf(cfg),
 		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
 		Surface:     d.channelType,
-		Access:      accessPolicies(cfg),
+		Access:      gateway.AccessOf(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
 		Placement:   d.gatewayPlacement(),
 		Connections: connections{d},
@@ -257,36 +256,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 
 // cfg is the config the daemon runs on now.
 func (d *Daemon) cfg() *config.Config { return d.conf.Load() }
-
-// gatewayAgents are the agents as the gateway sees them: queue modes and
-// session policies.
-func gatewayAgents(cfg *config.Config) []gateway.Agent {
-	agents := make([]gateway.Agent, len(cfg.Agents))
-	for i, a := range cfg.Agents {
-		hour, daily := a.DailyReset()
-		agents[i] = gateway.Agent{ID: a.ID, Mode: gateway.Mode(a.QueueMode), Models: a.AllowedModels(), Effort: a.ReasoningEffort, Policy: sessions.Policy{
-			IdleTimeout: a.IdleTimeout(), DailyReset: daily, DailyResetHour: hour, Location: a.Location()}}
-	}
-	return agents
-}
-
-// accessPolicies is each configured channel's access policy.
-func accessPolicies(cfg *config.Config) map[adapters.ID]gateway.Access {
-	out := map[adapters.ID]gateway.Access{}
-	for _, a := range cfg.Adapters {
-		allow := map[string]bool{}
-		for _, u := range a.Allow {
-			allow[u] = true
-		}
-		groups := map[string]bool{}
-		for _, g := range a.Groups.Allow {
-			groups[g] = true
-		}
-		out[adapters.ID(a.ID)] = gateway.Access{DM: gateway.DMPolicy(a.DMPolicy), Group: gateway.GroupPolicy(a.GroupPolicy), Allow: allow,
-			Groups: gateway.GroupsPolicy(a.Groups.Policy), AllowGroups: groups}
-	}
-	return out
-}
 
 // openMemory builds long-term memory on the configured index. A Typesense
 // server that is down at start is not fatal: writes wait in the durable
@@ -319,46 +288,6 @@ func (d *Daemon) openMemory(ctx context.Context) error {
 
 // channelWatchEvery is how often channels' health is sampled for metrics.
 const channelWatchEvery = 5 * time.Second
-
-// modelFactory opens models by spec. Each provider's client is built once
-// and shared by every turn; the runner puts the model's own name in each
-// request. A model whose provider has no key fails with
-// llm.ErrNotConfigured, as the start-up warning said: its chats are told
-// the assistant isn't configured, rather than answered by echo.
-func modelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
-	return ModelFactory(cfg)
-}
-
-// ModelFactory is modelFactory, for the checks that call a configured
-// model (doctor, init).
-func ModelFactory(cfg *config.Config) func(spec string) (llm.Model, error) {
-	return modelFactoryWith(cfg, echo.New())
-}
-
-// modelFactoryWith is modelFactory answering offline through the given echo
-// model, which tests read.
-func modelFactoryWith(cfg *config.Config, offline *echo.Model) func(spec string) (llm.Model, error) {
-	clients := map[string]llm.Model{}
-	for name, p := range cfg.Providers {
-		if prov, ok := llm.Lookup(name); ok && p.Configured() {
-			clients[name] = llm.WithLimit(prov.New(p.Settings()), p.MaxConcurrent)
-		}
-	}
-	return func(spec string) (llm.Model, error) {
-		provider, _, err := llm.ParseModel(spec)
-		if err != nil {
-			return nil, err
-		}
-		if m, ok := clients[provider]; ok {
-			return m, nil
-		}
-		if provider != "echo" {
-			return nil, fmt.Errorf("%w: providers.%s has neither an api_key nor a base_url; set one, or give the agent model: echo",
-				llm.ErrNotConfigured, provider)
-		}
-		return offline, nil
-	}
-}
 
 func (d *Daemon) adapter(id adapters.ID) (adapters.Adapter, bool) {
 	a, ok := d.adapters[id]

@@ -11,12 +11,13 @@ import (
 	"github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/llm/openai"
+	"github.com/parleyd/parley/turns"
 )
 
 func TestModelFactory(t *testing.T) {
 	cfg := config.Default()
 	cfg.Providers = config.Providers{"openai": {APIKey: "sk-test"}}
-	models := modelFactory(cfg)
+	models := turns.Models(cfg)
 	first, err := models("openai/gpt-4o-mini")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestModelFactory(t *testing.T) {
 		t.Fatal("an unknown provider was accepted")
 	}
 	cfg.Providers = config.Providers{"anthropic": {APIKey: "sk-ant"}}
-	if m, _ := modelFactory(cfg)("anthropic/claude-sonnet-4-5"); m == nil {
+	if m, _ := turns.Models(cfg)("anthropic/claude-sonnet-4-5"); m == nil {
 		t.Fatal("anthropic with a key gave nothing")
 	} else if _, ok := m.(*anthropic.Model); !ok {
 		t.Fatalf("anthropic with a key gave %T", m)
@@ -74,7 +75,7 @@ func TestRegisteredProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := modelFactory(cfg)("registered/m-1")
+	m, err := turns.Models(cfg)("registered/m-1")
 	if err != nil {
 		t.Fatal(err)
 	}

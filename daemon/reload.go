@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -41,7 +43,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 		return fmt.Errorf("config not reloaded: %w", err)
 	}
 	if d.cron != nil {
-		jobs, err := cronJobs(cfg)
+		jobs, err := cron.JobsOf(cfg)
 		if err != nil {
 			return err
 		}
@@ -62,7 +64,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 	d.mcp.Reload(cfg.MCP.Servers)
 	d.reloadPermissions(cfg)
 	d.applySessionTools(cfg)
-	d.gw.SetPolicies(gatewayAgents(cfg), accessPolicies(cfg))
+	d.gw.SetPolicies(gateway.AgentsOf(cfg), gateway.AccessOf(cfg))
 	if h, ok := d.adapters[webhooks.AdapterID].(*webhooks.Server); ok {
 		h.SetHooks(cfg.Hooks)
 	}

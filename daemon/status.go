@@ -3,22 +3,18 @@ package daemon
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/cluster"
-	"github.com/parleyd/parley/config"
-	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/httpserve"
+	"github.com/parleyd/parley/runfile"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/vault"
 )
@@ -158,60 +154,13 @@ func (o apiOperator) Disconnect(ctx context.Context, u vault.User, provider stri
 	return o.d.vault.Disconnect(ctx, u, provider)
 }
 
-// RunFile is where a daemon on cfg records its address while it runs, for
-// `parley chat`, `parley ask` and `parley status` to find it: beside a
-// SQLite database, or in the user's runtime (or temporary) directory for
-// PostgreSQL. "" when there is nowhere to put it.
-func RunFile(cfg *config.Config) string {
-	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
-		return filepath.Join(filepath.Dir(t.Path), "parley.run.json")
-	}
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "parley-"+cfg.Gateway.ReplicaID+".run.json")
-}
-
-// Running is what a daemon's run file says.
-type Running struct {
-	PID     int       `json:"pid"`
-	Listen  string    `json:"listen"`
-	Version string    `json:"version"`
-	Started time.Time `json:"started"`
-}
-
-// ReadRunFile reads the run file of a daemon on cfg; ok is false when none
-// runs (no file, or its process is gone).
-func ReadRunFile(cfg *config.Config) (Running, bool) {
-	path := RunFile(cfg)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Running{}, false
-	}
-	var r Running
-	if json.Unmarshal(b, &r) != nil || r.Listen == "" || r.PID <= 0 {
-		return Running{}, false
-	}
-	if p, err := os.FindProcess(r.PID); err != nil || p.Signal(syscall.Signal(0)) != nil {
-		return Running{}, false
-	}
-	return r, true
-}
-
 // writeRunFile records the daemon's address; the file is removed at Stop.
 func (d *Daemon) writeRunFile() {
-	path := RunFile(d.cfg())
+	path := runfile.Path(d.cfg())
 	if path == "" {
 		return
 	}
-	b, _ := json.Marshal(Running{PID: os.Getpid(), Listen: d.listen, Version: d.version, Started: d.started})
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		d.log.Debug("record the daemon's address", "path", path, "error", err)
-		return
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := runfile.Write(path, runfile.Running{PID: os.Getpid(), Listen: d.listen, Version: d.version, Started: d.started}); err != nil {
 		d.log.Debug("record the daemon's address", "path", path, "error", err)
 		return
 	}
@@ -221,14 +170,10 @@ func (d *Daemon) writeRunFile() {
 // removeRunFile removes the run file this daemon wrote, unless another
 // daemon (a replica on the same host) has written it since.
 func (d *Daemon) removeRunFile() {
-	if d.runFile == "" {
-		return
+	if d.runFile != "" {
+		runfile.Remove(d.runFile, runfile.Running{PID: os.Getpid(), Listen: d.listen})
+		d.runFile = ""
 	}
-	var r Running
-	if b, err := os.ReadFile(d.runFile); err == nil && json.Unmarshal(b, &r) == nil && r.PID == os.Getpid() && r.Listen == d.listen {
-		_ = os.Remove(d.runFile)
-	}
-	d.runFile = ""
 }
 
 // lazyHandler is the handler build returns, built on the first request:

@@ -107,6 +107,6 @@ func Check(cfg *config.Config) error {
 		return err
 	}
 	_, adapterErr := buildAdapters(cfg, slog.New(slog.DiscardHandler), nil, nil)
-	_, cronErr := cronJobs(cfg)
+	_, cronErr := cron.JobsOf(cfg)
 	return errors.Join(adapterErr, cronErr, checkTools(cfg, names))
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/migrations"
+	"github.com/parleyd/parley/turns"
 )
 
 // A Finding is one check of `parley doctor`: what was checked, how it
@@ -144,7 +145,7 @@ func doctorProviders(ctx context.Context, cfg *config.Config) ([]Finding, []time
 			Detail: fmt.Sprintf("model %s has no API key; its chats are told the assistant isn't configured", a.Model),
 			Fix:    "set the provider's api_key (or base_url) under providers"})
 	}
-	open := daemon.ModelFactory(cfg)
+	open := turns.Models(cfg)
 	tried := map[string]bool{}
 	for _, a := range cfg.Agents {
 		provider, name, err := llm.ParseModel(a.Model)
@@ -295,7 +296,7 @@ func CheckAgentModel(ctx context.Context, cfg *config.Config, agentID string) er
 	if err != nil {
 		return err
 	}
-	m, err := daemon.ModelFactory(cfg)(a.Model)
+	m, err := turns.Models(cfg)(a.Model)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"path"
 	"strings"
 
-
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/config"

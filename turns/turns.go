@@ -20,6 +20,8 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
@@ -376,4 +378,38 @@ func (b *Bridge) lastTurnSettings(ctx context.Context, id sessions.ID) agent.Tur
 		}
 	}
 	return agent.TurnSettings{}
+}
+
+// Models opens models by spec. Each provider's client is built once
+// and shared by every turn; the runner puts the model's own name in each
+// request. A model whose provider has no key fails with
+// llm.ErrNotConfigured, as the start-up warning said: its chats are told
+// the assistant isn't configured, rather than answered by echo.
+func Models(cfg *config.Config) func(spec string) (llm.Model, error) {
+	return ModelsWith(cfg, echo.New())
+}
+
+// ModelsWith is Models answering offline through the given echo
+// model, which tests read.
+func ModelsWith(cfg *config.Config, offline *echo.Model) func(spec string) (llm.Model, error) {
+	clients := map[string]llm.Model{}
+	for name, p := range cfg.Providers {
+		if prov, ok := llm.Lookup(name); ok && p.Configured() {
+			clients[name] = llm.WithLimit(prov.New(p.Settings()), p.MaxConcurrent)
+		}
+	}
+	return func(spec string) (llm.Model, error) {
+		provider, _, err := llm.ParseModel(spec)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := clients[provider]; ok {
+			return m, nil
+		}
+		if provider != "echo" {
+			return nil, fmt.Errorf("%w: providers.%s has neither an api_key nor a base_url; set one, or give the agent model: echo",
+				llm.ErrNotConfigured, provider)
+		}
+		return offline, nil
+	}
 }

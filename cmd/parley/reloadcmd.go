@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/runfile"
 )
 
 // cmdReload asks the daemon running on this config to read it again (it
@@ -20,9 +21,9 @@ func cmdReload(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, ok := daemon.ReadRunFile(cfg)
+	r, ok := runfile.Read(cfg)
 	if !ok {
-		return fmt.Errorf("no parley is running on this config (no run file at %s); start it with parley run", daemon.RunFile(cfg))
+		return fmt.Errorf("no parley is running on this config (no run file at %s); start it with parley run", runfile.Path(cfg))
 	}
 	c, _ := runningDaemon(cfg, "", *token)
 	var before daemon.Status

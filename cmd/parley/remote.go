@@ -6,7 +6,7 @@ import (
 
 	"github.com/parleyd/parley/client"
 	"github.com/parleyd/parley/config"
-	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/runfile"
 )
 
 // runningDaemon is a client of the daemon running on cfg, if one runs (its
@@ -14,7 +14,7 @@ import (
 // $PARLEY_API_TOKEN, then the config's first API token.
 func runningDaemon(cfg *config.Config, server, token string) (*client.Client, bool) {
 	if server == "" {
-		r, ok := daemon.ReadRunFile(cfg)
+		r, ok := runfile.Read(cfg)
 		if !ok {
 			return nil, false
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/daemon"
+	"github.com/parleyd/parley/runfile"
 )
 
 // cmdStatus asks a running daemon for its live state.
@@ -22,7 +23,7 @@ func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	c, ok := runningDaemon(cfg, *server, *token)
 	if !ok {
-		return fmt.Errorf("no parley is running on this config (no run file at %s); start it with parley run, or pass --server", daemon.RunFile(cfg))
+		return fmt.Errorf("no parley is running on this config (no run file at %s); start it with parley run, or pass --server", runfile.Path(cfg))
 	}
 	if c.Token == "" {
 		return errors.New("parley status needs an API token: set http.tokens in the config, or pass --token or PARLEY_API_TOKEN")

@@ -16,7 +16,7 @@ var Floors = [][]string{
 	{"internal", "secret", "signing", "textcut", "events", "commands", "dbutil", "migrations", "cluster"},
 	// Records and their rules: sessions, permissions, secrets, the model
 	// interface and its providers, the config, the API client.
-	{"sessions", "permissions", "vault", "llm", "config", "client", "speech"},
+	{"sessions", "permissions", "vault", "llm", "config", "client", "speech", "runfile"},
 	// What a turn uses: tools, the channel interface, session storage,
 	// cron, MCP tools.
 	{"tools", "clienttools", "kv", "files", "skills", "media", "adapters", "cron", "mcptools", "sessions/storetest"},
