@@ -48,9 +48,9 @@ func userOf(in adapters.Inbound) string { return in.Surface + ":" + in.UserID }
 // takeToken says whether in carries a token for /connect: the next
 // message after /connect in the same direct chat (unless it is a
 // command, which cancels the wait), or a /connect with the token after
-// the provider. In a group, any message with a /connect in it (after a
-// mention, say) is one: refused, whatever follows it. A waiting /connect
-// it answers is taken.
+// the provider (or in place of it). In a group, any message with a
+// /connect in it (after a mention, say) is one: refused, whatever
+// follows it. A waiting /connect it answers is taken.
 func (g *Gateway) takeToken(in adapters.Inbound) (token, bool) {
 	if in.Group {
 		provider, value, ok := connectIn(in.Text)
@@ -60,6 +60,11 @@ func (g *Gateway) takeToken(in adapters.Inbound) (token, bool) {
 		provider, value, inline := strings.Cut(arg, " ")
 		if c.Name == "connect" && inline {
 			return token{provider: provider, value: strings.TrimSpace(value), inline: true}, true
+		}
+		// "/connect <token>", the provider left out: stored with its
+		// text replaced, as any token is.
+		if c.Name == "connect" && provider != "" && !vault.LooksLikeProvider(strings.ToLower(provider)) {
+			return token{provider: provider, inline: true}, true
 		}
 	}
 	g.pending.mu.Lock()

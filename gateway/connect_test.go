@@ -122,7 +122,7 @@ func TestConnectTakesTheNextMessageAsTheToken(t *testing.T) {
 				if err := rows.Scan(&s); err != nil {
 					t.Fatal(err)
 				}
-				for _, tok := range []string{"ghp_s3cr3t", "ghp_inline", "ghp_group"} {
+				for _, tok := range []string{"ghp_s3cr3t", "ghp_inline", "ghp_group", "NoProviderToken"} {
 					if strings.Contains(s, tok) {
 						t.Errorf("%s holds the token: %s", q, s)
 					}
