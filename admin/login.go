@@ -85,8 +85,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := throttle.Addr(r)
-	if blocked, wait := s.guesses.Blocked(addr); blocked {
-		s.o.Log.WarnContext(r.Context(), "dashboard login refused: too many wrong tokens from this address", "remote_addr", addr)
+	if blocked, wait := s.guesses.Blocked(addr); blocked { // logged when the block began
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		w.WriteHeader(http.StatusTooManyRequests)
 		s.render(w, r, "login", map[string]any{"Error": "Too many wrong tokens from this address: wait a minute and try again."})
@@ -94,8 +93,10 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	sum, ok := s.tokenSum(r.PostFormValue("token"))
 	if !ok {
-		s.guesses.Fail(addr)
 		s.o.Log.WarnContext(r.Context(), "dashboard login refused: wrong token", "remote_addr", addr)
+		if s.guesses.Fail(addr) {
+			s.o.Log.WarnContext(r.Context(), "dashboard login: too many wrong tokens; refusing the address for a while", "remote_addr", addr)
+		}
 		w.WriteHeader(http.StatusUnauthorized)
 		s.render(w, r, "login", map[string]any{"Error": "That token was refused: use one of http.tokens in parley's config.",
 			"Next": safeNext(r.PostFormValue("next"))})

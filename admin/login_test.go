@@ -2,11 +2,13 @@ package admin
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,8 +102,16 @@ func TestAdminLoginIsAServerSession(t *testing.T) {
 }
 
 // Guessing the token is slowed per address; the next address is not.
+// A blocked address's attempts are not logged one by one: a flood of them
+// does not flood the log.
 func TestAdminLoginThrottlesGuesses(t *testing.T) {
-	srv := newTestServer(t, dbtest.SQLite, nil)
+	var logged syncBuffer
+	h, err := Handler(Options{Tokens: []string{testToken}, DB: dbtest.SQLite(t), Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
 	c := client(t)
 	for i := range loginGuesses {
 		if resp := postLogin(t, c, srv, "wrong", ""); resp.StatusCode != http.StatusUnauthorized {
@@ -111,6 +121,32 @@ func TestAdminLoginThrottlesGuesses(t *testing.T) {
 	if resp := postLogin(t, c, srv, testToken, ""); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("the right token after %d wrong ones: %d, want 429 with Retry-After", loginGuesses, resp.StatusCode)
 	}
+	for range 20 {
+		if resp := postLogin(t, c, srv, "wrong", ""); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("a guess from a blocked address: %d, want 429", resp.StatusCode)
+		}
+	}
+	if n, want := strings.Count(logged.String(), "dashboard login"), loginGuesses+1; n != want {
+		t.Fatalf("%d login lines logged, want %d (each wrong token, and the block once):\n%s", n, want, logged.String())
+	}
+}
+
+// syncBuffer is a log sink the server's handlers write to at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // After a login, only a dashboard path is followed; a path a browser could
