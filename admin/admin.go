@@ -185,15 +185,22 @@ func (s *server) authorized(r *http.Request) bool {
 	return false
 }
 
-// sameOrigin refuses a form posted from another site: the cookie is
-// SameSite=Strict too.
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" || o == "null" {
-		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin"
+// crossSite refuses a form posted from another site (the cookie is
+// SameSite=Strict too): net/http's check, which trusts the browser's
+// Sec-Fetch-Site and, without it, compares Origin with Host.
+var crossSite = http.NewCrossOriginProtection()
+
+// refuseCrossSite answers a form posted from another site, and says
+// what to do when the site is in fact the dashboard's own, behind a proxy
+// that changes the Host header; it reports whether it answered.
+func refuseCrossSite(w http.ResponseWriter, r *http.Request) bool {
+	if err := crossSite.Check(r); err != nil {
+		http.Error(w, "refused: this form was posted from another site ("+err.Error()+"). If you opened the dashboard "+
+			"through a reverse proxy, have it pass the browser's Host header on unchanged, or use a browser that sends Sec-Fetch-Site.",
+			http.StatusForbidden)
+		return true
 	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	return false
 }
 
 // guard shows the login page to a request without the login, refuses a
@@ -209,8 +216,7 @@ func (s *server) guard(h func(http.ResponseWriter, *http.Request) error) http.Ha
 			s.render(w, r, "login", map[string]any{"Next": r.URL.Path})
 			return
 		}
-		if r.Method == http.MethodPost && !sameOrigin(r) {
-			http.Error(w, "a form from another site", http.StatusForbidden)
+		if refuseCrossSite(w, r) {
 			return
 		}
 		// Text no engine stores alike (PostgreSQL refuses it) is refused

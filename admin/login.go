@@ -80,8 +80,7 @@ func (s *server) now() time.Time {
 }
 
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
-		http.Error(w, "a form from another site", http.StatusForbidden)
+	if refuseCrossSite(w, r) {
 		return
 	}
 	addr := throttle.Addr(r)

@@ -180,3 +180,47 @@ func TestAdminLoginNextAndFlash(t *testing.T) {
 		t.Fatalf("the login page shows a flash from the query:\n%s", body)
 	}
 }
+
+// A form posted from another site is refused, and the refusal says what
+// to do; the dashboard's own forms pass, behind a proxy that changes the
+// Host header too.
+func TestCrossSiteFormsAreRefused(t *testing.T) {
+	srv := newTestServer(t, dbtest.SQLite, nil)
+	for _, tc := range []struct {
+		name        string
+		origin, sfs string
+		want        int
+	}{
+		{"another site, said by the browser", "https://evil.example", "cross-site", http.StatusForbidden},
+		{"another site, by its origin only", "https://evil.example", "", http.StatusForbidden},
+		{"this site", srv.URL, "same-origin", http.StatusSeeOther},
+		{"this site behind a proxy that changes Host", "https://parley.example", "same-origin", http.StatusSeeOther},
+		{"a client that sends neither", "", "", http.StatusSeeOther},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/admin/login", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.sfs != "" {
+				req.Header.Set("Sec-Fetch-Site", tc.sfs)
+			}
+			resp, err := client(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("%d, want %d: %s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want == http.StatusForbidden && !strings.Contains(string(body), "reverse proxy") {
+				t.Fatalf("the refusal does not say what to do: %s", body)
+			}
+		})
+	}
+}
