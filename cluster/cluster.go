@@ -519,6 +519,20 @@ func (m *Member) Alive() error {
 	return nil
 }
 
+// AliveUntil is Alive with the moment this replica's lease ends, judged
+// from the last heartbeat it sent: past it a survivor may fence it and take
+// over what it holds, so nothing it begins may reach a platform after it.
+// The zero time means no heartbeat yet bounds it.
+func (m *Member) AliveUntil() (time.Time, error) {
+	if err := m.Alive(); err != nil {
+		return time.Time{}, err
+	}
+	if b := m.beat.Load(); b != nil {
+		return b.Add(m.opts.Lease), nil
+	}
+	return time.Time{}, nil
+}
+
 // LaneHold is the hold name of a session's lane.
 func LaneHold(lane string) string {
 	sum := sha256.Sum256([]byte(lane))

@@ -76,11 +76,11 @@ func (p placement) Place(ctx context.Context, lane string) (hold, holder string,
 
 // replicaAlive is the sender's check before each send (nil without
 // replicas).
-func (d *Daemon) replicaAlive() func() error {
+func (d *Daemon) replicaAlive() func() (time.Time, error) {
 	if d.replicas == nil {
 		return nil
 	}
-	return d.replicas.m.Alive
+	return d.replicas.m.AliveUntil
 }
 
 // gatewayPlacement is nil without replicas.

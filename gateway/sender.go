@@ -41,8 +41,12 @@ type SenderOptions struct {
 	OnReclaim func(n int)
 	// Alive, if set, is asked before each platform call: a replica that
 	// may have lost its claims (paused past its lease, say) sends
-	// nothing; the replies go to whoever took them over.
-	Alive func() error
+	// nothing; the replies go to whoever took them over. The time it
+	// returns (zero for none) is when the lease ends: it becomes the
+	// call's deadline, so a call the process was paused inside, past its
+	// check, is still refused by the channel before it is written (see
+	// adapters.GuardDeadline).
+	Alive func() (until time.Time, err error)
 }
 
 // Sender sends the outbox: each reply once, a chat's replies in order, and
@@ -90,6 +94,9 @@ func NewSender(store *Store, opts SenderOptions) *Sender {
 
 // sendTimeout bounds one platform call.
 const sendTimeout = 30 * time.Second
+
+// errLeaseEnded is Alive's time already past when a send would begin.
+var errLeaseEnded = errors.New("this replica's lease ended before the reply could be sent; whoever takes its work over sends it")
 
 func defaultBackoff(attempt int) time.Duration {
 	d := time.Second << min(attempt-1, 9) // 1s .. 512s
@@ -312,8 +319,16 @@ func (s *Sender) deliverReply(ctx context.Context, a adapters.Adapter, r Reply) 
 // called once the platform call is over.
 func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error) {
 	attempt := r.Attempts + 1 // the claim counted this one
+	deadline, leaseBound := time.Now().Add(sendTimeout), false
 	if s.opts.Alive != nil {
-		if err := s.opts.Alive(); err != nil {
+		until, err := s.opts.Alive()
+		if err == nil && !until.IsZero() && until.Before(deadline) {
+			deadline, leaseBound = until, true
+		}
+		if err == nil && !time.Now().Before(deadline) {
+			err = errLeaseEnded
+		}
+		if err != nil {
 			called()
 			// Claimed, and left unsent: taken back once this replica
 			// renews its lease (or by whoever fences it).
@@ -329,12 +344,20 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 	} else {
 		// A send in flight finishes even when the sender is stopping: cutting
 		// it off could leave a reply delivered but not recorded, sent twice.
-		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		sendCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		start := time.Now()
 		sent, err = s.deliverReply(sendCtx, a, r)
 		cancel()
 		if s.opts.OnSend != nil {
 			s.opts.OnSend(r.Adapter, time.Since(start), err)
+		}
+		if leaseBound && errors.Is(err, adapters.ErrDeadlinePassed) {
+			// Refused before a byte was written, the lease over (the
+			// process paused past its check, say): as if Alive had said
+			// no.
+			called()
+			s.loseClaims()
+			return false, err
 		}
 	}
 	called()

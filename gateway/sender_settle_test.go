@@ -130,11 +130,11 @@ func testSenderSettles(t *testing.T, engine string) {
 	store := gateway.NewStore(db, clock.Now)
 	rec := adapterstest.New()
 	var lapsed atomic.Bool
-	s := senderFor(store, cutAfterSend{rec, "a1", cut}, gateway.SenderOptions{Lease: time.Minute, Alive: func() error {
+	s := senderFor(store, cutAfterSend{rec, "a1", cut}, gateway.SenderOptions{Lease: time.Minute, Alive: func() (time.Time, error) {
 		if lapsed.Load() {
-			return dbutil.ErrLeaseLapsed
+			return time.Time{}, dbutil.ErrLeaseLapsed
 		}
-		return nil
+		return time.Time{}, nil
 	}})
 	if err := store.QueueReplies(ctx, []gateway.Reply{
 		{Key: "a:1", Adapter: "tg", ChatID: "1", Text: "a1"},

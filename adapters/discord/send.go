@@ -203,6 +203,9 @@ func (a *Adapter) apiError(op string, err error) error {
 		e.Message = redactString(e.Message, a.token.Reveal())
 		return e
 	}
+	if errors.Is(err, adapters.ErrDeadlinePassed) {
+		return fmt.Errorf("discord %s: %w", op, adapters.ErrDeadlinePassed)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("discord %s: %w", op, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/parleyd/parley/adapters"
 )
 
 // transport carries discordgo's REST calls. It sends them to api_url when
@@ -38,7 +40,7 @@ type transport struct {
 
 func newTransport(s settings) *transport {
 	t := &transport{
-		base:         http.DefaultTransport,
+		base:         adapters.GuardDeadline(http.DefaultTransport),
 		api:          s.api,
 		gateway:      s.gateway,
 		gatewayPaths: map[string]bool{},

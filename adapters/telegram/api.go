@@ -167,6 +167,9 @@ func (a *api) classify(ctx context.Context, method string, err error) error {
 		}
 		return &APIError{Method: method, Code: te.Code, Description: a.redact(te.Message)}
 	}
+	if errors.Is(err, adapters.ErrDeadlinePassed) {
+		return fmt.Errorf("telegram %s: %w", method, adapters.ErrDeadlinePassed)
+	}
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("telegram %s: %w", method, cerr)
 	}

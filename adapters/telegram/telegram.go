@@ -88,7 +88,7 @@ func New(id adapters.ID, decode adapters.Decoder, deps adapters.Deps) (*Adapter,
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Transport: newTransport()}
+	client := &http.Client{Transport: adapters.GuardDeadline(newTransport())}
 	a := &Adapter{id: id, cfg: cfg, api: newAPI(cfg.token, cfg.endpoint, client), log: log, backoff: adapters.Backoff(500*time.Millisecond, 30*time.Second),
 		guesses: throttle.New(webhookGuesses, webhookGuessWindow), refused: deps.CountRefused}
 	if cfg.botUsername != "" {
