@@ -34,6 +34,9 @@ const (
 	// EventTurnJoined says that inputs with run ids joined the turn in
 	// progress (steering).
 	EventTurnJoined events.Type = "turn.joined" // Data: TurnJoined
+	// EventModelFallback: the agent's model failed (past its retries) and
+	// a fallback model answers the call.
+	EventModelFallback events.Type = "model.fallback" // Data: ModelFallback
 )
 
 const (
@@ -49,6 +52,13 @@ type TurnStarted struct {
 	Model   string
 	// RunIDs are the run ids of the turn's inputs (Input.RunID), in order.
 	RunIDs []string
+}
+
+// ModelFallback is the data of a model.fallback event.
+type ModelFallback struct {
+	AgentID  string
+	Model    string // the spec that failed
+	Fallback string // the spec that answers instead
 }
 
 // TurnJoined is the data of a turn.joined event.

@@ -388,6 +388,7 @@ func (t *turn) callModel(ctx context.Context) (llm.Response, error) {
 		}
 		t.r.log.WarnContext(ctx, "model failed; its fallback answers", "session_id", t.id, "model", t.spec, "fallback", spec, "error", err)
 		failed := t.spec
+		t.publish(EventModelFallback, ModelFallback{AgentID: t.req.Agent.ID, Model: failed, Fallback: spec})
 		t.model, t.spec, t.call.Model = model, spec, name
 		t.r.statuses.update(t.id, func(s *Status) {
 			s.State, s.Message = StateBusy, "answering with fallback model "+spec+" ("+failed+" failed)"

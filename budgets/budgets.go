@@ -194,3 +194,43 @@ func (c *Caps) Admit(ctx context.Context, s sessions.Session) error {
 	c.refused(scope)
 	return &agent.RefusedError{Text: text, Reason: scope + " spend cap reached"}
 }
+
+// AgentSpend is one agent's spend today against the agent cap, in USD.
+type AgentSpend struct {
+	Agent       string
+	USD, CapUSD float64
+}
+
+const agentsTodayQuery = `SELECT scope, cost FROM usage_daily WHERE day = $1 AND scope LIKE 'agent:%'`
+
+// AgentsToday is each of agents' spend today against budgets.agent_daily_usd,
+// for the metrics an alert on a cap watches; none while that cap is unset
+// (nothing is recorded without a cap).
+func (c *Caps) AgentsToday(ctx context.Context, agents []string) ([]AgentSpend, error) {
+	limit := c.caps().AgentDailyUSD
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := c.db.Reader().QueryContext(ctx, agentsTodayQuery, usageDay(time.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("read today's spend by agent: %w", err)
+	}
+	defer rows.Close()
+	spent := map[string]float64{}
+	for rows.Next() {
+		var scope string
+		var usd float64
+		if err := rows.Scan(&scope, &usd); err != nil {
+			return nil, fmt.Errorf("read today's spend by agent: %w", err)
+		}
+		spent[strings.TrimPrefix(scope, "agent:")] = usd
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read today's spend by agent: %w", err)
+	}
+	out := make([]AgentSpend, len(agents))
+	for i, a := range agents {
+		out[i] = AgentSpend{Agent: a, USD: spent[a], CapUSD: limit}
+	}
+	return out, nil
+}

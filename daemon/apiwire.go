@@ -52,6 +52,7 @@ func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
 	d.metrics.SetActiveLanes(d.gw.ActiveLanes)
 	d.metrics.SetHistoryCache(d.sessions.HistoryCacheStats)
 	d.metrics.SetCheckpoints(d.db.CheckpointStats)
+	d.metrics.SetState(d.metricsState)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)

@@ -17,6 +17,7 @@ var fedTypes = []events.Type{
 	agent.EventTurnFinished,
 	memory.EventContextCompacted,
 	sessions.EventMessageAppended,
+	agent.EventModelFallback,
 }
 
 // ObserveDB returns the observer to give dbutil.DB.Observe: it records
@@ -85,13 +86,15 @@ func (f *feeder) handle(e events.Event) {
 	case *agent.TurnFinished:
 		f.turnFinished(e, *d)
 	case memory.ContextCompacted:
-		f.compacted(d)
+		f.compacted(e, d)
 	case *memory.ContextCompacted:
-		f.compacted(*d)
+		f.compacted(e, *d)
 	case sessions.MessageAppended:
-		f.tokens(d.Message)
+		f.tokens(e, d.Message)
 	case *sessions.MessageAppended:
-		f.tokens(d.Message)
+		f.tokens(e, d.Message)
+	case agent.ModelFallback:
+		f.m.fallbacks.WithLabelValues(label(d.AgentID), label(d.Model), label(d.Fallback)).Inc()
 	}
 }
 
@@ -128,26 +131,34 @@ func (f *feeder) turnFinished(e events.Event, d agent.TurnFinished) {
 	}
 }
 
-func (f *feeder) compacted(d memory.ContextCompacted) {
+func (f *feeder) compacted(e events.Event, d memory.ContextCompacted) {
 	f.m.compactions.WithLabelValues(label(string(d.Trigger))).Inc()
 	f.m.compactionTime.Observe(d.Duration.Seconds())
-	f.usage(d.Model, d.Usage) // the summary's
+	f.usage(e, d.Model, d.Usage) // the summary's
 }
 
 // tokens counts the usage an assistant message carries (one per model call).
-func (f *feeder) tokens(msg sessions.Message) {
+func (f *feeder) tokens(e events.Event, msg sessions.Message) {
 	if msg.Role != sessions.RoleAssistant {
 		return
 	}
-	f.usage(msg.Model, msg.Usage)
+	f.usage(e, msg.Model, msg.Usage)
 }
 
-// usage counts what a call to model spec used.
-func (f *feeder) usage(spec string, u *sessions.Usage) {
+// usage counts what a call to model spec used, and its cost against the
+// agent whose turn the session is running (unknown outside a turn).
+func (f *feeder) usage(e events.Event, spec string, u *sessions.Usage) {
 	if u == nil {
 		return
 	}
 	provider, model := splitSpec(spec)
+	if u.CostUSD > 0 {
+		agentID := unknownLabel
+		if s, ok := f.started[e.SessionID]; ok {
+			agentID = s.agent
+		}
+		f.m.cost.WithLabelValues(agentID, provider, model).Add(u.CostUSD)
+	}
 	for _, c := range []struct {
 		kind string
 		n    int64

@@ -11,6 +11,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,11 @@ type Metrics struct {
 	budgetRefusals  *prometheus.CounterVec // scope
 	webhookRefused  *prometheus.CounterVec // hook, reason
 
+	cost           *prometheus.CounterVec // agent, provider, model
+	fallbacks      *prometheus.CounterVec // agent, model, fallback
+
 	queue, lanes atomic.Pointer[func() int]
+	state        atomic.Pointer[func(ctx context.Context) (State, error)]
 	// historyCache and checkpoints read two counts each at a scrape.
 	historyCache, checkpoints atomic.Pointer[func() (int64, int64)]
 
@@ -138,6 +143,12 @@ func New() *Metrics {
 		"Turns refused because a daily spend cap was reached, by scope (user, session, agent).", "scope")
 	m.webhookRefused = counterVec("parley_webhook_refused_total",
 		"Webhook requests refused, by hook id (unknown for a path naming no hook) and reason (the error code answered: unauthorized, stale, not_found, body_too_large, ...).", "hook", "reason")
+
+	m.cost = counterVec("parley_cost_usd_total",
+		"Spend on model calls in USD, at the configured prices, by agent, provider and model (summaries of compactions included).", "agent", "provider", "model")
+	m.fallbacks = counterVec("parley_model_fallbacks_total",
+		"Model calls handed to a fallback model after the agent's model failed (past its retries), by agent, the failed model and the fallback.", "agent", "model", "fallback")
+	m.reg.MustRegister(newStateCollector(&m.state))
 
 	// Series of known enums exist from the start, so rate() sees their
 	// first increment.
