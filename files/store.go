@@ -34,6 +34,8 @@ const (
 
 	fileQuery = `SELECT media_type, size, data, created_at FROM session_files WHERE session_id = $1 AND name = $2`
 
+	statFileQuery = `SELECT media_type, size, created_at FROM session_files WHERE session_id = $1 AND name = $2`
+
 	listFilesQuery = `SELECT name, media_type, size, created_at FROM session_files WHERE session_id = $1 ORDER BY name`
 
 	deleteFileQuery = `DELETE FROM session_files WHERE session_id = $1 AND name = $2`
@@ -142,6 +144,24 @@ func (s *Store) Get(ctx context.Context, id sessions.ID, name string) (File, err
 	f := File{Name: name}
 	var created int64
 	err := s.db.Read().QueryRowContext(ctx, fileQuery, string(id), name).Scan(&f.MediaType, &f.Size, &f.Data, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return File{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("read file %q of session %s: %w", name, id, err)
+	}
+	f.CreatedAt = dbutil.Time(created)
+	return f, nil
+}
+
+// Stat returns the session's file name without its data, or ErrNotFound.
+func (s *Store) Stat(ctx context.Context, id sessions.ID, name string) (File, error) {
+	if err := CheckName(name); err != nil {
+		return File{}, err
+	}
+	f := File{Name: name}
+	var created int64
+	err := s.db.Read().QueryRowContext(ctx, statFileQuery, string(id), name).Scan(&f.MediaType, &f.Size, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return File{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
