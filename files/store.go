@@ -214,7 +214,15 @@ func (s *Store) Delete(ctx context.Context, id sessions.ID, name string) (bool, 
 // Copy gives session to copies of from's files (a branch sees what its
 // parent had); files to already has keep theirs.
 func (s *Store) Copy(ctx context.Context, from, to sessions.ID) error {
-	if _, err := s.db.Write().ExecContext(ctx, copyFilesQuery, string(from), string(to)); err != nil {
+	return CopyIn(ctx, s.db.Write(), from, to)
+}
+
+// CopyIn is Copy in q, the caller's transaction: sessions.BranchOptions.Also
+// copies a session's files to its branch as the branch is made. The copy
+// is the branch's own (deleting it there leaves the parent's), and the
+// limits don't refuse it: the parent's files were within them.
+func CopyIn(ctx context.Context, q dbutil.Querier, from, to sessions.ID) error {
+	if _, err := q.ExecContext(ctx, copyFilesQuery, string(from), string(to)); err != nil {
 		return fmt.Errorf("copy files of session %s to %s: %w", from, to, err)
 	}
 	return nil
