@@ -128,6 +128,39 @@ type Outbound struct {
 	// IdempotencyKey is stable across retries of the same message, for
 	// platforms that can use it to drop a repeat.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// File, when set, makes the message this file, with Text its caption
+	// (possibly empty). Only a FileSender is given one.
+	File *File `json:"-"`
+}
+
+// File is a file going out to a chat, read from the session file store
+// just before it is sent.
+type File struct {
+	Name      string
+	MediaType string
+	Data      []byte
+}
+
+// OutFile names a file a reply carries: a file of the turn's session file
+// store, by name, with an optional caption. The outbox keeps the name,
+// never the bytes; the sender reads them when it sends.
+type OutFile struct {
+	// Session is the session whose file store holds it; "" is the
+	// session of the turn that sends it.
+	Session   string `json:"session,omitempty"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+	Caption   string `json:"caption,omitempty"`
+}
+
+// FileSender is implemented by channels that can send files: SendFile
+// sends out.File (an image as a photo where the platform shows one),
+// with out.Text as its caption; MaxFileBytes is the largest file the
+// platform takes from a bot, checked before a file is read or sent.
+type FileSender interface {
+	SendFile(ctx context.Context, out Outbound) (Sent, error)
+	MaxFileBytes() int64
 }
 
 // Sent is what the platform said about a sent message.

@@ -24,6 +24,8 @@ type Capabilities struct {
 	Choices Chooser
 	// Fetch downloads a file a message referred to.
 	Fetch Fetcher
+	// Files sends files (a reply's attachments).
+	Files FileSender
 	// Check says whether the channel's credentials work, without starting.
 	Check Checker
 	// Webhook, for a channel that takes its updates over HTTP, is what
@@ -47,6 +49,7 @@ func CapabilitiesOf(a Adapter) Capabilities {
 	c.Typing, _ = a.(Typer)
 	c.Choices, _ = a.(Chooser)
 	c.Fetch, _ = a.(Fetcher)
+	c.Files, _ = a.(FileSender)
 	c.Check, _ = a.(Checker)
 	c.Webhook, _ = a.(WebhookHandler)
 	return c

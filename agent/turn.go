@@ -53,6 +53,11 @@ type turn struct {
 	// historyRead: the turn has read its history once already.
 	historyRead bool
 
+	// attached are the parts tools added to the turn's reply (files to
+	// send with it), in the order they were added.
+	attachMu sync.Mutex
+	attached []sessions.Part
+
 	lastSig string // doom loop: the last tool call and how often it repeated
 	streak  int
 	warned  bool
@@ -548,7 +553,7 @@ func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) tools.Result {
 		return tools.Failed(fmt.Errorf("%w %s", tools.ErrUnknownTool, c.Name))
 	}
 	res := t.registryFor(c.Name).Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments,
-		Origin: t.origin()})
+		Origin: t.origin(), Attach: t.attach})
 	var pe *tools.PanicError
 	switch {
 	case errors.As(res.Err, &pe):
@@ -641,6 +646,13 @@ func (t *turn) appendResults(calls []llm.ToolCall, results []tools.Result) error
 	return nil
 }
 
+// attach adds a part to the turn's reply (tools.Call.Attach).
+func (t *turn) attach(p sessions.Part) {
+	t.attachMu.Lock()
+	defer t.attachMu.Unlock()
+	t.attached = append(t.attached, p)
+}
+
 // publish publishes a turn event; a side turn's stay private.
 func (t *turn) publish(typ events.Type, data any) {
 	if t.side == nil {
@@ -661,6 +673,11 @@ func (t *turn) appendInput(in Input) error {
 // so, and a reply (an assistant message that calls no tools) says which
 // messages it answers (PartAnswers).
 func (t *turn) marked(m sessions.Message) sessions.Message {
+	if t.side == nil && m.Role == sessions.RoleAssistant && len(m.ToolCalls) == 0 {
+		t.attachMu.Lock()
+		m.Parts = append(m.Parts[:len(m.Parts):len(m.Parts)], t.attached...)
+		t.attachMu.Unlock()
+	}
 	switch {
 	case t.side != nil:
 		m.Synthetic = true

@@ -299,7 +299,9 @@ type CallbackPayload struct {
 	Model     string      `json:"model,omitempty"`
 	Aborted   bool        `json:"aborted"`
 	Error     string      `json:"error,omitempty"`
-	At        time.Time   `json:"at"`
+	// Files are the files the reply carries (send_file).
+	Files []FileData `json:"files,omitempty"`
+	At    time.Time  `json:"at"`
 }
 
 // enqueueRetrying is enqueue, tried again with backoff while it fails,
@@ -354,7 +356,7 @@ func (c *Callbacks) enqueue(ctx context.Context, e events.Event) error {
 // replyPayload is the body POSTed for reply m, with its turn's outcome.
 func replyPayload(sid sessions.ID, agentID string, m sessions.Message, fin agent.TurnFinished) ([]byte, error) {
 	body, err := json.Marshal(CallbackPayload{Type: "reply", SessionID: sid, MessageID: string(m.ID), AgentID: agentID,
-		Content: m.Content, Model: m.Model, Aborted: fin.Aborted, Error: fin.Error, At: m.CreatedAt})
+		Content: m.Content, Model: m.Model, Aborted: fin.Aborted, Error: fin.Error, Files: replyFiles(string(sid), m), At: m.CreatedAt})
 	if err != nil {
 		return nil, fmt.Errorf("encode the reply callback of %s: %w", m.ID, err)
 	}

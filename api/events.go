@@ -26,6 +26,7 @@ const (
 	TypeStatus           = "status"
 	TypeTurnFinished     = "turn.finished"
 	TypeTurnJoined       = "turn.joined"
+	TypeFile             = "file"
 
 	// TypeContextCompactedOld is context.compacted's name before the
 	// dotted style: each context.compacted event is followed by a copy

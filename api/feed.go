@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"time"
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
 )
@@ -25,6 +27,7 @@ import (
 //	agent tool.requested    → tool.requested {call_id, name, arguments, expires_at} (a client tool's call)
 //	agent status.changed    → status {state: waiting_for_tool_results, pending_tool_calls} (or busy again)
 //	assistant message usage → usage {message_id, model, input, output, ...}
+//	a file the reply carries → file {message_id, name, media_type, size, caption?, url} (send_file)
 //	memory compaction       → context.compacted {summary_id, trigger, archived, ...}, then its copy
 //	                          under the old name context_compacted (until the next release)
 //	agent permission.requested → permission.requested {request_id, tool, arguments, choices, user, why, expires_at},
@@ -115,6 +118,16 @@ type (
 		DurationMS   int64  `json:"duration_ms"`
 		Model        string `json:"model,omitempty"`
 	}
+	// FileData is a file a reply carries (send_file): URL downloads it
+	// (GET /v1/sessions/{id}/files/{name}).
+	FileData struct {
+		MessageID string `json:"message_id"`
+		Name      string `json:"name"`
+		MediaType string `json:"media_type,omitempty"`
+		Size      int64  `json:"size"`
+		Caption   string `json:"caption,omitempty"`
+		URL       string `json:"url"`
+	}
 	TurnFinishedData struct {
 		// RunIDs are as on turn.started, which a run that failed before
 		// it started never had.
@@ -160,6 +173,9 @@ func (l *EventLog) ingest(e events.Event) {
 	case sessions.MessageAppended:
 		m := d.Message
 		l.noteMessage(sid, m)
+		for _, f := range replyFiles(sid, m) {
+			l.appendToRun(envelope(sid, TypeFile, e.At, f))
+		}
 		if m.Role != sessions.RoleAssistant || m.Usage == nil {
 			return
 		}
@@ -298,4 +314,15 @@ func envelope(sessionID, typ string, at time.Time, data any) Event {
 		at = at.UTC()
 	}
 	return Event{Type: typ, TS: at, SessionID: sessionID, Data: b}
+}
+
+// replyFiles are the files a reply carries, as the stream and the reply
+// callback show them.
+func replyFiles(sid string, m sessions.Message) []FileData {
+	var out []FileData
+	for _, f := range files.Outgoing(m) {
+		out = append(out, FileData{MessageID: string(m.ID), Name: f.Name, MediaType: f.MediaType, Size: f.Size, Caption: f.Caption,
+			URL: "/v1/sessions/" + url.PathEscape(sid) + "/files/" + url.PathEscape(f.Name)})
+	}
+	return out
 }

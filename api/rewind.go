@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -80,7 +83,15 @@ func (s *server) branch(w http.ResponseWriter, r *http.Request) error {
 	if s.busy(id) {
 		return ErrBusy
 	}
-	sess, err := s.opts.Store.Branch(r.Context(), id, req.FromMessageID, sessions.BranchOptions{Metadata: req.Metadata})
+	opts := sessions.BranchOptions{Metadata: req.Metadata}
+	if s.opts.Files != nil {
+		// The branch sees the files its parent had: the photos and
+		// documents of the messages it copies, and those written since.
+		opts.Also = func(ctx context.Context, q dbutil.Querier, parent, branch sessions.ID) error {
+			return files.CopyIn(ctx, q, parent, branch)
+		}
+	}
+	sess, err := s.opts.Store.Branch(r.Context(), id, req.FromMessageID, opts)
 	if err != nil {
 		return err
 	}

@@ -146,6 +146,9 @@ func (l *EventLog) Replay(ctx context.Context, store Store, sessionID, runID str
 				tools[c.ID] = c.Name
 				add(TypeToolStarted, m.CreatedAt, mustJSON(ToolData{CallID: c.ID, Name: c.Name, State: "input-available"}))
 			}
+			for _, f := range replyFiles(string(m.SessionID), m) {
+				add(TypeFile, m.CreatedAt, mustJSON(f))
+			}
 			if u := m.Usage; u != nil {
 				add(TypeUsage, m.CreatedAt, mustJSON(UsageData{MessageID: string(m.ID), Model: m.Model, Input: u.Input, Output: u.Output,
 					Reasoning: u.Reasoning, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}))

@@ -21,8 +21,11 @@ type QueueNote func(ctx context.Context, q dbutil.Querier, n Notice) error
 // its chats, under the run's keys. The run's receipt is ended by Finish,
 // after the turn; a failed turn, an empty reply, or a job without targets
 // queue nothing here.
-func (s *Scheduler) Report(ctx context.Context, q dbutil.Querier, in adapters.Inbound, _, text string, failed bool) error {
-	if failed || strings.TrimSpace(text) == "" || s.opts.QueueNote == nil {
+//
+// The files the reply carries (a report's CSV, written with file_write and
+// sent with send_file) go with each note, after its text.
+func (s *Scheduler) Report(ctx context.Context, q dbutil.Querier, in adapters.Inbound, _, text string, files []adapters.OutFile, failed bool) error {
+	if failed || strings.TrimSpace(text) == "" && len(files) == 0 || s.opts.QueueNote == nil {
 		return nil
 	}
 	r, err := s.runOf(ctx, in.ChatID)
@@ -43,7 +46,7 @@ func (s *Scheduler) Report(ctx context.Context, q dbutil.Querier, in adapters.In
 	r.Status, r.Result = StatusOK, truncate(text, MaxResultBytes)
 	for _, t := range j.Notify {
 		n := Notice{Target: t, JobID: r.JobID, RunID: r.ID, Status: r.Status, Text: noticeText(r),
-			Key: NoticeKey(r.ID, t), Session: r.SessionKey()}
+			Key: NoticeKey(r.ID, t), Session: r.SessionKey(), Files: files}
 		if err := s.opts.QueueNote(ctx, q, n); err != nil {
 			// A target that can't be queued (a channel not running here)
 			// is left to Finish's notify, which records and retries it.
@@ -55,4 +58,5 @@ func (s *Scheduler) Report(ctx context.Context, q dbutil.Querier, in adapters.In
 
 // Reported does nothing: Finish, after the turn, ends the run's receipt
 // and adds the notes to the target chats' conversations.
-func (s *Scheduler) Reported(context.Context, adapters.Inbound, string, string, bool) {}
+func (s *Scheduler) Reported(context.Context, adapters.Inbound, string, string, []adapters.OutFile, bool) {
+}

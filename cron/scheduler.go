@@ -54,6 +54,10 @@ type Notice struct {
 	Key string
 	// Session is the run's session key, "cron:<jobId>:<ts>".
 	Session sessions.Key
+	// Files are the files the run's reply carries, from its session's
+	// file store, sent after Text (QueueNote's notes only: the notes
+	// queued with the reply).
+	Files []adapters.OutFile
 }
 
 // Notifier delivers a run's result to a chat. The daemon's queues an

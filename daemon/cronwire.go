@@ -27,7 +27,7 @@ func (d *Daemon) openCron(ctx context.Context) error {
 		Store:    store,
 		Notifier: cron.NotifierFunc(d.notifyRun),
 		QueueNote: func(ctx context.Context, q dbutil.Querier, n cron.Notice) error {
-			return d.queueNote(ctx, q, n.Target.String(), n.Text, n.Key)
+			return d.queueNote(ctx, q, n.Target.String(), n.Text, n.Key, n.Files...)
 		},
 		Abort:      func(k sessions.Key) bool { return d.gw.Abort(k) },
 		OnEnd:      func(st cron.Status) { d.metrics.CronRun(string(st)) },

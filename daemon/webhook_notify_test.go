@@ -52,10 +52,10 @@ func TestWebhookNoteOnceWhenTheReplyIsSentAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		in.Adapter = webhooks.AdapterID
-		if err := d.db.Tx(ctx, func(q dbutil.Querier) error { return hooks.Report(ctx, q, in, key+":0", text, false) }); err != nil {
+		if err := d.db.Tx(ctx, func(q dbutil.Querier) error { return hooks.Report(ctx, q, in, key+":0", text, nil, false) }); err != nil {
 			t.Fatal(err)
 		}
-		hooks.Reported(ctx, in, key+":0", text, false)
+		hooks.Reported(ctx, in, key+":0", text, nil, false)
 		var notes int
 		if err := d.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE adapter = 'tg' AND chat_id = '42'`).Scan(&notes); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,9 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/sessions"
 )
 
 // Defaults of Limits.
@@ -100,4 +103,26 @@ func CheckName(name string) error {
 		return fmt.Errorf("%w: the name holds a control character; use printable characters", ErrInvalidName)
 	}
 	return nil
+}
+
+// OutPart is the part a reply carries to send f to the chat, with caption.
+func OutPart(f File, caption string) sessions.Part {
+	return sessions.FilePart(f.Name, f.MediaType, sessions.FileData{Size: f.Size, Caption: caption}, "")
+}
+
+// Outgoing are the files a reply's parts carry, for the outbox: every
+// file part of an assistant message is one to send.
+func Outgoing(m sessions.Message) []adapters.OutFile {
+	if m.Role != sessions.RoleAssistant {
+		return nil
+	}
+	var out []adapters.OutFile
+	for _, p := range m.Parts {
+		d, ok := p.File()
+		if !ok {
+			continue
+		}
+		out = append(out, adapters.OutFile{Name: p.Name, MediaType: p.MediaType, Size: d.Size, Caption: d.Caption})
+	}
+	return out
 }

@@ -34,6 +34,8 @@ const (
 
 	fileQuery = `SELECT media_type, size, data, created_at FROM session_files WHERE session_id = $1 AND name = $2`
 
+	statFileQuery = `SELECT media_type, size, created_at FROM session_files WHERE session_id = $1 AND name = $2`
+
 	listFilesQuery = `SELECT name, media_type, size, created_at FROM session_files WHERE session_id = $1 ORDER BY name`
 
 	deleteFileQuery = `DELETE FROM session_files WHERE session_id = $1 AND name = $2`
@@ -152,6 +154,24 @@ func (s *Store) Get(ctx context.Context, id sessions.ID, name string) (File, err
 	return f, nil
 }
 
+// Stat returns the session's file name without its data, or ErrNotFound.
+func (s *Store) Stat(ctx context.Context, id sessions.ID, name string) (File, error) {
+	if err := CheckName(name); err != nil {
+		return File{}, err
+	}
+	f := File{Name: name}
+	var created int64
+	err := s.db.Read().QueryRowContext(ctx, statFileQuery, string(id), name).Scan(&f.MediaType, &f.Size, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return File{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("read file %q of session %s: %w", name, id, err)
+	}
+	f.CreatedAt = dbutil.Time(created)
+	return f, nil
+}
+
 // List is the session's files, by name, without their data.
 func (s *Store) List(ctx context.Context, id sessions.ID) ([]File, error) {
 	rows, err := s.db.Read().QueryContext(ctx, listFilesQuery, string(id))
@@ -194,7 +214,15 @@ func (s *Store) Delete(ctx context.Context, id sessions.ID, name string) (bool, 
 // Copy gives session to copies of from's files (a branch sees what its
 // parent had); files to already has keep theirs.
 func (s *Store) Copy(ctx context.Context, from, to sessions.ID) error {
-	if _, err := s.db.Write().ExecContext(ctx, copyFilesQuery, string(from), string(to)); err != nil {
+	return CopyIn(ctx, s.db.Write(), from, to)
+}
+
+// CopyIn is Copy in q, the caller's transaction: sessions.BranchOptions.Also
+// copies a session's files to its branch as the branch is made. The copy
+// is the branch's own (deleting it there leaves the parent's), and the
+// limits don't refuse it: the parent's files were within them.
+func CopyIn(ctx context.Context, q dbutil.Querier, from, to sessions.ID) error {
+	if _, err := q.ExecContext(ctx, copyFilesQuery, string(from), string(to)); err != nil {
 		return fmt.Errorf("copy files of session %s to %s: %w", from, to, err)
 	}
 	return nil

@@ -22,7 +22,11 @@ const (
 	ReadToolName   = "file_read"
 	WriteToolName  = "file_write"
 	DeleteToolName = "file_delete"
+	SendToolName   = "send_file"
 )
+
+// MaxCaptionBytes caps a send_file caption (Telegram's is 1024 characters).
+const MaxCaptionBytes = 1024
 
 // maxReadBytes is the most text one file_read returns.
 const maxReadBytes = 64 << 10
@@ -42,6 +46,20 @@ var writeSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
+var sendSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {` + nameProperty + `,
+    "caption": {"type": "string", "maxLength": 1024, "description": "A short text sent with the file."}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`)
+
+type sendArgs struct {
+	Name    *string `json:"name"`
+	Caption string  `json:"caption"`
+}
+
 var listSchema = json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)
 
 type nameArgs struct {
@@ -54,7 +72,8 @@ type writeArgs struct {
 	MediaType string  `json:"media_type"`
 }
 
-// Tools returns file_list, file_read, file_write and file_delete on store.
+// Tools returns file_list, file_read, file_write, file_delete and
+// send_file on store.
 // Each call works on the files of the session it runs in
 // (tools.Call.SessionID): no argument can name another session's.
 func Tools(store *Store) []tools.Tool {
@@ -121,6 +140,29 @@ func Tools(store *Store) []tools.Tool {
 					return "", toolError(ctx, store, WriteToolName, err)
 				}
 				return fmt.Sprintf("Wrote %s (%s, %d bytes).", f.Name, f.MediaType, f.Size), nil
+			}),
+		},
+		{
+			Name: SendToolName,
+			Description: "Send a file of this conversation (one people sent, or one written with file_write) to the chat, " +
+				"with your reply, with an optional caption. An image goes as a photo where the chat shows photos.",
+			Schema: sendSchema,
+			Run: tools.Decoded(SendToolName, `{"name": "report.csv", "caption": "..."}`, func(ctx context.Context, call tools.Call, args sendArgs) (string, error) {
+				if args.Name == nil {
+					return "", fmt.Errorf(`%s: name is required; pass {"name": "report.csv"}`, SendToolName)
+				}
+				if len(args.Caption) > MaxCaptionBytes {
+					return "", fmt.Errorf("%s: the caption is %d bytes and the limit is %d; shorten it or put the rest in your reply", SendToolName, len(args.Caption), MaxCaptionBytes)
+				}
+				if call.Attach == nil {
+					return "", fmt.Errorf("%s: files can be sent only from a conversation's turn", SendToolName)
+				}
+				f, err := store.Stat(ctx, call.SessionID, *args.Name)
+				if err != nil {
+					return "", toolError(ctx, store, SendToolName, err)
+				}
+				call.Attach(OutPart(f, args.Caption))
+				return fmt.Sprintf("%s (%s, %d bytes) will be sent to the chat with your reply.", f.Name, f.MediaType, f.Size), nil
 			}),
 		},
 		{

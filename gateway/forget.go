@@ -15,7 +15,7 @@ const (
 	status = CASE WHEN status = 'accepted' THEN 'marked' ELSE status END
 	WHERE session_id IN (%s)`
 
-	forgetOutboxQuery = `DELETE FROM outbox WHERE session_id IN (%s)`
+	forgetOutboxQuery = `DELETE FROM outbox WHERE session_id IN (%[1]s) OR file_session_id IN (%[1]s)`
 )
 
 // ForgetSessions removes what the gateway keeps of deleted sessions' text:

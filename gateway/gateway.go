@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,10 @@ type TurnInput struct {
 	// more. It is nil when the reply streams (its final edit is known
 	// only once the stream ends).
 	Finish func(ctx context.Context, q dbutil.Querier, reply string) error
+	// Attach, called before Finish (or before Run returns), gives the
+	// files the reply carries (send_file), replacing any given before:
+	// each goes out after the reply's text, through the outbox.
+	Attach func(files []adapters.OutFile)
 }
 
 // Options configure a Gateway.
@@ -727,13 +732,15 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	if stream != nil {
 		input.OnText = stream.add
 	}
+	var attached []adapters.OutFile
+	input.Attach = func(files []adapters.OutFile) { attached = files }
 	// Without a stream, the reply's append records the turn's outcome.
 	finished := false
 	var reported *report
 	if stream == nil {
 		input.Finish = func(fctx context.Context, q dbutil.Querier, reply string) error {
 			all := append(append([]job(nil), items...), steered...)
-			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply}
+			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, files: attached}
 			ids, replies, rep := g.record(o)
 			if err := g.opts.Store.CompleteIn(fctx, q, ids, o.status, string(o.session), o.err, replies); err != nil {
 				return err
@@ -781,7 +788,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		ref, text := g.failed(ctx, first.key, "turn failed", err, "Sorry, something went wrong while answering", "session_id", sess.ID)
 		g.complete(ctx, outcome{jobs: all, status: InboundFailed, session: sess.ID, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text, shown: shown})
 	default:
-		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown})
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown, files: attached})
 	}
 	if !shuttingDown(ctx) {
 		g.opts.Runner.AfterTurn(ctx, input)
@@ -869,6 +876,8 @@ type outcome struct {
 	// shown is the message the reply's start was shown in as it streamed:
 	// the reply's first chunk is its final edit.
 	shown string
+	// files are what the reply carries, sent after its text.
+	files []adapters.OutFile
 }
 
 // complete records how o's jobs ended and queues its reply (if any) to the
@@ -910,6 +919,10 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report)
 	for i, j := range o.jobs {
 		ids[i] = j.inboundID
 	}
+	for i := range o.files {
+		// The files are the turn's session's, wherever they are sent.
+		o.files[i].Session = cmp.Or(o.files[i].Session, string(o.session))
+	}
 	limit := 0
 	if ad, ok := g.opts.Channels.Adapter(o.replyTo.in.Adapter); ok {
 		switch adapters.SourceOf(ad).Replies {
@@ -917,10 +930,10 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report)
 			return ids, nil, nil // the caller reads the reply from the session
 		case adapters.RepliesReported:
 			r, ok := ad.(Reporter)
-			if !ok || o.text == "" {
+			if !ok || o.text == "" && len(o.files) == 0 {
 				return ids, nil, nil
 			}
-			return ids, nil, &report{to: r, in: o.replyTo.in, key: o.replyTo.inboundID + ":0", text: o.text, failed: o.status != InboundDone}
+			return ids, nil, &report{to: r, in: o.replyTo.in, key: o.replyTo.inboundID + ":0", text: o.text, files: o.files, failed: o.status != InboundDone}
 		}
 		limit = g.capabilities(o.replyTo.in.Adapter).MaxMessageLength
 	}
@@ -933,6 +946,10 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report)
 	if len(replies) > 0 {
 		replies[0].EditMessageID = o.shown
 	}
+	for i, f := range o.files {
+		replies = append(replies, Reply{Key: fmt.Sprintf("%s:f%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, Text: f.Caption, FileSession: f.Session, FileName: f.Name})
+	}
 	return ids, replies, nil
 }
 
@@ -941,6 +958,7 @@ type report struct {
 	to        Reporter
 	in        adapters.Inbound
 	key, text string
+	files     []adapters.OutFile
 	failed    bool
 }
 
@@ -949,13 +967,13 @@ func (rp *report) queue(ctx context.Context, q dbutil.Querier) error {
 	if rp == nil {
 		return nil
 	}
-	return rp.to.Report(ctx, q, rp.in, rp.key, rp.text, rp.failed)
+	return rp.to.Report(ctx, q, rp.in, rp.key, rp.text, rp.files, rp.failed)
 }
 
 // done tells the Reporter its report committed.
 func (rp *report) done(ctx context.Context) {
 	if rp != nil {
-		rp.to.Reported(ctx, rp.in, rp.key, rp.text, rp.failed)
+		rp.to.Reported(ctx, rp.in, rp.key, rp.text, rp.files, rp.failed)
 	}
 }
 

@@ -36,7 +36,7 @@ type chatSessions interface {
 
 // noteRows are the outbox rows of a note to target, "<adapter id>:<chat
 // id>", chunked at its channel's limit, and the chat's surface and id.
-func (g *Gateway) noteRows(target, text, key string) (replies []Reply, surface, chat string, err error) {
+func (g *Gateway) noteRows(target, text, key string, files []adapters.OutFile) (replies []Reply, surface, chat string, err error) {
 	adapter, chat, ok := strings.Cut(target, ":")
 	if !ok || adapter == "" || chat == "" {
 		return nil, "", "", fmt.Errorf("notify target %q is not <adapter id>:<chat id>", target)
@@ -55,14 +55,19 @@ func (g *Gateway) noteRows(target, text, key string) (replies []Reply, surface, 
 	for i, r := range adapters.Chunk(text, g.caps.Of(id, ad).MaxMessageLength) {
 		replies = append(replies, Reply{Key: fmt.Sprintf("%s:%d", key, i), Adapter: id, ChatID: chat, Text: r})
 	}
+	for i, f := range files {
+		replies = append(replies, Reply{Key: fmt.Sprintf("%s:f%d", key, i), Adapter: id, ChatID: chat, Text: f.Caption,
+			FileSession: f.Session, FileName: f.Name})
+	}
 	return replies, surface, chat, nil
 }
 
 // QueueNote queues a note to target in q, the transaction that stores the
 // reply of the run that sends it: a cron job's or a webhook's report goes
-// through the outbox once, to its chat.
-func (g *Gateway) QueueNote(ctx context.Context, q dbutil.Querier, target, text, key string) error {
-	replies, _, _, err := g.noteRows(target, text, key)
+// through the outbox once, to its chat, with the files it carries (each
+// naming the session whose file store holds it).
+func (g *Gateway) QueueNote(ctx context.Context, q dbutil.Querier, target, text, key string, files ...adapters.OutFile) error {
+	replies, _, _, err := g.noteRows(target, text, key, files)
 	if err != nil {
 		return err
 	}
@@ -71,9 +76,10 @@ func (g *Gateway) QueueNote(ctx context.Context, q dbutil.Querier, target, text,
 
 // Notify sends text to target, "<adapter id>:<chat id>", under key (stable
 // across a retried reply, so a note sent again goes out once): through the
-// outbox, and into the chat's active conversations.
-func (g *Gateway) Notify(ctx context.Context, target, text, key string) error {
-	replies, surface, chat, err := g.noteRows(target, text, key)
+// outbox, and into the chat's active conversations, with the files it
+// carries.
+func (g *Gateway) Notify(ctx context.Context, target, text, key string, files ...adapters.OutFile) error {
+	replies, surface, chat, err := g.noteRows(target, text, key, files)
 	if err != nil {
 		return err
 	}
@@ -92,7 +98,11 @@ func (g *Gateway) Notify(ctx context.Context, target, text, key string) error {
 		}
 		for _, s := range live {
 			for _, r := range replies {
-				if err := g.addNote(ctx, s.ID, Note{Key: r.Key, Text: r.Text}); err != nil {
+				text := r.Text
+				if r.FileName != "" {
+					text = noteFileText(r.FileName, r.Text)
+				}
+				if err := g.addNote(ctx, s.ID, Note{Key: r.Key, Text: text}); err != nil {
 					return err
 				}
 			}
@@ -129,4 +139,9 @@ func (g *Gateway) addNote(ctx context.Context, id sessions.ID, n Note) error {
 		return fmt.Errorf("add a note to session %s: %w", id, err)
 	}
 	return nil
+}
+
+// noteFileText is what a chat's conversation keeps of a file a note sent.
+func noteFileText(name, caption string) string {
+	return strings.TrimSpace(fmt.Sprintf("[Sent the file %s] %s", name, caption))
 }

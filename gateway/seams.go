@@ -87,11 +87,13 @@ func (noChannels) Streams(adapters.ID) bool                     { return false }
 // that stores the reply's outcome, so they are queued once, with it, under
 // the run's key (key is the reply's: its message's inbound id and ":0");
 // failed says the turn failed and text is what a chat would have been
-// told. Reported is told after that transaction commits; a crash in
-// between skips it, so what it does must not be needed for delivery.
+// told; files are the files the reply carries (send_file), each to go
+// with the notes. Reported is told after that transaction commits; a
+// crash in between skips it, so what it does must not be needed for
+// delivery.
 type Reporter interface {
-	Report(ctx context.Context, q dbutil.Querier, in adapters.Inbound, key, text string, failed bool) error
-	Reported(ctx context.Context, in adapters.Inbound, key, text string, failed bool)
+	Report(ctx context.Context, q dbutil.Querier, in adapters.Inbound, key, text string, files []adapters.OutFile, failed bool) error
+	Reported(ctx context.Context, in adapters.Inbound, key, text string, files []adapters.OutFile, failed bool)
 }
 
 // Connections keeps people's own tokens for providers (/connect): user is

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/files"
+	"github.com/parleyd/parley/sessions"
 )
 
 // SenderOptions configure the outbox sender.
@@ -47,6 +50,16 @@ type SenderOptions struct {
 	// check, is still refused by the channel before it is written (see
 	// adapters.GuardDeadline).
 	Alive func() (until time.Time, err error)
+	// Files reads the files replies carry from the session file store.
+	Files FileSource
+}
+
+// FileSource is where the sender reads a file a reply carries
+// (files.Store): its size first, to check the channel's limit, then its
+// bytes.
+type FileSource interface {
+	Stat(ctx context.Context, id sessions.ID, name string) (files.File, error)
+	Get(ctx context.Context, id sessions.ID, name string) (files.File, error)
 }
 
 // Sender sends the outbox: each reply once, a chat's replies in order, and
@@ -302,6 +315,9 @@ func (s *Sender) settle(ctx context.Context) error {
 // it finishes. If that message can't be edited (deleted, say), the text goes
 // out as a new message: it must arrive.
 func (s *Sender) deliverReply(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Sent, error) {
+	if r.FileName != "" {
+		return s.deliverFile(ctx, a, r)
+	}
 	if ed := s.caps.Of(r.Adapter, a).Edit; ed != nil && r.EditMessageID != "" {
 		err := ed.Edit(ctx, r.ChatID, r.EditMessageID, r.Text)
 		if err == nil {
@@ -390,4 +406,42 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		return false, merr
 	}
 	return false, nil
+}
+
+// deliverFile sends the file r names, read from the file store now. What
+// can't go (a channel without files, a file over the channel's limit, a
+// file deleted since) is said in the chat instead, so the person knows.
+func (s *Sender) deliverFile(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Sent, error) {
+	say := func(text string) (adapters.Sent, error) {
+		return a.Send(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+	}
+	if s.opts.Files == nil {
+		return adapters.Sent{}, fmt.Errorf("send file %s: this sender has no file store", r.FileName)
+	}
+	id := sessions.ID(r.FileSession)
+	st, err := s.opts.Files.Stat(ctx, id, r.FileName)
+	if errors.Is(err, files.ErrNotFound) || errors.Is(err, files.ErrInvalidName) {
+		return say(fmt.Sprintf("I meant to send you %s, but it was deleted before it could be sent.", r.FileName))
+	}
+	if err != nil {
+		return adapters.Sent{}, err
+	}
+	fs := s.caps.Of(r.Adapter, a).Files
+	if fs == nil {
+		return say(strings.TrimSpace(fmt.Sprintf("I have %s (%s) for you, but files can't be sent on this channel. %s",
+			r.FileName, sessions.ByteSize(st.Size), r.Text)))
+	}
+	if max := fs.MaxFileBytes(); max > 0 && st.Size > max {
+		return say(fmt.Sprintf("I can't send %s here: it is %s, and this channel takes files of at most %s.",
+			r.FileName, sessions.ByteSize(st.Size), sessions.ByteSize(max)))
+	}
+	f, err := s.opts.Files.Get(ctx, id, r.FileName)
+	if errors.Is(err, files.ErrNotFound) {
+		return say(fmt.Sprintf("I meant to send you %s, but it was deleted before it could be sent.", r.FileName))
+	}
+	if err != nil {
+		return adapters.Sent{}, err
+	}
+	return fs.SendFile(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key,
+		File: &adapters.File{Name: f.Name, MediaType: f.MediaType, Data: f.Data}})
 }

@@ -93,13 +93,15 @@ const (
 
 	renewInboundQuery = `UPDATE inbound SET lease_until = $2 WHERE owner = $1 AND status = 'accepted' AND lease_until < $3`
 
-	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at, edit_message_id, origin)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)
+	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at, edit_message_id, origin,
+		file_session_id, file_name)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13)
 	ON CONFLICT (idempotency_key) DO NOTHING`
 
 	// Only a chat's oldest pending reply is due, so a chat's replies go out
 	// in order even when one of them has to wait for a retry.
-	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts, edit_message_id
+	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts, edit_message_id,
+		file_session_id, file_name
 	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
@@ -124,7 +126,8 @@ const (
 	WHERE id IN (SELECT id FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 		%sORDER BY next_attempt_at, id LIMIT %d%s)
-	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id`
+	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id,
+		file_session_id, file_name`
 	claimDueLock = ` FOR UPDATE SKIP LOCKED`
 
 	// Among replicas: a channel's replies are claimed by the replica that
@@ -137,7 +140,7 @@ const (
 
 	// The notes to a chat: rows that answer no inbound message, except the
 	// gateway's own pairing approvals.
-	recentNotesQuery = `SELECT idempotency_key, text FROM outbox
+	recentNotesQuery = `SELECT idempotency_key, text, file_name FROM outbox
 	WHERE adapter = $1 AND chat_id = $2 AND inbound_id IS NULL AND created_at >= $3
 	AND status <> 'failed' AND idempotency_key NOT LIKE '` + pairingKeyPrefix + `%'
 	ORDER BY created_at DESC, id DESC LIMIT 200`
@@ -454,6 +457,10 @@ type Reply struct {
 	// EditMessageID, when set, makes this reply the final edit of a
 	// message already shown (a streamed reply) instead of a new message.
 	EditMessageID string
+	// FileSession and FileName, when set, make this reply a file of that
+	// session's file store, read when it is sent; Text is its caption.
+	FileSession string
+	FileName    string
 }
 
 // Note is one message of a note sent to a chat: a chunk of a cron report,
@@ -497,8 +504,12 @@ func (s *Store) RecentNotes(ctx context.Context, adapter adapters.ID, chatID str
 		notes := map[string]bool{}
 		for rows.Next() {
 			var n Note
-			if err := rows.Scan(&n.Key, &n.Text); err != nil {
+			var file string
+			if err := rows.Scan(&n.Key, &n.Text, &file); err != nil {
 				return err
+			}
+			if file != "" {
+				n.Text = noteFileText(file, n.Text)
 			}
 			note := n.Key
 			if i := strings.LastIndexByte(n.Key, ':'); i >= 0 {
@@ -643,7 +654,7 @@ func (s *Store) queueReplies(ctx context.Context, q dbutil.Querier, now time.Tim
 			return fmt.Errorf("generate id: %w", err)
 		}
 		_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
-			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID, origin)
+			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID, origin, r.FileSession, r.FileName)
 		if err != nil {
 			return fmt.Errorf("queue reply %s: %w", r.Key, err)
 		}
@@ -692,7 +703,8 @@ func scanReplies(rows *sql.Rows, err error) ([]Reply, error) {
 	for rows.Next() {
 		var r Reply
 		var adapter string
-		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts, &r.EditMessageID); err != nil {
+		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts, &r.EditMessageID,
+			&r.FileSession, &r.FileName); err != nil {
 			return nil, err
 		}
 		r.Adapter = adapters.ID(adapter)

@@ -27,6 +27,10 @@ type BranchOptions struct {
 	// Metadata is merged over the parent's metadata. "ephemeral": true
 	// marks a sidecar branch, left out of listings unless asked for.
 	Metadata json.RawMessage
+	// Also, if set, runs in the branch's transaction once the branch is
+	// made (the session's files copied to it, say): its error undoes the
+	// branch.
+	Also func(ctx context.Context, q dbutil.Querier, parent, branch ID) error
 }
 
 // Branch starts a new session from session id's conversation up to and
@@ -123,6 +127,11 @@ func (s *SQLStore) Branch(ctx context.Context, id ID, from MessageID, opts Branc
 		if _, err := tx.ExecContext(ctx, branchRollupQuery, created.ID, seq, r.TokenCount, r.PromptTokens,
 			r.CompletionTokens, r.ReasoningTokens, r.CacheRead, r.CacheWrite, r.CostUSD, summary); err != nil {
 			return err
+		}
+		if opts.Also != nil {
+			if err := opts.Also(ctx, tx, parent.ID, created.ID); err != nil {
+				return err
+			}
 		}
 		created, err = scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, created.ID))
 		return err

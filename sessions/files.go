@@ -23,6 +23,9 @@ type FileData struct {
 	// Note says, for the model, why the file's text is missing or cut
 	// ("parley can't read this type of file", "cut at 64 KiB").
 	Note string `json:"note,omitempty"`
+	// Caption, on a file a reply carries (send_file), is the text sent
+	// with it.
+	Caption string `json:"caption,omitempty"`
 }
 
 // FilePart is the part naming a file sent with a message.

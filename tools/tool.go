@@ -53,6 +53,9 @@ type Call struct {
 	// Origin is who stands behind the call, for its permission check: the
 	// person the turn answers and how to ask them (see permissions).
 	Origin permissions.Origin
+	// Attach, when set, adds a part to the turn's reply: a file part
+	// (send_file) is sent to the chat with it. Nil outside a turn.
+	Attach func(sessions.Part)
 }
 
 // Result is what one tool call gave: the text the model is given, and

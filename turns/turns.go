@@ -19,6 +19,7 @@ import (
 	"github.com/parleyd/parley/budgets"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
@@ -131,10 +132,14 @@ func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) 
 		// The reply's append records the turn's outcome, with the reply
 		// text this returns.
 		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
+			attach(in, res)
 			return in.Finish(ctx, q, replyText(append(notices, deniedNotes(req.Unattended)...), res))
 		}
 	}
 	res, err := b.runner.Run(ctx, req)
+	if err == nil {
+		attach(in, res)
+	}
 	first := in.Messages[0]
 	if ad, ok := b.adapter(first.Adapter); ok {
 		if rec, ok := ad.(runRecorder); ok {
@@ -147,6 +152,18 @@ func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) 
 		}
 	}
 	return replyText(append(notices, deniedNotes(req.Unattended)...), res), err
+}
+
+// attach gives the gateway the files the turn's reply carries (send_file).
+func attach(in gateway.TurnInput, res agent.Result) {
+	if in.Attach == nil {
+		return
+	}
+	var out []adapters.OutFile
+	for _, m := range res.Messages {
+		out = append(out, files.Outgoing(m)...)
+	}
+	in.Attach(out)
 }
 
 // A runRecorder is a source that keeps a receipt of each run (cron): told

@@ -101,7 +101,9 @@ type Options struct {
 	// QueueNote queues a reply's note to a target inside the transaction
 	// that stores the reply (Report), under the key Notify uses; nil
 	// leaves the notes to Notify after the commit.
-	QueueNote func(ctx context.Context, q dbutil.Querier, target, text, key string) error
+	// The files are those the reply carries (send_file), sent after its
+	// text.
+	QueueNote func(ctx context.Context, q dbutil.Querier, target, text, key string, files ...adapters.OutFile) error
 	Log       *slog.Logger
 	Now       func() time.Time
 	// BodyTimeout bounds a request body's arrival; 0 means

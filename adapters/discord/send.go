@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -210,4 +211,38 @@ func (a *Adapter) apiError(op string, err error) error {
 		return fmt.Errorf("discord %s: %w", op, err)
 	}
 	return fmt.Errorf("discord %s: %w", op, redact(err, a.token))
+}
+
+// MaxUploadBytes is the largest file a bot may attach in a server
+// without boosts.
+const MaxUploadBytes = 10 << 20
+
+var _ adapters.FileSender = (*Adapter)(nil)
+
+// MaxFileBytes implements adapters.FileSender.
+func (a *Adapter) MaxFileBytes() int64 { return MaxUploadBytes }
+
+// SendFile implements adapters.FileSender: the file as an attachment
+// (Discord shows an image inline), with out.Text as the message's text.
+func (a *Adapter) SendFile(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	if out.File == nil {
+		return a.Send(ctx, out)
+	}
+	if err := checkID("chat id", out.ChatID); err != nil {
+		return adapters.Sent{}, err
+	}
+	if len(out.File.Data) > MaxUploadBytes {
+		return adapters.Sent{}, fmt.Errorf("discord: %s is %d bytes; bots attach at most %d: %w", out.File.Name, len(out.File.Data), MaxUploadBytes, adapters.ErrTooLarge)
+	}
+	msg := &discordgo.MessageSend{Content: textcut.Runes(out.Text, MaxMessageLength, "…"), AllowedMentions: allowedMentions,
+		Files: []*discordgo.File{{Name: out.File.Name, ContentType: out.File.MediaType, Reader: bytes.NewReader(out.File.Data)}}}
+	if out.ReplyTo != "" && checkID("reply_to message id", out.ReplyTo) == nil {
+		no := false
+		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyTo, ChannelID: out.ChatID, FailIfNotExists: &no}
+	}
+	m, err := a.s.ChannelMessageSendComplex(out.ChatID, msg, discordgo.WithContext(ctx))
+	if err != nil {
+		return adapters.Sent{}, a.apiError("send file", err)
+	}
+	return adapters.Sent{MessageID: m.ID}, nil
 }

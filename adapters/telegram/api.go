@@ -99,6 +99,23 @@ func (a *api) call(ctx context.Context, method string, params tgbotapi.Params) (
 	return resp.Result, nil
 }
 
+// upload makes one Bot API request that uploads a file as the form field
+// field, classified as call's are.
+func (a *api) upload(ctx context.Context, method string, params tgbotapi.Params, field string, f tgbotapi.FileBytes) (json.RawMessage, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+	}
+	bot := *a.bot
+	bot.Client = ctxClient{ctx: ctx, base: a.http}
+	resp, err := bot.UploadFiles(method, params, []tgbotapi.RequestFile{{Name: field, Data: f}})
+	if err != nil {
+		return nil, a.classify(ctx, method, err)
+	}
+	return resp.Result, nil
+}
+
 // callInto makes a request and decodes its result into v.
 func (a *api) callInto(ctx context.Context, method string, params tgbotapi.Params, v any) error {
 	raw, err := a.call(ctx, method, params)

@@ -52,6 +52,72 @@ func (a *Adapter) Send(ctx context.Context, out adapters.Outbound) (adapters.Sen
 	return sent, nil
 }
 
+// Bot API upload limits: a bot sends files of at most 50 MB, photos of at
+// most 10 MB (a larger image goes as a document), and captions of at most
+// 1024 characters.
+const (
+	MaxUploadBytes  = 50 << 20
+	maxPhotoBytes   = 10 << 20
+	maxCaptionRunes = 1024
+)
+
+var _ adapters.FileSender = (*Adapter)(nil)
+
+// MaxFileBytes implements adapters.FileSender.
+func (a *Adapter) MaxFileBytes() int64 { return MaxUploadBytes }
+
+// SendFile implements adapters.FileSender: a JPEG, PNG or WebP image up to
+// 10 MB with sendPhoto (Telegram shows it), anything else with
+// sendDocument, out.Text as the caption, into the forum topic ChatID names.
+func (a *Adapter) SendFile(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	if out.File == nil {
+		return a.Send(ctx, out)
+	}
+	chat, thread, err := parseChatID(out.ChatID)
+	if err != nil {
+		return adapters.Sent{}, err
+	}
+	f := out.File
+	if len(f.Data) > MaxUploadBytes {
+		return adapters.Sent{}, fmt.Errorf("telegram: %s is %d bytes; bots send files of at most %d bytes: %w", f.Name, len(f.Data), MaxUploadBytes, adapters.ErrTooLarge)
+	}
+	method, field := "sendDocument", "document"
+	if photoType(f.MediaType) && len(f.Data) <= maxPhotoBytes {
+		method, field = "sendPhoto", "photo"
+	}
+	params := tgbotapi.Params{"chat_id": chat}
+	params.AddNonZero("message_thread_id", thread)
+	if caption := strings.TrimSpace(out.Text); caption != "" {
+		if utf8.RuneCountInString(caption) > maxCaptionRunes {
+			caption = string([]rune(caption)[:maxCaptionRunes-1]) + "…"
+		}
+		params["caption"] = caption
+	}
+	if out.ReplyTo != "" {
+		params["reply_to_message_id"] = out.ReplyTo
+		params["allow_sending_without_reply"] = "true"
+	}
+	raw, err := a.api.upload(ctx, method, params, field, tgbotapi.FileBytes{Name: f.Name, Bytes: f.Data})
+	if err != nil {
+		return adapters.Sent{}, err
+	}
+	var m tgbotapi.MessageID
+	if err := json.Unmarshal(raw, &m); err != nil || m.MessageID == 0 {
+		return adapters.Sent{}, fmt.Errorf("telegram %s: the answer has no message_id", method)
+	}
+	return adapters.Sent{MessageID: strconv.Itoa(m.MessageID)}, nil
+}
+
+// photoType reports whether Telegram shows an image of this type as a photo.
+func photoType(mediaType string) bool {
+	typ, _, _ := strings.Cut(strings.ToLower(mediaType), ";")
+	switch strings.TrimSpace(typ) {
+	case "image/jpeg", "image/png", "image/webp":
+		return true
+	}
+	return false
+}
+
 // Edit implements adapters.Editor with editMessageText. An edit that
 // changes nothing is not an error.
 func (a *Adapter) Edit(ctx context.Context, chatID, messageID, text string) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -91,6 +92,7 @@ type fakeClient struct {
 	presences   []types.Presence
 	presenceErr error
 	downloads   map[string][]byte // by direct path
+	uploads     []upload
 	qr          chan whatsmeow.QRChannelItem
 	pairedPhone string
 	pairCode    string
@@ -224,6 +226,24 @@ func (f *fakeClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.M
 		id = extra[0].ID
 	}
 	return whatsmeow.SendResponse{ID: id, Timestamp: time.Now()}, nil
+}
+
+// upload is one file given to Upload.
+type upload struct {
+	data []byte
+	kind whatsmeow.MediaType
+}
+
+// Upload keeps the plaintext and answers with a direct path naming it,
+// as WhatsApp's media servers do.
+func (f *fakeClient) Upload(ctx context.Context, plaintext []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.touch()
+	f.uploads = append(f.uploads, upload{data: append([]byte(nil), plaintext...), kind: kind})
+	path := fmt.Sprintf("/v/t62/upload-%d", len(f.uploads))
+	return whatsmeow.UploadResponse{URL: "https://mmg.whatsapp.net" + path, DirectPath: path, MediaKey: []byte("key"),
+		FileEncSHA256: []byte("enc"), FileSHA256: []byte("sha"), FileLength: uint64(len(plaintext))}, nil
 }
 
 func (f *fakeClient) MarkRead(ctx context.Context, ids []types.MessageID, at time.Time, chat, sender types.JID, _ ...types.ReceiptType) error {

@@ -14,7 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -736,12 +738,37 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		AllowedMentions  *AllowedMentions  `json:"allowed_mentions"`
 		Components       []Component       `json:"components"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+	// A message with attachments comes as multipart/form-data: the JSON
+	// in payload_json, each file in files[n].
+	var uploads []SentFile
+	raw := io.Reader(r.Body)
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		if err := r.ParseMultipartForm(32 << 20); err != nil {
+			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body")
+			return
+		}
+		raw = strings.NewReader(r.FormValue("payload_json"))
+		for i := 0; ; i++ {
+			fhs := r.MultipartForm.File[fmt.Sprintf("files[%d]", i)]
+			if len(fhs) == 0 {
+				break
+			}
+			f, err := fhs[0].Open()
+			if err != nil {
+				writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body")
+				return
+			}
+			data, _ := io.ReadAll(f)
+			f.Close()
+			uploads = append(uploads, SentFile{Name: fhs[0].Filename, ContentType: fhs[0].Header.Get("Content-Type"), Data: data})
+		}
+	}
+	if err := json.NewDecoder(raw).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 		return
 	}
 	switch n := utf8.RuneCountInString(body.Content); {
-	case strings.TrimSpace(body.Content) == "":
+	case strings.TrimSpace(body.Content) == "" && len(uploads) == 0:
 		writeError(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
 		return
 	case n > MaxContent:
@@ -770,6 +797,11 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		Mentions: []User{}, MentionRoles: []string{}, Attachments: []Attachment{}, Embeds: []any{},
 		Components: body.Components,
 	}
+	for _, u := range uploads {
+		id := s.newIDLocked()
+		m.Attachments = append(m.Attachments, Attachment{ID: id, Filename: u.Name, ContentType: u.ContentType, Size: len(u.Data),
+			URL: s.http.URL + "/attachments/" + channel + "/" + id + "/" + u.Name, ProxyURL: s.http.URL + "/attachments/" + channel + "/" + id + "/" + u.Name})
+	}
 	if ref := body.MessageReference; ref != nil && ref.MessageID != "" {
 		m.Type = TypeReply
 		m.MessageReference = &MessageReference{MessageID: ref.MessageID, ChannelID: channel, GuildID: ref.GuildID}
@@ -780,7 +812,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sent = append(s.sent, SentMessage{
 		ID: m.ID, ChannelID: channel, Content: body.Content, Nonce: nonce, EnforceNonce: body.EnforceNonce,
-		MessageReference: body.MessageReference, AllowedMentions: body.AllowedMentions,
+		MessageReference: body.MessageReference, AllowedMentions: body.AllowedMentions, Files: uploads,
 	})
 	s.notifyLocked()
 	writeJSON(w, http.StatusOK, m)

@@ -87,6 +87,14 @@ type SentMessage struct {
 	EnforceNonce     bool
 	MessageReference *MessageReference
 	AllowedMentions  *AllowedMentions
+	// Files are the attachments uploaded with it (multipart/form-data).
+	Files []SentFile
+}
+
+// SentFile is one attachment a message was created with, with its bytes.
+type SentFile struct {
+	Name, ContentType string
+	Data              []byte
 }
 
 // Edit is one PATCH /channels/{id}/messages/{id} the fake accepted.

@@ -72,6 +72,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		result, aerr = s.sendMessage(params)
 	case "editMessageText":
 		result, aerr = s.editMessageText(params)
+	case "sendDocument", "sendPhoto", "sendVoice":
+		result, aerr = s.sendFile(method, r)
 	case "sendChatAction":
 		aerr = s.sendChatAction(params)
 		result = true

@@ -1,7 +1,8 @@
 // Package telegramtest is a fake Telegram Bot API for tests and
 // benchmarks: an httptest server that answers getMe, getUpdates (long
 // polling, offsets confirmed as Telegram does), sendMessage,
-// sendChatAction, editMessageText, setWebhook, deleteWebhook,
+// sendChatAction, editMessageText, sendDocument, sendPhoto, sendVoice
+// (multipart uploads, kept with their bytes), setWebhook, deleteWebhook,
 // getWebhookInfo and getFile with the Bot API's JSON, and fails calls on
 // request (429 with retry_after, 400, 401, dropped connections).
 //
@@ -111,6 +112,7 @@ type Server struct {
 	webhook     WebhookInfo
 	failures    map[string][]Failure
 	files       map[string][]byte
+	uploads     []SentFile // uploads: sendDocument, sendPhoto, sendVoice
 	calls       map[string]int
 	markups     map[string]map[int][][]Button // chat id -> message id -> its inline keyboard
 	callbacks   map[string]bool               // callback query ids given and not yet answered
