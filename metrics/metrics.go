@@ -77,8 +77,8 @@ type Metrics struct {
 	budgetRefusals  *prometheus.CounterVec // scope
 	webhookRefused  *prometheus.CounterVec // hook, reason
 
-	cost           *prometheus.CounterVec // agent, provider, model
-	fallbacks      *prometheus.CounterVec // agent, model, fallback
+	cost      *prometheus.CounterVec // agent, provider, model
+	fallbacks *prometheus.CounterVec // agent, model, fallback
 
 	queue, lanes atomic.Pointer[func() int]
 	state        atomic.Pointer[func(ctx context.Context) (State, error)]
