@@ -55,7 +55,7 @@ func TestAdapterEntries(t *testing.T) {
 	var fb fakeAdapterConfig
 	err = b.Decode(&fb)
 	want := []string{
-		`parley.yaml:11: unknown key "adapters[1].tokn" (known keys: token, timeout, shards)`,
+		`parley.yaml:11: unknown key "adapters[1].tokn"; did you mean "adapters[1].token"? (known keys: token, timeout, shards)`,
 		`parley.yaml:12: adapters[1].shards: expected an integer, got "lots"`,
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {

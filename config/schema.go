@@ -149,7 +149,11 @@ func (c *checker) checkKeys(n *yaml.Node, path string, names []string, fields ma
 			continue
 		}
 		if !ok {
-			c.addAt(k.Line, full, fmt.Sprintf("unknown key %q (known keys: %s)", full, strings.Join(names, ", ")))
+			msg := fmt.Sprintf("unknown key %q", full)
+			if near := suggest(k.Value, names); near != "" {
+				msg += fmt.Sprintf("; did you mean %q?", joinKey(path, near))
+			}
+			c.addAt(k.Line, full, fmt.Sprintf("%s (known keys: %s)", msg, strings.Join(names, ", ")))
 			continue
 		}
 		c.lines[full] = k.Line
