@@ -11,10 +11,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/parleyd/parley/mcptools"
@@ -28,6 +31,7 @@ import (
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/migrations"
+	"github.com/parleyd/parley/runfile"
 	"github.com/parleyd/parley/turns"
 )
 
@@ -69,6 +73,7 @@ func Doctor(ctx context.Context, cfg *config.Config, configErr error) []Finding 
 			len(cfg.Agents), len(cfg.Adapters), len(cfg.Hooks), len(cfg.Cron.Jobs)), "")
 	}
 	out = append(out, doctorDatabase(ctx, cfg)...)
+	out = append(out, doctorPorts(cfg)...)
 	var dates []time.Time
 	provider, d := doctorProviders(ctx, cfg)
 	out, dates = append(out, provider...), append(dates, d...)
@@ -80,9 +85,27 @@ func Doctor(ctx context.Context, cfg *config.Config, configErr error) []Finding 
 	return out
 }
 
+// databaseWhere names the configured database without its password: the
+// SQLite file's path, or PostgreSQL's host and database.
+func databaseWhere(cfg *config.Config) string {
+	t, err := dbutil.ParseURL(cfg.Database.URL.Reveal())
+	switch {
+	case err != nil:
+		return "database.url"
+	case t.Dialect == dbutil.SQLite:
+		return t.Path
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return "the PostgreSQL database in database.url"
+	}
+	return u.Host + u.Path
+}
+
 func doctorDatabase(ctx context.Context, cfg *config.Config) []Finding {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
+	where := databaseWhere(cfg)
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		if _, err := os.Stat(t.Path); errors.Is(err, fs.ErrNotExist) {
 			// Not created here: a check changes nothing.
@@ -91,7 +114,7 @@ func doctorDatabase(ctx context.Context, cfg *config.Config) []Finding {
 	}
 	db, err := daemon.Dial(ctx, cfg)
 	if err != nil {
-		return []Finding{{Check: "database", Status: FindingFail, Detail: err.Error(),
+		return []Finding{{Check: "database", Status: FindingFail, Detail: where + ": " + err.Error(),
 			Fix: "check database.url; for PostgreSQL, that the server runs and the user may connect"}}
 	}
 	defer db.Close()
@@ -100,18 +123,18 @@ func doctorDatabase(ctx context.Context, cfg *config.Config) []Finding {
 	v, err := migrations.Version(ctx, db)
 	switch {
 	case err != nil:
-		out = append(out, Finding{Check: "database", Status: FindingFail, Detail: "can't read the schema version: " + err.Error(),
+		out = append(out, Finding{Check: "database", Status: FindingFail, Detail: where + ": can't read the schema version: " + err.Error(),
 			Fix: "check the database user's rights"})
 	case v > latest:
 		out = append(out, Finding{Check: "database", Status: FindingFail,
-			Detail: fmt.Sprintf("%s schema version %d is newer than this parley knows (%d)", db.Dialect, v, latest),
+			Detail: fmt.Sprintf("%s at %s: schema version %d is newer than this parley knows (%d)", db.Dialect, where, v, latest),
 			Fix:    "run the newer parley that migrated it, or restore a backup taken before"})
 	case v < latest:
 		out = append(out, Finding{Check: "database", Status: FindingWarn,
-			Detail: fmt.Sprintf("%s reachable; schema version %d, this parley's is %d", db.Dialect, v, latest),
+			Detail: fmt.Sprintf("%s at %s reachable; schema version %d, this parley's is %d", db.Dialect, where, v, latest),
 			Fix:    "parley run migrates at start; or run parley migrate now"})
 	default:
-		out = append(out, Finding{Check: "database", Status: FindingOK, Detail: fmt.Sprintf("%s reachable; schema version %d (current)", db.Dialect, v)})
+		out = append(out, Finding{Check: "database", Status: FindingOK, Detail: fmt.Sprintf("%s at %s reachable; schema version %d (current)", db.Dialect, where, v)})
 	}
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		dir := filepath.Dir(t.Path)
@@ -141,9 +164,10 @@ func doctorProviders(ctx context.Context, cfg *config.Config) ([]Finding, []time
 	var dates []time.Time
 	for _, id := range cfg.MissingKeys() {
 		a, _ := cfg.Agent(id)
-		out = append(out, Finding{Check: "agent " + id, Status: FindingWarn,
-			Detail: fmt.Sprintf("model %s has no API key; its chats are told the assistant isn't configured", a.Model),
-			Fix:    "set the provider's api_key (or base_url) under providers"})
+		provider, _, _ := llm.ParseModel(a.Model)
+		out = append(out, Finding{Check: "agent " + id, Status: FindingFail,
+			Detail: fmt.Sprintf("model %s has no API key: every chat with this agent is told the assistant isn't configured", a.Model),
+			Fix:    fmt.Sprintf("set providers.%s.api_key (or base_url, for a local server), or give the agent a model whose provider has one", provider)})
 	}
 	open := turns.Models(cfg)
 	tried := map[string]bool{}
@@ -322,4 +346,46 @@ func doctorMCP(ctx context.Context, cfg *config.Config) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// doctorPorts checks that the addresses parley listens on are free, or
+// held by the parley running on this config: taken by anything else,
+// parley run would stop at start.
+func doctorPorts(cfg *config.Config) []Finding {
+	var out []Finding
+	running, isRunning := runfile.Read(cfg)
+	for _, l := range []struct{ key, addr string }{{"http.listen", cfg.HTTP.Listen}, {"http.ops_listen", cfg.HTTP.OpsListen}} {
+		if l.addr == "" {
+			continue
+		}
+		check := "port " + l.key
+		ln, err := net.Listen("tcp", l.addr)
+		switch {
+		case err == nil:
+			ln.Close()
+			out = append(out, Finding{Check: check, Status: FindingOK, Detail: l.addr + " is free"})
+		case isRunning && sameAddr(running.Listen, l.addr):
+			out = append(out, Finding{Check: check, Status: FindingOK,
+				Detail: fmt.Sprintf("%s is in use by the parley running on this config (pid %d)", l.addr, running.PID)})
+		case errors.Is(err, syscall.EADDRINUSE):
+			out = append(out, Finding{Check: check, Status: FindingFail,
+				Detail: l.addr + " is in use by another program: parley run would stop at start",
+				Fix:    "set " + l.key + " to a free address, or stop what listens there (ss -ltnp shows it)"})
+		default:
+			out = append(out, Finding{Check: check, Status: FindingFail, Detail: fmt.Sprintf("can't listen on %s: %v", l.addr, err),
+				Fix: "set " + l.key + " to an address of this host, such as 127.0.0.1:8080"})
+		}
+	}
+	return out
+}
+
+// sameAddr reports whether a running daemon's address (as it reported
+// it, resolved) is the configured one.
+func sameAddr(running, configured string) bool {
+	if running == configured {
+		return true
+	}
+	_, rp, err1 := net.SplitHostPort(running)
+	_, cp, err2 := net.SplitHostPort(configured)
+	return err1 == nil && err2 == nil && rp == cp
 }

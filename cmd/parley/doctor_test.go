@@ -3,15 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/doctor"
 	"github.com/parleyd/parley/llm/llmtest"
+	"github.com/parleyd/parley/runfile"
 )
 
 // doctor checks every part against fakes at the wire: a working Telegram
@@ -78,10 +82,64 @@ func TestDoctor(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "fail  channel tg-bad") || !strings.Contains(out, "→ fix the channel's token") {
 		t.Fatalf("doctor text: exit %d\n%s", code, out)
 	}
-	// A config with nothing wrong passes.
-	path, _ = writeConfig(t, "")
-	if code, out, errOut := parley(t, context.Background(), "doctor", "--config", path); code != 0 || strings.Contains(out, "fail") {
+	// A config with nothing wrong passes (on a port nothing holds), and
+	// names the database it checked.
+	free := freeAddr(t)
+	path, dbPath = writeConfig(t, "http:\n  listen: "+free+"\n")
+	if code, _, errOut := parley(t, context.Background(), "migrate", "--config", path); code != 0 {
+		t.Fatalf("migrate: %q", errOut)
+	}
+	code, out, errOut = parley(t, context.Background(), "doctor", "--config", path)
+	if code != 0 || strings.Contains(out, "fail") || !strings.Contains(out, "ok    port http.listen") {
 		t.Fatalf("doctor on the defaults: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "sqlite at "+dbPath+" reachable") {
+		t.Errorf("doctor does not name the configured database %s:\n%s", dbPath, out)
+	}
+}
+
+// doctor fails what parley run would fail at or never answer: a port
+// another program holds, an agent whose provider has no key.
+func TestDoctorFailsWhatWillFail(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	path, _ := writeConfig(t, "http:\n  listen: "+held.Addr().String()+"\n  ops_listen: "+freeAddr(t)+"\n"+
+		"agents:\n  - id: main\n    model: anthropic/claude-test\n")
+	code, out, errOut := parley(t, context.Background(), "doctor", "--config", path, "--json")
+	var findings []doctor.Finding
+	if code != 1 || json.Unmarshal([]byte(out), &findings) != nil {
+		t.Fatalf("doctor: exit %d\n%s%s", code, out, errOut)
+	}
+	got := map[string]doctor.Finding{}
+	for _, f := range findings {
+		got[f.Check] = f
+	}
+	if f := got["port http.listen"]; f.Status != doctor.FindingFail || !strings.Contains(f.Detail, "in use by another program") || !strings.Contains(f.Fix, "set http.listen") {
+		t.Errorf("a port in use: %+v", f)
+	}
+	if f := got["port http.ops_listen"]; f.Status != doctor.FindingOK {
+		t.Errorf("a free ops port: %+v", f)
+	}
+	if f := got["agent main"]; f.Status != doctor.FindingFail || !strings.Contains(f.Fix, "providers.anthropic.api_key") {
+		t.Errorf("an agent without a key: %+v", f)
+	}
+	// The running parley's own port is not another program's.
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(runfile.Path(cfg)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := runfile.Write(runfile.Path(cfg), runfile.Running{PID: os.Getpid(), Listen: held.Addr().String()}); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = parley(t, context.Background(), "doctor", "--config", path)
+	if !strings.Contains(out, "in use by the parley running on this config") {
+		t.Errorf("doctor beside the running parley:\n%s", out)
 	}
 }
 
