@@ -54,6 +54,11 @@ type writeArgs struct {
 	MediaType string  `json:"media_type"`
 }
 
+// The files tools are built in, over the daemon's *files.Store.
+func init() {
+	tools.RegisterBuiltin("files", func(deps tools.Deps) []tools.Tool { return Tools(tools.Part[*Store](deps)) })
+}
+
 // Tools returns file_list, file_read, file_write and file_delete on store.
 // Each call works on the files of the session it runs in
 // (tools.Call.SessionID): no argument can name another session's.
