@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -184,9 +183,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		d.release()
 		return nil, err
 	}
-	if err := d.openMemory(ctx); err != nil {
+	if d.memory, err = memory.Open(ctx, db, cfg.Memory, d.named("memory")); err != nil {
 		return fail(err)
 	}
+	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.named("indexer")))
 	// The cron scheduler is the "cron" channel: its fires enter the
 	// gateway like any message, and their replies come back to it.
 	if d.cron, err = cron.Open(ctx, db, cfg, cron.Options{
@@ -273,35 +273,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 
 // cfg is the config the daemon runs on now.
 func (d *Daemon) cfg() *config.Config { return d.conf.Load() }
-
-// openMemory builds long-term memory on the configured index. A Typesense
-// server that is down at start is not fatal: writes wait in the durable
-// queue and the collection is created once it answers.
-func (d *Daemon) openMemory(ctx context.Context) error {
-	var index memory.Index
-	switch d.cfg().Memory.Index {
-	case "typesense":
-		ts := d.cfg().Memory.Typesense
-		t, err := memory.NewTypesense(memory.TypesenseOptions{URL: ts.URL, APIKey: ts.APIKey.Reveal(),
-			Collection: ts.Collection, Timeout: ts.Timeout.Std()})
-		if err != nil {
-			return fmt.Errorf("memory.typesense: %w", err)
-		}
-		if err := t.Ensure(ctx); err != nil {
-			d.log.Warn("typesense is not answering; memory writes wait in the queue until it does", "error", err)
-		}
-		index = t
-	default:
-		b, err := memory.NewBuiltin(ctx, d.db)
-		if err != nil {
-			return fmt.Errorf("memory index: %w", err)
-		}
-		index = b
-	}
-	d.memory = memory.NewStore(d.db, index, memory.WithLogger(d.named("memory")))
-	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.named("indexer")))
-	return nil
-}
 
 // channelWatchEvery is how often channels' health is sampled for metrics.
 const channelWatchEvery = 5 * time.Second

@@ -174,7 +174,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.goLoop(ctx, "memory indexer", func(ctx context.Context) { _ = d.indexer.Run(ctx) })
 	d.logStarted("memory", "index", d.memory.Index().Name())
-	d.goLoop(ctx, "pruning", d.pruneArchived)
+	d.goLoop(ctx, "pruning", func(ctx context.Context) {
+		d.sessions.PruneLoop(ctx, func() time.Duration { return d.cfg().Sessions.PruneArchivedAfter.Std() }, d.log)
+	})
 	if d.replicas != nil {
 		d.goLoop(ctx, "replicas", d.replicas.Run)
 	}
