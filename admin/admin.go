@@ -27,7 +27,9 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/internal/throttle"
+	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/sessions"
+	live "github.com/parleyd/parley/status"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -44,6 +46,20 @@ type Overview struct {
 	Reloaded                         time.Time
 	ReloadError                      string
 	MCP                              []MCPServer
+}
+
+// OverviewOf is the first page's state: the daemon's status and its MCP
+// servers'.
+func OverviewOf(st live.Status, mcp []mcptools.Status) Overview {
+	o := Overview{Version: st.Version, Replica: st.Replica, Engine: st.Engine, Listen: st.Listen, Started: st.Started,
+		Lanes: st.Lanes, Queued: st.Queued, Runs: len(st.Runs), Outbox: st.Outbox, Reloaded: st.Reloaded, ReloadError: st.ReloadError}
+	for _, c := range st.Channels {
+		o.Channels = append(o.Channels, Channel{ID: c.ID, Healthy: c.Healthy, Detail: c.Detail})
+	}
+	for _, m := range mcp {
+		o.MCP = append(o.MCP, MCPServer{ID: m.ID, State: m.State, Error: m.Error, Tools: m.Tools})
+	}
+	return o
 }
 
 // MCPServer is an MCP server and its state.

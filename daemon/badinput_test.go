@@ -80,7 +80,7 @@ func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 	}
 	d.adapters = map[adapters.ID]adapters.Adapter{
 		"api":              turns.APIChannel{},
-		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify, Log: log}),
+		webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.gw.Notify, Log: log}),
 	}
 	// As parley run serves it: the API, the daemon's own routes and the
 	// dashboard.

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -10,14 +9,20 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	// The channels parley ships: each registers itself.
+	_ "github.com/parleyd/parley/adapters/discord"
+	_ "github.com/parleyd/parley/adapters/telegram"
+	_ "github.com/parleyd/parley/adapters/whatsapp"
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/api"
 	"github.com/parleyd/parley/budgets"
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/internal/trim"
 	// The model providers parley ships: each registers itself.
 	_ "github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
@@ -38,12 +43,7 @@ import (
 // with New, then Start it and Stop it (or Run it, which does both), and
 // Close it.
 type Daemon struct {
-	// settlings counts the times the daemon handed memory back after a
-	// busy spell (settle).
-	settlings atomic.Int64
-	// retrims counts the times a quiet daemon unmapped the binary's pages
-	// that came back (see settle).
-	retrims  atomic.Int64
+	settler  *trim.Settler                 // hands memory back after busy spells
 	conf     atomic.Pointer[config.Config] // replaced by Reload; read with cfg
 	log      *slog.Logger                  // the daemon's own lines (component=daemon)
 	base     *slog.Logger                  // the parts' loggers are named from it (named)
@@ -104,7 +104,7 @@ type Daemon struct {
 	failed      error // adapters that stopped with an error
 	// replicas is this daemon's part among replicas sharing PostgreSQL
 	// (nil on SQLite).
-	replicas *replicas
+	replicas *cluster.Node
 }
 
 // build opens the database (locking a SQLite file against a second
@@ -163,7 +163,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	storeOpts = append(storeOpts, sessions.WithSoleWriter())
 	d.sessions = sessions.NewStore(db, storeOpts...)
 	if secret := cfg.HTTP.CallbackSecret.Reveal(); secret != "" {
-		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: d.named("callbacks"), Owner: d.replicaID(cfg),
+		d.callbacks = api.NewCallbacks(api.CallbackOptions{DB: db, Store: d.sessions, Bus: bus, Secret: secret, Log: d.named("callbacks"), Owner: d.replicas.ID(cfg.Gateway.ReplicaID),
 			Allow: cfg.HTTP.CallbackAllow})
 	}
 	if len(cfg.HTTP.Tokens) > 0 {
@@ -183,10 +183,25 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		d.release()
 		return nil, err
 	}
-	if err := d.openMemory(ctx); err != nil {
+	if d.memory, err = memory.Open(ctx, db, cfg.Memory, d.named("memory")); err != nil {
 		return fail(err)
 	}
-	if err := d.openCron(ctx); err != nil {
+	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.named("indexer")))
+	// The cron scheduler is the "cron" channel: its fires enter the
+	// gateway like any message, and their replies come back to it.
+	if d.cron, err = cron.Open(ctx, db, cfg, cron.Options{
+		Notifier: cron.NotifierFunc(func(ctx context.Context, n cron.Notice) error {
+			return d.gw.Notify(ctx, n.Target.String(), n.Text, n.Key)
+		}),
+		QueueNote: func(ctx context.Context, q dbutil.Querier, n cron.Notice) error {
+			return d.gw.QueueNote(ctx, q, n.Target.String(), n.Text, n.Key, n.Files...)
+		},
+		Abort:      func(k sessions.Key) bool { return d.gw.Abort(k) },
+		OnEnd:      func(st cron.Status) { d.metrics.CronRun(string(st)) },
+		Unattended: cron.UnattendedFor(d.cfg),
+		Jobs:       func() int { return len(d.cfg().Cron.Jobs) },
+		Log:        d.named("cron"),
+	}); err != nil {
 		return fail(err)
 	}
 	toolReg := tools.NewRegistry()
@@ -197,10 +212,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.budget.Admit,
 		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, d.named("mcp"))
-	d.mcp.SetTokens(d.userToken)
+	d.mcp.SetTokens(mcptools.VaultTokens(d.vault, scrubber.Add))
 	d.mcp.SetScrubber(scrubber)
 	toolReg.SetScrub(scrubber.Scrub)
-	warnSecretArgs(cfg, scrubber, log)
+	mcptools.WarnSecretArgs(cfg, scrubber.Scrub, log)
 	d.tools = toolReg
 	if err := d.openPermissions(cfg, toolReg); err != nil {
 		return fail(err)
@@ -209,7 +224,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	if err := d.registerTools(toolReg); err != nil {
 		return fail(err)
 	}
-	if err := checkTools(cfg, toolReg.Names()); err != nil {
+	if err := mcptools.CheckAgentTools(cfg, toolReg.Names()); err != nil {
 		return fail(err)
 	}
 
@@ -217,7 +232,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: d.named("outbox"),
 		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
-		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicaAlive(), Files: d.files})
+		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicas.Alive(), Files: d.files})
 
 	streams := map[adapters.ID]bool{}
 	for _, a := range cfg.Adapters {
@@ -225,7 +240,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	}
 	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget,
 		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Log: d.named("turns")})
-	d.gw, err = gateway.New(gateway.Options{
+	gwOpts := gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
 		Runner:   d.bridge,
 		Channels: channelSet{d: d, streams: streams},
@@ -239,52 +254,25 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Surface:     d.channelType,
 		Access:      gateway.AccessOf(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
-		Placement:   d.gatewayPlacement(),
-		Connections: connections{d},
+		Connections: mcptools.Connections{Vault: d.vault, Config: d.cfg},
 		Transcriber: transcriber(cfg),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         d.named("gateway"),
-	})
+	}
+	if d.replicas != nil {
+		gwOpts.Placement = d.replicas
+	}
+	d.gw, err = gateway.New(gwOpts)
 	if err != nil {
-		db.Close()
-		d.release()
-		return nil, err
+		return fail(err)
 	}
 	d.bridge.Attach(d.gw)
+	d.settler = d.newSettler()
 	return d, nil
 }
 
 // cfg is the config the daemon runs on now.
 func (d *Daemon) cfg() *config.Config { return d.conf.Load() }
-
-// openMemory builds long-term memory on the configured index. A Typesense
-// server that is down at start is not fatal: writes wait in the durable
-// queue and the collection is created once it answers.
-func (d *Daemon) openMemory(ctx context.Context) error {
-	var index memory.Index
-	switch d.cfg().Memory.Index {
-	case "typesense":
-		ts := d.cfg().Memory.Typesense
-		t, err := memory.NewTypesense(memory.TypesenseOptions{URL: ts.URL, APIKey: ts.APIKey.Reveal(),
-			Collection: ts.Collection, Timeout: ts.Timeout.Std()})
-		if err != nil {
-			return fmt.Errorf("memory.typesense: %w", err)
-		}
-		if err := t.Ensure(ctx); err != nil {
-			d.log.Warn("typesense is not answering; memory writes wait in the queue until it does", "error", err)
-		}
-		index = t
-	default:
-		b, err := memory.NewBuiltin(ctx, d.db)
-		if err != nil {
-			return fmt.Errorf("memory index: %w", err)
-		}
-		index = b
-	}
-	d.memory = memory.NewStore(d.db, index, memory.WithLogger(d.named("memory")))
-	d.indexer = memory.NewIndexer(d.memory, memory.WithIndexerLogger(d.named("indexer")))
-	return nil
-}
 
 // channelWatchEvery is how often channels' health is sampled for metrics.
 const channelWatchEvery = 5 * time.Second

@@ -57,7 +57,7 @@ func testDaemonAt(tb testing.TB, path string, channels func(d *Daemon) map[adapt
 // as parley run builds them.
 func configuredChannels(tb testing.TB) func(d *Daemon) map[adapters.ID]adapters.Adapter {
 	return func(d *Daemon) map[adapters.ID]adapters.Adapter {
-		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
+		channels, err := adapters.Build(d.cfg(), adapters.BuildOptions{DB: d.db, Vault: d.vault})
 		if err != nil {
 			tb.Fatal(err)
 		}

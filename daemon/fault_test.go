@@ -58,7 +58,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	d, url, stop := testDaemonAt(t, path, func(d *Daemon) map[adapters.ID]adapters.Adapter {
 		return map[adapters.ID]adapters.Adapter{
 			"api":              turns.APIChannel{},
-			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify}),
+			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.gw.Notify}),
 		}
 	})
 	defer stop()

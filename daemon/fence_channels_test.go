@@ -77,7 +77,7 @@ func TestFencedReplicaStopsItsChannelsFirst(t *testing.T) {
 	proxy.Cut()
 	// A message while it is cut off: fetched, and not stored.
 	tg.InjectText(1, 1, "during the cut")
-	id := d.replicas.m.ID()
+	id := d.replicas.ID("")
 	waitUntil(t, 10*time.Second, "the peer fences the replica", func() bool {
 		var fenced bool
 		err := peerDB.Read().QueryRowContext(ctx, `SELECT fenced_at IS NOT NULL FROM replicas WHERE instance = $1`, id).Scan(&fenced)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -15,6 +16,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
+	"github.com/parleyd/parley/runfile"
 	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -69,9 +71,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if o.channels != nil {
 		return d, nil
 	}
-	channels, err := buildAdapters(cfg, d.base, d.db, d.vault, func(id adapters.ID, reason string) {
+	channels, err := adapters.Build(cfg, adapters.BuildOptions{Log: d.base, DB: d.db, Vault: d.vault, Refused: func(id adapters.ID, reason string) {
 		d.metrics.WebhookRefused("channel:"+string(id), reason)
-	})
+	}})
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -80,7 +82,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	channels[adapters.ID(turns.APIAdapterID)] = turns.APIChannel{}
 	channels[mcpserve.AdapterID] = mcpserve.Channel{}
 	// Served with no hooks too, so a hook a reload adds answers at once.
-	channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote, Log: d.named("webhooks"),
+	channels[webhooks.AdapterID] = webhooks.New(webhooks.Options{Hooks: cfg.Hooks, DB: d.db, Notify: d.gw.Notify, QueueNote: d.gw.QueueNote, Log: d.named("webhooks"),
 		OnDelivery: d.metrics.WebhookDelivery, OnRefused: d.metrics.WebhookRefused})
 	d.adapters = channels
 	d.serve = true
@@ -144,12 +146,15 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}
 
-	if err := d.joinReplicas(ctx, ln); err != nil {
+	if err := d.replicas.Join(ctx, d.cfg().Gateway.AdvertiseURL, ln, d.version); err != nil {
 		return err
+	}
+	if d.replicas != nil {
+		d.logStarted("replica", "replica", d.replicas.ID(""), "lease", d.cfg().Gateway.ReplicaLease.Std())
 	}
 	defer func() {
 		if err != nil {
-			d.leaveReplicas(context.WithoutCancel(ctx))
+			d.replicas.Leave(context.WithoutCancel(ctx))
 		}
 	}()
 	recovered, err := d.gw.Recover(ctx)
@@ -163,15 +168,17 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.goLoop(ctx, "callbacks", func(ctx context.Context) { _ = d.callbacks.Run(ctx) })
 	}
 	d.goLoop(ctx, "metrics", func(ctx context.Context) { _ = d.metricsFeed(ctx) })
-	d.goLoop(ctx, "channel health", func(ctx context.Context) { d.watchChannels(ctx, channelWatchEvery) })
+	d.goLoop(ctx, "channel health", func(ctx context.Context) { d.metrics.WatchChannels(ctx, channelWatchEvery, d.adapters, d.runElsewhere) })
 	if d.feed != nil {
 		d.goLoop(ctx, "api events", func(ctx context.Context) { _ = d.feed(ctx) })
 	}
 	d.goLoop(ctx, "memory indexer", func(ctx context.Context) { _ = d.indexer.Run(ctx) })
 	d.logStarted("memory", "index", d.memory.Index().Name())
-	d.goLoop(ctx, "pruning", d.pruneArchived)
+	d.goLoop(ctx, "pruning", func(ctx context.Context) {
+		d.sessions.PruneLoop(ctx, func() time.Duration { return d.cfg().Sessions.PruneArchivedAfter.Std() }, d.log)
+	})
 	if d.replicas != nil {
-		d.goLoop(ctx, "replicas", d.runReplicas)
+		d.goLoop(ctx, "replicas", d.replicas.Run)
 	}
 
 	d.startAdapters(ctx)
@@ -182,7 +189,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	// Once start-up is over, and after each busy spell, hand back what
 	// only it used.
-	d.goLoop(ctx, "settle", d.settle)
+	d.goLoop(ctx, "settle", d.settler.Run)
 	return nil
 }
 
@@ -192,7 +199,7 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 	d.adapterStop = stop
 	d.adapterCtx = adapterCtx
 	for id, a := range d.adapters {
-		if d.replicas != nil && d.elected(id) {
+		if d.replicas.Elected(string(id)) {
 			continue // started once this replica holds it
 		}
 		switch src := adapters.SourceOf(a); {
@@ -203,9 +210,7 @@ func (d *Daemon) startAdapters(ctx context.Context) {
 		}
 		d.startAdapter(id, a)
 	}
-	if d.replicas != nil {
-		d.electChannels(ctx)
-	}
+	d.replicas.StartChannels(ctx)
 	go func() { d.adapterWG.Wait(); close(d.allStopped) }()
 }
 
@@ -348,7 +353,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	d.removeRunFile()
 	if d.replicas != nil {
 		d.stopLoop("replicas")
-		d.leaveReplicas(context.WithoutCancel(ctx))
+		d.replicas.Leave(context.WithoutCancel(ctx))
 	}
 	d.stopLoops()
 	d.mcp.Close()
@@ -392,11 +397,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case err := <-d.ServeErr():
 		serveErr = fmt.Errorf("http server: %w", err)
 		d.serveErr <- err // Stop reads the server's end too
-	case <-d.fenced():
+	case <-d.replicas.Fenced():
 		// Fenced: the other replicas have this one's work, so it stops
 		// at once, writing nothing (draining would answer twice), its
 		// channels first: none may reach its platform again.
-		d.loseChannels("this replica was fenced")
+		d.replicas.LoseChannels("this replica was fenced")
 		if d.adapterStop != nil {
 			d.adapterStop()
 		}
@@ -416,4 +421,26 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) Close() {
 	d.db.Close()
 	d.release()
+}
+
+// writeRunFile records the daemon's address; the file is removed at Stop.
+func (d *Daemon) writeRunFile() {
+	path := runfile.Path(d.cfg())
+	if path == "" {
+		return
+	}
+	if err := runfile.Write(path, runfile.Running{PID: os.Getpid(), Listen: d.listen, Version: d.version, Started: d.started}); err != nil {
+		d.log.Debug("record the daemon's address", "path", path, "error", err)
+		return
+	}
+	d.runFile = path
+}
+
+// removeRunFile removes the run file this daemon wrote, unless another
+// daemon (a replica on the same host) has written it since.
+func (d *Daemon) removeRunFile() {
+	if d.runFile != "" {
+		runfile.Remove(d.runFile, runfile.Running{PID: os.Getpid(), Listen: d.listen})
+		d.runFile = ""
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
@@ -76,7 +77,7 @@ func TestHostileMCPServerLeaksNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.adapters, err = buildAdapters(d.cfg(), log, d.db, d.vault)
+		d.adapters, err = adapters.Build(d.cfg(), adapters.BuildOptions{Log: log, DB: d.db, Vault: d.vault})
 		if err != nil {
 			t.Fatal(err)
 		}

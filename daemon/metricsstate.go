@@ -26,15 +26,15 @@ func (d *Daemon) metricsState(ctx context.Context) (metrics.State, error) {
 		}
 		st.Channels[string(id)] = up || d.runElsewhere(id)
 	}
-	if d.replicas != nil {
-		live, err := d.replicas.m.Live(ctx)
+	if m := d.replicas.Member(); m != nil {
+		live, err := d.replicas.Live(ctx)
 		if err != nil {
 			return st, err
 		}
 		st.Replicas = len(live)
-		held, _ := d.claimChannels()
+		held, _ := d.replicas.ClaimChannels()
 		st.Held = len(held)
-		st.Fenced = errors.Is(d.replicas.m.Alive(), cluster.ErrFenced)
+		st.Fenced = errors.Is(m.Alive(), cluster.ErrFenced)
 	}
 	st.DiskFree, st.DiskSize, _ = d.db.Disk()
 	var agents []string

@@ -49,7 +49,7 @@ func TestNoteStartsTheChatsNextConversation(t *testing.T) {
 	}()
 
 	note := "The nightly build failed: TestCheckout timed out."
-	if err := d.notify(ctx, "tg:43", note, "ci"); err != nil {
+	if err := d.gw.Notify(ctx, "tg:43", note, "ci"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rec.WaitSent(ctx, 1); err != nil {
@@ -105,7 +105,7 @@ func TestNoteRacingANewSessionIsAddedOnce(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("resolve: created %v, %v", created, err)
 	}
-	if err := d.notify(ctx, "tg:44", "the deploy finished", "ci"); err != nil {
+	if err := d.gw.Notify(ctx, "tg:44", "the deploy finished", "ci"); err != nil {
 		t.Fatal(err)
 	}
 	if added, err := d.gw.SeedNotes(ctx, s, adapters.Inbound{Adapter: "tg", ChatID: "44"}); err != nil || !added {

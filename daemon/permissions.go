@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/config"
-	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/tools"
@@ -35,17 +34,4 @@ func (d *Daemon) reloadPermissions(cfg *config.Config) {
 	}
 	d.perms.SetAskTimeout(cfg.Permissions.AskTimeout.Std())
 	d.perms.SetSharedGroupGrants(cfg.Permissions.SharedGroupGrants)
-}
-
-// cronUnattended is a cron fire's answerer: its job's allow_tools.
-func (d *Daemon) cronUnattended(chatID string) *permissions.Unattended {
-	jobID, _, _ := cron.ParseChatID(chatID)
-	u := &permissions.Unattended{What: fmt.Sprintf("cron job %q", jobID),
-		Key: "allow_tools on the job in the config (only jobs written in the config can allow tools)"}
-	for i, j := range d.cfg().Cron.Jobs {
-		if j.ID == jobID {
-			u.Key, u.Allow = fmt.Sprintf("cron.jobs[%d].allow_tools", i), j.AllowTools
-		}
-	}
-	return u
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ func permDaemon(t *testing.T, tg *telegramtest.Server, extra string) (*Daemon, s
 	t.Helper()
 	return testDaemon(t, "gateway:\n  debounce: 0s\nhttp:\n  tokens: [\""+apiToken+"\"]\nadapters:\n  - id: tg-main\n    type: telegram\n"+
 		"    dm_policy: open\n    group_policy: mention\n    groups: {policy: open}\n"+indentYAML(tg.ConfigYAML(), "    ")+extra, func(d *Daemon) map[adapters.ID]adapters.Adapter {
-		channels, err := buildAdapters(d.cfg(), slog.New(slog.DiscardHandler), d.db, d.vault)
+		channels, err := adapters.Build(d.cfg(), adapters.BuildOptions{DB: d.db, Vault: d.vault})
 		if err != nil {
 			t.Fatal(err)
 		}

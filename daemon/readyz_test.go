@@ -89,7 +89,7 @@ func TestChannelHealthMetrics(t *testing.T) {
 	d := &Daemon{metrics: metrics.New(), adapters: map[adapters.ID]adapters.Adapter{"wa": ch}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { d.watchChannels(ctx, time.Millisecond); close(done) }()
+	go func() { d.metrics.WatchChannels(ctx, time.Millisecond, d.adapters, d.runElsewhere); close(done) }()
 	scrape := func() string {
 		rr := httptest.NewRecorder()
 		d.metrics.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))

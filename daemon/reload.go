@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/config"
-	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/webhooks"
 )
 
@@ -32,7 +32,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 		return fmt.Errorf("config not reloaded: %w", loadErr)
 	}
 	d.scrubber.Add(cfg.SecretValues()...)
-	warnSecretArgs(cfg, d.scrubber, d.log)
+	mcptools.WarnSecretArgs(cfg, d.scrubber.Scrub, d.log)
 	old := d.cfg()
 	if fixed := config.RestartOnly(old, cfg); len(fixed) > 0 {
 		err := fmt.Errorf("these keys change only at a restart: %s; restart parley to apply them, "+
@@ -43,14 +43,9 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 		return fmt.Errorf("config not reloaded: %w", err)
 	}
 	if d.cron != nil {
-		jobs, err := cron.JobsOf(cfg)
-		if err != nil {
-			return err
+		if err := d.cron.Apply(ctx, cfg); err != nil {
+			return fmt.Errorf("config not reloaded: %w", err)
 		}
-		if err := d.cron.Store().SyncConfig(ctx, jobs); err != nil {
-			return fmt.Errorf("config not reloaded: store its cron jobs: %w", err)
-		}
-		d.cron.Reload()
 	}
 	if d.callbacks != nil {
 		if err := d.callbacks.SetAllow(cfg.HTTP.CallbackAllow); err != nil {

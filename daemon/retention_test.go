@@ -24,7 +24,7 @@ func TestRunSessionsAreArchivedWhenTheyEnd(t *testing.T) {
 			"hooks:\n  - id: ci\n    auth: hmac\n    secret: "+hookSecret+"\n    prompt: \"CI failed on {{.repo}}\"\n",
 			func(d *Daemon) map[adapters.ID]adapters.Adapter {
 				return map[adapters.ID]adapters.Adapter{"cron": d.cron,
-					webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify})}
+					webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.gw.Notify})}
 			})
 		defer stop()
 		deadline := time.Now().Add(10 * time.Second)

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
@@ -128,7 +129,7 @@ func TestSecretsNeverShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.adapters, err = buildAdapters(d.cfg(), log, d.db, d.vault)
+	d.adapters, err = adapters.Build(d.cfg(), adapters.BuildOptions{Log: log, DB: d.db, Vault: d.vault})
 	if err != nil {
 		t.Fatal(err)
 	}

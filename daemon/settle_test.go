@@ -20,15 +20,15 @@ import (
 // not again while it stays idle, and once per spell. Its start-up counts as
 // one.
 func TestSettlesAfterABusySpell(t *testing.T) {
-	old := settleEvery
-	settleEvery = 100 * time.Millisecond
-	t.Cleanup(func() { settleEvery = old })
+	old := trim.SettleEvery
+	trim.SettleEvery = 100 * time.Millisecond
+	t.Cleanup(func() { trim.SettleEvery = old })
 	d, _, stop := testDaemon(t, "http:\n  tokens: [\""+apiToken+"\"]\n", apiOnly)
 	defer stop()
 	ctx := context.Background()
 
-	time.Sleep(trimAfter + 6*settleEvery)
-	if n := d.settlings.Load(); n != 1 {
+	time.Sleep(trim.TrimAfter + 6*trim.SettleEvery)
+	if n := d.settler.Settlings.Load(); n != 1 {
 		t.Fatalf("settled %d times after start-up, want once", n)
 	}
 	write := func() {
@@ -66,19 +66,19 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Busy: writes in every window, more than a spell's worth.
-	busyUntil := time.Now().Add(10 * settleEvery)
-	for n := 0; n < 2*busySpell || time.Now().Before(busyUntil); n++ {
+	busyUntil := time.Now().Add(10 * trim.SettleEvery)
+	for n := 0; n < 2*trim.BusySpell || time.Now().Before(busyUntil); n++ {
 		write()
-		if s := d.settlings.Load(); s != 1 {
+		if s := d.settler.Settlings.Load(); s != 1 {
 			t.Fatalf("settled while busy (after %d writes)", n)
 		}
 	}
-	deadline := time.Now().Add(20 * settleEvery)
-	for d.settlings.Load() == 1 {
+	deadline := time.Now().Add(20 * trim.SettleEvery)
+	for d.settler.Settlings.Load() == 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("did not settle after the busy spell ended")
 		}
-		time.Sleep(settleEvery / 5)
+		time.Sleep(trim.SettleEvery / 5)
 	}
 	if n := d.sessions.CachedHistories(); n != 0 {
 		t.Fatalf("still %d histories cached after settling", n)
@@ -89,14 +89,14 @@ func TestSettlesAfterABusySpell(t *testing.T) {
 	if n := len(d.offline.Requests()); n != 0 {
 		t.Fatalf("the echo model still remembers %d prompts after settling", n)
 	}
-	time.Sleep(6 * settleEvery)
-	if n := d.settlings.Load(); n != 2 {
+	time.Sleep(6 * trim.SettleEvery)
+	if n := d.settler.Settlings.Load(); n != 2 {
 		t.Fatalf("settled %d times after start-up and one spell", n)
 	}
 }
 
 // A quiet daemon unmaps again what came back since it last did, once the
-// pages grow past remapped, and at most every retrimEvery: not while
+// pages grow past trim.Remapped, and at most every trim.RetrimEvery: not while
 // nothing grows.
 func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	if trim.FileResident() == 0 {
@@ -107,16 +107,16 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	// larger) the daemon's own loops mapped 2 MB, and once over 6 MB, of it
 	// back within the test's 600 ms, which is growth too, and was unmapped
 	// again. The test maps 24 MB, well past it.
-	oldSettle, oldRetrim, oldRemapped := settleEvery, retrimEvery, remapped
-	settleEvery, retrimEvery, remapped = 50*time.Millisecond, 200*time.Millisecond, 16<<20
-	t.Cleanup(func() { settleEvery, retrimEvery, remapped = oldSettle, oldRetrim, oldRemapped })
+	oldSettle, oldRetrim, oldRemapped := trim.SettleEvery, trim.RetrimEvery, trim.Remapped
+	trim.SettleEvery, trim.RetrimEvery, trim.Remapped = 50*time.Millisecond, 200*time.Millisecond, 16<<20
+	t.Cleanup(func() { trim.SettleEvery, trim.RetrimEvery, trim.Remapped = oldSettle, oldRetrim, oldRemapped })
 	d, _, stop := testDaemon(t, "", apiOnly)
 	defer stop()
 
 	// Start-up settles first (its trim is what growth is measured from).
-	waitCount(t, &d.settlings, "start-up never settled")
-	time.Sleep(2 * retrimEvery)
-	if n := d.retrims.Load(); n != 0 {
+	waitCount(t, &d.settler.Settlings, "start-up never settled")
+	time.Sleep(2 * trim.RetrimEvery)
+	if n := d.settler.Retrims.Load(); n != 0 {
 		t.Fatalf("unmapped again %d times with nothing mapped", n)
 	}
 	// Map 24 MB of a file and touch it: file-backed pages, as the binary's
@@ -141,9 +141,9 @@ func TestRetrimsWhatAQuietDaemonMapsAgain(t *testing.T) {
 	if sum != 0 {
 		t.Fatal("a new file reads as zeros")
 	}
-	waitCount(t, &d.retrims, "did not unmap again after 24 MB came back")
-	time.Sleep(3 * retrimEvery)
-	if n := d.retrims.Load(); n != 1 {
+	waitCount(t, &d.settler.Retrims, "did not unmap again after 24 MB came back")
+	time.Sleep(3 * trim.RetrimEvery)
+	if n := d.settler.Retrims.Load(); n != 1 {
 		t.Fatalf("unmapped again %d times for one growth", n)
 	}
 }
@@ -156,6 +156,6 @@ func waitCount(t *testing.T, n *atomic.Int64, what string) {
 		if time.Now().After(deadline) {
 			t.Fatal(what)
 		}
-		time.Sleep(settleEvery)
+		time.Sleep(trim.SettleEvery)
 	}
 }

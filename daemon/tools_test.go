@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/tools"
 )
 
 // Every built-in tool config check knows is one the start accepts.
 func TestBuiltinToolNamesStart(t *testing.T) {
-	names, err := builtinToolNames()
+	names, err := tools.BuiltinNames()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"memory_write", "memory_search", "schedule_create", "schedule_list", "schedule_delete", "sessions_spawn"} {
 		if !slices.Contains(names, n) {
-			t.Errorf("builtinToolNames() = %q, missing %s", names, n)
+			t.Errorf("tools.BuiltinNames() = %q, missing %s", names, n)
 		}
 	}
 	path, _ := writeConfig(t, "agents:\n  - id: default\n    tools: ["+strings.Join(names, ", ")+"]\n")

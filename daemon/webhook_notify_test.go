@@ -22,7 +22,7 @@ func TestWebhookNoteOnceWhenTheReplyIsSentAgain(t *testing.T) {
 		var hooks *webhooks.Server
 		d, url, stop := testDaemonOn(t, dbURL, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\nhooks:\n  - id: ci\n    auth: hmac\n    secret: "+hookSecret+
 			"\n    prompt: \"CI failed on {{.repo}}\"\n    notify: [\"tg:42\"]\n", func(d *Daemon) map[adapters.ID]adapters.Adapter {
-			hooks = webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify, QueueNote: d.queueNote})
+			hooks = webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.gw.Notify, QueueNote: d.gw.QueueNote})
 			return map[adapters.ID]adapters.Adapter{"tg": rec, webhooks.AdapterID: hooks}
 		})
 		defer stop()

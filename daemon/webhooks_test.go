@@ -30,7 +30,7 @@ func runWithHooks(tb testing.TB, hooks string) (*Daemon, *adapterstest.Recorder,
 	d, url, stop := testDaemon(tb, "gateway:\n  debounce: 0s\nadapters:\n  - id: tg\n    type: telegram\n    token: \"\"\n"+hooks, func(d *Daemon) map[adapters.ID]adapters.Adapter {
 		return map[adapters.ID]adapters.Adapter{
 			"tg":               rec,
-			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.notify}),
+			webhooks.AdapterID: webhooks.New(webhooks.Options{Hooks: d.cfg().Hooks, DB: d.db, Notify: d.gw.Notify}),
 		}
 	})
 	return d, rec, url, stop

@@ -237,7 +237,7 @@ func serverDate(ctx context.Context, url string) (time.Time, bool) {
 // work.
 func doctorChannels(ctx context.Context, cfg *config.Config) []Finding {
 	var out []Finding
-	chans, err := daemon.CheckedChannels(cfg)
+	chans, err := adapters.Checked(cfg)
 	if err != nil && len(chans) == 0 && len(cfg.Adapters) > 0 {
 		return out // the config finding says why
 	}
@@ -293,7 +293,7 @@ func doctorClock(dates []time.Time) (Finding, bool) {
 // whether its credentials work: what `parley init` does as each token is
 // entered.
 func CheckChannel(ctx context.Context, cfg *config.Config, id string) (string, error) {
-	chans, err := daemon.CheckedChannels(cfg)
+	chans, err := adapters.Checked(cfg)
 	if err != nil {
 		return "", err
 	}

@@ -72,6 +72,11 @@ type writeArgs struct {
 	MediaType string  `json:"media_type"`
 }
 
+// The files tools are built in, over the daemon's *files.Store.
+func init() {
+	tools.RegisterBuiltin("files", func(deps tools.Deps) []tools.Tool { return Tools(tools.Part[*Store](deps)) })
+}
+
 // Tools returns file_list, file_read, file_write, file_delete and
 // send_file on store.
 // Each call works on the files of the session it runs in

@@ -105,3 +105,28 @@ func (g *Gateway) Pickup(ctx context.Context) (int, error) {
 	g.picked = waiting
 	return n, nil
 }
+
+// TakeOverDead takes a dead replica's work over: the messages it accepted
+// and never answered (TakeOver), then the replies it claimed and never
+// recorded, which the sender sends again (each may reach its chat twice).
+// Replicas sharing PostgreSQL call it every lease.
+func (g *Gateway) TakeOverDead(ctx context.Context) {
+	n, err := g.TakeOver(ctx)
+	if err != nil && ctx.Err() == nil {
+		g.opts.Log.Warn("take over the messages of a dead replica", "error", err)
+	}
+	if n > 0 {
+		g.opts.Log.Info("took over the messages of a dead replica", "count", n)
+	}
+	if n, err := g.opts.Store.Reclaim(ctx); err != nil && ctx.Err() == nil {
+		g.opts.Log.Warn("take back the replies a dead replica claimed", "error", err)
+	} else if n > 0 {
+		g.opts.Log.Info("took back the replies a dead replica claimed and never recorded; each may reach its chat twice", "count", n)
+		if s := g.opts.Sender; s != nil {
+			if s.opts.OnReclaim != nil {
+				s.opts.OnReclaim(n)
+			}
+			s.Wake()
+		}
+	}
+}

@@ -3,6 +3,7 @@ package httpserve
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -74,4 +75,11 @@ func MountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter
 			}
 		}
 	}
+}
+
+// Lazy is the handler build returns, built on the first request: a route
+// most daemons never serve costs nothing at start.
+func Lazy(build func() http.Handler) http.Handler {
+	h := sync.OnceValue(build)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) })
 }

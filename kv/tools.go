@@ -66,6 +66,11 @@ type listArgs struct {
 	Cursor string `json:"cursor"`
 }
 
+// The kv tools are built in, over the daemon's *kv.Store.
+func init() {
+	tools.RegisterBuiltin("kv", func(deps tools.Deps) []tools.Tool { return Tools(tools.Part[*Store](deps)) })
+}
+
 // Tools returns kv_get, kv_set, kv_list and kv_delete on store. Each call
 // works on the storage of the session it runs in (tools.Call.SessionID):
 // no argument can name another session's.

@@ -61,6 +61,11 @@ type searchArgs struct {
 	Limit *int    `json:"limit"`
 }
 
+// The memory tools are built in, over the daemon's *memory.Store.
+func init() {
+	tools.RegisterBuiltin("memory", func(deps tools.Deps) []tools.Tool { return Tools(tools.Part[*Store](deps)) })
+}
+
 // Tools returns memory_write and memory_search on store. Each call works in
 // the scope of the calling session, ScopeOf(call.Key): a tool can't name
 // another scope.

@@ -57,3 +57,12 @@ func Format(f fmt.State, verb rune, text string) {
 		_, _ = fmt.Fprintf(f, "%%!%c(%s)", verb, text)
 	}
 }
+
+// Reveal is the values of ss, for the code that must compare them.
+func Reveal(ss []String) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Reveal()
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -132,4 +133,35 @@ func placeholders(ids []ID) (string, []any) {
 		marks[i], args[i] = "$"+strconv.Itoa(i+1), string(id)
 	}
 	return strings.Join(marks, ", "), args
+}
+
+// pruneEvery is how often PruneLoop deletes the sessions archived past
+// their age.
+const pruneEvery = time.Hour
+
+// PruneLoop deletes the sessions archived longer ago than age says
+// (sessions.prune_archived_after; 0: keep them), at once and then every
+// hour, until ctx ends. age is read at each pass, so a reload turns
+// pruning on, off or changes it.
+func (s *SQLStore) PruneLoop(ctx context.Context, age func() time.Duration, log *slog.Logger) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		if age := age(); age > 0 {
+			before := time.Now().Add(-age)
+			res, err := s.PruneArchived(ctx, before)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.WarnContext(ctx, "prune archived sessions; the next pass tries again", "error", err)
+			case res.Sessions > 0:
+				log.InfoContext(ctx, "archived sessions pruned", "sessions", res.Sessions, "messages", res.Messages,
+					"archived_before", before.UTC())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

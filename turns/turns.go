@@ -276,6 +276,25 @@ func (b *Bridge) Compact(ctx context.Context, s sessions.Session, agentID string
 	return CompactionLine(res), nil
 }
 
+// CompactSession summarizes a session's older messages now, as /compact
+// does (parley sessions compact), and says what it did in a line for a
+// person.
+func (b *Bridge) CompactSession(ctx context.Context, id sessions.ID) (string, error) {
+	s, err := b.o.Sessions.Session(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	a, ok := b.cfg().Agent(s.Key.AgentID)
+	if !ok {
+		return "", fmt.Errorf("session %s belongs to agent %q, which is not in the config any more", s.ID, s.Key.AgentID)
+	}
+	res, err := b.runner.Compact(ctx, s, AgentConfig(a, s.Key))
+	if err != nil && res.Skipped == "" {
+		return "", fmt.Errorf("compact session %s: %w", s.ID, err)
+	}
+	return CompactionLine(res), nil
+}
+
 // CompactionLine says what a compaction did, in a line for a person.
 func CompactionLine(res agent.CompactionResult) string {
 	if !res.Compacted {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -53,6 +54,17 @@ type Option func(*Store)
 
 // WithClock sets the clock.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// Open is the secrets store on db, sealing with the key from
+// PARLEY_SECRET_KEY or keyFile; with neither, its key is nil (names and
+// dates can be listed; nothing can be sealed or opened).
+func Open(db *dbutil.DB, keyFile string) (*Store, error) {
+	key, _, err := LoadKey(keyFile, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	return NewStore(db, key), nil
+}
 
 // NewStore returns the store on db, sealing with key (nil: none set).
 func NewStore(db *dbutil.DB, key *Key, opts ...Option) *Store {

@@ -35,7 +35,7 @@ func (s *Server) Report(ctx context.Context, q dbutil.Querier, in adapters.Inbou
 
 // Reported, once the reply committed, adds the notes to the target chats'
 // conversations and answers a sync request waiting for it.
-func (s *Server) Reported(ctx context.Context, in adapters.Inbound, key, text string, _ []adapters.OutFile, _ bool) {
+func (s *Server) Reported(ctx context.Context, in adapters.Inbound, key, text string, files []adapters.OutFile, _ bool) {
 	hookID, _, _ := strings.Cut(in.ChatID, ":")
 	if s.opts.OnDelivery != nil {
 		s.opts.OnDelivery("answered")
@@ -43,7 +43,7 @@ func (s *Server) Reported(ctx context.Context, in adapters.Inbound, key, text st
 	out := adapters.Outbound{ChatID: in.ChatID, Text: text, IdempotencyKey: key}
 	if h, ok := s.hook(hookID); ok && s.opts.Notify != nil {
 		for _, target := range h.Notify {
-			if err := s.opts.Notify(ctx, target, text, NoteKey(out, target)); err != nil {
+			if err := s.opts.Notify(ctx, target, text, NoteKey(out, target), files...); err != nil {
 				s.opts.Log.WarnContext(ctx, "notify a webhook's target", "hook", hookID, "target", target, "error", err)
 			}
 		}

@@ -84,7 +84,7 @@ var errRepeat = errors.New("a repeated delivery")
 // Notifier sends a reply to a notify target, "<adapter id>:<chat id>",
 // under an idempotency key: a note sent again under the same key (the
 // outbox's retry of Send) goes out once.
-type Notifier func(ctx context.Context, target, text, key string) error
+type Notifier func(ctx context.Context, target, text, key string, files ...adapters.OutFile) error
 
 // Options configure a Server.
 type Options struct {

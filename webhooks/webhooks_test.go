@@ -76,7 +76,7 @@ func setupOn(t testing.TB, db *dbutil.DB, hooks string, answer string) (*Server,
 	}
 	var mu sync.Mutex
 	var notices []notice
-	srv := New(Options{Hooks: c.Hooks, DB: db, Notify: func(_ context.Context, target, text, _ string) error {
+	srv := New(Options{Hooks: c.Hooks, DB: db, Notify: func(_ context.Context, target, text, _ string, _ ...adapters.OutFile) error {
 		mu.Lock()
 		notices = append(notices, notice{target, text})
 		mu.Unlock()
@@ -311,7 +311,7 @@ func TestNotifyFailureIsRetried(t *testing.T) {
 	}
 	var keys []string
 	fail := true
-	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, _, key string) error {
+	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Notify: func(_ context.Context, target, _, key string, _ ...adapters.OutFile) error {
 		keys = append(keys, key)
 		if fail {
 			fail = false

@@ -196,7 +196,7 @@ func openVault(ctx context.Context, cfg *config.Config, write bool) (*vault.Stor
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := daemon.OpenVault(cfg, db)
+	v, err := vault.Open(db, cfg.Secrets.KeyFile)
 	if err == nil && write {
 		err = v.CheckKey(ctx)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/adapters/whatsapp"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/vault"
 )
 
 // cmdWhatsApp links a WhatsApp account to a whatsapp adapter: a QR code to
@@ -44,7 +45,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer db.Close()
 	// With a secrets key set, the new device's keys are sealed with it.
-	v, err := daemon.OpenVault(cfg, db)
+	v, err := vault.Open(db, cfg.Secrets.KeyFile)
 	if err != nil {
 		return err
 	}

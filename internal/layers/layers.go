@@ -26,7 +26,7 @@ var Floors = [][]string{
 	// channels, webhooks, metrics, the HTTP API, the MCP server, the
 	// dashboard.
 	{"memory", "gateway", "adapters/telegram", "adapters/discord", "adapters/whatsapp", "adapters/webchat", "adapters/cli",
-		"webhooks", "metrics", "api", "mcpserve", "admin", "budgets", "turns", "httpserve"},
+		"webhooks", "metrics", "api", "mcpserve", "admin", "budgets", "turns", "httpserve", "status"},
 	// The daemon: builds the parts from a config and orders their lives.
 	{"daemon"},
 	// The command line, and the tools over a daemon it runs: doctor's

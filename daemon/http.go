@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/admin"
+	"github.com/parleyd/parley/api"
+	"github.com/parleyd/parley/cluster"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/httpserve"
+	"github.com/parleyd/parley/mcpserve"
+	"github.com/parleyd/parley/secret"
+	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/status"
+	"github.com/parleyd/parley/vault"
+	"github.com/parleyd/parley/webhooks"
+)
+
+// Status is a running daemon's live state, for `parley status` and
+// GET /v1/status.
+type Status = status.Status
+
+// Snapshot is the daemon's live state now.
+func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
+	src := status.Sources{Channels: d.adapters, Elsewhere: d.runElsewhere, Gateway: d.gw, Outbox: d.store, Runs: d.runner.Statuses().All,
+		Status: Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.replicas.ID(d.cfg().Gateway.ReplicaID), Engine: string(d.db.Dialect)}}
+	if d.cron != nil {
+		src.Cron = d.cron.Store()
+	}
+	d.reloadMu.Lock()
+	src.Reloaded, src.ReloadError = d.reloadedAt, d.reloadErr
+	d.reloadMu.Unlock()
+	return status.Snapshot(ctx, src)
+}
+
+// apiHandler is the /v1 API over this daemon.
+func (d *Daemon) apiHandler() http.Handler { return d.apiHandlerFor(d.cfg()) }
+
+// apiHandlerFor is the API's handler with cfg's tokens; its limits are the
+// running config's, read at each request.
+func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
+	return api.New(api.Options{Store: d.sessions, Authenticated: d.replicas.ToHolder, Runner: d.bridge.APIRunner(), Events: d.events, Tokens: secret.Reveal(cfg.HTTP.Tokens),
+		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: d.bridge.APIPermissions(), KV: d.kv, Files: d.files, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
+		Limits: func() api.Limits {
+			h := d.cfg().HTTP
+			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}
+		},
+		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok },
+		AgentModels: func(id string) ([]string, string) {
+			a, ok := d.cfg().Agent(id)
+			if !ok {
+				return nil, ""
+			}
+			return a.AllowedModels(), a.ReasoningEffort
+		}, Log: d.named("api")})
+}
+
+// lazyAPI is the API's handler, built on its first request (registering
+// its routes is start-up time that readiness doesn't need) with the tokens
+// the daemon started with, as it would have been at start.
+func (d *Daemon) lazyAPI() http.Handler {
+	cfg := d.cfg()
+	return httpserve.Lazy(func() http.Handler { return d.apiHandlerFor(cfg) })
+}
+
+// metricsHandler adds /metrics (Prometheus, open like /healthz) and the
+// daemon's gauges to h.
+func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
+	d.metrics.SetQueue(d.gw.QueueDepth)
+	d.metrics.SetActiveLanes(d.gw.ActiveLanes)
+	d.metrics.SetHistoryCache(d.sessions.HistoryCacheStats)
+	d.metrics.SetCheckpoints(d.db.CheckpointStats)
+	d.metrics.SetState(d.metricsState)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	mux.Handle("/", h)
+	return httpserve.SecurityHeaders(mux)
+}
+
+// withStatus serves /mcp (to a request with an admin token) and the
+// dashboard at /admin beside h.
+func (d *Daemon) withStatus(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mcpserve.Route(mux, d.MCPServer, func() bool { return d.cfg().HTTP.MCP }, httpserve.AdminCheck(secret.Reveal(d.cfg().HTTP.Tokens)))
+	// The dashboard's pages are parsed on its first request, not at start.
+	dash := httpserve.Lazy(d.adminHandler)
+	mux.Handle("/admin", dash)
+	mux.Handle("/admin/", dash)
+	mux.Handle("/", h)
+	return mux
+}
+
+// MCPServer is parley as an MCP server over this daemon: send_message
+// goes through the gateway on the channel "mcp", like any channel's
+// message, and the sessions tools read the sessions store. `parley mcp
+// serve` serves it over stdio; /mcp over streamable HTTP.
+func (d *Daemon) MCPServer() *mcp.Server {
+	return mcpserve.New(mcpserve.Options{Version: d.version, Submit: d.gw.Submit, Bus: d.bus, Sessions: d.sessions,
+		Agents: func() []string {
+			agents := d.cfg().Agents
+			ids := make([]string, len(agents))
+			for i, a := range agents {
+				ids[i] = a.ID
+			}
+			return ids
+		},
+		Record: func(ctx context.Context, in adapters.Inbound) (gateway.InboundRecord, error) {
+			return d.store.InboundOf(ctx, in.Adapter, in.ChatID, in.MessageID)
+		},
+		Log: d.named("mcp_server")})
+}
+
+// adminHandler is the dashboard at /admin, on the daemon's parts.
+func (d *Daemon) adminHandler() http.Handler {
+	o := admin.Options{
+		Tokens: secret.Reveal(d.cfg().HTTP.Tokens), DB: d.db, Sessions: d.sessions, Outbox: d.store, Log: d.named("admin"),
+		Hooks: func() []config.Hook { return d.cfg().Hooks },
+		Runs:  d.runner.Statuses().All,
+		Abort: func(id sessions.ID) bool { return d.bridge.APIRunner().Abort(id) },
+		Wake:  d.sender.Wake,
+		Overview: func(ctx context.Context) (admin.Overview, error) {
+			st, err := d.Snapshot(ctx)
+			if err != nil {
+				return admin.Overview{}, err
+			}
+			return admin.OverviewOf(st, d.mcp.Statuses()), nil
+		},
+	}
+	if d.cron != nil {
+		o.Cron = d.cron.Store()
+	}
+	if h, ok := d.adapters[webhooks.AdapterID].(*webhooks.Server); ok {
+		o.Refused = h.Refusals
+	}
+	h, err := admin.Handler(o)
+	if err != nil {
+		// The pages are embedded and parsed by the tests: this is a bug.
+		d.log.Error("the admin dashboard can't start", "error", err)
+		return http.NotFoundHandler()
+	}
+	return h
+}
+
+// apiOperator answers the API's daemon routes: status, replicas, spend
+// and people's tokens.
+type apiOperator struct{ d *Daemon }
+
+var _ api.Operator = apiOperator{}
+
+func (o apiOperator) Status(ctx context.Context) (any, error) { return o.d.Snapshot(ctx) }
+
+func (o apiOperator) Replicas(ctx context.Context) (any, error) {
+	list, err := o.d.Replicas(ctx)
+	if list == nil {
+		list = []cluster.Replica{}
+	}
+	return map[string]any{"replicas": list}, err
+}
+
+func (o apiOperator) Budget(ctx context.Context, s sessions.Session) (any, error) {
+	return o.d.budget.Budget(ctx, s.Key, s.ID)
+}
+
+func (o apiOperator) Connect(ctx context.Context, u vault.User, provider, token string) error {
+	return o.d.vault.Connect(ctx, u, provider, token)
+}
+
+func (o apiOperator) Disconnect(ctx context.Context, u vault.User, provider string) (bool, error) {
+	return o.d.vault.Disconnect(ctx, u, provider)
+}

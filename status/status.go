@@ -1,0 +1,114 @@
+// Package status is a running daemon's live state as `parley status`,
+// GET /v1/status and the dashboard show it: its channels and their
+// health, the lanes and what waits in them, the runs, the outbox, the
+// cron jobs and the last reload. Snapshot reads it from the parts that
+// keep it.
+package status
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
+)
+
+// Status is a running daemon's live state.
+type Status struct {
+	Version  string          `json:"version"`
+	Started  time.Time       `json:"started"`
+	Listen   string          `json:"listen"`
+	Replica  string          `json:"replica"`
+	Engine   string          `json:"engine"`
+	Channels []ChannelStatus `json:"channels"`
+	Lanes    int             `json:"lanes"`  // sessions with a turn running or waiting
+	Queued   int             `json:"queued"` // messages waiting in them
+	Runs     []RunStatus     `json:"runs"`
+	Outbox   gateway.Backlog `json:"outbox"`
+	CronJobs []CronStatus    `json:"cron_jobs"`
+	// Reloaded is when the config was last reloaded (zero: never), and
+	// ReloadError why that failed.
+	Reloaded    time.Time `json:"reloaded,omitzero"`
+	ReloadError string    `json:"reload_error,omitempty"`
+}
+
+// ChannelStatus is one channel and its health.
+type ChannelStatus struct {
+	ID      string `json:"id"`
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// RunStatus is a session whose agent is not idle.
+type RunStatus struct {
+	SessionID string       `json:"session_id"`
+	Status    agent.Status `json:"status"`
+}
+
+// CronStatus is a job and its next fire.
+type CronStatus struct {
+	ID       string    `json:"id"`
+	Schedule string    `json:"schedule"`
+	Enabled  bool      `json:"enabled"`
+	Next     time.Time `json:"next,omitzero"`
+}
+
+// Sources are where a snapshot reads the live state from.
+type Sources struct {
+	// Status carries what the daemon knows of itself: its version, start,
+	// address, replica id, engine and last reload; Snapshot fills the rest.
+	Status
+	Channels map[adapters.ID]adapters.Adapter
+	// Elsewhere says a channel is run by another replica (nil: none is).
+	Elsewhere func(adapters.ID) bool
+	Gateway   *gateway.Gateway
+	Outbox    *gateway.Store
+	Runs      func() map[sessions.ID]agent.Status
+	Cron      *cron.Store // nil: no cron
+}
+
+// Snapshot is the live state now.
+func Snapshot(ctx context.Context, src Sources) (Status, error) {
+	st := src.Status
+	st.Lanes, st.Queued = src.Gateway.ActiveLanes(), src.Gateway.QueueDepth()
+	st.Channels, st.Runs, st.CronJobs = []ChannelStatus{}, []RunStatus{}, []CronStatus{}
+	for id, a := range src.Channels {
+		c := ChannelStatus{ID: string(id), Healthy: true}
+		if h, ok := a.(interface{ Health() (bool, string) }); ok {
+			c.Healthy, c.Detail = h.Health()
+		}
+		if src.Elsewhere != nil && src.Elsewhere(id) {
+			c.Healthy, c.Detail = true, "standby: another replica runs it"
+		}
+		st.Channels = append(st.Channels, c)
+	}
+	slices.SortFunc(st.Channels, func(a, b ChannelStatus) int { return cmp.Compare(a.ID, b.ID) })
+	for id, s := range src.Runs() {
+		st.Runs = append(st.Runs, RunStatus{SessionID: string(id), Status: s})
+	}
+	slices.SortFunc(st.Runs, func(a, b RunStatus) int { return cmp.Compare(a.SessionID, b.SessionID) })
+	var err error
+	if st.Outbox, err = src.Outbox.Backlog(ctx); err != nil {
+		return st, err
+	}
+	if src.Cron != nil {
+		jobs, err := src.Cron.List(ctx)
+		if err != nil {
+			return st, err
+		}
+		now := time.Now()
+		for _, j := range jobs {
+			c := CronStatus{ID: j.ID, Schedule: j.Schedule, Enabled: j.Enabled()}
+			if s, err := j.ParsedSchedule(); err == nil && j.Enabled() {
+				c.Next = s.Next(now)
+			}
+			st.CronJobs = append(st.CronJobs, c)
+		}
+	}
+	return st, nil
+}
