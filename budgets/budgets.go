@@ -69,7 +69,7 @@ func (c *Caps) Record(ctx context.Context, q dbutil.Querier, m sessions.Message)
 	cost := u.CostUSD
 	if cost == 0 {
 		if p, ok := b.Price(m.Model); ok {
-			cost = (float64(u.Input+u.CacheRead+u.CacheWrite)*p.Input + float64(u.Output+u.Reasoning)*p.Output) / 1e6
+			cost = p.Cost(u.Input+u.CacheRead+u.CacheWrite, u.Output+u.Reasoning)
 		}
 	}
 	if tokens == 0 && cost == 0 {

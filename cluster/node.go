@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -301,6 +302,18 @@ func (n *Node) Live(ctx context.Context) ([]Replica, error) {
 		return nil, nil
 	}
 	return n.m.Live(ctx)
+}
+
+// Gauges are what the metrics show of the replicas: how many are live,
+// how many channels this one holds, and whether it was fenced (all zero
+// without replicas).
+func (n *Node) Gauges(ctx context.Context) (live, held int, fenced bool, err error) {
+	if n == nil {
+		return 0, 0, false, nil
+	}
+	list, err := n.m.Live(ctx)
+	h, _ := n.ClaimChannels()
+	return len(list), len(h), errors.Is(n.m.Alive(), ErrFenced), err
 }
 
 // ToHolder passes an authenticated API request about a session another

@@ -28,6 +28,21 @@ type Price struct {
 	Output float64 `yaml:"output"`
 }
 
+// Cost is what input and output tokens cost at p, in dollars.
+func (p Price) Cost(input, output int64) float64 {
+	return (float64(input)*p.Input + float64(output)*p.Output) / 1e6
+}
+
+// Cost prices a call of model spec that used input and output tokens, if
+// Prices has the model.
+func (b Budgets) Cost(spec string, input, output int64) (float64, bool) {
+	p, ok := b.Price(spec)
+	if !ok {
+		return 0, false
+	}
+	return p.Cost(input, output), true
+}
+
 // Any says whether any cap is set.
 func (b Budgets) Any() bool {
 	return b.UserDailyTokens > 0 || b.SessionDailyTokens > 0 || b.AgentDailyTokens > 0 ||

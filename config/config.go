@@ -496,6 +496,15 @@ func Default() *Config {
 	return c
 }
 
+// AgentIDs are the agents' ids, in the config's order.
+func (c *Config) AgentIDs() []string {
+	ids := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
 // Agent returns the agent with the given id.
 func (c *Config) Agent(id string) (Agent, bool) {
 	for _, a := range c.Agents {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/budgets"
+	"github.com/parleyd/parley/llm/llmtest"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -111,6 +112,54 @@ func TestUsageIsRecordedOnlyWhileACapIsSet(t *testing.T) {
 		}
 		if n != 0 {
 			t.Fatalf("usage_daily holds %d rows with no cap set", n)
+		}
+	})
+}
+
+// /metrics shows what an operator's alerts watch, read from the running
+// daemon: its channel up, the outbox empty once a reply went, spend today
+// against the agent cap and the spend counter at the configured price,
+// and (SQLite) the data disk.
+func TestMetricsShowTheDaemonsState(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dbURL string) {
+		tg := telegramtest.NewServer()
+		defer tg.Close()
+		model := llmtest.NewOpenAIEcho(t, 0)
+		path := writeConfigAt(t, dbURL, "gateway:\n  debounce: 0s\nbudgets:\n  agent_daily_usd: 5\n  prices:\n    - model: openai/gpt-test\n      input: 1000\n      output: 1000\n"+
+			model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n"+
+			"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
+		_, url, stop := testDaemonAt(t, path, configuredChannels(t))
+		defer stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		tg.InjectText(7, 7, "a question that costs something")
+		if _, err := tg.WaitSent(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		replicas := "parley_replicas_live 0" // SQLite: no replicas
+		if strings.HasPrefix(dbURL, "postgres") {
+			replicas = "parley_replicas_live 1" // PostgreSQL: this one
+		}
+		want := []string{`parley_channel_up{channel="tg-main"} 1`, "parley_outbox_failed 0", replicas, "parley_replica_fenced 0",
+			`parley_agent_spend_cap_usd{agent="default"} 5`, `parley_cost_usd_total{agent="default",model="gpt-test",provider="openai"}`}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			text := scrapeMetrics(t, url)
+			missing := ""
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					missing = w
+				}
+			}
+			spent := strings.Contains(text, `parley_agent_spend_today_usd{agent="default"} 0.`)
+			disk := strings.Contains(text, "parley_data_disk_free_bytes")
+			if missing == "" && spent && strings.Contains(text, "parley_outbox_pending 0") && disk == !strings.HasPrefix(dbURL, "postgres") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("metrics after a turn: missing %q (spend counted %v, disk shown %v):\n%s", missing, spent, disk, text)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 }

@@ -76,6 +76,7 @@ func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
 	d.metrics.SetHistoryCache(d.sessions.HistoryCacheStats)
 	d.metrics.SetCheckpoints(d.db.CheckpointStats)
 	d.metrics.SetState(d.metricsState)
+	d.metrics.SetPrice(func(spec string, in, out int64) (float64, bool) { return d.cfg().Budgets.Cost(spec, in, out) }) // reloadable
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", h)

@@ -152,12 +152,16 @@ func (f *feeder) usage(e events.Event, spec string, u *sessions.Usage) {
 		return
 	}
 	provider, model := splitSpec(spec)
-	if u.CostUSD > 0 {
+	cost := u.CostUSD
+	if f := f.m.price.Load(); cost == 0 && f != nil {
+		cost, _ = (*f)(spec, u.Input+u.CacheRead+u.CacheWrite, u.Output+u.Reasoning)
+	}
+	if cost > 0 {
 		agentID := unknownLabel
 		if s, ok := f.started[e.SessionID]; ok {
 			agentID = s.agent
 		}
-		f.m.cost.WithLabelValues(agentID, provider, model).Add(u.CostUSD)
+		f.m.cost.WithLabelValues(agentID, provider, model).Add(cost)
 	}
 	for _, c := range []struct {
 		kind string

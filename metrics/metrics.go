@@ -82,6 +82,8 @@ type Metrics struct {
 
 	queue, lanes atomic.Pointer[func() int]
 	state        atomic.Pointer[func(ctx context.Context) (State, error)]
+	// price prices a call's tokens whose provider reported no cost.
+	price atomic.Pointer[func(spec string, input, output int64) (usd float64, ok bool)]
 	// historyCache and checkpoints read two counts each at a scrape.
 	historyCache, checkpoints atomic.Pointer[func() (int64, int64)]
 
@@ -219,6 +221,18 @@ func (m *Metrics) CronRun(status string) { m.cronRuns.WithLabelValues(label(stat
 // BudgetRefused counts a turn refused because a spend cap (scope: user,
 // session or agent) was reached.
 func (m *Metrics) BudgetRefused(scope string) { m.budgetRefusals.WithLabelValues(label(scope)).Inc() }
+
+// SetPrice sets the function that prices a model call's tokens when its
+// provider reported no cost (budgets.prices), for parley_cost_usd_total:
+// input counts the prompt and cache tokens, output the completion and
+// reasoning tokens. nil counts reported costs only.
+func (m *Metrics) SetPrice(f func(spec string, input, output int64) (usd float64, ok bool)) {
+	if f == nil {
+		m.price.Store(nil)
+		return
+	}
+	m.price.Store(&f)
+}
 
 // SetQueue sets the function parley_queue_depth reads at each scrape. It
 // runs on the scraping goroutine, so it must be safe to call concurrently

@@ -34,8 +34,8 @@ type State struct {
 
 // AgentSpend is an agent's spend today against its daily cap, in USD.
 type AgentSpend struct {
-	Agent         string
-	Today, DayCap float64
+	Agent       string
+	USD, CapUSD float64
 }
 
 // stateTimeout bounds one scrape's read of the state: a database out of
@@ -120,8 +120,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.diskSize, float64(st.DiskSize))
 	}
 	for _, s := range st.Spend {
-		gauge(c.spend, s.Today, label(s.Agent))
-		gauge(c.spendCap, s.DayCap, label(s.Agent))
+		gauge(c.spend, s.USD, label(s.Agent))
+		gauge(c.spendCap, s.CapUSD, label(s.Agent))
 	}
 }
 

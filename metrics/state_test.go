@@ -36,7 +36,7 @@ func TestStateGauges(t *testing.T) {
 		return State{OutboxPending: 3, OutboxFailed: 1, OutboxOldest: time.Now().Add(-90 * time.Second),
 			Channels: map[string]bool{"tg": true, "dc": false}, Replicas: 2, Held: 1,
 			DiskFree: 10 << 30, DiskSize: 100 << 30,
-			Spend: []AgentSpend{{Agent: "main", Today: 4.5, DayCap: 5}}}, nil
+			Spend: []AgentSpend{{Agent: "main", USD: 4.5, CapUSD: 5}}}, nil
 	})
 	body := scrape(t, m)
 	wantLines(t, body,
@@ -174,6 +174,6 @@ func touchEverything(m *Metrics) {
 	m.fallbacks.WithLabelValues("main", "openai/gpt-4o", "openai/gpt-4o-mini").Inc()
 	m.SetState(func(context.Context) (State, error) {
 		return State{Channels: map[string]bool{"tg": true}, DiskFree: 1, DiskSize: 2,
-			Spend: []AgentSpend{{Agent: "main", Today: 1, DayCap: 2}}}, nil
+			Spend: []AgentSpend{{Agent: "main", USD: 1, CapUSD: 2}}}, nil
 	})
 }

@@ -72,22 +72,30 @@ type Sources struct {
 	Cron      *cron.Store // nil: no cron
 }
 
+// Channels are the channels and their health, by id: one another replica
+// runs (elsewhere; nil for none) stands by, healthy.
+func Channels(channels map[adapters.ID]adapters.Adapter, elsewhere func(adapters.ID) bool) []ChannelStatus {
+	out := []ChannelStatus{}
+	for id, a := range channels {
+		c := ChannelStatus{ID: string(id), Healthy: true}
+		if h, ok := a.(interface{ Health() (bool, string) }); ok {
+			c.Healthy, c.Detail = h.Health()
+		}
+		if elsewhere != nil && elsewhere(id) {
+			c.Healthy, c.Detail = true, "standby: another replica runs it"
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b ChannelStatus) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
 // Snapshot is the live state now.
 func Snapshot(ctx context.Context, src Sources) (Status, error) {
 	st := src.Status
 	st.Lanes, st.Queued = src.Gateway.ActiveLanes(), src.Gateway.QueueDepth()
 	st.Channels, st.Runs, st.CronJobs = []ChannelStatus{}, []RunStatus{}, []CronStatus{}
-	for id, a := range src.Channels {
-		c := ChannelStatus{ID: string(id), Healthy: true}
-		if h, ok := a.(interface{ Health() (bool, string) }); ok {
-			c.Healthy, c.Detail = h.Health()
-		}
-		if src.Elsewhere != nil && src.Elsewhere(id) {
-			c.Healthy, c.Detail = true, "standby: another replica runs it"
-		}
-		st.Channels = append(st.Channels, c)
-	}
-	slices.SortFunc(st.Channels, func(a, b ChannelStatus) int { return cmp.Compare(a.ID, b.ID) })
+	st.Channels = Channels(src.Channels, src.Elsewhere)
 	for id, s := range src.Runs() {
 		st.Runs = append(st.Runs, RunStatus{SessionID: string(id), Status: s})
 	}
