@@ -195,7 +195,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: d.named("compaction")})
 	d.openSessionTools(cfg, toolReg)
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.budget.Admit,
-		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools})
+		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools, StoredFile: d.files.Read})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, d.named("mcp"))
 	d.mcp.SetTokens(d.userToken)
 	d.mcp.SetScrubber(scrubber)
@@ -224,7 +224,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
 	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget,
-		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Log: d.named("turns")})
+		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Files: d.files, Log: d.named("turns")})
 	d.gw, err = gateway.New(gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
 		Runner:   d.bridge,

@@ -42,6 +42,9 @@ type Options struct {
 	Perms *permissions.Checker
 	// Channel finds a running channel (or other source) by id.
 	Channel func(id adapters.ID) (adapters.Adapter, bool)
+	// Files is the session file store, where each message's files are
+	// kept with it; nil keeps none.
+	Files *files.Store
 	// Gateway takes the API's messages and the channels' (Sink).
 	Gateway *gateway.Gateway
 	// AbortElsewhere stops the running turn of a session another replica
@@ -107,11 +110,14 @@ func (b *Bridge) Answered(ctx context.Context, s sessions.ID, id sessions.Messag
 func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 	req := b.request(ctx, in)
 	a, _ := b.cfg().Agent(in.AgentID)
-	images, notices := b.turnImages(ctx, a, in.Messages)
-	parts, fileNotices := b.turnFiles(ctx, a, in.Messages)
+	// Each file is fetched once, kept in the session's file store with
+	// its message, then read and shown from those bytes.
+	ft := b.newFetch(ctx, in.Session.ID, in.Messages, in.IDs)
+	parts, fileNotices := b.turnFiles(ctx, a, ft)
+	images, notices := b.turnImages(ctx, a, ft)
 	notices = append(notices, fileNotices...)
 	if in.Steer != nil {
-		req.Steer = b.steerWithFiles(ctx, a, in.Steer)
+		req.Steer = b.steerWithFiles(ctx, a, in.Session.ID, in.Steer)
 	}
 	for i := range req.Inputs {
 		if i < len(images) {
@@ -253,6 +259,7 @@ func AgentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
 		Compaction:     compactionConfig(a.Compaction),
 		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
+		Vision: a.Vision, MaxImages: a.Images.MaxPerTurn, MaxImageBytes: a.Images.MaxBytesPerTurn,
 	}
 }
 
