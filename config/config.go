@@ -459,6 +459,10 @@ type Agent struct {
 	Files AgentFiles `yaml:"files"`
 	// Images bound the images a vision model is shown in one prompt.
 	Images AgentImages `yaml:"images"`
+	// VoiceReplies is when replies are spoken (speech section): "off",
+	// "on", or "when_spoken" (a voice note is answered with one); a
+	// chat's /voice on|off overrides it.
+	VoiceReplies string `yaml:"voice_replies"`
 	// FallbackModels answer, in order, when the model fails in a way
 	// another may not (a 5xx, an overload, a timeout).
 	FallbackModels []string `yaml:"fallback_models"`
@@ -733,6 +737,7 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		a.ReasoningEffort = strings.ToLower(strings.TrimSpace(a.ReasoningEffort))
 		intDefault(&a.MaxSteps, p+"max_steps", DefaultMaxSteps)
 		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
+		a.VoiceReplies = normalize(a.VoiceReplies, "off")
 		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)
 		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
 		intDefault(&a.Files.MaxTextBytes, p+"files.max_text_bytes", DefaultMaxFileTextBytes)

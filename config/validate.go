@@ -378,6 +378,11 @@ func (a *Agent) validate(ck *checker, p string) {
 	if a.Files.MaxTextBytes < 0 || a.Files.MaxTextBytes > MaxFileTextBytes {
 		ck.add(p+"files.max_text_bytes", fmt.Sprintf("%d is out of range; use 0 (name files only) to %d (1 MiB)", a.Files.MaxTextBytes, MaxFileTextBytes))
 	}
+	switch a.VoiceReplies {
+	case "off", "on", "when_spoken":
+	default:
+		ck.add(p+"voice_replies", fmt.Sprintf(`%q is not a voice reply mode; use off, on or when_spoken`, a.VoiceReplies))
+	}
 	switch a.QueueMode {
 	case "followup", "collect", "steer", "interrupt":
 	default:

@@ -217,7 +217,8 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: d.named("outbox"),
 		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
-		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicaAlive(), Files: d.files})
+		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicaAlive(), Files: d.files,
+		Speaker: speaker(cfg)})
 
 	streams := map[adapters.ID]bool{}
 	for _, a := range cfg.Adapters {
@@ -242,6 +243,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Placement:   d.gatewayPlacement(),
 		Connections: connections{d},
 		Transcriber: transcriber(cfg),
+		Speaks:      cfg.Speech.Enabled(),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         d.named("gateway"),
 	})

@@ -25,3 +25,12 @@ func transcriber(cfg *config.Config) gateway.Transcriber {
 	}
 	return nil
 }
+
+// speaker speaks replies (agents[].voice_replies, /voice), or is nil when
+// no speech provider is set up.
+func speaker(cfg *config.Config) gateway.Speaker {
+	if c := speechClient(cfg); c != nil {
+		return c
+	}
+	return nil
+}
