@@ -139,6 +139,10 @@ type File struct {
 	Name      string
 	MediaType string
 	Data      []byte
+	// Voice sends it as a voice note (Ogg Opus audio: Telegram's
+	// sendVoice, WhatsApp's push-to-talk audio) where the platform has
+	// them.
+	Voice bool
 }
 
 // OutFile names a file a reply carries: a file of the turn's session file

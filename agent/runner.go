@@ -150,6 +150,9 @@ type Options struct {
 	// ClientTools, if set, offers an API session's agent the tools its
 	// client declared, and carries their calls to the client.
 	ClientTools *clienttools.Hub
+	// StoredFile, if set, reads a file of a session's file store: the
+	// images kept with earlier messages, shown again to a vision model.
+	StoredFile func(ctx context.Context, session sessions.ID, name string) (data []byte, mediaType string, err error)
 }
 
 // AgentConfig is what the runner needs to know about the agent.
@@ -188,6 +191,16 @@ type AgentConfig struct {
 	// Timeouts override, field by field, the provider's deadlines for
 	// this agent's model calls (llm.WithCallTimeouts); zero keeps them.
 	Timeouts llm.Timeouts
+	// Vision says the model sees images: those kept with earlier
+	// messages (FileData.Stored) are shown again, newest first, after
+	// the run's own, within MaxImages and MaxImageBytes.
+	Vision bool
+	// MaxImages caps the images of one prompt (the run's own included);
+	// 0 means media.MaxImagesPerPrompt.
+	MaxImages int
+	// MaxImageBytes caps the bytes of earlier messages' images added to a
+	// prompt; 0 adds none.
+	MaxImageBytes int
 }
 
 // Input is one user message for a run.

@@ -263,8 +263,10 @@ func (t *turn) loadHistory() error {
 		return fmt.Errorf("load history of session %s: %w", t.id, err)
 	}
 	t.history = withoutSide(stored)
-	t.call.Messages = toLLM(capTurns(t.history, turns))
+	capped := capTurns(t.history, turns)
+	t.call.Messages = toLLM(capped)
 	t.attachImages()
+	t.attachStoredImages(capped)
 	if t.side != nil {
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleUser, Content: t.side.Prompt})
 	}

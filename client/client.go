@@ -329,6 +329,17 @@ func (s apiSession) Model(ctx context.Context, name string) (string, error) {
 	return "From your next message on, this session runs on " + spec + ".", nil
 }
 
+// Voice shows or sets whether the session's replies are spoken.
+func (s apiSession) Voice(ctx context.Context, setting string) (string, error) {
+	if setting == "" {
+		return "Spoken replies are voice notes, for chats on Telegram and WhatsApp; set them with /voice on or /voice off.", nil
+	}
+	if err := s.c.Do(ctx, "PATCH", "/v1/sessions/"+*s.id, map[string]any{"metadata": map[string]string{"voice": setting}}, &struct{}{}); err != nil {
+		return "", err
+	}
+	return "Spoken replies are " + setting + " for this session from its next message on.", nil
+}
+
 // Think shows or sets the session's reasoning effort.
 func (s apiSession) Think(ctx context.Context, level string) (string, error) {
 	if level == "" {

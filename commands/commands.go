@@ -72,6 +72,9 @@ type Runtime interface {
 	// Think shows the session's reasoning effort when level is ""; else it
 	// sets it (one of Efforts), from then on.
 	Think(ctx context.Context, level string) (string, error)
+	// Voice shows whether the session's replies are spoken when setting
+	// is ""; else it sets it ("on" or "off"), from then on.
+	Voice(ctx context.Context, setting string) (string, error)
 	// Undo takes back the session's last exchange: the last message sent
 	// and its answer are hidden, kept, not deleted.
 	Undo(ctx context.Context) (string, error)
@@ -137,6 +140,16 @@ var All = []Command{
 				return fmt.Sprintf("%q is not a thinking level; use /think off, low, medium or high. Nothing changed.", arg), nil
 			}
 			return rt.Think(ctx, level)
+		}},
+	{Name: "voice", Mode: AtOnce, Arg: "[on|off]",
+		Help:  "show, or turn on or off, spoken replies (voice notes) in this conversation",
+		Route: `PATCH /v1/sessions/{id} with {"metadata": {"voice": "on|off"}} sets it`,
+		Run: func(ctx context.Context, rt Runtime, arg string) (string, error) {
+			setting := strings.ToLower(strings.TrimSpace(arg))
+			if setting != "" && setting != "on" && setting != "off" {
+				return fmt.Sprintf("%q is not a voice setting; use /voice on or /voice off. Nothing changed.", arg), nil
+			}
+			return rt.Voice(ctx, setting)
 		}},
 	{Name: "undo", Mode: Barrier,
 		Help:  "take back the last message and its answer (kept in the history, hidden from the conversation)",

@@ -134,6 +134,7 @@ func (fakeRuntime) Disconnect(_ context.Context, p string) (string, error) {
 }
 func (fakeRuntime) Model(_ context.Context, m string) (string, error) { return "model " + m, nil }
 func (fakeRuntime) Think(_ context.Context, l string) (string, error) { return "think " + l, nil }
+func (fakeRuntime) Voice(_ context.Context, s string) (string, error) { return "voice " + s, nil }
 func (fakeRuntime) Undo(context.Context) (string, error)              { return "undone", nil }
 func (fakeRuntime) Retry(context.Context) (string, error)             { return "retried", nil }
 
@@ -149,6 +150,10 @@ func TestThinkLevels(t *testing.T) {
 		{"/model openai/gpt-4o", "model openai/gpt-4o"},
 		{"/undo", "undone"},
 		{"/retry", "retried"},
+		{"/voice on", "voice on"},
+		{"/voice OFF", "voice off"},
+		{"/voice", "voice "},
+		{"/voice maybe", `"maybe" is not a voice setting; use /voice on or /voice off. Nothing changed.`},
 	} {
 		c, arg, ok := commands.ParseArg(tc.text)
 		if !ok {

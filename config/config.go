@@ -47,6 +47,17 @@ const (
 	// DefaultMaxFileTextBytes is agents[].files.max_text_bytes's default:
 	// 64 KiB of file text a turn, about 16,000 tokens.
 	DefaultMaxFileTextBytes = 64 << 10
+	// DefaultMaxImagesPerTurn is agents[].images.max_per_turn's default.
+	DefaultMaxImagesPerTurn = 10
+	// DefaultMaxImageBytesPerTurn is agents[].images.max_bytes_per_turn's
+	// default: 10 MiB, about 13.3 MiB once base64-encoded, well within
+	// every provider's request size limit (Anthropic's is 32 MB).
+	DefaultMaxImageBytesPerTurn = 10 << 20
+	// MaxImagesPerTurn is the most agents[].images.max_per_turn allows.
+	MaxImagesPerTurn = 100
+	// MaxImageBytesPerTurn is the most agents[].images.max_bytes_per_turn
+	// allows.
+	MaxImageBytesPerTurn = 20 << 20
 	// MaxFileTextBytes is the most agents[].files.max_text_bytes allows.
 	MaxFileTextBytes       = 1 << 20
 	DefaultRecovery        = "rerun"
@@ -446,6 +457,12 @@ type Agent struct {
 	History            History    `yaml:"history"`
 	// Files is what the agent reads of the files sent to it.
 	Files AgentFiles `yaml:"files"`
+	// Images bound the images a vision model is shown in one prompt.
+	Images AgentImages `yaml:"images"`
+	// VoiceReplies is when replies are spoken (speech section): "off",
+	// "on", or "when_spoken" (a voice note is answered with one); a
+	// chat's /voice on|off overrides it.
+	VoiceReplies string `yaml:"voice_replies"`
 	// FallbackModels answer, in order, when the model fails in a way
 	// another may not (a 5xx, an overload, a timeout).
 	FallbackModels []string `yaml:"fallback_models"`
@@ -474,6 +491,19 @@ type AgentFiles struct {
 	// file is cut there, and the model is told. 0 adds no file's text:
 	// each file is only named.
 	MaxTextBytes int `yaml:"max_text_bytes"`
+}
+
+// AgentImages bound the images one prompt shows a vision model: the
+// turn's own photos first, then those kept with earlier messages, newest
+// first, until either bound is reached.
+type AgentImages struct {
+	// MaxPerTurn is the most images one prompt carries.
+	MaxPerTurn int `yaml:"max_per_turn"`
+	// MaxBytesPerTurn is the most bytes of images (as sent, after
+	// scaling down) one prompt carries: the turn's own photos always go
+	// (up to MaxPerTurn), and earlier ones join while they fit; 0 sends
+	// only the turn's own.
+	MaxBytesPerTurn int `yaml:"max_bytes_per_turn"`
 }
 
 // History is how many turns of history go into the prompt, per session kind.
@@ -716,9 +746,12 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		a.ReasoningEffort = strings.ToLower(strings.TrimSpace(a.ReasoningEffort))
 		intDefault(&a.MaxSteps, p+"max_steps", DefaultMaxSteps)
 		a.QueueMode = normalize(a.QueueMode, DefaultQueueMode)
+		a.VoiceReplies = normalize(a.VoiceReplies, "off")
 		intDefault(&a.MaxOutputTokens, p+"max_output_tokens", DefaultMaxOutputTokens)
 		intDefault(&a.MaxContextTokens, p+"max_context_tokens", DefaultMaxContextTokens)
 		intDefault(&a.Files.MaxTextBytes, p+"files.max_text_bytes", DefaultMaxFileTextBytes)
+		intDefault(&a.Images.MaxPerTurn, p+"images.max_per_turn", DefaultMaxImagesPerTurn)
+		intDefault(&a.Images.MaxBytesPerTurn, p+"images.max_bytes_per_turn", DefaultMaxImageBytesPerTurn)
 		if a.Compaction.Threshold == 0 && !isSet(p+"compaction.threshold") {
 			a.Compaction.Threshold = DefaultCompactionThreshold
 		}

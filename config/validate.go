@@ -369,8 +369,19 @@ func (a *Agent) validate(ck *checker, p string) {
 	if a.MaxOutputTokens < 1 || a.MaxOutputTokens > 200000 {
 		ck.add(p+"max_output_tokens", fmt.Sprintf("%d is out of range; use 1-200000", a.MaxOutputTokens))
 	}
+	if a.Images.MaxPerTurn < 1 || a.Images.MaxPerTurn > MaxImagesPerTurn {
+		ck.add(p+"images.max_per_turn", fmt.Sprintf("%d is out of range; use 1 to %d (vision: false shows none)", a.Images.MaxPerTurn, MaxImagesPerTurn))
+	}
+	if a.Images.MaxBytesPerTurn < 0 || a.Images.MaxBytesPerTurn > MaxImageBytesPerTurn {
+		ck.add(p+"images.max_bytes_per_turn", fmt.Sprintf("%d is out of range; use 0 (only the turn's own photos) to %d (20 MiB)", a.Images.MaxBytesPerTurn, MaxImageBytesPerTurn))
+	}
 	if a.Files.MaxTextBytes < 0 || a.Files.MaxTextBytes > MaxFileTextBytes {
 		ck.add(p+"files.max_text_bytes", fmt.Sprintf("%d is out of range; use 0 (name files only) to %d (1 MiB)", a.Files.MaxTextBytes, MaxFileTextBytes))
+	}
+	switch a.VoiceReplies {
+	case "off", "on", "when_spoken":
+	default:
+		ck.add(p+"voice_replies", fmt.Sprintf(`%q is not a voice reply mode; use off, on or when_spoken`, a.VoiceReplies))
 	}
 	switch a.QueueMode {
 	case "followup", "collect", "steer", "interrupt":

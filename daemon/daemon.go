@@ -210,7 +210,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	compactor := memory.NewCompactor(memory.CompactorOptions{Sessions: d.sessions, Memory: d.memory, Models: models, Bus: bus, Log: d.named("compaction")})
 	d.openSessionTools(cfg, toolReg)
 	d.runner = agent.New(agent.Options{Store: d.sessions, Models: models, DefaultModel: echo.Name, Admit: d.budget.Admit,
-		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools})
+		Tools: toolReg, Bus: bus, Log: d.named("agent"), Compactor: compactor, ClientTools: d.clientTools, StoredFile: d.files.Read})
 	d.mcp = mcptools.New(cfg.MCP.Servers, toolReg, d.named("mcp"))
 	d.mcp.SetTokens(mcptools.VaultTokens(d.vault, scrubber.Add))
 	d.mcp.SetScrubber(scrubber)
@@ -232,14 +232,15 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.store = store
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: d.named("outbox"),
 		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
-		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicas.Alive(), Files: d.files})
+		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicas.Alive(), Files: d.files,
+		Speaker: speaker(cfg)})
 
 	streams := map[adapters.ID]bool{}
 	for _, a := range cfg.Adapters {
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
 	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget,
-		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Log: d.named("turns")})
+		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Files: d.files, Log: d.named("turns")})
 	gwOpts := gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
 		Runner:   d.bridge,
@@ -256,6 +257,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		OnDuplicate: d.metrics.DuplicateDropped,
 		Connections: mcptools.Connections{Vault: d.vault, Config: d.cfg},
 		Transcriber: transcriber(cfg),
+		Speaks:      cfg.Speech.Enabled(),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Log:         d.named("gateway"),
 	}

@@ -14,3 +14,12 @@ func transcriber(cfg *config.Config) gateway.Transcriber {
 	}
 	return nil
 }
+
+// speaker speaks replies (agents[].voice_replies, /voice), or is nil when
+// no speech provider is set up.
+func speaker(cfg *config.Config) gateway.Speaker {
+	if c := speech.FromConfig(cfg.Speech); c != nil {
+		return c
+	}
+	return nil
+}

@@ -154,6 +154,13 @@ func (s *Store) Get(ctx context.Context, id sessions.ID, name string) (File, err
 	return f, nil
 }
 
+// Read returns the data and media type of the session's file name, or
+// ErrNotFound: Get in the form agent.Options.StoredFile takes.
+func (s *Store) Read(ctx context.Context, id sessions.ID, name string) ([]byte, string, error) {
+	f, err := s.Get(ctx, id, name)
+	return f.Data, f.MediaType, err
+}
+
 // Stat returns the session's file name without its data, or ErrNotFound.
 func (s *Store) Stat(ctx context.Context, id sessions.ID, name string) (File, error) {
 	if err := CheckName(name); err != nil {

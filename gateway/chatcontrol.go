@@ -354,3 +354,42 @@ func (g *Gateway) edit(ctx context.Context, j job) {
 	g.complete(ctx, outcome{jobs: []job{j}, status: InboundDone, session: s.ID, replyTo: j,
 		text: "Noted your edit of an earlier message. I answer again only an edit of your latest message; send a new message if you want an answer to this one."})
 }
+
+// metadataVoice is the session metadata key of /voice (turns.MetadataVoice).
+const metadataVoice = "voice"
+
+// voice shows or sets whether the session's replies are spoken.
+func (g *Gateway) voice(ctx context.Context, j job, setting string) string {
+	ctl, ok := g.control()
+	if !ok {
+		return "/voice is not available here."
+	}
+	if setting == "" {
+		current := "as this agent is set up"
+		if s, err := g.opts.Sessions.Active(ctx, j.key); err == nil {
+			var meta map[string]any
+			if json.Unmarshal(s.Metadata, &meta) == nil {
+				if v, ok := meta[metadataVoice].(string); ok && (v == "on" || v == "off") {
+					current = v
+				}
+			}
+		}
+		return "Spoken replies: " + current + ". Set them with /voice on or /voice off."
+	}
+	s, err := g.settingsSession(ctx, j)
+	if err != nil {
+		_, text := g.failed(ctx, j.key, "open session for /voice", err, "Sorry, I couldn't change spoken replies")
+		return text
+	}
+	if _, err := ctl.Update(ctx, s.ID, sessions.Update{Metadata: json.RawMessage(`{"` + metadataVoice + `":"` + setting + `"}`)}); err != nil {
+		_, text := g.failed(ctx, j.key, "set the session's spoken replies", err, "Sorry, I couldn't change spoken replies", "session_id", s.ID)
+		return text
+	}
+	if setting == "off" {
+		return "Spoken replies are off from your next message on."
+	}
+	if !g.opts.Speaks {
+		return "Spoken replies are on, but no speech provider is set up (the speech section of parley's config), so replies stay text until the operator adds one."
+	}
+	return "Spoken replies are on from your next message on: I'll answer with voice notes."
+}

@@ -45,6 +45,9 @@ func (c chat) Model(ctx context.Context, name string) (string, error) {
 func (c chat) Think(ctx context.Context, level string) (string, error) {
 	return c.g.think(ctx, c.j, c.fx, level), nil
 }
+func (c chat) Voice(ctx context.Context, setting string) (string, error) {
+	return c.g.voice(ctx, c.j, setting), nil
+}
 func (c chat) Undo(ctx context.Context) (string, error) { return c.g.undo(ctx, c.j), nil }
 func (c chat) Retry(ctx context.Context) (string, error) {
 	return c.g.retry(ctx, c.j, c.fx), nil

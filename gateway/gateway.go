@@ -70,6 +70,9 @@ type TurnInput struct {
 	// files the reply carries (send_file), replacing any given before:
 	// each goes out after the reply's text, through the outbox.
 	Attach func(files []adapters.OutFile)
+	// Speak, called before Finish (or before Run returns), makes the
+	// reply a voice note (a spoken reply; see Sender.deliverVoice).
+	Speak func()
 }
 
 // Options configure a Gateway.
@@ -117,6 +120,8 @@ type Options struct {
 	// ConnectTimeout is how long, after /connect, the sender's next
 	// message is taken as the token (default 5 minutes).
 	ConnectTimeout time.Duration
+	// Speaks says a speech provider is set up, for /voice's answer.
+	Speaks bool
 	// Transcriber, when set, transcribes voice notes before they are
 	// stored; nil: they reach the agent as files.
 	Transcriber Transcriber
@@ -734,13 +739,15 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	}
 	var attached []adapters.OutFile
 	input.Attach = func(files []adapters.OutFile) { attached = files }
+	speak := false
+	input.Speak = func() { speak = true }
 	// Without a stream, the reply's append records the turn's outcome.
 	finished := false
 	var reported *report
 	if stream == nil {
 		input.Finish = func(fctx context.Context, q dbutil.Querier, reply string) error {
 			all := append(append([]job(nil), items...), steered...)
-			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, files: attached}
+			o := outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, files: attached, speak: speak}
 			ids, replies, rep := g.record(o)
 			if err := g.opts.Store.CompleteIn(fctx, q, ids, o.status, string(o.session), o.err, replies); err != nil {
 				return err
@@ -788,7 +795,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		ref, text := g.failed(ctx, first.key, "turn failed", err, "Sorry, something went wrong while answering", "session_id", sess.ID)
 		g.complete(ctx, outcome{jobs: all, status: InboundFailed, session: sess.ID, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text, shown: shown})
 	default:
-		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown, files: attached})
+		g.complete(ctx, outcome{jobs: all, status: InboundDone, session: sess.ID, replyTo: last, text: reply, shown: shown, files: attached, speak: speak})
 	}
 	if !shuttingDown(ctx) {
 		g.opts.Runner.AfterTurn(ctx, input)
@@ -878,6 +885,8 @@ type outcome struct {
 	shown string
 	// files are what the reply carries, sent after its text.
 	files []adapters.OutFile
+	// speak makes the reply a voice note.
+	speak bool
 }
 
 // complete records how o's jobs ended and queues its reply (if any) to the
@@ -945,6 +954,20 @@ func (g *Gateway) record(o outcome) (ids []string, replies []Reply, rep *report)
 	}
 	if len(replies) > 0 {
 		replies[0].EditMessageID = o.shown
+	}
+	if o.speak && strings.TrimSpace(o.text) != "" {
+		// The voice note first; its text beside it only when it is long
+		// or holds code (or already shows, streamed).
+		voice := Reply{Key: o.replyTo.inboundID + ":voice", SessionID: string(o.session), InboundID: o.replyTo.inboundID,
+			Adapter: o.replyTo.in.Adapter, ChatID: o.replyTo.in.ChatID, ReplyTo: o.replyTo.in.MessageID, Text: o.text, Speak: true}
+		switch {
+		case o.shown != "":
+			replies = append(replies, voice)
+		case VoiceWithText(o.text, limit):
+			replies = append([]Reply{voice}, replies...)
+		default:
+			replies = []Reply{voice}
+		}
 	}
 	for i, f := range o.files {
 		replies = append(replies, Reply{Key: fmt.Sprintf("%s:f%d", o.replyTo.inboundID, i), SessionID: string(o.session), InboundID: o.replyTo.inboundID,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
@@ -52,6 +53,14 @@ type SenderOptions struct {
 	Alive func() (until time.Time, err error)
 	// Files reads the files replies carry from the session file store.
 	Files FileSource
+	// Speaker, if set, speaks the replies marked Speak (speech.Client);
+	// without it they go as text.
+	Speaker Speaker
+}
+
+// A Speaker synthesizes a reply's text as a voice note (Ogg Opus audio).
+type Speaker interface {
+	Synthesize(ctx context.Context, text string) (audio []byte, mediaType string, err error)
 }
 
 // FileSource is where the sender reads a file a reply carries
@@ -318,6 +327,9 @@ func (s *Sender) deliverReply(ctx context.Context, a adapters.Adapter, r Reply) 
 	if r.FileName != "" {
 		return s.deliverFile(ctx, a, r)
 	}
+	if r.Speak {
+		return s.deliverVoice(ctx, a, r)
+	}
 	if ed := s.caps.Of(r.Adapter, a).Edit; ed != nil && r.EditMessageID != "" {
 		err := ed.Edit(ctx, r.ChatID, r.EditMessageID, r.Text)
 		if err == nil {
@@ -406,6 +418,66 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		return false, merr
 	}
 	return false, nil
+}
+
+// deliverVoice speaks r's text and sends it as a voice note. It is
+// synthesized now, at each try, so a crash before the send leaves nothing
+// half done: the next try speaks it again and sends it once. When it
+// can't be spoken (no speaker, a channel without voice notes, a failed
+// synthesis), the text goes instead, unless the reply's text went
+// already beside it (VoiceWithText).
+func (s *Sender) deliverVoice(ctx context.Context, a adapters.Adapter, r Reply) (adapters.Sent, error) {
+	caps := s.caps.Of(r.Adapter, a)
+	text := func(why string, err error) (adapters.Sent, error) {
+		s.opts.Log.WarnContext(ctx, "a spoken reply goes as text", "adapter", r.Adapter, "chat_id", r.ChatID, "reply", r.Key, "reason", why, "error", err)
+		if VoiceWithText(r.Text, caps.MaxMessageLength) {
+			return adapters.Sent{}, nil // its text was queued beside it
+		}
+		return a.Send(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, Text: r.Text, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key})
+	}
+	if s.opts.Speaker == nil || caps.Files == nil {
+		return text("no speech provider, or a channel without voice notes", nil)
+	}
+	audio, typ, err := s.opts.Speaker.Synthesize(ctx, SpeakableText(r.Text))
+	if err != nil {
+		if ctx.Err() != nil {
+			return adapters.Sent{}, err // the send's deadline: try again
+		}
+		return text("synthesis failed", err)
+	}
+	if max := caps.Files.MaxFileBytes(); max > 0 && int64(len(audio)) > max {
+		return text("the spoken reply is over the channel's file limit", nil)
+	}
+	return caps.Files.SendFile(ctx, adapters.Outbound{Adapter: r.Adapter, ChatID: r.ChatID, ReplyTo: r.ReplyTo, IdempotencyKey: r.Key,
+		File: &adapters.File{Name: "reply.ogg", MediaType: typ, Data: audio, Voice: true}})
+}
+
+// VoiceWithText says whether a spoken reply also goes as text: when it is
+// long (over 600 characters, or more than one message of the channel's,
+// limit 0 meaning none) or holds code, which nobody wants read aloud.
+func VoiceWithText(text string, limit int) bool {
+	n := utf8.RuneCountInString(text)
+	return n > maxSpokenRunes || limit > 0 && n > limit || strings.Contains(text, "```")
+}
+
+// maxSpokenRunes is the longest reply spoken without its text beside it:
+// about 40 seconds of speech.
+const maxSpokenRunes = 600
+
+// SpeakableText is a reply as it is read aloud: without code blocks (said
+// to be in the message) and Markdown's marks.
+func SpeakableText(text string) string {
+	var b strings.Builder
+	parts := strings.Split(text, "```")
+	for i, p := range parts {
+		if i%2 == 1 {
+			b.WriteString(" (the code is in the message) ")
+			continue
+		}
+		b.WriteString(p)
+	}
+	out := strings.NewReplacer("**", "", "__", "", "`", "", "#", "").Replace(b.String())
+	return strings.Join(strings.Fields(out), " ")
 }
 
 // deliverFile sends the file r names, read from the file store now. What

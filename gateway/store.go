@@ -94,14 +94,14 @@ const (
 	renewInboundQuery = `UPDATE inbound SET lease_until = $2 WHERE owner = $1 AND status = 'accepted' AND lease_until < $3`
 
 	queueReplyQuery = `INSERT INTO outbox (id, idempotency_key, session_id, inbound_id, adapter, chat_id, reply_to, text, next_attempt_at, created_at, edit_message_id, origin,
-		file_session_id, file_name)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13)
+		file_session_id, file_name, speak)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)
 	ON CONFLICT (idempotency_key) DO NOTHING`
 
 	// Only a chat's oldest pending reply is due, so a chat's replies go out
 	// in order even when one of them has to wait for a retry.
 	dueRepliesQuery = `SELECT id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts, edit_message_id,
-		file_session_id, file_name
+		file_session_id, file_name, speak
 	FROM outbox o WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
 	AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 	ORDER BY next_attempt_at, id LIMIT $2`
@@ -127,7 +127,7 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.status = 'pending' AND e.adapter = o.adapter AND e.chat_id = o.chat_id AND e.id < o.id)
 		%sORDER BY next_attempt_at, id LIMIT %d%s)
 	RETURNING id, idempotency_key, COALESCE(session_id, ''), COALESCE(inbound_id, ''), adapter, chat_id, reply_to, text, attempts - 1, edit_message_id,
-		file_session_id, file_name`
+		file_session_id, file_name, speak`
 	claimDueLock = ` FOR UPDATE SKIP LOCKED`
 
 	// Among replicas: a channel's replies are claimed by the replica that
@@ -461,6 +461,10 @@ type Reply struct {
 	// session's file store, read when it is sent; Text is its caption.
 	FileSession string
 	FileName    string
+	// Speak makes this reply a voice note: the sender synthesizes Text
+	// when it sends it (SenderOptions.Speaker), and sends Text itself
+	// when it can't.
+	Speak bool
 }
 
 // Note is one message of a note sent to a chat: a chunk of a cron report,
@@ -654,12 +658,19 @@ func (s *Store) queueReplies(ctx context.Context, q dbutil.Querier, now time.Tim
 			return fmt.Errorf("generate id: %w", err)
 		}
 		_, err = q.ExecContext(ctx, queueReplyQuery, u.String(), r.Key, nullable(r.SessionID), nullable(r.InboundID),
-			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID, origin, r.FileSession, r.FileName)
+			string(r.Adapter), r.ChatID, r.ReplyTo, r.Text, dbutil.Millis(now), r.EditMessageID, origin, r.FileSession, r.FileName, b2i(r.Speak))
 		if err != nil {
 			return fmt.Errorf("queue reply %s: %w", r.Key, err)
 		}
 	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -703,10 +714,12 @@ func scanReplies(rows *sql.Rows, err error) ([]Reply, error) {
 	for rows.Next() {
 		var r Reply
 		var adapter string
+		var speak int
 		if err := rows.Scan(&r.ID, &r.Key, &r.SessionID, &r.InboundID, &adapter, &r.ChatID, &r.ReplyTo, &r.Text, &r.Attempts, &r.EditMessageID,
-			&r.FileSession, &r.FileName); err != nil {
+			&r.FileSession, &r.FileName, &speak); err != nil {
 			return nil, err
 		}
+		r.Speak = speak != 0
 		r.Adapter = adapters.ID(adapter)
 		out = append(out, r)
 	}

@@ -23,6 +23,10 @@ type FileData struct {
 	// Note says, for the model, why the file's text is missing or cut
 	// ("parley can't read this type of file", "cut at 64 KiB").
 	Note string `json:"note,omitempty"`
+	// Stored is the name of the file's copy in the session file store
+	// (package files), kept with its message so later turns, a replay,
+	// a rewind and a branch read the same bytes; "" when it wasn't kept.
+	Stored string `json:"stored,omitempty"`
 	// Caption, on a file a reply carries (send_file), is the text sent
 	// with it.
 	Caption string `json:"caption,omitempty"`

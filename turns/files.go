@@ -68,13 +68,14 @@ func kindOfFile(f adapters.FileRef) fileKind {
 // most the agent's files.max_text_bytes for the whole turn), and says in a
 // line for the user what it couldn't read: a file is never dropped
 // without a word.
-func (b *Bridge) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]sessions.Part, []string) {
+func (b *Bridge) turnFiles(ctx context.Context, a config.Agent, ft *turnFetch) ([][]sessions.Part, []string) {
+	msgs := ft.msgs
 	parts := make([][]sessions.Part, len(msgs))
 	var unreadable, unfetched, unreachable, unheard []string
 	budget := a.Files.MaxTextBytes
 	for i, m := range msgs {
-		for _, f := range m.Files {
-			p, problem := b.readFile(ctx, m, f, &budget)
+		for j, f := range m.Files {
+			p, problem := b.readFile(ctx, ft, i, j, &budget)
 			parts[i] = append(parts[i], p)
 			name := cmp.Or(f.Name, "your file")
 			switch problem {
@@ -108,11 +109,11 @@ func (b *Bridge) turnFiles(ctx context.Context, a config.Agent, msgs []adapters.
 
 // steerWithFiles is the turn's steer with each steered message's files
 // named and read, as turnFiles does for the turn's own messages.
-func (b *Bridge) steerWithFiles(ctx context.Context, a config.Agent, steer func() ([]adapters.Inbound, []string)) func() []agent.Input {
+func (b *Bridge) steerWithFiles(ctx context.Context, a config.Agent, session sessions.ID, steer func() ([]adapters.Inbound, []string)) func() []agent.Input {
 	return func() []agent.Input {
 		var out []agent.Input
 		msgs, ids := steer()
-		parts, _ := b.turnFiles(ctx, a, msgs)
+		parts, _ := b.turnFiles(ctx, a, b.newFetch(ctx, session, msgs, ids))
 		for i, m := range msgs {
 			// Stored under its inbound id, as the turn's own inputs are, so a
 			// recovery after a crash finds it.
@@ -134,12 +135,29 @@ const (
 	problemVoice     // a voice note that couldn't be transcribed
 )
 
-// readFile is the part for one file: named always, with its text when
-// parley can read it and budget allows (budget is what is left of the
-// turn's file text, and shrinks by what this file adds).
-func (b *Bridge) readFile(ctx context.Context, m adapters.Inbound, f adapters.FileRef, budget *int) (sessions.Part, fileProblem) {
+// readFile is the part for the j-th file of the turn's i-th message:
+// named always, with its name in the session's file store when it is kept
+// there, and with its text when parley can read it and budget allows
+// (budget is what is left of the turn's file text, and shrinks by what
+// this file adds).
+func (b *Bridge) readFile(ctx context.Context, ft *turnFetch, i, j int, budget *int) (sessions.Part, fileProblem) {
+	m, f := ft.msgs[i], ft.msgs[i].Files[j]
 	data := sessions.FileData{ID: f.ID, Size: f.Size}
-	part := func(text string) sessions.Part { return sessions.FilePart(f.Name, f.MediaType, data, text) }
+	var got *fetched
+	if ft.keeps() {
+		// Every file is kept with its message, read or not.
+		got = ft.file(i, j)
+		data.Stored = got.stored
+		if data.Size == 0 {
+			data.Size = int64(len(got.data))
+		}
+	}
+	part := func(text string) sessions.Part {
+		if got != nil && got.keepErr != nil {
+			data.Note = strings.TrimPrefix(data.Note+"; "+keepNote(got.keepErr), "; ")
+		}
+		return sessions.FilePart(f.Name, f.MediaType, data, text)
+	}
 	kind := kindOfFile(f)
 	switch {
 	case adapters.IsAudio(f) && m.Transcribed:
@@ -157,13 +175,13 @@ func (b *Bridge) readFile(ctx context.Context, m adapters.Inbound, f adapters.Fi
 		data.Note = "not read: past this turn's allowance of file text (files.max_text_bytes)"
 		return part(""), problemNone
 	}
-	fetcher := b.capabilities(m.Adapter).Fetch
-	if fetcher == nil {
+	got = ft.file(i, j)
+	if got.noFetcher {
 		data.Note = "not read: parley can't fetch files from this channel"
 		return part(""), problemNoFetcher
 	}
-	raw, _, err := fetcher.Fetch(ctx, f, maxFileFetchBytes)
-	if errors.Is(err, adapters.ErrTooLarge) {
+	raw, err := got.data, got.err
+	if errors.Is(err, adapters.ErrTooLarge) || err == nil && len(raw) > maxFileFetchBytes {
 		data.Note = fmt.Sprintf("not read: over %d MB", maxFileFetchBytes>>20)
 		return part(""), problemNone
 	}

@@ -15,7 +15,8 @@ import (
 // turnImages fetches the photos of a turn's messages for a vision model, in
 // message order, and says in a line for the user what it couldn't show:
 // a photo is never dropped without a word.
-func (b *Bridge) turnImages(ctx context.Context, a config.Agent, msgs []adapters.Inbound) ([][]llm.Image, []string) {
+func (b *Bridge) turnImages(ctx context.Context, a config.Agent, ft *turnFetch) ([][]llm.Image, []string) {
+	msgs := ft.msgs
 	images := make([][]llm.Image, len(msgs))
 	var notices []string
 	note := func(s string) {
@@ -27,6 +28,7 @@ func (b *Bridge) turnImages(ctx context.Context, a config.Agent, msgs []adapters
 		notices = append(notices, s)
 	}
 	total := 0
+	limit := cmp.Or(a.Images.MaxPerTurn, media.MaxImagesPerPrompt)
 	for i, m := range msgs {
 		if countImages(m) == 0 {
 			continue
@@ -35,24 +37,24 @@ func (b *Bridge) turnImages(ctx context.Context, a config.Agent, msgs []adapters
 			note("(This agent's model can't see images, so I read only the text of your message.)")
 			continue
 		}
-		fetcher := b.capabilities(m.Adapter).Fetch
-		if fetcher == nil {
-			note("(I can't fetch images from this channel, so I read only the text of your message.)")
-			continue
-		}
-		for _, f := range m.Files {
+		for j, f := range m.Files {
 			if !media.IsImage(f.MediaType) {
 				continue
 			}
-			if total == media.MaxImagesPerPrompt {
-				note(fmt.Sprintf("(I looked at the first %d images only.)", media.MaxImagesPerPrompt))
+			if total == limit {
+				note(fmt.Sprintf("(I looked at the first %d images only.)", limit))
 				break
 			}
 			name := cmp.Or(f.Name, "your image")
-			data, typ, err := fetcher.Fetch(ctx, f, media.MaxFetchBytes)
+			got := ft.file(i, j)
+			if got.noFetcher {
+				note("(I can't fetch images from this channel, so I read only the text of your message.)")
+				break
+			}
+			err := got.err
 			var img llm.Image
 			if err == nil {
-				img, err = media.Prepare(data, cmp.Or(typ, f.MediaType))
+				img, err = media.Prepare(got.data, cmp.Or(got.typ, f.MediaType))
 			}
 			switch {
 			case errors.Is(err, adapters.ErrTooLarge) || errors.Is(err, media.ErrTooLarge):

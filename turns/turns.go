@@ -9,6 +9,7 @@ package turns
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -42,6 +43,9 @@ type Options struct {
 	Perms *permissions.Checker
 	// Channel finds a running channel (or other source) by id.
 	Channel func(id adapters.ID) (adapters.Adapter, bool)
+	// Files is the session file store, where each message's files are
+	// kept with it; nil keeps none.
+	Files *files.Store
 	// Gateway takes the API's messages and the channels' (Sink).
 	Gateway *gateway.Gateway
 	// AbortElsewhere stops the running turn of a session another replica
@@ -107,11 +111,14 @@ func (b *Bridge) Answered(ctx context.Context, s sessions.ID, id sessions.Messag
 func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) {
 	req := b.request(ctx, in)
 	a, _ := b.cfg().Agent(in.AgentID)
-	images, notices := b.turnImages(ctx, a, in.Messages)
-	parts, fileNotices := b.turnFiles(ctx, a, in.Messages)
+	// Each file is fetched once, kept in the session's file store with
+	// its message, then read and shown from those bytes.
+	ft := b.newFetch(ctx, in.Session.ID, in.Messages, in.IDs)
+	parts, fileNotices := b.turnFiles(ctx, a, ft)
+	images, notices := b.turnImages(ctx, a, ft)
 	notices = append(notices, fileNotices...)
 	if in.Steer != nil {
-		req.Steer = b.steerWithFiles(ctx, a, in.Steer)
+		req.Steer = b.steerWithFiles(ctx, a, in.Session.ID, in.Steer)
 	}
 	for i := range req.Inputs {
 		if i < len(images) {
@@ -128,17 +135,24 @@ func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) 
 			}
 		}
 	}
+	speak := b.speaks(a, in)
 	if in.Finish != nil {
 		// The reply's append records the turn's outcome, with the reply
 		// text this returns.
 		req.Finish = func(ctx context.Context, q dbutil.Querier, res agent.Result) error {
 			attach(in, res)
+			if speak && in.Speak != nil {
+				in.Speak()
+			}
 			return in.Finish(ctx, q, replyText(append(notices, deniedNotes(req.Unattended)...), res))
 		}
 	}
 	res, err := b.runner.Run(ctx, req)
 	if err == nil {
 		attach(in, res)
+		if speak && in.Speak != nil {
+			in.Speak()
+		}
 	}
 	first := in.Messages[0]
 	if ad, ok := b.adapter(first.Adapter); ok {
@@ -152,6 +166,39 @@ func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) 
 		}
 	}
 	return replyText(append(notices, deniedNotes(req.Unattended)...), res), err
+}
+
+// MetadataVoice is the session metadata key /voice sets: "on" or "off",
+// over the agent's voice_replies.
+const MetadataVoice = "voice"
+
+// speaks says whether the turn's reply is spoken: the chat's /voice
+// setting, else the agent's voice_replies ("when_spoken": the turn
+// answers a voice note), and only with a speech provider.
+func (b *Bridge) speaks(a config.Agent, in gateway.TurnInput) bool {
+	if !b.cfg().Speech.Enabled() {
+		return false
+	}
+	mode := a.VoiceReplies
+	var meta map[string]any
+	if json.Unmarshal(in.Session.Metadata, &meta) == nil {
+		if v, ok := meta[MetadataVoice].(string); ok && (v == "on" || v == "off") {
+			mode = v
+		}
+	}
+	switch mode {
+	case "on":
+		return true
+	case "when_spoken":
+		for _, m := range in.Messages {
+			for _, f := range m.Files {
+				if adapters.IsAudio(f) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // attach gives the gateway the files the turn's reply carries (send_file).
@@ -253,6 +300,7 @@ func AgentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
 		Compaction:     compactionConfig(a.Compaction),
 		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
+		Vision: a.Vision, MaxImages: a.Images.MaxPerTurn, MaxImageBytes: a.Images.MaxBytesPerTurn,
 	}
 }
 

@@ -82,7 +82,10 @@ func (a *Adapter) SendFile(ctx context.Context, out adapters.Outbound) (adapters
 		return adapters.Sent{}, fmt.Errorf("telegram: %s is %d bytes; bots send files of at most %d bytes: %w", f.Name, len(f.Data), MaxUploadBytes, adapters.ErrTooLarge)
 	}
 	method, field := "sendDocument", "document"
-	if photoType(f.MediaType) && len(f.Data) <= maxPhotoBytes {
+	switch {
+	case f.Voice:
+		method, field = "sendVoice", "voice"
+	case photoType(f.MediaType) && len(f.Data) <= maxPhotoBytes:
 		method, field = "sendPhoto", "photo"
 	}
 	params := tgbotapi.Params{"chat_id": chat}

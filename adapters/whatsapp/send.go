@@ -105,7 +105,10 @@ func (a *Adapter) SendFile(ctx context.Context, out adapters.Outbound) (adapters
 	typ = strings.TrimSpace(typ)
 	image := (typ == "image/jpeg" || typ == "image/png") && len(f.Data) <= maxImageBytes
 	kind := whatsmeow.MediaDocument
-	if image {
+	switch {
+	case f.Voice:
+		kind = whatsmeow.MediaAudio
+	case image:
 		kind = whatsmeow.MediaImage
 	}
 	up, err := c.Upload(ctx, f.Data, kind)
@@ -117,11 +120,18 @@ func (a *Adapter) SendFile(ctx context.Context, out adapters.Outbound) (adapters
 		caption = proto.String(out.Text)
 	}
 	var msg *waE2E.Message
-	if image {
+	switch {
+	case f.Voice:
+		// A voice note: push-to-talk Ogg Opus audio, shown with a play
+		// button; it takes no caption.
+		msg = &waE2E.Message{AudioMessage: &waE2E.AudioMessage{PTT: proto.Bool(true), Mimetype: proto.String("audio/ogg; codecs=opus"),
+			URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: proto.Uint64(up.FileLength)}}
+	case image:
 		msg = &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Caption: caption, Mimetype: proto.String(typ),
 			URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
 			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: proto.Uint64(up.FileLength)}}
-	} else {
+	default:
 		msg = &waE2E.Message{DocumentMessage: &waE2E.DocumentMessage{Caption: caption, Mimetype: proto.String(cmp.Or(typ, "application/octet-stream")),
 			FileName: proto.String(f.Name), Title: proto.String(f.Name),
 			URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,

@@ -52,7 +52,7 @@ func TestRemoteChatRunsEveryCommand(t *testing.T) {
 				// A command whose argument may be left out is given one, so
 				// it does its work (a model to set, a thinking depth).
 				line := "/" + name
-				if sample, ok := map[string]string{"model": " openai/gpt-x", "think": " high"}[c.Name]; ok {
+				if sample, ok := map[string]string{"model": " openai/gpt-x", "think": " high", "voice": " on"}[c.Name]; ok {
 					line += sample
 				}
 				var out strings.Builder

@@ -34,6 +34,8 @@ type OpenAIRequest struct {
 	ReasoningEffort string
 	// LastUser is the text of its last user message.
 	LastUser string
+	// Images are the URLs (data: URLs) of its image parts, in order.
+	Images []string
 }
 
 // Requests are the chat completion requests the fake took, in order.
@@ -74,6 +76,7 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	last := ""
+	var images []string
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue
@@ -81,13 +84,19 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 		var s string
 		if json.Unmarshal(m.Content, &s) != nil {
 			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
+				Type     string `json:"type"`
+				Text     string `json:"text"`
+				ImageURL struct {
+					URL string `json:"url"`
+				} `json:"image_url"`
 			}
 			_ = json.Unmarshal(m.Content, &parts)
 			s = ""
 			for _, p := range parts {
 				s += p.Text
+				if p.Type == "image_url" {
+					images = append(images, p.ImageURL.URL)
+				}
 			}
 		}
 		last = s
@@ -95,7 +104,7 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 	f.Calls.Add(1)
 	f.mu.Lock()
 	f.seen[last]++
-	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last})
+	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last, Images: images})
 	f.mu.Unlock()
 	select {
 	case <-time.After(f.delay):
