@@ -117,8 +117,26 @@ func NewSender(store *Store, opts SenderOptions) *Sender {
 // sendTimeout bounds one platform call.
 const sendTimeout = 30 * time.Second
 
-// errLeaseEnded is Alive's time already past when a send would begin.
-var errLeaseEnded = errors.New("this replica's lease ended before the reply could be sent; whoever takes its work over sends it")
+// platform is the context of a platform call, made now. It goes on when
+// the sender stops (cutting a send off could leave a reply delivered but
+// not recorded, sent twice), and ends after sendTimeout or, among
+// replicas, when this replica's lease ends as it stands now: a call the
+// process was paused inside is refused by the channel before it is
+// written (adapters.GuardDeadline), the survivor that took the reply over
+// having sent it.
+func (s *Sender) platform(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(sendTimeout)
+	if s.opts.Alive != nil {
+		until, err := s.opts.Alive()
+		switch {
+		case err != nil:
+			deadline = time.Now()
+		case !until.IsZero() && until.Before(deadline):
+			deadline = until
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}
 
 func defaultBackoff(attempt int) time.Duration {
 	d := time.Second << min(attempt-1, 9) // 1s .. 512s
@@ -347,16 +365,8 @@ func (s *Sender) deliverReply(ctx context.Context, a adapters.Adapter, r Reply) 
 // called once the platform call is over.
 func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error) {
 	attempt := r.Attempts + 1 // the claim counted this one
-	deadline, leaseBound := time.Now().Add(sendTimeout), false
 	if s.opts.Alive != nil {
-		until, err := s.opts.Alive()
-		if err == nil && !until.IsZero() && until.Before(deadline) {
-			deadline, leaseBound = until, true
-		}
-		if err == nil && !time.Now().Before(deadline) {
-			err = errLeaseEnded
-		}
-		if err != nil {
+		if _, err := s.opts.Alive(); err != nil {
 			called()
 			// Claimed, and left unsent: taken back once this replica
 			// renews its lease (or by whoever fences it).
@@ -370,16 +380,14 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 	if !ok {
 		err = fmt.Errorf("adapter %s is not configured; add it back to the config or the reply stays unsent", r.Adapter)
 	} else {
-		// A send in flight finishes even when the sender is stopping: cutting
-		// it off could leave a reply delivered but not recorded, sent twice.
-		sendCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		sendCtx, cancel := s.platform(ctx)
 		start := time.Now()
 		sent, err = s.deliverReply(sendCtx, a, r)
 		cancel()
 		if s.opts.OnSend != nil {
 			s.opts.OnSend(r.Adapter, time.Since(start), err)
 		}
-		if leaseBound && errors.Is(err, adapters.ErrDeadlinePassed) {
+		if s.opts.Alive != nil && errors.Is(err, adapters.ErrDeadlinePassed) {
 			// Refused before a byte was written, the lease over (the
 			// process paused past its check, say): as if Alive had said
 			// no.
@@ -438,13 +446,19 @@ func (s *Sender) deliverVoice(ctx context.Context, a adapters.Adapter, r Reply) 
 	if s.opts.Speaker == nil || caps.Files == nil {
 		return text("no speech provider, or a channel without voice notes", nil)
 	}
-	audio, typ, err := s.opts.Speaker.Synthesize(ctx, SpeakableText(r.Text))
+	// Synthesis is not bounded by the lease, which may end while it runs
+	// and be renewed: the call that sends its audio is, as it begins.
+	synth, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+	audio, typ, err := s.opts.Speaker.Synthesize(synth, SpeakableText(r.Text))
+	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return adapters.Sent{}, err // the send's deadline: try again
+		if synth.Err() != nil {
+			return adapters.Sent{}, err // out of time: try again
 		}
 		return text("synthesis failed", err)
 	}
+	ctx, cancel = s.platform(ctx)
+	defer cancel()
 	if max := caps.Files.MaxFileBytes(); max > 0 && int64(len(audio)) > max {
 		return text("the spoken reply is over the channel's file limit", nil)
 	}

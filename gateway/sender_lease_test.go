@@ -110,3 +110,57 @@ func testSendPausedPastTheLease(t *testing.T, engine string) {
 		t.Fatalf("the platform received %q; want reply 1, once", got)
 	}
 }
+
+// voiceChannel takes voice notes.
+type voiceChannel struct {
+	pausedPoster
+	mu    sync.Mutex
+	files []adapters.Outbound
+}
+
+func (v *voiceChannel) SendFile(ctx context.Context, out adapters.Outbound) (adapters.Sent, error) {
+	if err := ctx.Err(); err != nil {
+		return adapters.Sent{}, err
+	}
+	v.mu.Lock()
+	v.files = append(v.files, out)
+	v.mu.Unlock()
+	return adapters.Sent{MessageID: "v"}, nil
+}
+
+func (v *voiceChannel) MaxFileBytes() int64 { return 1 << 20 }
+
+// slowSpeaker takes longer than what is left of a lease to synthesize.
+type slowSpeaker struct{ took time.Duration }
+
+func (s slowSpeaker) Synthesize(ctx context.Context, text string) ([]byte, string, error) {
+	select {
+	case <-time.After(s.took):
+		return []byte("OggS" + text), "audio/ogg", nil
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+}
+
+// Among replicas, a spoken reply's synthesis may outlast what was left of
+// the lease when its send began while the lease is renewed meanwhile: the
+// voice note goes, once, bounded by the lease as it stands when it is sent.
+func TestSpokenReplyOutlastingTheLeaseIsSent(t *testing.T) {
+	ctx := context.Background()
+	ch := &voiceChannel{}
+	db, _ := outageDB(t, "sqlite")
+	store := gateway.NewStore(db, time.Now)
+	s := senderFor(store, ch, gateway.SenderOptions{Lease: time.Minute, Speaker: slowSpeaker{took: 300 * time.Millisecond},
+		Alive: func() (time.Time, error) { return time.Now().Add(100 * time.Millisecond), nil }}) // renewed all along
+	if err := store.QueueReplies(ctx, []gateway.Reply{{Key: "a:1", Adapter: "tg", ChatID: "1", Text: "spoken reply", Speak: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SendDue(ctx); err != nil || n != 1 {
+		t.Fatalf("sent %d (%v); want the voice note", n, err)
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if len(ch.files) != 1 || ch.files[0].File == nil || !ch.files[0].File.Voice || string(ch.files[0].File.Data) != "OggSspoken reply" {
+		t.Fatalf("the channel got %+v; want one voice note", ch.files)
+	}
+}
