@@ -352,7 +352,7 @@ func CompactionLine(res agent.CompactionResult) string {
 	if res.SummarizedTurns > 0 {
 		line += fmt.Sprintf(" (%s, from %q to %q)", plural(res.SummarizedTurns, "turn"), res.SummarizedFrom, res.SummarizedTo)
 	}
-	line += fmt.Sprintf(": ~%d tokens of context down to ~%b.", res.TokensBefore, res.TokensAfter)
+	line += fmt.Sprintf(": ~%d tokens of context down to ~%d.", res.TokensBefore, res.TokensAfter)
 	if res.KeptTurns > 0 {
 		line += fmt.Sprintf(" Kept the last %s (%s) as they are, from %q.", plural(res.KeptTurns, "turn"), plural(res.KeptMessages, "message"), res.KeptFrom)
 	}
