@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -195,18 +196,12 @@ func (c *Caps) Admit(ctx context.Context, s sessions.Session) error {
 	return &agent.RefusedError{Text: text, Reason: scope + " spend cap reached"}
 }
 
-// AgentSpend is one agent's spend today against the agent cap, in USD.
-type AgentSpend struct {
-	Agent       string
-	USD, CapUSD float64
-}
-
 const agentsTodayQuery = `SELECT scope, cost FROM usage_daily WHERE day = $1 AND scope LIKE 'agent:%'`
 
 // AgentsToday is each of agents' spend today against budgets.agent_daily_usd,
 // for the metrics an alert on a cap watches; none while that cap is unset
 // (nothing is recorded without a cap).
-func (c *Caps) AgentsToday(ctx context.Context, agents []string) ([]AgentSpend, error) {
+func (c *Caps) AgentsToday(ctx context.Context, agents []string) ([]metrics.AgentSpend, error) {
 	limit := c.caps().AgentDailyUSD
 	if limit <= 0 {
 		return nil, nil
@@ -228,9 +223,9 @@ func (c *Caps) AgentsToday(ctx context.Context, agents []string) ([]AgentSpend, 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read today's spend by agent: %w", err)
 	}
-	out := make([]AgentSpend, len(agents))
+	out := make([]metrics.AgentSpend, len(agents))
 	for i, a := range agents {
-		out[i] = AgentSpend{Agent: a, USD: spent[a], CapUSD: limit}
+		out[i] = metrics.AgentSpend{Agent: a, USD: spent[a], CapUSD: limit}
 	}
 	return out, nil
 }

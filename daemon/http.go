@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
+	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/status"
@@ -27,6 +28,11 @@ type Status = status.Status
 
 // Snapshot is the daemon's live state now.
 func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
+	return status.Snapshot(ctx, d.statusSources())
+}
+
+// statusSources are the parts status reads.
+func (d *Daemon) statusSources() status.Sources {
 	src := status.Sources{Channels: d.adapters, Elsewhere: d.runElsewhere, Gateway: d.gw, Outbox: d.store, Runs: d.runner.Statuses().All,
 		Status: Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.replicas.ID(d.cfg().Gateway.ReplicaID), Engine: string(d.db.Dialect)}}
 	if d.cron != nil {
@@ -35,7 +41,7 @@ func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
 	d.reloadMu.Lock()
 	src.Reloaded, src.ReloadError = d.reloadedAt, d.reloadErr
 	d.reloadMu.Unlock()
-	return status.Snapshot(ctx, src)
+	return src
 }
 
 // apiHandler is the /v1 API over this daemon.
@@ -75,7 +81,11 @@ func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
 	d.metrics.SetActiveLanes(d.gw.ActiveLanes)
 	d.metrics.SetHistoryCache(d.sessions.HistoryCacheStats)
 	d.metrics.SetCheckpoints(d.db.CheckpointStats)
-	d.metrics.SetState(d.metricsState)
+	d.metrics.SetState(func(ctx context.Context) (metrics.State, error) {
+		return status.Gauges(ctx, d.statusSources(), d.replicas, d.db, func(ctx context.Context) ([]metrics.AgentSpend, error) {
+			return d.budget.AgentsToday(ctx, d.cfg().AgentIDs())
+		})
+	})
 	d.metrics.SetPrice(func(spec string, in, out int64) (float64, bool) { return d.cfg().Budgets.Cost(spec, in, out) }) // reloadable
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())

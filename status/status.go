@@ -13,8 +13,11 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -88,6 +91,30 @@ func Channels(channels map[adapters.ID]adapters.Adapter, elsewhere func(adapters
 	}
 	slices.SortFunc(out, func(a, b ChannelStatus) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// Gauges are what the metrics' state gauges read at a scrape
+// (metrics.State): the outbox, the channels, the replicas (node nil:
+// none), the data disk and spend against the agent cap (spend nil: none).
+func Gauges(ctx context.Context, src Sources, node *cluster.Node, db *dbutil.DB,
+	spend func(context.Context) ([]metrics.AgentSpend, error)) (st metrics.State, err error) {
+	b, err := src.Outbox.Backlog(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.OutboxPending, st.OutboxFailed, st.OutboxOldest = b.Pending, b.Failed, b.OldestPending
+	st.Channels = map[string]bool{}
+	for _, c := range Channels(src.Channels, src.Elsewhere) {
+		st.Channels[c.ID] = c.Healthy
+	}
+	if st.Replicas, st.Held, st.Fenced, err = node.Gauges(ctx); err != nil {
+		return st, err
+	}
+	st.DiskFree, st.DiskSize, _ = db.Disk()
+	if spend != nil {
+		st.Spend, err = spend(ctx)
+	}
+	return st, err
 }
 
 // Snapshot is the live state now.
