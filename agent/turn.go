@@ -82,13 +82,15 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 	if err := t.prepare(ctx, true); err != nil {
 		return t.res, err
 	}
+	// Started before a compaction it needs first, so the run's stream
+	// shows that compaction as part of the run.
+	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec, RunIDs: runIDs(t.req.Inputs)})
 	if err := t.compactBefore(ctx); err != nil {
 		if ctx.Err() != nil {
 			return t.abort(ctx)
 		}
 		return t.res, err
 	}
-	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec, RunIDs: runIDs(t.req.Inputs)})
 
 	limit := maxSteps(cfg)
 	if t.side != nil && t.side.MaxSteps > 0 {
@@ -298,7 +300,11 @@ func (t *turn) compactBefore(ctx context.Context) error {
 		return nil
 	}
 	t.compacted = true
+	st := t.r.statuses.Get(t.id)
+	st.State, st.Message = StateBusy, compactingMessage
+	t.publish(EventStatusChanged, st)
 	res, err := t.r.compact(ctx, t, CompactBeforeTurn, used, limit)
+	t.publish(EventStatusChanged, t.r.statuses.Get(t.id))
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
