@@ -218,6 +218,14 @@ type Typer interface {
 	Typing(ctx context.Context, chatID string) error
 }
 
+// A Reactor can put the bot's reaction (an emoji) on a message a person
+// sent, and take it away: how a channel with ack_reaction shows that a
+// message was taken while its turn waits and runs.
+type Reactor interface {
+	React(ctx context.Context, chatID, messageID, emoji string) error
+	Unreact(ctx context.Context, chatID, messageID, emoji string) error
+}
+
 // ErrUndeliverable is what a Send error wraps when trying again can't
 // help: the person blocked the bot, or the chat is gone. The outbox marks
 // such a reply failed at once (an operator may retry it from the
