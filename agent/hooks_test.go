@@ -214,8 +214,13 @@ func TestSideTurn(t *testing.T) {
 	sess := e.cliSession()
 	seedUsage(t, e, sess, 800)
 	cfg := AgentConfig{MaxContextTokens: 1000, MaxOutputTokens: 100, Tools: []string{"search"}}
-	if _, err := e.run(Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: "next"}}}); err != nil {
+	var lines []string
+	onStatus := func(st Status) { lines = append(lines, st.Line()) }
+	if _, err := e.run(Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: "next"}}, OnStatus: onStatus}); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(lines, "|") != "compacting the conversation" {
+		t.Fatalf("the channel was shown %q", lines)
 	}
 	if len(saved) != 1 || saved[0] != `{"fact": "likes teal"}` {
 		t.Fatalf("tool calls %q", saved)

@@ -170,3 +170,19 @@ func TestChatAnswersAPermissionAsk(t *testing.T) {
 		}
 	}
 }
+
+// parley chat in process shows the turn's retry while the reply waits,
+// on a line of its own, then the reply.
+func TestChatShowsARetryInProcess(t *testing.T) {
+	model := llmtest.NewOpenAIEcho(t, 0)
+	model.FailNext(1, 503)
+	path, _ := writeConfig(t, model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
+	p := startChat(t, context.Background(), path)
+	p.say("are you there")
+	p.wait("(retrying, attempt 1", 1)
+	p.wait("are you there\n", 1)
+	p.quit()
+	if out := p.out.String(); strings.Index(out, "(retrying, attempt 1") > strings.Index(out, "are you there\n") {
+		t.Fatalf("the retry shows after the reply:\n%s", out)
+	}
+}

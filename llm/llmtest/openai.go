@@ -27,6 +27,17 @@ type OpenAIEcho struct {
 	seen  map[string]int // model calls per last user message
 	reqs  []OpenAIRequest
 	calls map[string]toolCall // tool calls by the user message that asks for them
+	fails []int               // the statuses the next requests are refused with
+}
+
+// FailNext refuses the next n chat completion requests with status (a
+// 429 or 5xx the client retries), each with an OpenAI error body.
+func (f *OpenAIEcho) FailNext(n, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range n {
+		f.fails = append(f.fails, status)
+	}
 }
 
 type toolCall struct{ name, args string }
@@ -117,6 +128,16 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 	f.Calls.Add(1)
 	f.mu.Lock()
 	f.seen[last]++
+	if len(f.fails) > 0 {
+		status := f.fails[0]
+		f.fails = f.fails[1:]
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"error":{"message":"the fake is refusing this one","type":"server_error"}}`))
+		return
+	}
 	call, calls := f.calls[last]
 	if lastRole != "tool" {
 		tool = ""
