@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/internal/browsertest"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -15,8 +16,8 @@ import (
 // the run's state says it waits for the answer. "Always in this chat" runs
 // the tool and Retry's call of it runs unasked; a branch is another chat,
 // asked again, and Deny there keeps the tool from running; Undo takes back
-// an exchange. Each step is checked in the stored history and in what the
-// model was given.
+// an exchange; a retried model call shows in the state line. Each step is
+// checked in the stored history and in what the model was given.
 func TestWebChatAnswersAPermissionAsk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -119,4 +120,10 @@ func TestWebChatAnswersAPermissionAsk(t *testing.T) {
 	if got := live(sid); strings.Contains(got, "and now?") {
 		t.Fatalf("the branch's message reached the session it came from: %s", got)
 	}
+
+	// A provider that asks to wait: the state line says the run retries.
+	d.offline.ThenError(&llm.StatusError{Provider: "echo", StatusCode: 503, RetryAfter: 2 * time.Second, Message: "overloaded"})
+	say("still there?")
+	p.WaitTrue(`document.getElementById("state").textContent.startsWith("retrying (attempt 1)")`, 30*time.Second)
+	p.WaitTrue(`(`+replied+`)("still there?")`, 60*time.Second)
 }
