@@ -13,7 +13,8 @@ import (
 
 // In a real browser, a tool that must be asked about shows its question in
 // the web chat with Allow once / Always in this chat / Always / Deny, and
-// the run's state says it waits for the answer. "Always in this chat" runs
+// the run's state says it waits for the answer, also after a reload.
+// "Always in this chat" runs
 // the tool and Retry's call of it runs unasked; a branch is another chat,
 // asked again, and Deny there keeps the tool from running; Undo takes back
 // an exchange; a retried model call shows in the state line. Each step is
@@ -71,6 +72,10 @@ func TestWebChatAnswersAPermissionAsk(t *testing.T) {
 	if got := toolResults(d, "w1"); len(got) != 0 {
 		t.Fatalf("the tool ran before the answer: %q", got)
 	}
+	// Reloaded while the question waits, the page follows the run again
+	// and shows the question.
+	p.Eval(`window.__old = true; location.reload()`, nil)
+	p.WaitTrue(`!window.__old && document.readyState === "complete" && `+openAsk+` !== null`, 60*time.Second)
 	press("Always in this chat")
 	p.WaitTrue(`(`+replied+`)("searched once")`, 60*time.Second)
 	if got := toolResults(d, "w1"); len(got) != 1 || strings.HasPrefix(got[0], "error:") {
