@@ -255,6 +255,21 @@ type Typer interface {
 	Typing(ctx context.Context, chatID string) error
 }
 
+// A StatusLiner shows a chat what its turn is doing while the reply
+// waits (the model being tried again, the conversation compacted), as a
+// line apart from the reply: a terminal does. It must not block.
+type StatusLiner interface {
+	StatusLine(ctx context.Context, chatID, line string)
+}
+
+// A Reactor can put the bot's reaction (an emoji) on a message a person
+// sent, and take it away: how a channel with ack_reaction shows that a
+// message was taken while its turn waits and runs.
+type Reactor interface {
+	React(ctx context.Context, chatID, messageID, emoji string) error
+	Unreact(ctx context.Context, chatID, messageID, emoji string) error
+}
+
 // ErrUndeliverable is what a Send error wraps when trying again can't
 // help: the person blocked the bot, or the chat is gone. The outbox marks
 // such a reply failed at once (an operator may retry it from the

@@ -22,6 +22,9 @@ type Capabilities struct {
 	Typing Typer
 	// Choices sends a message with buttons (permission questions).
 	Choices Chooser
+	// React puts a reaction on a person's message and takes it away
+	// (ack_reaction).
+	React Reactor
 	// Fetch downloads a file a message referred to.
 	Fetch Fetcher
 	// Files sends files (a reply's attachments).
@@ -48,6 +51,7 @@ func CapabilitiesOf(a Adapter) Capabilities {
 	}
 	c.Typing, _ = a.(Typer)
 	c.Choices, _ = a.(Chooser)
+	c.React, _ = a.(Reactor)
 	c.Fetch, _ = a.(Fetcher)
 	c.Files, _ = a.(FileSender)
 	c.Check, _ = a.(Checker)

@@ -365,6 +365,9 @@ func averageTurn(msgs []sessions.Message) int64 {
 	return max(1, n/int64(turns))
 }
 
+// compactingMessage is the status message while a compaction runs.
+const compactingMessage = "compacting the conversation"
+
 // compact calls the Compactor for t's session, showing it on the status board.
 func (r *Runner) compact(ctx context.Context, t *turn, when CompactWhen, used, limit int64) (CompactionResult, error) {
 	sess, cfg := t.req.Session, t.req.Agent
@@ -377,7 +380,7 @@ func (r *Runner) compact(ctx context.Context, t *turn, when CompactWhen, used, l
 	}
 	prev := r.statuses.Get(sess.ID)
 	r.statuses.update(sess.ID, func(s *Status) {
-		s.State, s.Message = StateBusy, "compacting the conversation"
+		s.State, s.Message = StateBusy, compactingMessage
 	})
 	defer r.statuses.set(sess.ID, prev)
 	res, err := r.opts.Compactor.Compact(ctx, req)

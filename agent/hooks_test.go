@@ -214,8 +214,13 @@ func TestSideTurn(t *testing.T) {
 	sess := e.cliSession()
 	seedUsage(t, e, sess, 800)
 	cfg := AgentConfig{MaxContextTokens: 1000, MaxOutputTokens: 100, Tools: []string{"search"}}
-	if _, err := e.run(Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: "next"}}}); err != nil {
+	var lines []string
+	onStatus := func(st Status) { lines = append(lines, st.Line()) }
+	if _, err := e.run(Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: "next"}}, OnStatus: onStatus}); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(lines, "|") != "compacting the conversation" {
+		t.Fatalf("the channel was shown %q", lines)
 	}
 	if len(saved) != 1 || saved[0] != `{"fact": "likes teal"}` {
 		t.Fatalf("tool calls %q", saved)
@@ -237,6 +242,7 @@ func TestSideTurn(t *testing.T) {
 		}
 	}
 	var turns int
+	var order []string // the main turn's start, its compaction's status, its end
 	for sub.Pending() > 0 {
 		ev, _ := sub.Next(context.Background())
 		switch {
@@ -244,10 +250,19 @@ func TestSideTurn(t *testing.T) {
 			t.Fatalf("the side turn published %s %v", ev.Type, ev.Data)
 		case ev.Type == EventTurnStarted || ev.Type == EventTurnFinished:
 			turns++
+			order = append(order, string(ev.Type))
+		case ev.Type == EventStatusChanged:
+			st := ev.Data.(Status)
+			order = append(order, string(st.State)+":"+st.Message)
 		}
 	}
 	if turns != 2 {
 		t.Fatalf("%d turn events, want the main turn's 2", turns)
+	}
+	// The compaction before the turn is shown within the run, so a client
+	// following the run sees it.
+	if got := strings.Join(order, " | "); got != "turn.started | busy:compacting the conversation | busy: | turn.finished" {
+		t.Fatalf("events %s", got)
 	}
 }
 

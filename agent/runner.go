@@ -255,6 +255,10 @@ type Request struct {
 	// OnText, if set, takes the reply's text as the model writes it, for a
 	// channel that shows replies as they stream. It must not block.
 	OnText func(delta string)
+	// OnStatus, if set, hears the turn's status as it changes while the
+	// reply waits (the model tried again, the conversation compacted),
+	// for a channel that shows it. It must not block.
+	OnStatus func(Status)
 	// Finish, if set (with DeferCompaction, so the result is final), runs
 	// in the transaction that stores the turn's reply (its last assistant
 	// message, which calls no tools), given the result as the run returns
@@ -416,7 +420,7 @@ func (r *Runner) publish(id sessions.ID, typ events.Type, data any) {
 }
 
 // model opens spec wrapped in retries that show on the status board.
-func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
+func (r *Runner) model(id sessions.ID, spec string, onStatus func(Status)) (llm.Model, string, error) {
 	if spec == "" {
 		return nil, "", ErrNoModel
 	}
@@ -442,6 +446,9 @@ func (r *Runner) model(id sessions.ID, spec string) (llm.Model, string, error) {
 		})
 		// The API's stream shows the retry as it shows a wait.
 		r.publish(id, EventStatusChanged, st)
+		if onStatus != nil {
+			onStatus(st)
+		}
 		r.log.WarnContext(ctx, "model call retrying", "session_id", id, "model", spec, "attempt", attempt, "wait", wait, "error", err)
 		if next != nil {
 			next(ctx, attempt, err, wait)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -91,4 +92,24 @@ func (s *Statuses) All() map[sessions.ID]Status {
 		out[id] = st
 	}
 	return out
+}
+
+// Line says what a status shows a person while the reply waits, or ""
+// when it shows nothing more than a reply being written: "retrying,
+// attempt 2: …", "compacting the conversation".
+func (s Status) Line() string {
+	switch {
+	case s.State == StateRetrying:
+		line := "retrying"
+		if s.Attempt > 0 {
+			line += fmt.Sprintf(", attempt %d", s.Attempt)
+		}
+		if s.Message != "" {
+			line += ": " + s.Message
+		}
+		return line
+	case s.State == StateBusy && s.Message != "":
+		return s.Message
+	}
+	return ""
 }

@@ -87,13 +87,15 @@ func (t *turn) run(ctx context.Context) (Result, error) {
 	if err := t.prepare(ctx, true); err != nil {
 		return t.res, err
 	}
+	// Started before a compaction it needs first, so the run's stream
+	// shows that compaction as part of the run.
+	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec, RunIDs: runIDs(t.req.Inputs)})
 	if err := t.compactBefore(ctx); err != nil {
 		if ctx.Err() != nil {
 			return t.abort(ctx)
 		}
 		return t.res, err
 	}
-	t.publish(EventTurnStarted, TurnStarted{AgentID: cfg.ID, Model: t.spec, RunIDs: runIDs(t.req.Inputs)})
 
 	limit := maxSteps(cfg)
 	if t.side != nil && t.side.MaxSteps > 0 {
@@ -161,7 +163,7 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 	t.spec = resolveModel(t.req.Inputs, sess, cfg.Model, t.r.opts.DefaultModel)
 	var name string
 	if open {
-		model, n, err := t.r.model(t.id, t.spec)
+		model, n, err := t.r.model(t.id, t.spec, t.req.OnStatus)
 		if err != nil {
 			return err
 		}
@@ -305,7 +307,14 @@ func (t *turn) compactBefore(ctx context.Context) error {
 		return nil
 	}
 	t.compacted = true
+	st := t.r.statuses.Get(t.id)
+	st.State, st.Message = StateBusy, compactingMessage
+	t.publish(EventStatusChanged, st)
+	if t.req.OnStatus != nil {
+		t.req.OnStatus(st)
+	}
 	res, err := t.r.compact(ctx, t, CompactBeforeTurn, used, limit)
+	t.publish(EventStatusChanged, t.r.statuses.Get(t.id))
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -388,7 +397,7 @@ func (t *turn) callModel(ctx context.Context) (llm.Response, error) {
 	for err != nil && ctx.Err() == nil && resp.Text == "" && len(resp.ToolCalls) == 0 && fallbackWorthy(err) && t.fallback < len(t.req.Agent.FallbackModels) {
 		spec := t.req.Agent.FallbackModels[t.fallback]
 		t.fallback++
-		model, name, merr := t.r.model(t.id, spec)
+		model, name, merr := t.r.model(t.id, spec, t.req.OnStatus)
 		if merr != nil {
 			t.r.log.WarnContext(ctx, "fallback model can't be opened", "session_id", t.id, "model", spec, "error", merr)
 			continue

@@ -93,7 +93,7 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 			return nil
 		}
 		if _, ok := commands.Parse(text); ok {
-			if err := c.Command(ctx, &session, text, stdout); err != nil {
+			if err := c.command(ctx, apiSession{c, &session, stdout, lines}, text, stdout); err != nil {
 				fmt.Fprintf(stdout, "! %v\n", err)
 			}
 			continue
@@ -113,15 +113,17 @@ func ChatWith(ctx context.Context, c *Client, o ChatOptions, stdin io.Reader, st
 			select {
 			case <-o.Interrupts:
 				fmt.Fprintln(stdout, "\n(stopping)")
-				if text, err := (apiSession{c, &session, stdout}).Stop(context.WithoutCancel(ctx)); err == nil {
+				if text, err := (apiSession{c: c, id: &session, out: stdout}).Stop(context.WithoutCancel(ctx)); err == nil {
 					fmt.Fprintln(stdout, text)
 				}
 				stopRun()
 			case <-runCtx.Done():
 			}
 		}()
-		err := c.Stream(runCtx, session, run.RunID, stdout)
+		view := &runView{c: c, session: session, out: stdout, lines: lines}
+		_, err := c.FollowWith(runCtx, session, run.RunID, stdout, view.on)
 		stopRun()
+		view.wait()
 		<-watched
 		if err != nil && runCtx.Err() == nil {
 			fmt.Fprintf(stdout, "\n! %v\n", err)
@@ -183,6 +185,9 @@ type apiSession struct {
 	id *string
 	// out takes a retried message's answer as it is written.
 	out io.Writer
+	// lines, when set, are the lines typed in the chat: a retried
+	// message's permission questions are answered with them.
+	lines <-chan string
 }
 
 var _ commands.Runtime = apiSession{}
@@ -191,6 +196,10 @@ var _ commands.Runtime = apiSession{}
 // *session (a reset moves *session to the new one) and prints what it
 // says.
 func (c *Client) Command(ctx context.Context, sessionID *string, line string, out io.Writer) error {
+	return c.command(ctx, apiSession{c: c, id: sessionID, out: out}, line, out)
+}
+
+func (c *Client) command(ctx context.Context, s apiSession, line string, out io.Writer) error {
 	if !strings.HasPrefix(strings.TrimSpace(line), "/") {
 		line = "/" + line
 	}
@@ -198,7 +207,7 @@ func (c *Client) Command(ctx context.Context, sessionID *string, line string, ou
 	if !ok {
 		return fmt.Errorf("%s doesn't work over the API", strings.TrimSpace(line))
 	}
-	text, err := cmd.Do(ctx, apiSession{c, sessionID, out}, arg)
+	text, err := cmd.Do(ctx, s, arg)
 	if err != nil {
 		return err
 	}
@@ -428,7 +437,14 @@ func (s apiSession) Retry(ctx context.Context) (string, error) {
 		return "", err
 	}
 	fmt.Fprint(s.out, "> ")
-	if err := s.c.Stream(ctx, *s.id, run.RunID, s.out); err != nil {
+	view := &runView{c: s.c, session: *s.id, out: s.out, lines: s.lines}
+	on := view.on
+	if s.lines == nil {
+		on = nil // nobody to ask: the question waits for the API
+	}
+	_, err = s.c.FollowWith(ctx, *s.id, run.RunID, s.out, on)
+	view.wait()
+	if err != nil {
 		return "", err
 	}
 	fmt.Fprintln(s.out)
@@ -506,9 +522,22 @@ func (c *Client) Stream(ctx context.Context, sessionID, runID string, out io.Wri
 	return err
 }
 
+// Event is one event of a run's stream, as FollowWith hands it on.
+type Event struct {
+	Type  string          `json:"type"`
+	RunID string          `json:"run_id"`
+	Data  json.RawMessage `json:"data"`
+}
+
 // Follow writes a run's text to out as it arrives, until the run
 // finishes, and returns the run's error text ("" when it replied).
 func (c *Client) Follow(ctx context.Context, sessionID, runID string, out io.Writer) (failure string, err error) {
+	return c.FollowWith(ctx, sessionID, runID, out, nil)
+}
+
+// FollowWith is Follow that also hands every other event of the run
+// (status, permission questions, compaction) to on, when it is set.
+func (c *Client) FollowWith(ctx context.Context, sessionID, runID string, out io.Writer, on func(context.Context, Event)) (failure string, err error) {
 	resp, err := c.Request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
 	if err != nil {
 		return "", err
@@ -531,7 +560,8 @@ func (c *Client) Follow(ctx context.Context, sessionID, runID string, out io.Wri
 				RunIDs []string `json:"run_ids"`
 			} `json:"data"`
 		}
-		if json.Unmarshal([]byte(data), &ev) != nil {
+		var raw Event
+		if json.Unmarshal([]byte(data), &ev) != nil || json.Unmarshal([]byte(data), &raw) != nil {
 			continue
 		}
 		if slices.Contains(ev.Data.RunIDs, runID) {
@@ -547,6 +577,10 @@ func (c *Client) Follow(ctx context.Context, sessionID, runID string, out io.Wri
 			fmt.Fprint(out, ev.Data.Text)
 		case "turn.finished":
 			return ev.Data.Error, nil
+		default:
+			if on != nil {
+				on(ctx, raw)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -35,6 +36,12 @@ type Adapter struct {
 	// binding's own comes first): part of their key, and the scope of
 	// their memory.
 	Workspace string `yaml:"workspace"`
+	// AckReaction, if set, is the reaction (an emoji, such as "👀") the
+	// bot puts on each message it takes for a turn, taken away once the
+	// message is answered: a sign it got it while the queue is long.
+	// Off by default; on channels that can react (Telegram, Discord,
+	// WhatsApp).
+	AckReaction string `yaml:"ack_reaction"`
 
 	rest *yaml.Node // the adapter type's own keys
 	file string
@@ -50,6 +57,10 @@ type AdapterGroups struct {
 	// Allow lists the platform chat ids of groups always let in.
 	Allow []string `yaml:"allow"`
 }
+
+// maxAckReaction bounds ack_reaction in bytes: an emoji of several code
+// points, or a Discord server emoji's name:id.
+const maxAckReaction = 64
 
 // Defaults for an adapter entry's gateway keys.
 const (
@@ -134,6 +145,7 @@ func (c *Config) adapterDefaults(file string) {
 		a.Type = strings.ToLower(strings.TrimSpace(a.Type))
 		a.DMPolicy = normalize(a.DMPolicy, DefaultDMPolicy)
 		a.Workspace = strings.TrimSpace(a.Workspace)
+		a.AckReaction = strings.TrimSpace(a.AckReaction)
 		a.GroupPolicy = normalize(a.GroupPolicy, DefaultGroupPolicy)
 		for j := range a.Allow {
 			a.Allow[j] = strings.TrimSpace(a.Allow[j])
@@ -164,6 +176,9 @@ func (c *Config) validateAdapters(ck *checker) {
 		}
 		if a.Workspace != "" && !sessions.ValidWorkspaceID(a.Workspace) {
 			ck.add(p+"workspace", fmt.Sprintf("%q is not a workspace id; %s", a.Workspace, sessions.WorkspaceIDRule))
+		}
+		if r := a.AckReaction; r != "" && (len(r) > maxAckReaction || strings.ContainsFunc(r, unicode.IsSpace)) {
+			ck.add(p+"ack_reaction", fmt.Sprintf(`%q is not a reaction; give one emoji, such as "👀" (Discord also takes a server's emoji as name:id), or leave it out for none`, a.AckReaction))
 		}
 		if a.Type == "" {
 			ck.add(p+"type", `required; the kind of channel, such as "telegram", "discord" or "whatsapp"`)

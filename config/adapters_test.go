@@ -22,6 +22,7 @@ func TestAdapterEntries(t *testing.T) {
     type: telegram
     dm_policy: open
     group_policy: always
+    ack_reaction: " 👀 "
     tokn: x
     shards: lots
 `
@@ -41,7 +42,7 @@ func TestAdapterEntries(t *testing.T) {
 	if a.Groups.Policy != "pairing" || len(a.Groups.Allow) != 0 {
 		t.Fatalf("first entry's groups: %+v, want pairing by default", a.Groups)
 	}
-	if b.DMPolicy != "open" || b.GroupPolicy != "always" {
+	if b.DMPolicy != "open" || b.GroupPolicy != "always" || b.AckReaction != "👀" || a.AckReaction != "" {
 		t.Fatalf("second entry: %+v", b)
 	}
 	var fa fakeAdapterConfig
@@ -55,8 +56,8 @@ func TestAdapterEntries(t *testing.T) {
 	var fb fakeAdapterConfig
 	err = b.Decode(&fb)
 	want := []string{
-		`parley.yaml:11: unknown key "adapters[1].tokn"; did you mean "adapters[1].token"? (known keys: token, timeout, shards)`,
-		`parley.yaml:12: adapters[1].shards: expected an integer, got "lots"`,
+		`parley.yaml:12: unknown key "adapters[1].tokn"; did you mean "adapters[1].token"? (known keys: token, timeout, shards)`,
+		`parley.yaml:13: adapters[1].shards: expected an integer, got "lots"`,
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Fatalf("Decode = %v, want\n%s", err, strings.Join(want, "\n"))
@@ -83,6 +84,8 @@ func TestAdapterValidation(t *testing.T) {
 			`parley.yaml:6: adapters[0].groups.allow[0]: empty; list the groups' platform chat ids, such as "-1001234567890"`},
 		{"allow type", "adapters:\n  - id: tg\n    type: telegram\n    allow: 42\n",
 			`parley.yaml:4: adapters[0].allow: expected a list, got "42"`},
+		{"ack reaction words", "adapters:\n  - id: tg\n    type: telegram\n    ack_reaction: \"got it\"\n",
+			`parley.yaml:4: adapters[0].ack_reaction: "got it" is not a reaction; give one emoji, such as "👀" (Discord also takes a server's emoji as name:id), or leave it out for none`},
 		{"not a mapping", "adapters:\n  - tg\n",
 			`parley.yaml:2: adapters[0]: expected a mapping of keys, got "tg"`},
 	}

@@ -54,9 +54,10 @@ var ReloadKeys = map[string]ReloadClass{
 }
 
 // AdapterAccessKeys are the keys of a channel's entry a reload applies:
-// who may talk to the bot. The rest of the entry (its type, token and
-// settings) changes only at a restart.
-var AdapterAccessKeys = []string{"dm_policy", "group_policy", "allow", "groups"}
+// who may talk to the bot, and how a message taken is acknowledged. The
+// rest of the entry (its type, token and settings) changes only at a
+// restart.
+var AdapterAccessKeys = []string{"dm_policy", "group_policy", "allow", "groups", "ack_reaction"}
 
 // ClassOf is the reload class of the key at path.
 func ClassOf(path string) (ReloadClass, bool) {

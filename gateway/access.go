@@ -64,6 +64,9 @@ type Access struct {
 	Groups GroupsPolicy
 	// AllowGroups holds the platform chat ids of groups always let in.
 	AllowGroups map[string]bool
+	// AckReaction, if set, is put on each message taken for a turn until
+	// it is answered (the channel's ack_reaction).
+	AckReaction string
 }
 
 // Pairing codes: 8 characters from an alphabet without look-alikes, valid

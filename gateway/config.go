@@ -34,7 +34,7 @@ func AccessOf(cfg *config.Config) map[adapters.ID]Access {
 			groups[g] = true
 		}
 		out[adapters.ID(a.ID)] = Access{DM: DMPolicy(a.DMPolicy), Group: GroupPolicy(a.GroupPolicy), Allow: allow,
-			Groups: GroupsPolicy(a.Groups.Policy), AllowGroups: groups}
+			Groups: GroupsPolicy(a.Groups.Policy), AllowGroups: groups, AckReaction: a.AckReaction}
 	}
 	return out
 }

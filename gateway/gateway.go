@@ -154,6 +154,7 @@ type Gateway struct {
 	order    sync.RWMutex
 	failures failures // each session's last failure, for /status
 	pending  pendingConnects
+	acks     acks // the ack reactions on messages waiting for their answer
 }
 
 type job struct {
@@ -372,7 +373,14 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 		g.command(ctx, j, c)
 		return
 	}
+	if !j.contextOnly && !j.mark && !isCommand {
+		// Before it is queued, so its answer always finds it.
+		g.acknowledge(ctx, j)
+	}
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
+	if err != nil {
+		g.acknowledged(ctx, []job{j})
+	}
 	switch {
 	case errors.Is(err, ErrQueueFull) && j.refused != nil:
 		*j.refused = fmt.Errorf("%w: %d earlier messages of this session are waiting; send this again once they are answered", ErrQueueFull, depth)
@@ -773,6 +781,7 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	all := append(append([]job(nil), items...), steered...)
 	if finished && err == nil {
 		// Its outcome and reply committed with the reply's append.
+		g.acknowledged(ctx, all)
 		reported.done(ctx)
 		if g.opts.Sender != nil {
 			g.opts.Sender.Wake()
@@ -912,6 +921,7 @@ func (g *Gateway) complete(ctx context.Context, o outcome) {
 		g.opts.Log.ErrorContext(ctx, "record the outcome of a message", "adapter", o.replyTo.in.Adapter, "chat_id", o.replyTo.in.ChatID, "error", err)
 		return
 	}
+	g.acknowledged(record, o.jobs)
 	rep.done(record)
 	if (len(replies) > 0 || rep != nil) && g.opts.Sender != nil {
 		g.opts.Sender.Wake()

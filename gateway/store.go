@@ -241,6 +241,16 @@ func ClaimChannels(f func() (held, own []string)) StoreOption {
 	return func(s *Store) { s.channels = f }
 }
 
+// holds says whether this replica runs the channel adapter: it alone
+// acts in the channel's chats (always, without replicas).
+func (s *Store) holds(adapter string) bool {
+	if s.channels == nil {
+		return true
+	}
+	held, _ := s.channels()
+	return slices.Contains(held, adapter)
+}
+
 // NewStore returns a Store on a migrated database; now may be nil for time.Now.
 func NewStore(db *dbutil.DB, now func() time.Time, opts ...StoreOption) *Store {
 	if now == nil {

@@ -245,6 +245,17 @@ func (b *Bridge) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: AgentConfig(a, in.Session.Key),
 		OnText: in.OnText, DeferCompaction: true}
 	b.permit(&req, in)
+	last := in.Messages[len(in.Messages)-1]
+	if ad, ok := b.adapter(last.Adapter); ok {
+		if sl, ok := ad.(adapters.StatusLiner); ok {
+			// The chat shows what the turn does while the reply waits.
+			req.OnStatus = func(st agent.Status) {
+				if line := st.Line(); line != "" {
+					sl.StatusLine(ctx, last.ChatID, line)
+				}
+			}
+		}
+	}
 	// "mcp:<server>" names every tool the server has now: it starts the
 	// server if no turn has needed it yet (a server with user_token, the
 	// connection of the person the turn answers).

@@ -43,7 +43,15 @@ var (
 	_ adapters.Adapter     = (*Adapter)(nil)
 	_ adapters.Editor      = (*Adapter)(nil)
 	_ adapters.StreamPacer = (*Adapter)(nil)
+	_ adapters.StatusLiner = (*Adapter)(nil)
 )
+
+// StatusLine shows what the turn is doing on a line of its own.
+func (a *Adapter) StatusLine(_ context.Context, _ string, line string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprintf(a.out, "\n(%s)\n", line)
+}
 
 // Streams says the terminal shows replies as they are written.
 func (a *Adapter) Streams() bool { return true }

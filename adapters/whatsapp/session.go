@@ -258,13 +258,14 @@ func (a *Adapter) receive(ctx context.Context, c client, sink adapters.Sink, evt
 		a.log.DebugContext(ctx, "whatsapp message not taken", "reason", skip, "message_id", evt.Info.ID)
 		return true
 	}
+	// Known before delivery: a reaction on it (ack_reaction) names its sender.
+	a.quotes.put(in.ChatID, in.MessageID, quote{sender: evt.Info.Sender.ToNonAD(), text: textcut.Runes(in.Text, quoteRunes, "…")})
 	switch a.deliver(ctx, sink, in) {
 	case notStored:
 		return false
 	case dropped:
 		return true
 	}
-	a.quotes.put(in.ChatID, in.MessageID, quote{sender: evt.Info.Sender.ToNonAD(), text: textcut.Runes(in.Text, quoteRunes, "…")})
 	if a.cfg.readReceipts {
 		if err := c.MarkRead(ctx, []types.MessageID{evt.Info.ID}, time.Now(), evt.Info.Chat, evt.Info.Sender); err != nil {
 			a.log.WarnContext(ctx, "whatsapp read receipt not sent", "chat_id", in.ChatID, "message_id", in.MessageID, "error", err)

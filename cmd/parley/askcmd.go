@@ -71,7 +71,7 @@ func cmdAsk(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if !*asJSON {
 			out = io.MultiWriter(&reply, stdout)
 		}
-		failure, err := c.Follow(ctx, sess.ID, run.RunID, out)
+		failure, err := c.FollowWith(ctx, sess.ID, run.RunID, out, c.DenyQuestions(sess.ID, stderr))
 		if err != nil {
 			return err
 		}

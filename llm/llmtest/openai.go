@@ -26,6 +26,32 @@ type OpenAIEcho struct {
 	mu    sync.Mutex
 	seen  map[string]int // model calls per last user message
 	reqs  []OpenAIRequest
+	calls map[string]toolCall // tool calls by the user message that asks for them
+	fails []int               // the statuses the next requests are refused with
+}
+
+// FailNext refuses the next n chat completion requests with status (a
+// 429 or 5xx the client retries), each with an OpenAI error body.
+func (f *OpenAIEcho) FailNext(n, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range n {
+		f.fails = append(f.fails, status)
+	}
+}
+
+type toolCall struct{ name, args string }
+
+// CallTool makes a request whose last message is the user message prompt
+// answer with one call of the tool name with args (JSON); the request
+// that carries its result is answered "tool said: <result>".
+func (f *OpenAIEcho) CallTool(prompt, name, args string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]toolCall{}
+	}
+	f.calls[prompt] = toolCall{name, args}
 }
 
 // OpenAIRequest is what the fake read of one chat completion request.
@@ -36,6 +62,9 @@ type OpenAIRequest struct {
 	LastUser string
 	// Images are the URLs (data: URLs) of its image parts, in order.
 	Images []string
+	// Tool is the content of the tool result that ends the request, if
+	// one does.
+	Tool string
 }
 
 // Requests are the chat completion requests the fake took, in order.
@@ -75,9 +104,13 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
-	last := ""
+	last, lastRole, tool := "", "", ""
 	var images []string
 	for _, m := range req.Messages {
+		lastRole = m.Role
+		if m.Role == "tool" {
+			_ = json.Unmarshal(m.Content, &tool)
+		}
 		if m.Role != "user" {
 			continue
 		}
@@ -104,7 +137,21 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 	f.Calls.Add(1)
 	f.mu.Lock()
 	f.seen[last]++
-	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last, Images: images})
+	if len(f.fails) > 0 {
+		status := f.fails[0]
+		f.fails = f.fails[1:]
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"error":{"message":"the fake is refusing this one","type":"server_error"}}`))
+		return
+	}
+	call, calls := f.calls[last]
+	if lastRole != "tool" {
+		tool = ""
+	}
+	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last, Tool: tool, Images: images})
 	f.mu.Unlock()
 	select {
 	case <-time.After(f.delay):
@@ -117,9 +164,21 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
 		fmt.Fprintf(w, "data: %s\n\n", b)
 	}
-	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	chunk(map[string]any{"content": last}, nil)
-	chunk(map[string]any{}, "stop")
+	switch {
+	case calls && lastRole == "user":
+		chunk(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"index": 0, "id": "call_1", "type": "function",
+			"function": map[string]any{"name": call.name, "arguments": ""}}}}, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": call.args}}}}, nil)
+		chunk(map[string]any{}, "tool_calls")
+	case calls && lastRole == "tool":
+		chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+		chunk(map[string]any{"content": "tool said: " + tool}, nil)
+		chunk(map[string]any{}, "stop")
+	default:
+		chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+		chunk(map[string]any{"content": last}, nil)
+		chunk(map[string]any{}, "stop")
+	}
 	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
 		"choices": []any{}, "usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})
 	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)

@@ -1,6 +1,6 @@
 // Package discordtest is a fake Discord for tests: an HTTP server that
 // speaks the parts of the REST API a bot uses to talk (gateway discovery,
-// create, edit and typing), and a websocket gateway that speaks the
+// create, edit, typing and its own reactions), and a websocket gateway that speaks the
 // handshake (Hello, Identify, Ready, heartbeats and their acks), resumes
 // (op 6, replaying what was missed, then RESUMED) and dispatches events.
 //
@@ -83,6 +83,8 @@ type Server struct {
 	rateLimits []time.Duration // the next requests' 429s
 	failures   []int           // the next requests' error statuses
 
+	reactions    map[string][]string // channel/message → the bot's reactions
+	reactionLog  []Reaction
 	interactions map[string]string // dispatched interaction id → its token, until answered
 	responses    []InteractionResponse
 }
@@ -149,6 +151,8 @@ func NewServer(t testing.TB, opts Options) *Server {
 	mux.HandleFunc("POST /api/{v}/channels/{channel}/messages", s.rest(true, s.createMessage))
 	mux.HandleFunc("PATCH /api/{v}/channels/{channel}/messages/{message}", s.rest(true, s.editMessage))
 	mux.HandleFunc("POST /api/{v}/channels/{channel}/typing", s.rest(true, s.triggerTyping))
+	mux.HandleFunc("PUT /api/{v}/channels/{channel}/messages/{message}/reactions/{emoji}/@me", s.rest(true, s.react))
+	mux.HandleFunc("DELETE /api/{v}/channels/{channel}/messages/{message}/reactions/{emoji}/@me", s.rest(true, s.react))
 	mux.HandleFunc("POST /api/{v}/interactions/{id}/{token}/callback", s.rest(false, s.interactionCallback))
 	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.getAttachment)
 	mux.HandleFunc("/", s.rest(true, func(w http.ResponseWriter, r *http.Request) {

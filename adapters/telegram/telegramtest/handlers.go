@@ -77,6 +77,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "sendChatAction":
 		aerr = s.sendChatAction(params)
 		result = true
+	case "setMessageReaction":
+		aerr = s.setMessageReaction(params)
+		result = true
 	case "setWebhook":
 		aerr = s.setWebhook(params)
 		result = true

@@ -1,9 +1,10 @@
 // Package telegramtest is a fake Telegram Bot API for tests and
 // benchmarks: an httptest server that answers getMe, getUpdates (long
 // polling, offsets confirmed as Telegram does), sendMessage,
-// sendChatAction, editMessageText, sendDocument, sendPhoto, sendVoice
-// (multipart uploads, kept with their bytes), setWebhook, deleteWebhook,
-// getWebhookInfo and getFile with the Bot API's JSON, and fails calls on
+// sendChatAction, editMessageText, setMessageReaction, sendDocument,
+// sendPhoto, sendVoice (multipart uploads, kept with their bytes),
+// setWebhook, deleteWebhook, getWebhookInfo and getFile with the Bot
+// API's JSON, and fails calls on
 // request (429 with retry_after, 400, 401, dropped connections).
 //
 //	srv := telegramtest.NewServer()
@@ -118,6 +119,8 @@ type Server struct {
 	callbacks   map[string]bool               // callback query ids given and not yet answered
 	nextQuery   int
 	answers     []CallbackAnswer
+	reactions   map[string]map[int][]string // chat id -> message id -> the bot's reactions
+	reactionLog []Reaction
 
 	// polling ends the long poll in flight, if any: Telegram answers
 	// the older of two concurrent getUpdates with 409 Conflict.
