@@ -55,7 +55,7 @@ func TestGuardDeadlineWritesNothingLate(t *testing.T) {
 	}
 
 	// The guard is what refuses it: net/http alone writes it.
-	woken := wokenContext{context.Background(), time.Now().Add(-time.Second)}
+	woken := wokenContext{adapters.FenceWrites(context.Background()), time.Now().Add(-time.Second)}
 	if err := post(http.DefaultClient, woken, "late"); err != nil {
 		t.Fatalf("without the guard: %v", err)
 	}
@@ -74,19 +74,24 @@ func TestGuardDeadlineWritesNothingLate(t *testing.T) {
 	// first read (the process paused inside the transport).
 	wake := time.Now().Add(50 * time.Millisecond)
 	paused := &http.Client{Transport: adapters.GuardDeadline(pausing{http.DefaultTransport, wake})}
-	if err := post(paused, wokenContext{context.Background(), wake}, "paused"); !errors.Is(err, adapters.ErrDeadlinePassed) {
+	if err := post(paused, wokenContext{adapters.FenceWrites(context.Background()), wake}, "paused"); !errors.Is(err, adapters.ErrDeadlinePassed) {
 		t.Fatalf("a request paused past its deadline inside the transport: %v; want ErrDeadlinePassed", err)
 	}
 	if received.Load() != 1 {
 		t.Fatalf("the platform received the paused request")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A deadline that is no fence (a send without replicas) is not
+	// guarded: net/http's own checks are enough there.
+	if err := post(guarded, wokenContext{context.Background(), time.Now().Add(-time.Second)}, "unfenced"); err != nil || received.Load() != 2 {
+		t.Fatalf("an unfenced request: %v, received %d", err, received.Load())
+	}
+	ctx, cancel := context.WithTimeout(adapters.FenceWrites(context.Background()), time.Minute)
 	defer cancel()
 	if err := post(guarded, ctx, "in time"); err != nil {
 		t.Fatal(err)
 	}
-	if received.Load() != 2 || last.Load() != "in time" {
+	if received.Load() != 3 || last.Load() != "in time" {
 		t.Fatalf("a request in time: received %d, last %q", received.Load(), last.Load())
 	}
 	// Without a deadline the guard stands aside.

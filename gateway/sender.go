@@ -125,7 +125,7 @@ const sendTimeout = 30 * time.Second
 // written (adapters.GuardDeadline), the survivor that took the reply over
 // having sent it.
 func (s *Sender) platform(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline := time.Now().Add(sendTimeout)
+	ctx, deadline := context.WithoutCancel(ctx), time.Now().Add(sendTimeout)
 	if s.opts.Alive != nil {
 		until, err := s.opts.Alive()
 		switch {
@@ -134,8 +134,9 @@ func (s *Sender) platform(ctx context.Context) (context.Context, context.CancelF
 		case !until.IsZero() && until.Before(deadline):
 			deadline = until
 		}
+		ctx = adapters.FenceWrites(ctx)
 	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	return context.WithDeadline(ctx, deadline)
 }
 
 func defaultBackoff(attempt int) time.Duration {
