@@ -17,10 +17,12 @@ var page []byte
 
 // CSP is the page's Content-Security-Policy: its own inline script and
 // style only (by hash, so an injected one never runs), requests to its own
-// origin only, and no framing (a framing page could drive the chat with
-// the token this browser keeps).
+// origin only, images from its own origin or from blob: URLs (a thumbnail
+// is a file fetched with the token in a header, shown from a blob, so the
+// token never goes in a URL), and no framing (a framing page could drive
+// the chat with the token this browser keeps).
 var CSP = "default-src 'none'; script-src " + inlineHash("script") + "; style-src " + inlineHash("style") +
-	"; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"; connect-src 'self'; img-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // inlineHash is the CSP source of the page's one <tag> element's content.
 func inlineHash(tag string) string {

@@ -221,3 +221,34 @@ func (p *Page) Screenshot(path string) {
 		p.t.Fatal(err)
 	}
 }
+
+// CallBrowser sends a command to the browser itself rather than the page
+// (the Browser domain: downloads, permissions).
+func (p *Page) CallBrowser(method string, params any, out any) {
+	p.t.Helper()
+	session := p.session
+	p.session = ""
+	defer func() { p.session = session }()
+	p.Call(method, params, out)
+}
+
+// SetFiles chooses files for the page's <input type=file> that selector
+// finds, as a person picking them in the file chooser does: the input's
+// change event fires.
+func (p *Page) SetFiles(selector string, paths ...string) {
+	p.t.Helper()
+	var doc struct {
+		Root struct {
+			NodeID int `json:"nodeId"`
+		} `json:"root"`
+	}
+	p.Call("DOM.getDocument", map[string]any{"depth": 0}, &doc)
+	var found struct {
+		NodeID int `json:"nodeId"`
+	}
+	p.Call("DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector}, &found)
+	if found.NodeID == 0 {
+		p.t.Fatalf("no element %s", selector)
+	}
+	p.Call("DOM.setFileInputFiles", map[string]any{"nodeId": found.NodeID, "files": paths}, nil)
+}
