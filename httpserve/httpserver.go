@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -82,4 +83,18 @@ func MountWebhooks(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter
 func Lazy(build func() http.Handler) http.Handler {
 	h := sync.OnceValue(build)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) })
+}
+
+// LocalURL is the http:// address a person on this host opens to reach a
+// listener: an address bound to every interface (0.0.0.0, ::) is
+// reached at localhost.
+func LocalURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,13 +58,24 @@ func TestInitThenRunThenChatInTheBrowser(t *testing.T) {
 		t.Fatalf("init over an existing file: exit %d %q", code, errOut)
 	}
 
+	chatInTheBrowser(t, path, addr, cfg.HTTP.Tokens[0].Reveal(), "hello from the first run")
+	t.Logf("init to the first reply in the browser: %s", time.Since(start).Round(time.Millisecond))
+	if model.Calls.Load() < 2 { // the init check, and the turn
+		t.Fatalf("the provider had %d calls", model.Calls.Load())
+	}
+}
+
+// chatInTheBrowser runs parley on the config at path, listening on addr,
+// and has a message answered in the web chat, opened with token.
+func chatInTheBrowser(t *testing.T, path, addr, token, text string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
-	var runErr bytes.Buffer
+	runErr := &syncWriter{w: &bytes.Buffer{}}
 	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &runErr})
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, runErr)
 	}()
 	defer func() {
 		stop()
@@ -81,13 +93,85 @@ func TestInitThenRunThenChatInTheBrowser(t *testing.T) {
 			t.Fatalf("parley run on init's config never became ready:\n%s", runErr.String())
 		}
 	}
-	p := browsertest.Open(t, ctx, "http://"+addr+"/#token="+cfg.HTTP.Tokens[0].Reveal())
-	p.Eval(`document.getElementById("text").value = "hello from the first run"`, nil)
+	p := browsertest.Open(t, ctx, "http://"+addr+"/#token="+token)
+	p.Eval(`document.getElementById("text").value = `+strconv.Quote(text), nil)
 	p.Eval(`document.querySelector("#send button").click()`, nil)
-	p.WaitTrue(`[...document.querySelectorAll(".msg.assistant")].some(b => b.dataset.done && b.textContent.includes("hello from the first run"))`, 60*time.Second)
-	t.Logf("init to the first reply in the browser: %s", time.Since(start).Round(time.Millisecond))
-	if model.Calls.Load() < 2 { // the init check, and the turn
-		t.Fatalf("the provider had %d calls", model.Calls.Load())
+	p.WaitTrue(`[...document.querySelectorAll(".msg.assistant")].some(b => b.dataset.done && b.textContent.includes(`+strconv.Quote(text)+`))`, 60*time.Second)
+	if !strings.Contains(runErr.String(), `web_chat=http://`+addr+`/`) || !strings.Contains(runErr.String(), `dashboard=http://`+addr+`/admin`) {
+		t.Errorf("the start-up log doesn't say where the web chat and the dashboard are:\n%s", runErr.String())
+	}
+}
+
+// Asked on its input, init reaches a local OpenAI-compatible server (as
+// Ollama or LM Studio would be) at the base URL given, lists its models
+// to pick from by number, checks the one picked, and the first reply on
+// the config it wrote comes from that model, in the web chat.
+func TestInitReachesAnOpenAICompatibleServer(t *testing.T) {
+	model := llmtest.NewOpenAIEcho(t, 0)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parley.yaml")
+	addr := freeAddr(t)
+	answers := strings.Join([]string{
+		addr,                       // address
+		filepath.Join(dir, "p.db"), // database
+		"",                         // Telegram: skip
+		"",                         // Discord: skip
+		"n",                        // WhatsApp: no
+		"compatible",               // provider
+		model.URL + "/v1",          // the server's base URL
+		"",                         // no API key
+		"2",                        // the second model it lists
+	}, "\n") + "\n"
+	var out, errOut bytes.Buffer
+	if code := runWithInput(context.Background(), []string{"init", "--config", path}, strings.NewReader(answers), &out, &errOut); code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"Ollama listens at http://localhost:11434/v1", "1. gpt-test", "2. llama-test:8b", "3. qwen-test:14b",
+		"checking the server with a one-token call of llama-test:8b... ok", "Dashboard:     http://" + addr + "/admin"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("init's dialogue has no %q:\n%s", want, out.String())
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agents[0].Model != "openai/llama-test:8b" || cfg.Providers["openai"].BaseURL != model.URL+"/v1" || cfg.Providers["openai"].APIKey.Reveal() != "" {
+		t.Fatalf("the config written: agent %+v, provider %+v", cfg.Agents[0], cfg.Providers["openai"])
+	}
+	chatInTheBrowser(t, path, addr, cfg.HTTP.Tokens[0].Reveal(), "hello, local model")
+	reqs := model.Requests()
+	if last := reqs[len(reqs)-1]; last.Model != "llama-test:8b" || last.LastUser != "hello, local model" {
+		t.Fatalf("the server's last request: %+v", last)
+	}
+}
+
+// A check that fails can be kept, to be checked later with parley doctor:
+// a server not yet running, say.
+func TestInitKeepsAnAnswerToCheckLater(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parley.yaml")
+	answers := strings.Join([]string{
+		"127.0.0.1:0", filepath.Join(dir, "p.db"), "", "", "n",
+		"compatible",
+		"http://" + freeAddr(t) + "/v1", // nothing listens there yet
+		"",                              // no API key
+		"llama3.2",                      // the model, named: none could be listed
+		"y",                             // keep it anyway
+	}, "\n") + "\n"
+	var out, errOut bytes.Buffer
+	if code := runWithInput(context.Background(), []string{"init", "--config", path}, strings.NewReader(answers), &out, &errOut); code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"couldn't list the server's models: no answer from", "is the server running there?",
+		"checking the server with a one-token call of llama3.2... no", "check them later with parley doctor"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("init's dialogue has no %q:\n%s", want, out.String())
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil || cfg.Agents[0].Model != "openai/llama3.2" {
+		t.Fatalf("the config kept: %v %+v", err, cfg)
 	}
 }
 
@@ -102,6 +186,7 @@ func TestInitAsks(t *testing.T) {
 		"127.0.0.1:0",              // address
 		filepath.Join(dir, "p.db"), // database
 		"1:refused",                // Telegram: refused
+		"n",                        // keep it anyway? no
 		tg.Token,                   // Telegram again
 		"",                         // Discord: skip
 		"n",                        // WhatsApp: no

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/doctor"
+	"github.com/parleyd/parley/llm"
 )
 
 // setup is what parley init asks, and writes.
@@ -33,6 +34,7 @@ type setup struct {
 	whatsapp                  bool
 	provider, apiKey, baseURL string
 	model                     string
+	compatible                bool // an OpenAI-compatible server at baseURL
 }
 
 // cmdInit is a guided first run: it asks which channels and which model
@@ -50,7 +52,7 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.StringVar(&s.tgEndpoint, "telegram-api-endpoint", "", "a Telegram Bot API server other than api.telegram.org (a local one)")
 	fs.StringVar(&s.discordToken, "discord-token", "", "a Discord bot token from the Developer Portal")
 	fs.BoolVar(&s.whatsapp, "whatsapp", false, "add a WhatsApp channel (link it with parley whatsapp link)")
-	fs.StringVar(&s.provider, "provider", "", "the model provider: openai, anthropic or echo (offline; default when no key is given)")
+	fs.StringVar(&s.provider, "provider", "", "the model provider: openai, anthropic, compatible (an OpenAI-compatible server at --base-url: Ollama, LM Studio, vLLM) or echo (offline; default when no key is given)")
 	fs.StringVar(&s.apiKey, "api-key", "", "the provider's API key (default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY)")
 	fs.StringVar(&s.baseURL, "base-url", "", "an OpenAI-compatible server instead of the provider's (Ollama: http://localhost:11434/v1)")
 	fs.StringVar(&s.model, "model", "", "the model, e.g. gpt-4o-mini or claude-sonnet-4-5 (default: the provider's small one)")
@@ -110,6 +112,9 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 				return "", fmt.Errorf("%s: %w", channel, err)
 			}
 			fmt.Fprintf(stdout, "  %v\n", err)
+			if in.yesNo("Keep this token anyway, and check it later with parley doctor?", false) {
+				return "", nil
+			}
 			*token = ""
 		}
 	}
@@ -139,36 +144,53 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	for first := true; ; first = false {
 		if !*yes {
-			s.provider = in.ask("Model provider: openai, anthropic, or echo (offline, repeats what it's told)", s.provider)
+			s.provider = in.ask("Model provider: openai, anthropic, compatible (an OpenAI-compatible server: Ollama, LM Studio, vLLM), or echo (offline, repeats what it's told)", s.provider)
 		}
 		if s.provider == "echo" {
 			break
 		}
+		if s.provider == "compatible" || s.provider == "openai-compatible" {
+			s.provider, s.compatible = "openai", true
+		}
 		if s.provider != "openai" && s.provider != "anthropic" {
 			if *yes {
-				return fmt.Errorf("%w: --provider %q; use openai, anthropic or echo", errUsage, s.provider)
+				return fmt.Errorf("%w: --provider %q; use openai, anthropic, compatible or echo", errUsage, s.provider)
 			}
-			fmt.Fprintln(stdout, "  openai, anthropic or echo, please")
+			fmt.Fprintln(stdout, "  openai, anthropic, compatible or echo, please")
 			continue
 		}
-		if s.apiKey == "" {
-			s.apiKey = os.Getenv(strings.ToUpper(s.provider) + "_API_KEY")
-		}
-		if s.model == "" {
-			s.model = map[string]string{"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}[s.provider]
-		}
-		if !*yes {
-			s.apiKey = in.secret("API key", s.apiKey, first)
-			s.model = in.ask("Model", s.model)
-		}
-		if s.apiKey == "" && s.baseURL == "" {
-			if *yes {
-				return fmt.Errorf("%w: --provider %s needs --api-key (or $%s_API_KEY), or --base-url", errUsage, s.provider, strings.ToUpper(s.provider))
+		if s.compatible {
+			if err := s.askServer(ctx, in, stdout, *yes, first); err != nil {
+				if *yes {
+					return err
+				}
+				fmt.Fprintf(stdout, "  %v\n", err)
+				continue
 			}
-			fmt.Fprintln(stdout, "  an API key is needed (or answer echo)")
-			continue
+		} else {
+			if s.apiKey == "" {
+				s.apiKey = os.Getenv(strings.ToUpper(s.provider) + "_API_KEY")
+			}
+			if s.model == "" {
+				s.model = map[string]string{"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}[s.provider]
+			}
+			if !*yes {
+				s.apiKey = in.secret("API key", s.apiKey, first)
+				s.model = in.ask("Model", s.model)
+			}
+			if s.apiKey == "" && s.baseURL == "" {
+				if *yes {
+					return fmt.Errorf("%w: --provider %s needs --api-key (or $%s_API_KEY), or --base-url", errUsage, s.provider, strings.ToUpper(s.provider))
+				}
+				fmt.Fprintln(stdout, "  an API key is needed (or answer echo)")
+				continue
+			}
 		}
-		err := check("the key with a one-token call of "+s.model, func() (string, error) {
+		what := "the key"
+		if s.compatible {
+			what = "the server"
+		}
+		err := check(what+" with a one-token call of "+s.model, func() (string, error) {
 			return "", doctor.CheckAgentModel(ctx, s.partial(), "default")
 		})
 		if err == nil {
@@ -178,6 +200,9 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return fmt.Errorf("%s: %w", s.provider, err)
 		}
 		fmt.Fprintf(stdout, "  %v\n", err)
+		if in.yesNo("Keep these answers anyway, and check them later with parley doctor?", false) {
+			break
+		}
 		s.apiKey = ""
 	}
 
@@ -199,6 +224,47 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	s.nextSteps(stdout, linkNow)
+	return nil
+}
+
+// askServer asks for an OpenAI-compatible server's base URL, its key (if
+// it takes one) and a model from those it lists at GET /models.
+func (s *setup) askServer(ctx context.Context, in *asker, stdout io.Writer, yes, first bool) error {
+	if !yes {
+		fmt.Fprintln(stdout, "  Ollama listens at http://localhost:11434/v1, LM Studio at http://localhost:1234/v1, vLLM at http://localhost:8000/v1")
+		s.baseURL = in.ask("The server's base URL", cmpOr(s.baseURL, "http://localhost:11434/v1"))
+		s.apiKey = in.secret("Its API key (Enter for none)", s.apiKey, first)
+	}
+	if s.baseURL == "" {
+		return fmt.Errorf("%w: --provider compatible needs --base-url, the server's address, such as http://localhost:11434/v1", errUsage)
+	}
+	models, err := llm.ListModels(ctx, s.baseURL, s.apiKey)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "  couldn't list the server's models: %v\n", err)
+	case len(models) == 0:
+		fmt.Fprintln(stdout, "  the server lists no models; pull one first (ollama pull llama3.2), or name it below")
+	default:
+		if s.model == "" {
+			s.model = models[0]
+		}
+		if !yes {
+			fmt.Fprintln(stdout, "  The server's models:")
+			for i, m := range models {
+				fmt.Fprintf(stdout, "    %d. %s\n", i+1, m)
+			}
+		}
+	}
+	if !yes {
+		answer := in.ask("Model (its number or its name)", s.model)
+		if n, err := strconv.Atoi(answer); err == nil && n >= 1 && n <= len(models) {
+			answer = models[n-1]
+		}
+		s.model = answer
+	}
+	if s.model == "" {
+		return fmt.Errorf("%w: no model: name one with --model", errUsage)
+	}
 	return nil
 }
 
@@ -273,6 +339,7 @@ func (s *setup) write() error {
 func (s *setup) nextSteps(w io.Writer, linked bool) {
 	fmt.Fprintf(w, "\nNext:\n  1. Start it:      parley run --config %s\n", s.path)
 	fmt.Fprintf(w, "  2. Web chat:      %s/#token=%s\n", baseURL(s.listen), s.apiToken)
+	fmt.Fprintf(w, "     Dashboard:     %s/admin (sign in with the same token)\n", baseURL(s.listen))
 	n := 3
 	if s.telegramToken != "" {
 		fmt.Fprintf(w, "  %d. Telegram:      message %s; it answers with a pairing code, which you approve with\n                    parley pairing ls --config %s  and  parley pairing approve CODE --config %s\n", n, cmpOr(s.telegramBot, "your bot"), s.path, s.path)

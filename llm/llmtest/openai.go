@@ -87,7 +87,20 @@ func (f *OpenAIEcho) ConfigYAML() string {
 	return "providers:\n  openai:\n    api_key: sk-test-fake-key-000000000000000000000000\n    base_url: " + f.URL + "/v1\n"
 }
 
+// Models are the model ids GET /v1/models lists, as an OpenAI-compatible
+// server (Ollama, LM Studio, vLLM) answers it.
+var Models = []string{"gpt-test", "llama-test:8b", "qwen-test:14b"}
+
 func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		w.Header().Set("Content-Type", "application/json")
+		var data []map[string]any
+		for _, id := range Models {
+			data = append(data, map[string]any{"id": id, "object": "model", "owned_by": "llmtest"})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 		return
