@@ -115,11 +115,29 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	case "error":
 		level = slog.LevelError
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: logVocabulary}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// logFields are the log's one vocabulary, whatever name a part of the
+// code gives a field: session, run, agent, channel, replica, beside
+// component (the part that logs) and ref (the reference a person is given
+// for an error).
+var logFields = map[string]string{
+	"session_id": "session", "run_id": "run", "agent_id": "agent", "adapter": "channel", "adapter_id": "channel", "replica_id": "replica",
+}
+
+// logVocabulary renames a record's top-level fields to logFields'.
+func logVocabulary(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 {
+		if name, ok := logFields[a.Key]; ok {
+			a.Key = name
+		}
+	}
+	return a
 }
 
 // openExisting opens the configured database for a command that only reads:
