@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/llm/llmtest"
+	"github.com/parleyd/parley/speech/speechtest"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
@@ -195,9 +196,23 @@ func BenchmarkTelegramDaemonProcess(b *testing.B) {
 		model := llmtest.NewOpenAIEcho(b, 0)
 		benchTelegramDaemonProcess(b, model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
 	})
+	// Each message a voice note, transcribed by an instant fake speech
+	// server (in this process), answered by echo: against "echo", what a
+	// voice note costs parley beyond the provider's call (fetching it,
+	// keeping its audio with the message, the transcription request).
+	b.Run("voice-transcribed", func(b *testing.B) {
+		sp := speechtest.New(b)
+		benchTelegramDaemonProcess(b, "speech:\n  base_url: "+sp.BaseURL()+"\n  api_key: sk-speech-test\n", func(tg *telegramtest.Server) func(int64, string) {
+			return func(chat int64, text string) {
+				audio := "OggS voice: " + text
+				sp.Add(audio, text)
+				tg.InjectVoice(chat, chat, 0, []byte(audio))
+			}
+		})
+	})
 }
 
-func benchTelegramDaemonProcess(b *testing.B, modelYAML string) {
+func benchTelegramDaemonProcess(b *testing.B, modelYAML string, via ...func(*telegramtest.Server) func(int64, string)) {
 	tg := telegramtest.NewServer()
 	defer tg.Close()
 	dir := b.TempDir()
@@ -216,7 +231,11 @@ func benchTelegramDaemonProcess(b *testing.B, modelYAML string) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	if err := telegramtest.DriveChats(ctx, tg, b.N, chats, 10); err != nil {
+	send := func(chat int64, text string) { tg.InjectText(chat, chat, text) }
+	if len(via) > 0 {
+		send = via[0](tg)
+	}
+	if err := telegramtest.DriveChatsWith(ctx, tg, b.N, chats, 10, send); err != nil {
 		p.fatalf("%v", err)
 	}
 	elapsed := time.Since(start)

@@ -39,6 +39,13 @@ func New(t interface{ Cleanup(func()) }) *Server {
 	return s
 }
 
+// Add maps audio to its transcript while the fake runs.
+func (s *Server) Add(audio, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Transcripts[audio] = text
+}
+
 // BaseURL is the fake's API root, for speech.base_url.
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 

@@ -14,6 +14,12 @@ import (
 // returns once all are answered, or with an error naming the first reply
 // that is not an answer to its chat's own message.
 func DriveChats(ctx context.Context, tg *Server, total, chats, window int) error {
+	return DriveChatsWith(ctx, tg, total, chats, window, func(chat int64, text string) { tg.InjectText(chat, chat, text) })
+}
+
+// DriveChatsWith is DriveChats with the n-th message's text sent by send
+// (as a voice note saying it, say); each reply must still hold the text.
+func DriveChatsWith(ctx context.Context, tg *Server, total, chats, window int, send func(chat int64, text string)) error {
 	injected := make([]int, chats)
 	answered := make([]int, chats)
 	sentSeen, sent := 0, 0
@@ -22,7 +28,7 @@ func DriveChats(ctx context.Context, tg *Server, total, chats, window int) error
 		for c := range chats {
 			for injected[c]-answered[c] < window && next < total {
 				chat := int64(1000 + c)
-				tg.InjectText(chat, chat, fmt.Sprintf("message %d from chat %d", next, chat))
+				send(chat, fmt.Sprintf("message %d from chat %d", next, chat))
 				injected[c]++
 				next++
 			}
