@@ -47,7 +47,7 @@ func TestTelegramVoiceNotesAreTranscribed(t *testing.T) {
 	replies := 0
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			heard := len(sp.Heard())
+			heard, fetched := len(sp.Heard()), tg.Calls("getFile")
 			tg.InjectVoice(tc.chat, tc.user, tc.thread, []byte(tc.audio))
 			want := sp.Transcripts[tc.audio]
 			if tc.answered {
@@ -87,6 +87,11 @@ func TestTelegramVoiceNotesAreTranscribed(t *testing.T) {
 			fd, ok := m.Parts[0].File()
 			if !ok || m.Parts[0].MediaType != "audio/ogg" || fd.Note != gateway.TranscribedNote {
 				t.Fatalf("stored part %+v (%+v), want the audio marked as transcribed", m.Parts[0], fd)
+			}
+			// Fetched once: to transcribe it, and kept with its message
+			// from those bytes.
+			if n := tg.Calls("getFile") - fetched; n != 1 {
+				t.Fatalf("the voice note was fetched from Telegram %d times; want once", n)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -36,11 +37,12 @@ func (g *Gateway) transcribe(ctx context.Context, in adapters.Inbound) adapters.
 	}
 	var texts []string
 	var failure error
-	for _, f := range in.Files {
+	in.Files = slices.Clone(in.Files) // the fetched audio goes on this copy
+	for i, f := range in.Files {
 		if !adapters.IsAudio(f) {
 			continue
 		}
-		text, err := g.transcribeFile(ctx, tr, in, f)
+		text, err := g.transcribeFile(ctx, tr, in, &in.Files[i])
 		if err != nil {
 			failure = err
 			continue
@@ -67,7 +69,9 @@ func (g *Gateway) transcribe(ctx context.Context, in adapters.Inbound) adapters.
 // errNothingHeard: the transcript of a voice note is empty.
 var errNothingHeard = errors.New("the transcript is empty: no speech was heard")
 
-func (g *Gateway) transcribeFile(ctx context.Context, tr Transcriber, in adapters.Inbound, f adapters.FileRef) (string, error) {
+// transcribeFile fetches f and transcribes it; the audio stays on f
+// (FileRef.Data), for the turn to keep without fetching it again.
+func (g *Gateway) transcribeFile(ctx context.Context, tr Transcriber, in adapters.Inbound, f *adapters.FileRef) (string, error) {
 	if err := tr.CheckLimits(f.Size, f.Seconds); err != nil {
 		return "", err
 	}
@@ -76,12 +80,16 @@ func (g *Gateway) transcribeFile(ctx context.Context, tr Transcriber, in adapter
 	if !ok {
 		return "", errors.New("the channel can't fetch files")
 	}
-	data, typ, err := fetcher.Fetch(ctx, f, tr.MaxBytes())
+	data, typ, err := fetcher.Fetch(ctx, *f, tr.MaxBytes())
 	if err != nil {
 		return "", err
 	}
 	if typ == "" || typ == "application/octet-stream" {
 		typ = f.MediaType
+	}
+	f.Data = data
+	if f.MediaType == "" {
+		f.MediaType = typ
 	}
 	text, err := tr.Transcribe(ctx, data, f.Name, typ)
 	if err == nil && text == "" {

@@ -77,17 +77,20 @@ func (f *turnFetch) fetch(i, j int) *fetched {
 			f.b.log.WarnContext(f.ctx, "read a message's file from the session's store", "session_id", f.session, "file", name, "error", err)
 		}
 	}
-	fetcher := f.b.capabilities(m.Adapter).Fetch
-	if fetcher == nil {
-		return &fetched{noFetcher: true}
-	}
-	limit := int64(maxFileFetchBytes)
-	if f.keeps() {
-		limit = max(limit, store.Limits().MaxFileBytes)
-	}
-	data, typ, err := fetcher.Fetch(f.ctx, ref, limit)
-	if err != nil {
-		return &fetched{err: err}
+	data, typ := ref.Data, "" // fetched already, to transcribe it
+	if data == nil {
+		fetcher := f.b.capabilities(m.Adapter).Fetch
+		if fetcher == nil {
+			return &fetched{noFetcher: true}
+		}
+		limit := int64(maxFileFetchBytes)
+		if f.keeps() {
+			limit = max(limit, store.Limits().MaxFileBytes)
+		}
+		var err error
+		if data, typ, err = fetcher.Fetch(f.ctx, ref, limit); err != nil {
+			return &fetched{err: err}
+		}
 	}
 	typ = mediaTypeOf(ref.MediaType, typ)
 	out := &fetched{data: data, typ: typ}
