@@ -372,3 +372,83 @@ func TestResponseValidationFails(t *testing.T) {
 		})
 	}
 }
+
+// newHookServer serves h as a session's webhook_url, checking every reply
+// callback it receives against the document's reply webhook (headers and
+// payload).
+func newHookServer(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	doc, err := openAPIDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var errs []string
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range errs {
+			t.Errorf("reply callback doesn't fit openapi.yaml: %s", e)
+		}
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := validateCallback(doc, r, body); err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("%s (body %.300q)", brief(err), body))
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func validateCallback(doc *openapi3.T, r *http.Request, body []byte) error {
+	item := doc.Webhooks["reply"]
+	if item == nil || item.Post == nil {
+		return fmt.Errorf("the document has no reply webhook")
+	}
+	req := r.Clone(r.Context())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+		Request: req,
+		Route:   &routers.Route{Spec: doc, Path: r.URL.Path, PathItem: item, Method: http.MethodPost, Operation: item.Post},
+		Options: &openapi3filter.Options{MultiError: true},
+	})
+}
+
+// TestCallbackValidationFails: the check of the reply callbacks the tests
+// receive refuses what the document doesn't allow.
+func TestCallbackValidationFails(t *testing.T) {
+	doc, err := openAPIDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := `{"type":"reply","session_id":"s","message_id":"m","agent_id":"main","content":"hi","aborted":false,"at":"2026-01-01T00:00:00Z"}`
+	sig := "sha256=" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name, body, sig string
+		ok              bool
+	}{
+		{"a reply", good, sig, true},
+		{"no signature", good, "", false},
+		{"a signature of the wrong form", good, "md5=00", false},
+		{"a payload without its message id", strings.Replace(good, `"message_id":"m",`, "", 1), sig, false},
+		{"a payload of another type", strings.Replace(good, `"type":"reply"`, `"type":"note"`, 1), sig, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/hook", strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Parley-Timestamp", "1700000000")
+			req.Header.Set("X-Parley-Delivery", "d1")
+			if tc.sig != "" {
+				req.Header.Set("X-Parley-Signature", tc.sig)
+			}
+			if err := validateCallback(doc, req, []byte(tc.body)); (err == nil) != tc.ok {
+				t.Fatalf("validation error %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
