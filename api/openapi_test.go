@@ -182,3 +182,33 @@ func TestCallbackValidationFails(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptedRequestValidationFails: a request the API took must fit the
+// document too, and the check says when it doesn't.
+func TestAcceptedRequestValidationFails(t *testing.T) {
+	doc, err := openAPIDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, method, path, body string
+		ok                       bool
+	}{
+		{"a session", "POST", "/v1/sessions", `{"title":"t","tools":[{"name":"geo","description":"where"}]}`, true},
+		{"a field the document doesn't name", "POST", "/v1/sessions", `{"titel":"t"}`, false},
+		{"a message", "POST", "/v1/sessions/s1/messages", `{"content":"hi","reasoning_effort":"low"}`, true},
+		{"a message without content", "POST", "/v1/sessions/s1/messages", `{"model":"echo"}`, false},
+		{"a kv key holding /", "GET", "/v1/sessions/s1/kv/a/b", ``, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+			if tc.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			err := openapitest.ValidateAccepted(doc, req, openapitest.Pattern(req), []byte(tc.body))
+			if (err == nil) != tc.ok {
+				t.Fatalf("validation error %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -1278,7 +1278,8 @@ type WebhookDeliveryStatus string
 
 // WriteMemoryRequest defines model for WriteMemoryRequest.
 type WriteMemoryRequest struct {
-	Agent     string    `json:"agent"`
+	// Agent The agent whose memory it is; the default agent when left out.
+	Agent     *string   `json:"agent,omitempty"`
 	Content   string    `json:"content"`
 	Tags      *[]string `json:"tags,omitempty"`
 	User      string    `json:"user"`

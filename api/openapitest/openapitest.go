@@ -130,17 +130,68 @@ type validating struct {
 func (v *validating) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	method, target := r.Method, r.URL.RequestURI()
 	pattern := Pattern(r)
+	// The body is kept as the handler reads it, on a copy of r: reading
+	// it first would change what a refusal before the body is, and the
+	// server looks at the original's body to know what is left of it.
+	var reqBody *teeReader
+	if r.Body != nil && r.Header.Get("Content-Type") == "application/json" {
+		reqBody = &teeReader{ReadCloser: r.Body}
+		r = r.WithContext(r.Context())
+		r.Body = reqBody
+	}
 	tw := &teeWriter{ResponseWriter: w}
 	v.h.ServeHTTP(tw, r)
 	status := tw.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if err := ValidateResponse(v.doc, r, pattern, status, w.Header().Clone(), tw.body.Bytes()); err != nil {
+	err := ValidateResponse(v.doc, r, pattern, status, w.Header().Clone(), tw.body.Bytes())
+	if err == nil && status < 300 && reqBody != nil {
+		// What the API took, the document must allow.
+		if err = ValidateAccepted(v.doc, r, pattern, reqBody.buf.Bytes()); err != nil {
+			err = fmt.Errorf("the API took a request the document refuses: %w", err)
+		}
+	}
+	if err != nil {
 		v.mu.Lock()
 		v.errs = append(v.errs, fmt.Sprintf("%s %s: %d: %s (body %.300q)", method, target, status, Brief(err), tw.body.Bytes()))
 		v.mu.Unlock()
 	}
+}
+
+// ValidateAccepted checks a JSON request the API took (answered with a
+// 2xx) against the operation's request body and parameters.
+func ValidateAccepted(doc *openapi3.T, r *http.Request, pattern string, body []byte) error {
+	if pattern == "" {
+		return nil
+	}
+	method, path := DocPath(pattern)
+	item := doc.Paths.Value(path)
+	if item == nil || item.GetOperation(method) == nil {
+		return fmt.Errorf("the route %q is not in the document", pattern)
+	}
+	req := r.Clone(r.Context())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+		Request:    req,
+		PathParams: pathParams(path, r.URL.Path),
+		Route:      &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: item.GetOperation(method)},
+		Options:    &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+}
+
+// pathParams reads a request path's values for a document path's
+// {params}; the last takes the rest of the path, as {key...} does.
+func pathParams(docPath, reqPath string) map[string]string {
+	names := strings.Split(strings.Trim(docPath, "/"), "/")
+	values := strings.SplitN(strings.Trim(reqPath, "/"), "/", len(names))
+	out := map[string]string{}
+	for i, n := range names {
+		if i < len(values) && strings.HasPrefix(n, "{") {
+			out[strings.Trim(n, "{}")] = values[i]
+		}
+	}
+	return out
 }
 
 // ValidateResponse checks one response to r, which reached the route
@@ -286,6 +337,18 @@ func Brief(err error) string {
 		out = append(out, line)
 	}
 	return strings.Join(out, " ")
+}
+
+// teeReader keeps a copy of what is read through it.
+type teeReader struct {
+	io.ReadCloser
+	buf bytes.Buffer
+}
+
+func (t *teeReader) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	t.buf.Write(p[:n])
+	return n, err
 }
 
 // teeWriter passes a response on and keeps a copy of it.
