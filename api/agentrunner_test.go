@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +93,7 @@ func newAgentEnv(t *testing.T, open dbtest.Opener, model llm.Model, opts ...func
 	for _, fn := range opts {
 		fn(db, bus, &o)
 	}
-	srv := httptest.NewServer(api.New(o))
+	srv := newAPIServer(t, api.New(o))
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()

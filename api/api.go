@@ -1,6 +1,7 @@
 // Package api is parley's HTTP API: the /v1 REST routes over sessions and
 // runs, and the per-session Server-Sent Events stream of a run's events.
-// Every /v1 route needs an admin bearer token; every error body is
+// Every /v1 route but the OpenAPI document (openapi.yaml, served at
+// OpenAPIPath) needs an admin bearer token; every error body is
 // {"error": {"code": "...", "message": "..."}}.
 package api
 
@@ -119,6 +120,7 @@ type route struct {
 // routes are the API's routes.
 func (s *server) routes() []route {
 	return []route{
+		{"GET " + OpenAPIPath, s.openAPI},
 		{"GET /v1/sessions", s.listSessions},
 		{"POST /v1/sessions", s.createSession},
 		{"GET /v1/sessions/{id}", s.getSession},
@@ -206,6 +208,10 @@ const Challenge = `Bearer realm="parley"`
 // compared, in constant time, so the timing tells nothing.
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == OpenAPIPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			next.ServeHTTP(w, r) // the document describes routes, never data
+			return
+		}
 		if !s.authorized(r.Header.Get("Authorization")) {
 			refuseBody(w, r)
 			w.Header().Set("WWW-Authenticate", Challenge)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +54,9 @@ func TestAuth(t *testing.T) {
 	})
 	t.Run("no tokens configured", func(t *testing.T) {
 		h := api.New(api.Options{Store: e.store})
-		rec := httptest.NewRecorder()
 		req, _ := http.NewRequest("GET", "/v1/sessions", nil)
 		req.Header.Set("Authorization", "Bearer ")
-		h.ServeHTTP(rec, req)
+		rec := serveChecked(t, h, req)
 		if rec.Code != http.StatusUnauthorized {
 			t.Fatalf("status %d", rec.Code)
 		}

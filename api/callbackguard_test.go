@@ -129,7 +129,7 @@ func TestCallbacksReachInternalAddressesOnlyWhenAllowed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := &receiver{}
-			hook := httptest.NewServer(rc)
+			hook := newHookServer(t, rc)
 			t.Cleanup(hook.Close)
 			target := strings.Replace(hook.URL, "127.0.0.1", "localhost", 1) + "/replies"
 			e := newAgentEnv(t, dbtest.SQLite, echo.New(), withCallbacksAllowing(t, tc.allow...))

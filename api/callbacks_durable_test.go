@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +82,7 @@ func runCallbacks(t *testing.T, db *dbutil.DB, st *sessions.SQLStore) {
 func TestReplyCallbackSurvivesACrashAfterTheReply(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
 		rc := newCountingReceiver()
-		hook := httptest.NewServer(rc)
+		hook := newHookServer(t, rc)
 		t.Cleanup(hook.Close)
 		db := open(t)
 		st, s := hookedStore(t, db, time.Millisecond, hook.URL)
@@ -115,7 +114,7 @@ func TestReplyCallbackSurvivesACrashAfterTheReply(t *testing.T) {
 func TestTwoCallbackSendersPostEachOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
 		rc := newCountingReceiver()
-		hook := httptest.NewServer(rc)
+		hook := newHookServer(t, rc)
 		t.Cleanup(hook.Close)
 		db := open(t)
 		st, s := hookedStore(t, db, time.Millisecond, hook.URL)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func TestCallbackSendersOnTwoReplicasPostEachOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 				rc := newCountingReceiver()
-				hook := httptest.NewServer(slowReceiver{rc, tc.delay})
+				hook := newHookServer(t, slowReceiver{rc, tc.delay})
 				t.Cleanup(hook.Close)
 				st, s := hookedStore(t, a, time.Millisecond, hook.URL)
 				for i := range tc.n {
@@ -102,7 +101,7 @@ func TestCallbackOfADeadSenderIsTakenOverWhenItsLeaseLapses(t *testing.T) {
 	dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 		ctx := context.Background()
 		rc := newCountingReceiver()
-		hook := httptest.NewServer(rc)
+		hook := newHookServer(t, rc)
 		t.Cleanup(hook.Close)
 		st, s := hookedStore(t, a, time.Millisecond, hook.URL)
 		reply, err := st.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "claimed, then the claimer died"})
@@ -161,7 +160,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestStoppingCallbackSenderHandsOverAtOnce(t *testing.T) {
 	dbtest.EachTwoHandles(t, func(t *testing.T, a, b *dbutil.DB) {
 		rc := newCountingReceiver()
-		hook := httptest.NewServer(rc)
+		hook := newHookServer(t, rc)
 		t.Cleanup(hook.Close)
 		st, s := hookedStore(t, a, time.Millisecond, hook.URL)
 		const n = 3

@@ -6,7 +6,6 @@ import (
 	"github.com/parleyd/parley/signing"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,7 +74,7 @@ func withCallbacks(t *testing.T) func(*dbutil.DB, *events.Bus, *api.Options) {
 func TestReplyCallbacks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
 		rc := &receiver{statuses: []int{http.StatusInternalServerError}}
-		hook := httptest.NewServer(rc)
+		hook := newHookServer(t, rc)
 		t.Cleanup(hook.Close)
 		e := newAgentEnv(t, open, echo.New(), withCallbacks(t))
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -67,7 +66,7 @@ func newClientEnv(t *testing.T, open dbtest.Opener, model llm.Model, withHub boo
 	feed := log.Feed(bus)
 	fed := make(chan error, 1)
 	go func() { fed <- feed(ctx) }()
-	srv := httptest.NewServer(api.New(api.Options{Store: st, Runner: ar, Events: log, Tokens: []string{token}, DefaultAgent: "main",
+	srv := newAPIServer(t, api.New(api.Options{Store: st, Runner: ar, Events: log, Tokens: []string{token}, DefaultAgent: "main",
 		Heartbeat: time.Hour, ClientTools: hub, ToolTaken: func(name string) bool { return name == "memory_write" }}))
 	t.Cleanup(func() {
 		srv.Close()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,7 +130,7 @@ func TestReplayOfADroppedRun(t *testing.T) {
 		st := sessions.NewStore(db, sessions.WithBus(bus))
 		// A budget of one byte: every run is dropped as it finishes.
 		l := api.NewEventLogWith(api.EventLogOptions{MaxBytes: 1, Runs: api.NewRunRecords(db)})
-		srv := httptest.NewServer(api.New(api.Options{Store: st, Events: l, Tokens: []string{token}, Heartbeat: time.Hour}))
+		srv := newAPIServer(t, api.New(api.Options{Store: st, Events: l, Tokens: []string{token}, Heartbeat: time.Hour}))
 		defer srv.Close()
 		feedCtx, stopFeed := context.WithCancel(context.Background())
 		feedDone := make(chan error, 1)

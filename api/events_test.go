@@ -21,7 +21,14 @@ import (
 )
 
 func ev(sessionID, typ string) api.Event {
-	return api.Event{SessionID: sessionID, Type: typ, Data: json.RawMessage(`{}`)}
+	return api.Event{SessionID: sessionID, Type: typ, Data: json.RawMessage(eventData[typ])}
+}
+
+// eventData is a run event's data as the feed writes it, by type.
+var eventData = map[string]string{
+	api.TypeTurnStarted:  `{"agent_id":"main","model":"echo"}`,
+	api.TypeMessageDelta: `{"text":"hi"}`,
+	api.TypeTurnFinished: `{"steps":1,"usage":{"input":1,"output":1,"reasoning":0,"cache_read":0,"cache_write":0},"aborted":false}`,
 }
 
 func nextBatch(t *testing.T, s *api.Stream) []api.Event {
@@ -298,7 +305,7 @@ func TestEventsRoute(t *testing.T) {
 		t.Fatalf("resume at %s", got.ID)
 	}
 	h := api.New(api.Options{Store: e.store, Tokens: []string{token}})
-	if rec := serve(h, "GET", "/v1/sessions/"+string(s.ID)+"/events", ""); rec.Code != 503 {
+	if rec := serve(t, h, "GET", "/v1/sessions/"+string(s.ID)+"/events", ""); rec.Code != 503 {
 		t.Fatalf("no event log: %d", rec.Code)
 	}
 }

@@ -106,7 +106,7 @@ func newEnv(t *testing.T, open dbtest.Opener) *env {
 			return nil, ""
 		},
 	})
-	srv := httptest.NewServer(h)
+	srv := newAPIServer(t, h)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, store: st, runner: fr, events: log}
 }
@@ -260,10 +260,11 @@ func (c *sseClient) next(t *testing.T) api.Event {
 	return api.Event{}
 }
 
-func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+// serve answers one request with h in process, its response checked
+// against the OpenAPI document as newAPIServer's are.
+func serve(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec
+	return serveChecked(t, h, req)
 }

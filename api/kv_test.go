@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ func newKVEnv(t *testing.T, open dbtest.Opener) (*env, *kv.Store) {
 	db := open(t)
 	st := sessions.NewStore(db)
 	store := kv.NewStore(db, kv.WithLimits(kv.Limits{MaxKeys: 50}), kv.WithClock(func() time.Time { return time.UnixMilli(1700000000000) }))
-	srv := httptest.NewServer(api.New(api.Options{Store: st, KV: store, Tokens: []string{token}, DefaultAgent: "main", Heartbeat: time.Hour}))
+	srv := newAPIServer(t, api.New(api.Options{Store: st, KV: store, Tokens: []string{token}, DefaultAgent: "main", Heartbeat: time.Hour}))
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, store: st}, store
 }

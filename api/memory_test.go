@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ func newMemoryEnv(t *testing.T, open dbtest.Opener) (*env, *memory.Store) {
 		Store: sessions.NewStore(db), Memory: mem, Tokens: []string{token},
 		DefaultAgent: "main", KnownAgent: func(id string) bool { return id == "main" || id == "helper" },
 	})
-	srv := httptest.NewServer(h)
+	srv := newAPIServer(t, h)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv}, mem
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 // An unauthenticated request is answered while its body is still coming,
 // without waiting for the rest.
 func TestUnauthorizedIsAnsweredBeforeTheBody(t *testing.T) {
-	hs := httptest.NewServer(api.New(api.Options{Tokens: []string{strings.Repeat("t", 40)}}))
+	hs := newAPIServer(t, api.New(api.Options{Tokens: []string{strings.Repeat("t", 40)}}))
 	defer hs.Close()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
 	if err != nil {

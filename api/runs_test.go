@@ -207,7 +207,7 @@ func TestRunRoutes(t *testing.T) {
 			if strings.HasSuffix(p, "abort") {
 				method = "POST"
 			}
-			rec := serve(h, method, p, "")
+			rec := serve(t, h, method, p, "")
 			if rec.Code != 503 {
 				t.Errorf("%s: %d", p, rec.Code)
 			}

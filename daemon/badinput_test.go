@@ -224,6 +224,9 @@ func badInputCases(session string) []badRequestCase {
 	// The daemon's own reads, MCP, and the dashboard (with the bearer token).
 	add("GET status", "GET", "/v1/status", nil, nil)
 	add("GET replicas", "GET", "/v1/replicas", nil, nil)
+	for i, v := range badTexts {
+		add(fmt.Sprintf("GET openapi query %d", i), "GET", "/v1/openapi.json?v="+url.QueryEscape(v), nil, nil)
+	}
 	for i, b := range broken {
 		add(fmt.Sprintf("mcp body %d", i), "POST", "/mcp", []byte(b), http.Header{"Accept": {"application/json, text/event-stream"}})
 	}

@@ -51,7 +51,7 @@ func AppRoutes(mux *http.ServeMux, channels map[adapters.ID]adapters.Adapter, v1
 	}
 	if h, ok := channels[webhooks.AdapterID].(http.Handler); ok {
 		// Every method: the hooks answer a wrong one as an unknown hook.
-		mux.Handle("/hooks/{id}", h)
+		mux.Handle(webhooks.Pattern, h)
 	}
 }
 

@@ -102,7 +102,7 @@ func (s *Server) readBody(h config.Hook, r *http.Request) ([]byte, *apiError) {
 		case slots <- struct{}{}:
 			defer func() { <-slots }()
 		default:
-			return nil, fail(http.StatusTooManyRequests, "busy", "this hook is reading too many requests at once; try again in a second")
+			return nil, fail(http.StatusTooManyRequests, "too_many_requests", "this hook is reading too many requests at once; try again in a second")
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -146,9 +147,11 @@ func TestPendingBodiesAreCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var refusal struct{ Error struct{ Code string } }
+	_ = json.NewDecoder(resp.Body).Decode(&refusal)
 	resp.Body.Close()
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("a third pending body: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || refusal.Error.Code != "too_many_requests" {
+		t.Fatalf("a third pending body: %d %q, Retry-After %q", resp.StatusCode, refusal.Error.Code, resp.Header.Get("Retry-After"))
 	}
 	if status, out := post(t, hs.URL+"/hooks/tok", []byte(`{}`), map[string]string{"Authorization": "Bearer " + secret}); status != 202 {
 		t.Fatalf("token hook while ci is full: %d %v", status, out)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/api/openapitest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
@@ -68,7 +69,7 @@ func setupGuarded(t *testing.T, db *dbutil.DB, hooks string, tx bool, now func()
 	go func() { defer wg.Done(); _ = srv.Start(ctx, target) }()
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/{id}", srv)
-	hs := httptest.NewServer(mux)
+	hs := openapitest.Server(t, mux)
 	t.Cleanup(func() { hs.Close(); cancel(); wg.Wait() })
 	return srv, k, hs
 }

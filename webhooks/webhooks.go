@@ -39,6 +39,9 @@ import (
 // AdapterID is the adapter webhook deliveries arrive on and replies return to.
 const AdapterID adapters.ID = "webhook"
 
+// Pattern is the ServeMux pattern the hooks are served at, beside /v1.
+const Pattern = "/hooks/{id}"
+
 // Limits.
 const (
 	// MaxBody is the largest request body taken.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/parleyd/parley/api/openapitest"
 	"github.com/parleyd/parley/signing"
 	"log/slog"
 	"net/http"
@@ -87,7 +88,7 @@ func setupOn(t testing.TB, db *dbutil.DB, hooks string, answer string) (*Server,
 	go func() { _ = srv.Start(ctx, k) }()
 	mux := http.NewServeMux()
 	mux.Handle("POST /hooks/{id}", srv)
-	hs := httptest.NewServer(mux)
+	hs := openapitest.Server(t, mux)
 	t.Cleanup(func() { hs.Close(); cancel() })
 	return srv, k, hs, func() []notice {
 		mu.Lock()
@@ -359,7 +360,7 @@ func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
 	go func() { _ = srv.Start(ctx, &sink{srv: srv}) }()
 	mux := http.NewServeMux()
 	mux.Handle("POST /hooks/{id}", srv)
-	hs := httptest.NewServer(mux)
+	hs := openapitest.Server(t, mux)
 	defer hs.Close()
 
 	body := []byte(`{"repo":"BODY-MARKER"}`)
