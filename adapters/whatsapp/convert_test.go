@@ -177,7 +177,7 @@ func TestConvert(t *testing.T) {
 					t.Errorf("file id %q", f.ID)
 				}
 				f.ID = ""
-				if f != w.files[i] {
+				if !reflect.DeepEqual(f, w.files[i]) {
 					t.Errorf("file %+v, want %+v", f, w.files[i])
 				}
 			}
