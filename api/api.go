@@ -200,6 +200,10 @@ func New(opts Options) http.Handler {
 	return s.auth(mux)
 }
 
+// NoTokens is the API's refusal when no token is configured: every
+// request is refused until one is.
+const NoTokens = "this parley has no API token, so the API and the web chat are off: run parley init, or add one (openssl rand -hex 32) under http.tokens in the config and restart parley"
+
 // Challenge is the WWW-Authenticate of every refusal for want of a token,
 // the API's and the routes beside it.
 const Challenge = `Bearer realm="parley"`
@@ -215,7 +219,11 @@ func (s *server) auth(next http.Handler) http.Handler {
 		if !s.authorized(r.Header.Get("Authorization")) {
 			refuseBody(w, r)
 			w.Header().Set("WWW-Authenticate", Challenge)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
+			msg := "missing or invalid bearer token: use one of http.tokens in parley's config"
+			if len(s.tokens) == 0 {
+				msg = NoTokens
+			}
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -60,6 +60,17 @@ func TestAuth(t *testing.T) {
 		if rec.Code != http.StatusUnauthorized {
 			t.Fatalf("status %d", rec.Code)
 		}
+		// It says the API is off and how to turn it on, not that the
+		// token was wrong: the web chat shows it.
+		if !strings.Contains(rec.Body.String(), "this parley has no API token") || !strings.Contains(rec.Body.String(), "parley init") {
+			t.Fatalf("the refusal with no tokens configured: %s", rec.Body.String())
+		}
+	})
+	t.Run("a wrong token is told where tokens are", func(t *testing.T) {
+		r := e.doAuth(t, "GET", "/v1/sessions", "", "Bearer nope")
+		if !strings.Contains(string(r.body), "use one of http.tokens") {
+			t.Fatalf("a wrong token's refusal: %s", r.body)
+		}
 	})
 }
 
