@@ -99,7 +99,9 @@ func TestWebChatAnswersAPermissionAsk(t *testing.T) {
 
 	// Undo takes back a later exchange.
 	say("second")
-	p.WaitTrue(`(`+replied+`)("second")`, 60*time.Second)
+	// Undo waits for the run to end (the page reads the stored
+	// conversation after the reply), as its disabled button shows.
+	p.WaitTrue(`(`+replied+`)("second") && !running && !document.getElementById("undo").disabled`, 60*time.Second)
 	p.Eval(`document.getElementById("undo").click()`, nil)
 	p.WaitTrue(`[...document.querySelectorAll(".msg.note")].some(b => b.dataset.done && b.textContent.startsWith("Undone"))`, 60*time.Second)
 	if got := live(sid); strings.Contains(got, "second") || !strings.HasSuffix(got, "assistant:searched again") {
