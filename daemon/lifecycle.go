@@ -291,7 +291,7 @@ func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
-		"listen", ln.Addr().String(), "agents", len(d.cfg().Agents), "web_chat", httpserve.LocalURL(ln.Addr())+"/", "dashboard", httpserve.LocalURL(ln.Addr())+"/admin")
+		"listen", ln.Addr().String(), "agents", len(d.cfg().Agents), "web_chat", httpserve.LocalURL(ln.Addr().String())+"/", "dashboard", httpserve.LocalURL(ln.Addr().String())+"/admin")
 	d.serveErr = make(chan error, 1)
 	go func() { d.serveErr <- d.srv.Serve(ln) }()
 }

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil"
 )
@@ -47,11 +45,8 @@ type ReadyOptions struct {
 
 // DiskFree is the space an unprivileged writer has left on dir's filesystem.
 func DiskFree(dir string) (uint64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", dir, err)
-	}
-	return st.Bavail * uint64(st.Bsize), nil
+	free, _, err := dbutil.DiskSpace(dir)
+	return free, err
 }
 
 // Health serves /healthz and /readyz. /readyz needs no token, so it

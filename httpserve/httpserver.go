@@ -86,12 +86,12 @@ func Lazy(build func() http.Handler) http.Handler {
 }
 
 // LocalURL is the http:// address a person on this host opens to reach a
-// listener: an address bound to every interface (0.0.0.0, ::) is
-// reached at localhost.
-func LocalURL(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
+// listener at addr: one bound to every interface (":8080", 0.0.0.0, ::)
+// is reached at localhost.
+func LocalURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://" + addr.String()
+		return "http://" + addr
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "localhost"

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/parleyd/parley/httpserve"
 )
 
 // cmdHealthcheck asks the daemon on this config whether it is ready: for a
@@ -27,7 +29,7 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout io.Writer) error 
 		if cfg.HTTP.OpsListen != "" {
 			listen = cfg.HTTP.OpsListen
 		}
-		target = baseURL(listen)
+		target = httpserve.LocalURL(listen)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/textcut"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -31,7 +31,7 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if args[0] == "ls" {
 		return printTable(stdout, "no hooks configured; add them under hooks in the config", "ID\tURL\tAUTH\tAGENT\tMODE\tNOTIFY", cfg.Hooks, func(h config.Hook) string {
-			return fmt.Sprintf("%s\t%s/hooks/%s\t%s\t%s\t%s\t%v", h.ID, baseURL(cfg.HTTP.Listen), h.ID, h.Auth, h.Agent, h.Mode, h.Notify)
+			return fmt.Sprintf("%s\t%s/hooks/%s\t%s\t%s\t%s\t%v", h.ID, httpserve.LocalURL(cfg.HTTP.Listen), h.ID, h.Auth, h.Agent, h.Mode, h.Notify)
 		})
 	}
 	if *limit < 1 || *limit > 1000 {
@@ -54,17 +54,4 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 		reply = textcut.Runes(reply, 60, "…")
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", d.ReceivedAt.Local().Format(time.DateTime), d.Status, d.HTTPStatus, d.Duration, d.SessionKey, reply)
 	})
-}
-
-// baseURL is where this machine reaches a daemon listening on listen: its
-// host, or localhost when it listens on every interface.
-func baseURL(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "http://" + listen
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "localhost"
-	}
-	return "http://" + net.JoinHostPort(host, port)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/daemon"
 	"github.com/parleyd/parley/doctor"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/llm"
 )
 
@@ -338,8 +339,8 @@ func (s *setup) write() error {
 
 func (s *setup) nextSteps(w io.Writer, linked bool) {
 	fmt.Fprintf(w, "\nNext:\n  1. Start it:      parley run --config %s\n", s.path)
-	fmt.Fprintf(w, "  2. Web chat:      %s/#token=%s\n", baseURL(s.listen), s.apiToken)
-	fmt.Fprintf(w, "     Dashboard:     %s/admin (sign in with the same token)\n", baseURL(s.listen))
+	fmt.Fprintf(w, "  2. Web chat:      %s/#token=%s\n", httpserve.LocalURL(s.listen), s.apiToken)
+	fmt.Fprintf(w, "     Dashboard:     %s/admin (sign in with the same token)\n", httpserve.LocalURL(s.listen))
 	n := 3
 	if s.telegramToken != "" {
 		fmt.Fprintf(w, "  %d. Telegram:      message %s; it answers with a pairing code, which you approve with\n                    parley pairing ls --config %s  and  parley pairing approve CODE --config %s\n", n, cmpOr(s.telegramBot, "your bot"), s.path, s.path)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/httpserve"
 )
 
 // config check reports everything `parley run` refuses, every problem at
@@ -171,8 +173,8 @@ func TestHookBaseURL(t *testing.T) {
 		"[::1]:8080":     "http://[::1]:8080",
 		"parley.lan:80":  "http://parley.lan:80",
 	} {
-		if got := baseURL(listen); got != want {
-			t.Errorf("baseURL(%q) = %q, want %q", listen, got, want)
+		if got := httpserve.LocalURL(listen); got != want {
+			t.Errorf("LocalURL(%q) = %q, want %q", listen, got, want)
 		}
 	}
 }

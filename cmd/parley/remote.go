@@ -6,6 +6,7 @@ import (
 
 	"github.com/parleyd/parley/client"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/runfile"
 )
 
@@ -46,5 +47,5 @@ func serverURL(server string) string {
 	if strings.HasPrefix(server, "http://") || strings.HasPrefix(server, "https://") {
 		return server
 	}
-	return baseURL(server)
+	return httpserve.LocalURL(server)
 }
