@@ -20,18 +20,19 @@ func ListModels(ctx context.Context, base, apiKey string) ([]string, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/models", nil)
 	if err != nil {
-		return nil, fmt.Errorf("the base URL %q: %w", base, err)
+		return nil, fmt.Errorf("the base URL is not a URL (%v); write it as http://host:port/v1", unwrapURL(err))
 	}
 	if apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
+	where := strings.TrimSuffix(req.URL.Redacted(), "/models") // without a password the URL may hold
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no answer from %s: is the server running there? (%v)", base, unwrapURL(err))
+		return nil, fmt.Errorf("no answer from %s: is the server running there? (%v)", where, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s/models answered HTTP %s", strings.TrimRight(base, "/"), resp.Status)
+		return nil, fmt.Errorf("%s/models answered HTTP %s", where, resp.Status)
 	}
 	var list struct {
 		Data []struct {
@@ -39,7 +40,7 @@ func ListModels(ctx context.Context, base, apiKey string) ([]string, error) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
-		return nil, fmt.Errorf("%s/models is not an OpenAI-compatible model list: %v", strings.TrimRight(base, "/"), err)
+		return nil, fmt.Errorf("%s/models is not an OpenAI-compatible model list: %v", where, err)
 	}
 	var ids []string
 	for _, m := range list.Data {
