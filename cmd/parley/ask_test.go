@@ -146,18 +146,8 @@ func TestChatBesideTheDaemonKeepsTheCLISession(t *testing.T) {
 	}
 	cancel()
 	<-done
-	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
-	if code != 0 || strings.Count(list, "cli:chat") != 1 || strings.Contains(list, "api:") {
-		t.Fatalf("sessions: one cli:chat and no API session wanted:\n%s", list)
-	}
-	id := ""
-	for _, line := range strings.Split(list, "\n") {
-		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
-			id = f[0]
-		}
-	}
-	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
-	if code != 0 || !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
+	id, show := onlyCLIChat(t, ctx, path)
+	if !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
 		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
 	}
 }
@@ -192,18 +182,8 @@ func TestChatBesideTheDaemonOpensCLIChat(t *testing.T) {
 	}
 	cancel()
 	<-done
-	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
-	if code != 0 || strings.Count(list, "cli:chat") != 1 || strings.Contains(list, "api:") {
-		t.Fatalf("sessions: one cli:chat and no API session wanted:\n%s", list)
-	}
-	id := ""
-	for _, line := range strings.Split(list, "\n") {
-		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
-			id = f[0]
-		}
-	}
-	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
-	if code != 0 || !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
+	id, show := onlyCLIChat(t, ctx, path)
+	if !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
 		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
 	}
 }
@@ -253,4 +233,25 @@ func TestChatBesideTheDaemonRunsTheChatControls(t *testing.T) {
 	if code != 0 || strings.Contains(show, "two") || strings.Count(show, "one") < 2 {
 		t.Fatalf("the cli:chat session (%s) after /undo and /retry:\n%s", id, show)
 	}
+}
+
+// onlyCLIChat is the stored id and `parley sessions show` of the one
+// cli:chat session at path's database, failing unless there is exactly
+// one and no API session.
+func onlyCLIChat(t *testing.T, ctx context.Context, path string) (id, show string) {
+	t.Helper()
+	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
+	if code != 0 || strings.Count(list, "cli:chat") != 1 || strings.Contains(list, "api:") {
+		t.Fatalf("sessions: one cli:chat and no API session wanted:\n%s", list)
+	}
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
+			id = f[0]
+		}
+	}
+	code, show, _ = parley(t, ctx, "sessions", "show", id, "--config", path)
+	if code != 0 {
+		t.Fatalf("sessions show %s: exit %d", id, code)
+	}
+	return id, show
 }

@@ -153,19 +153,9 @@ func TestChatAnswersAPermissionAsk(t *testing.T) {
 	cancel()
 	<-done
 
-	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
-	if code != 0 || strings.Count(list, "cli:chat") != 1 || strings.Contains(list, "api:") {
-		t.Fatalf("sessions: one cli:chat and no API session wanted:\n%s", list)
-	}
-	id := ""
-	for _, line := range strings.Split(list, "\n") {
-		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "cli:chat") {
-			id = f[0]
-		}
-	}
-	code, show, _ := parley(t, ctx, "sessions", "show", id, "--config", path)
+	id, show := onlyCLIChat(t, ctx, path)
 	for _, want := range []string{"look up plans", "look up again", "and once more"} {
-		if code != 0 || !strings.Contains(show, want) {
+		if !strings.Contains(show, want) {
 			t.Fatalf("the cli:chat session (%s) doesn't hold %q:\n%s", id, want, show)
 		}
 	}
