@@ -84,13 +84,14 @@ type Daemon struct {
 	applied  int
 
 	// What Start started, for Stop.
-	serve       bool      // serve HTTP (parley run; not parley chat)
-	configUsed  string    // the config file's path, for the start-up line
-	version     string    // the build's, for the start-up line
-	started     time.Time // when Start began
-	listen      string    // the app server's address, once listening
-	runFile     string    // the run file this daemon wrote
-	reloadMu    sync.Mutex
+	serve      bool   // serve HTTP (parley run; not parley chat)
+	configUsed string // the config file's path, for the start-up line
+	version    string // the build's, for the start-up line
+	runFile    string // the run file this daemon wrote
+	// liveMu guards what status reads while Start and reload write it.
+	liveMu      sync.Mutex
+	started     time.Time    // when Start began
+	listen      string       // the app server's address, once listening
 	reloadedAt  time.Time    // the last reload, ok or not
 	reloadErr   string       // why it failed
 	srv, ops    *http.Server // the app's server and the optional ops server

@@ -34,13 +34,14 @@ func (d *Daemon) Snapshot(ctx context.Context) (Status, error) {
 // statusSources are the parts status reads.
 func (d *Daemon) statusSources() status.Sources {
 	src := status.Sources{Channels: d.adapters, Elsewhere: d.runElsewhere, Gateway: d.gw, Outbox: d.store, Runs: d.runner.Statuses().All,
-		Status: Status{Version: d.version, Started: d.started, Listen: d.listen, Replica: d.replicas.ID(d.cfg().Gateway.ReplicaID), Engine: string(d.db.Dialect)}}
+		Status: Status{Version: d.version, Replica: d.replicas.ID(d.cfg().Gateway.ReplicaID), Engine: string(d.db.Dialect)}}
 	if d.cron != nil {
 		src.Cron = d.cron.Store()
 	}
-	d.reloadMu.Lock()
+	d.liveMu.Lock()
+	src.Status.Started, src.Status.Listen = d.started, d.listen
 	src.Reloaded, src.ReloadError = d.reloadedAt, d.reloadErr
-	d.reloadMu.Unlock()
+	d.liveMu.Unlock()
 	return src
 }
 

@@ -112,7 +112,9 @@ func (d *Daemon) goLoop(ctx context.Context, name string, fn func(context.Contex
 // returns the error.
 func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.allStopped = make(chan struct{})
+	d.liveMu.Lock()
 	d.started = time.Now()
+	d.liveMu.Unlock()
 	defer func() {
 		if err != nil {
 			d.stopLoops()
@@ -275,7 +277,9 @@ func (d *Daemon) adviseWhenBare() {
 // startHTTP serves the API, the web chat, the webhooks and the health and
 // metrics routes (on http.ops_listen when it is set).
 func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
+	d.liveMu.Lock()
 	d.listen = ln.Addr().String()
+	d.liveMu.Unlock()
 	v1 := d.lazyAPI()
 	d.srv = httpserve.NewServer(d.metricsHandler(d.withStatus(httpserve.Handler(d.db, d.adapters, v1, d.readyOptions()))))
 	if opsLn != nil {

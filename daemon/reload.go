@@ -70,8 +70,8 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) 
 
 // noteReload records a reload's time and outcome for the status.
 func (d *Daemon) noteReload(err error) {
-	d.reloadMu.Lock()
-	defer d.reloadMu.Unlock()
+	d.liveMu.Lock()
+	defer d.liveMu.Unlock()
 	d.reloadedAt = time.Now()
 	d.reloadErr = ""
 	if err != nil {
