@@ -29,7 +29,9 @@ func TestWebChatRetryUndoBranch(t *testing.T) {
 	say("first")
 	p.WaitTrue(`(`+replied+`)("first")`, 60*time.Second)
 	say("second")
-	p.WaitTrue(`(`+replied+`)("second") && !document.getElementById("actions").hidden`, 60*time.Second)
+	// Undo is disabled while the run goes on (a person sees it greyed out), so
+	// the click waits for the run's end, as a person's would.
+	p.WaitTrue(`(`+replied+`)("second") && !document.getElementById("actions").hidden && !running && !document.getElementById("undo").disabled`, 60*time.Second)
 	var sid string
 	p.Eval(`sessionID`, &sid)
 	live := func(id string) string {
