@@ -2,8 +2,11 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -222,4 +225,55 @@ func sessionModel(meta json.RawMessage) string {
 		return ""
 	}
 	return strings.TrimSpace(v.Model)
+}
+
+// PromptDigest is a system prompt's SHA-256, as "sha256:" and its hex: each
+// assistant message records its turn's (metadata.system_prompt_digest), so
+// two runs can be compared for the prompt they sent. Empty for no prompt.
+func PromptDigest(system string) string {
+	if system == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(system))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// omitToolResults replaces, in a prompt's messages, the results of the
+// tools omit names that came before its last user message (earlier turns':
+// the turn in progress keeps its own) by a line saying they were left out.
+// The result itself stays: every call keeps its answer, as providers want.
+func omitToolResults(msgs []llm.Message, omit []string) {
+	if len(omit) == 0 {
+		return
+	}
+	last := -1
+	for i, m := range msgs {
+		if m.Role == llm.RoleUser {
+			last = i
+		}
+	}
+	names := map[string]string{} // call id -> tool
+	for i := range last {
+		m := &msgs[i]
+		for _, c := range m.ToolCalls {
+			names[c.ID] = c.Name
+		}
+		if m.Role != llm.RoleTool {
+			continue
+		}
+		if name, ok := names[m.ToolCallID]; ok && matchesAny(omit, name) {
+			m.Content = "[" + name + "'s result is left out of the context by this agent's history.omit_tool_results]"
+		}
+	}
+}
+
+// matchesAny reports whether name is one of patterns, or matches one of
+// them with * and ?.
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok || p == name {
+			return true
+		}
+	}
+	return false
 }

@@ -1,13 +1,18 @@
 package agent
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
@@ -265,5 +270,99 @@ func TestSessionModel(t *testing.T) {
 		if got := sessionModel(json.RawMessage(tc.meta)); got != tc.want {
 			t.Errorf("sessionModel(%s) = %q, want %q", tc.meta, got, tc.want)
 		}
+	}
+}
+
+// Each assistant message records the SHA-256 of the system prompt its turn
+// sent, so two runs can be compared: the same prompt gives the same
+// digest, a changed one another.
+func TestAssistantMessagesRecordThePromptDigest(t *testing.T) {
+	model := echo.New()
+	e := newEnv(t, model)
+	s := e.session(sessions.CLIKey("u1", "a1"))
+	digests := func() []string {
+		t.Helper()
+		msgs, err := e.store.Messages(context.Background(), s.ID, sessions.MessagesOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			if m.Role != sessions.RoleAssistant {
+				continue
+			}
+			var meta struct {
+				Digest string `json:"system_prompt_digest"`
+			}
+			if err := json.Unmarshal(m.Metadata, &meta); err != nil {
+				t.Fatalf("assistant message %s metadata %q: %v", m.ID, m.Metadata, err)
+			}
+			out = append(out, meta.Digest)
+		}
+		return out
+	}
+	for i, prompt := range []string{"PROMPT-ONE", "PROMPT-ONE", "PROMPT-TWO"} {
+		if _, err := e.run(Request{Session: s, Agent: AgentConfig{ID: "a1", Prompt: prompt}, Inputs: []Input{{Text: fmt.Sprint("hi ", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, reqs := digests(), model.Requests()
+	if len(got) != 3 || len(reqs) != 3 {
+		t.Fatalf("%d digests for %d model calls, want 3 each", len(got), len(reqs))
+	}
+	for i, r := range reqs {
+		sum := sha256.Sum256([]byte(r.System))
+		if want := "sha256:" + hex.EncodeToString(sum[:]); got[i] != want {
+			t.Fatalf("reply %d: digest %q, want %q of the prompt sent", i, got[i], want)
+		}
+	}
+	if got[0] != got[1] || got[1] == got[2] {
+		t.Fatalf("digests %q: the same prompt must give the same one, a changed prompt another", got)
+	}
+}
+
+// history.omit_tool_results: an earlier turn's result of a named tool is
+// replaced by a line saying so in the next turn's prompt; another tool's is
+// kept, and the turn in progress sees its own result of the named tool.
+func TestOmittedToolResultsLeaveThePrompt(t *testing.T) {
+	model := echo.New().
+		Then(llm.Response{ToolCalls: []llm.ToolCall{call("c1", "web_fetch", `{}`), call("c2", "ping", `{}`)}}).
+		Then(llm.Response{Text: "read it"}).
+		Then(llm.Response{ToolCalls: []llm.ToolCall{call("c3", "web_fetch", `{}`)}}).
+		Then(llm.Response{Text: "read again"})
+	e := newEnv(t, model)
+	e.register(textTool("web_fetch", "BIG-PAGE"), textTool("ping", "PONG"))
+	sess := e.cliSession()
+	cfg := AgentConfig{Tools: []string{"web_fetch", "ping"}, OmitToolResults: []string{"web_*"}}
+	for _, text := range []string{"fetch it", "fetch it again"} {
+		if _, err := e.run(Request{Session: sess, Agent: cfg, Inputs: []Input{{Text: text}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model calls, want 4", len(reqs))
+	}
+	results := func(r llm.Request) map[string]string {
+		out := map[string]string{}
+		for _, m := range r.Messages {
+			if m.Role == llm.RoleTool {
+				out[m.ToolCallID] = m.Content
+			}
+		}
+		return out
+	}
+	// The first turn's own results reach the model whole.
+	if got := results(reqs[1]); got["c1"] != "BIG-PAGE" || got["c2"] != "PONG" {
+		t.Fatalf("first turn's second call saw %v", got)
+	}
+	// The next turn: c1 left out, c2 kept; then its own c3 whole.
+	got := results(reqs[3])
+	if strings.Contains(got["c1"], "BIG-PAGE") || !strings.Contains(got["c1"], "left out") || got["c2"] != "PONG" || got["c3"] != "BIG-PAGE" {
+		t.Fatalf("second turn saw %v", got)
+	}
+	// What is stored is whole: only the prompt leaves it out.
+	if stored := e.messages(sess.ID); !strings.Contains(fmt.Sprint(stored), "BIG-PAGE") {
+		t.Fatal("the stored tool result lost its content")
 	}
 }

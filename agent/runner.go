@@ -166,7 +166,11 @@ type AgentConfig struct {
 	// HistoryTurns caps the user turns sent; 0 means the session kind's
 	// default (channels 30, cron and webhook 10, cli and api 50).
 	HistoryTurns int
-	Location     *time.Location
+	// OmitToolResults names tools (exactly, or by a pattern with * and ?)
+	// whose results earlier turns got are left out of the prompt: each is
+	// replaced by a line saying so. The current turn's own are kept.
+	OmitToolResults []string
+	Location        *time.Location
 	// Minimal selects the minimal prompt mode; cron and webhook sessions
 	// always use it.
 	Minimal bool

@@ -28,6 +28,8 @@ type turn struct {
 	res   Result
 	spec  string
 	model llm.Model
+	// digest is the system prompt's, for each assistant message's metadata.
+	digest string
 	// fallback is how many of the agent's fallback models were tried.
 	fallback int
 	call     llm.Request
@@ -212,6 +214,7 @@ func (t *turn) prepare(ctx context.Context, open bool) error {
 		MaxTokens:       cfg.MaxOutputTokens,
 		ReasoningEffort: resolveEffort(t.req.Inputs, sess, cfg.ReasoningEffort),
 	}
+	t.digest = PromptDigest(t.call.System)
 	if t.side != nil {
 		t.call.Temperature = t.side.Temperature
 		if t.side.MaxTokens > 0 {
@@ -267,6 +270,7 @@ func (t *turn) loadHistory() error {
 	t.history = withoutSide(stored)
 	capped := capTurns(t.history, turns)
 	t.call.Messages = toLLM(capped)
+	omitToolResults(t.call.Messages, t.req.Agent.OmitToolResults)
 	t.attachImages()
 	t.attachStoredImages(capped)
 	if t.side != nil {
@@ -607,7 +611,7 @@ func (t *turn) appendReply(resp llm.Response) error {
 	if t.req.Finish == nil || !t.req.DeferCompaction || t.side != nil {
 		return t.appendAssistant(resp)
 	}
-	m, am := assistantMessage(resp, t.spec)
+	m, am := assistantMessage(resp, t.spec, t.digest)
 	m = t.marked(m)
 	stored, err := t.r.opts.Store.AppendWith(t.pctx, t.id, m, func(ctx context.Context, q dbutil.Querier, stored sessions.Message) error {
 		res := t.res
@@ -624,11 +628,15 @@ func (t *turn) appendReply(resp llm.Response) error {
 	return nil
 }
 
-// assistantMessage is resp as stored and as the model sees it next.
-func assistantMessage(resp llm.Response, spec string) (sessions.Message, llm.Message) {
+// assistantMessage is resp as stored and as the model sees it next; digest
+// is the system prompt's (PromptDigest), recorded in its metadata.
+func assistantMessage(resp llm.Response, spec, digest string) (sessions.Message, llm.Message) {
 	u := sessions.Usage{Input: resp.Usage.Input, Output: resp.Usage.Output, Reasoning: resp.Usage.Reasoning,
 		CacheRead: resp.Usage.CacheRead, CacheWrite: resp.Usage.CacheWrite}
 	m := sessions.Message{Role: sessions.RoleAssistant, Content: resp.Text, Model: spec, Usage: &u}
+	if digest != "" {
+		m.Metadata = json.RawMessage(`{"system_prompt_digest":"` + digest + `"}`)
+	}
 	am := llm.Message{Role: llm.RoleAssistant, Content: resp.Text, Thinking: resp.Thinking}
 	for _, c := range resp.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, sessions.ToolCall{ID: c.ID, Name: c.Name, Arguments: storableArgs(c.Arguments)})
@@ -638,7 +646,7 @@ func assistantMessage(resp llm.Response, spec string) (sessions.Message, llm.Mes
 }
 
 func (t *turn) appendAssistant(resp llm.Response) error {
-	m, am := assistantMessage(resp, t.spec)
+	m, am := assistantMessage(resp, t.spec, t.digest)
 	if err := t.append(m); err != nil {
 		return err
 	}

@@ -349,10 +349,19 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	f, err := parseFilter(r, false)
+	if err != nil {
+		return err
+	}
 	id := sessions.ID(r.PathValue("id"))
 	// One more than the page, to know whether another follows.
-	msgs, err := s.opts.Store.Messages(r.Context(), id, sessions.MessagesOptions{Archived: archived, Hidden: hidden,
-		Limit: limit + 1, After: after})
+	opts := sessions.MessagesOptions{Archived: archived, Hidden: hidden, Limit: limit + 1, After: after}
+	var msgs []sessions.Message
+	if f.any() {
+		msgs, err = s.filteredMessages(r.Context(), id, opts, f, limit)
+	} else {
+		msgs, err = s.opts.Store.Messages(r.Context(), id, opts)
+	}
 	if err != nil {
 		return err
 	}

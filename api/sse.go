@@ -21,6 +21,10 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	f, err := parseFilter(r, true)
+	if err != nil {
+		return err
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return errors.New("response writer cannot stream")
@@ -54,7 +58,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	flusher.Flush()
-	if len(replay) > 0 {
+	if replay = f.keepEvents(replay); len(replay) > 0 {
 		buf := make([]byte, 0, 1024)
 		for _, e := range replay {
 			buf = appendSSE(buf, e)
@@ -96,6 +100,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		case b, ok := <-batches:
 			if !ok {
 				return nil
+			}
+			if b = f.keepEvents(b); len(b) == 0 {
+				continue
 			}
 			buf = buf[:0]
 			for _, e := range b {

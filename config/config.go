@@ -514,6 +514,9 @@ type History struct {
 	CLI      int `yaml:"cli"`
 	API      int `yaml:"api"`
 	MCP      int `yaml:"mcp"`
+	// OmitToolResults names tools whose results earlier turns got are left
+	// out of the prompt (a line says so in their place).
+	OmitToolResults []string `yaml:"omit_tool_results"`
 }
 
 // Default returns the configuration used when there is no file.
@@ -730,6 +733,9 @@ func (c *Config) applyDefaults(set map[string]bool) {
 		}
 		if len(a.FallbackModels) == 0 {
 			a.FallbackModels = nil
+		}
+		if len(a.History.OmitToolResults) == 0 {
+			a.History.OmitToolResults = nil
 		}
 		for j := range a.Models {
 			a.Models[j] = strings.TrimSpace(a.Models[j])

@@ -34,7 +34,7 @@ func TestParseStructureProblems(t *testing.T) {
 		{
 			name: "unknown key deep in a list element",
 			src:  "agents:\n  - id: a\n    history:\n      chanels: 3\n",
-			want: []string{`parley.yaml:4: unknown key "agents[0].history.chanels"; did you mean "agents[0].history.channels"? (known keys: channels, cron, webhook, cli, api, mcp)`},
+			want: []string{`parley.yaml:4: unknown key "agents[0].history.chanels"; did you mean "agents[0].history.channels"? (known keys: channels, cron, webhook, cli, api, mcp, omit_tool_results)`},
 		},
 		{
 			name: "keys are not expanded",

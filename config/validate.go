@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -451,6 +452,11 @@ func (a *Agent) validate(ck *checker, p string) {
 	} {
 		if h.turns < 1 {
 			ck.add(p+"history."+h.key, fmt.Sprintf("%d is too small; keep at least 1 turn", h.turns))
+		}
+	}
+	for i, name := range a.History.OmitToolResults {
+		if _, err := path.Match(name, ""); err != nil || strings.TrimSpace(name) == "" {
+			ck.add(fmt.Sprintf("%shistory.omit_tool_results[%d]", p, i), fmt.Sprintf("%q is not a tool name or pattern; name a tool such as web_fetch, or a pattern such as \"files__*\"", name))
 		}
 	}
 }

@@ -108,7 +108,7 @@ func (s *SQLStore) Branch(ctx context.Context, id ID, from MessageID, opts Branc
 			usageJSON, _ := nullJSON(m.Usage, m.Usage != nil)
 			if _, err := tx.ExecContext(ctx, insertMessageQuery, mid, created.ID, seq, m.Role, m.Content, parts, calls,
 				m.ToolCallID, m.Model, usageJSON, m.Synthetic, m.Summary, nil, m.TokenEstimate,
-				dbutil.Millis(m.CreatedAt)); err != nil {
+				dbutil.Millis(m.CreatedAt), nullMetadata(m.Metadata)); err != nil {
 				return fmt.Errorf("copy message %s: %w", m.ID, err)
 			}
 			r.TokenCount += m.TokenEstimate

@@ -155,7 +155,7 @@ func (s *SQLStore) Compact(ctx context.Context, id ID, in CompactInput) (Compact
 			res.Archived++
 		}
 		if _, err := tx.ExecContext(ctx, insertMessageQuery, m.ID, id, m.Seq, m.Role, m.Content, nil, nil, "",
-			m.Model, usageJSON, false, true, nil, m.TokenEstimate, at); err != nil {
+			m.Model, usageJSON, false, true, nil, m.TokenEstimate, at, nil); err != nil {
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, compactedSessionQuery, id, summary, u.Input, u.Output, u.Reasoning,

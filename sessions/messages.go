@@ -17,7 +17,7 @@ import (
 )
 
 const messageColumns = `id, session_id, seq, role, content, parts, tool_calls, tool_call_id, model, usage,
-	synthetic, summary, hidden_at, token_estimate, created_at`
+	synthetic, summary, hidden_at, token_estimate, created_at, metadata`
 
 const (
 	// Claims the next seq and adds the message to the rollups in one step.
@@ -30,7 +30,7 @@ const (
 	RETURNING ` + stampColumns
 
 	insertMessageQuery = `INSERT INTO messages (` + messageColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 
 	// An append whose id is taken adds nothing, and says so.
 	appendMessageQuery = insertMessageQuery + ` ON CONFLICT (id) DO NOTHING`
@@ -157,6 +157,10 @@ func (s *SQLStore) AppendWith(ctx context.Context, id ID, m Message, also Append
 	if err != nil {
 		return Message{}, fmt.Errorf("%w: usage: %v", ErrInvalidMessage, err)
 	}
+	if err := checkMetadata(m.Metadata); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+	}
+	meta := nullMetadata(m.Metadata)
 	if m.TokenEstimate <= 0 {
 		m.TokenEstimate = m.estimate()
 	}
@@ -182,7 +186,7 @@ func (s *SQLStore) AppendWith(ctx context.Context, id ID, m Message, also Append
 		}
 		res, err := tx.ExecContext(ctx, appendMessageQuery, m.ID, id, m.Seq, m.Role, m.Content, parts, calls,
 			m.ToolCallID, m.Model, usageJSON, m.Synthetic, m.Summary, dbutil.NullMillis(m.HiddenAt),
-			m.TokenEstimate, dbutil.Millis(now))
+			m.TokenEstimate, dbutil.Millis(now), meta)
 		if err != nil {
 			return fmt.Errorf("append message to session %s: %w", id, err)
 		}
@@ -244,6 +248,28 @@ func cleanText(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// nullMetadata is a message's metadata as its column holds it: NULL for
+// none or an empty object.
+func nullMetadata(raw json.RawMessage) sql.NullString {
+	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" && s != "{}" {
+		return sql.NullString{String: s, Valid: true}
+	}
+	return sql.NullString{}
+}
+
+// checkMetadata says what is wrong with a message's metadata: it must be a
+// JSON object, or nothing.
+func checkMetadata(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("metadata must be a JSON object: %v", err)
+	}
+	return nil
 }
 
 func nullJSON(v any, present bool) (sql.NullString, error) {
@@ -403,11 +429,12 @@ func scanMessage(r dbutil.Scanner, extra ...any) (Message, error) {
 	var (
 		m                       Message
 		parts, calls, usageJSON sql.NullString
+		meta                    sql.NullString
 		hidden, archived        sql.NullInt64
 		created                 int64
 	)
 	dest := []any{&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Content, &parts, &calls, &m.ToolCallID, &m.Model,
-		&usageJSON, &m.Synthetic, &m.Summary, &hidden, &m.TokenEstimate, &created, &archived, &m.CompactionID}
+		&usageJSON, &m.Synthetic, &m.Summary, &hidden, &m.TokenEstimate, &created, &meta, &archived, &m.CompactionID}
 	err := r.Scan(append(dest, extra...)...)
 	if err != nil {
 		return Message{}, err
@@ -427,6 +454,9 @@ func scanMessage(r dbutil.Scanner, extra ...any) (Message, error) {
 		if err := json.Unmarshal([]byte(usageJSON.String), m.Usage); err != nil {
 			return Message{}, fmt.Errorf("message %s usage: %w", m.ID, err)
 		}
+	}
+	if meta.Valid {
+		m.Metadata = json.RawMessage(meta.String)
 	}
 	m.HiddenAt, m.ArchivedAt, m.CreatedAt = dbutil.NullTime(hidden), dbutil.NullTime(archived), dbutil.Time(created)
 	return m, nil

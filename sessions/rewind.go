@@ -17,7 +17,7 @@ var ErrNothingToUnrewind = errors.New("nothing to unrewind")
 // stampedColumns lists messageColumns with hidden_at replaced by $3, for
 // moving a row while stamping it.
 const stampedColumns = `id, session_id, seq, role, content, parts, tool_calls, tool_call_id, model, usage,
-	synthetic, summary, $3, token_estimate, created_at`
+	synthetic, summary, $3, token_estimate, created_at, metadata`
 
 const (
 	sessionMessageQuery = `SELECT ` + messageColumns + `, NULL, '' FROM messages WHERE id = $1 AND session_id = $2`
@@ -45,7 +45,7 @@ const (
 
 	unhideSummaryQuery = `INSERT INTO messages (` + messageColumns + `)
 	SELECT id, session_id, seq, role, content, parts, tool_calls, tool_call_id, model, usage,
-	synthetic, summary, NULL, token_estimate, created_at FROM message_archive WHERE session_id = $1 AND id = $2`
+	synthetic, summary, NULL, token_estimate, created_at, metadata FROM message_archive WHERE session_id = $1 AND id = $2`
 
 	hideAfterQuery = `UPDATE messages SET hidden_at = $3 WHERE session_id = $1 AND seq > $2 AND hidden_at IS NULL`
 

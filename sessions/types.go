@@ -131,6 +131,10 @@ type Message struct {
 	HiddenAt      time.Time  `json:"hidden_at,omitzero"`
 	TokenEstimate int64      `json:"token_estimate"`
 	CreatedAt     time.Time  `json:"created_at"`
+	// Metadata is what is said about the message rather than in it, a
+	// JSON object: an assistant message's system_prompt_digest (see
+	// PromptDigest), a user message's snapshot_id.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// Set only on messages read from the archive.
 	ArchivedAt   time.Time `json:"archived_at,omitzero"`
 	CompactionID string    `json:"compaction_id,omitempty"`

@@ -307,7 +307,7 @@ func (b *Bridge) AfterTurn(ctx context.Context, in gateway.TurnInput) {
 func AgentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 	return agent.AgentConfig{
 		ID: a.ID, Prompt: a.Prompt, WorkspaceDir: a.Workspace, Model: a.Model, MaxSteps: a.MaxSteps,
-		HistoryTurns: historyTurns(a, key), Location: a.Location(), Tools: a.Tools,
+		HistoryTurns: historyTurns(a, key), OmitToolResults: a.History.OmitToolResults, Location: a.Location(), Tools: a.Tools,
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
 		Compaction:     compactionConfig(a.Compaction),
 		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),

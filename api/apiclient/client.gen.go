@@ -841,12 +841,18 @@ type MemorySearchResponse struct {
 
 // Message defines model for Message.
 type Message struct {
-	ArchivedAt    *Time       `json:"archived_at,omitempty"`
-	CompactionId  *string     `json:"compaction_id,omitempty"`
-	Content       string      `json:"content"`
-	CreatedAt     Time        `json:"created_at"`
-	HiddenAt      *Time       `json:"hidden_at,omitempty"`
-	Id            string      `json:"id"`
+	ArchivedAt   *Time   `json:"archived_at,omitempty"`
+	CompactionId *string `json:"compaction_id,omitempty"`
+	Content      string  `json:"content"`
+	CreatedAt    Time    `json:"created_at"`
+	HiddenAt     *Time   `json:"hidden_at,omitempty"`
+	Id           string  `json:"id"`
+
+	// Metadata What is said about the message rather than in it. An assistant message has system_prompt_digest, the SHA-256 of the system prompt its turn sent ("sha256:" and hex), so two runs can be compared.
+	Metadata *struct {
+		SnapshotId         *string `json:"snapshot_id,omitempty"`
+		SystemPromptDigest *string `json:"system_prompt_digest,omitempty"`
+	} `json:"metadata,omitempty"`
 	Model         *string     `json:"model,omitempty"`
 	Parts         *[]Part     `json:"parts,omitempty"`
 	Role          MessageRole `json:"role"`
@@ -1289,6 +1295,15 @@ type WriteMemoryRequest struct {
 // SessionID defines model for SessionID.
 type SessionID = string
 
+// Since defines model for Since.
+type Since = time.Time
+
+// ToolFilter defines model for ToolFilter.
+type ToolFilter = string
+
+// Until defines model for Until.
+type Until = time.Time
+
 // BadRequest The body of every error, on every route.
 type BadRequest = Error
 
@@ -1376,6 +1391,18 @@ type StreamEventsParams struct {
 
 	// LastEventId Resume after this event (as the Last-Event-ID header).
 	LastEventId *string `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// Since Only what is at or after this time (RFC 3339).
+	Since *Since `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only what is before this time (RFC 3339).
+	Until *Until `form:"until,omitempty" json:"until,omitempty"`
+
+	// Tool Only the calls and results of these tools: names, or patterns with * and ?; several separated by commas.
+	Tool *ToolFilter `form:"tool,omitempty" json:"tool,omitempty"`
+
+	// Type Only events of these types (such as tool.completed); several separated by commas.
+	Type        *string `form:"type,omitempty" json:"type,omitempty"`
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -1399,6 +1426,21 @@ type ListMessagesParams struct {
 	Cursor          *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 	IncludeArchived *bool   `form:"include_archived,omitempty" json:"include_archived,omitempty"`
 	IncludeHidden   *bool   `form:"include_hidden,omitempty" json:"include_hidden,omitempty"`
+
+	// Since Only what is at or after this time (RFC 3339).
+	Since *Since `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only what is before this time (RFC 3339).
+	Until *Until `form:"until,omitempty" json:"until,omitempty"`
+
+	// Role Only these roles: user, assistant, tool, system; several separated by commas.
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+
+	// Tool Only the calls and results of these tools: names, or patterns with * and ?; several separated by commas.
+	Tool *ToolFilter `form:"tool,omitempty" json:"tool,omitempty"`
+
+	// Type Only messages of these kinds: text, tool_call, tool_result, file, summary, synthetic; several separated by commas.
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
 }
 
 // SendMessageParams defines parameters for SendMessage.
@@ -3679,6 +3721,54 @@ func NewStreamEventsRequest(server string, id SessionID, params *StreamEventsPar
 
 		}
 
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tool != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tool", *params.Tool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4072,6 +4162,66 @@ func NewListMessagesRequest(server string, id SessionID, params *ListMessagesPar
 		if params.IncludeHidden != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_hidden", *params.IncludeHidden, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tool != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tool", *params.Tool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

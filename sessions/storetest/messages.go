@@ -310,3 +310,60 @@ func testAppendRollsBack(e *env) {
 		e.t.Fatalf("a failed append changed the session:\nbefore %+v\nafter  %+v", before, after)
 	}
 }
+
+// A message's metadata is stored as given, moves with it to the archive and
+// into a branch, and must be a JSON object.
+func testMetadataTravels(e *env) {
+	s, _ := e.resolve(dm, sessions.Policy{})
+	const meta = `{"system_prompt_digest":"sha256:00ff","n":1}`
+	user, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "q", Metadata: json.RawMessage(`{"snapshot_id":"snap-1"}`)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	reply, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleAssistant, Content: "a", Metadata: json.RawMessage(meta)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	plain := e.append(s.ID, sessions.RoleUser, "no metadata")
+	if _, err := e.store.Append(e.ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "bad", Metadata: json.RawMessage(`[1]`)}); !errors.Is(err, sessions.ErrInvalidMessage) {
+		e.t.Fatalf("metadata that is not an object: %v, want ErrInvalidMessage", err)
+	}
+	want := map[sessions.MessageID]string{user.ID: `{"snapshot_id":"snap-1"}`, reply.ID: meta, plain.ID: ""}
+	check := func(what string, msgs []sessions.Message) {
+		e.t.Helper()
+		seen := 0
+		for _, m := range msgs {
+			if w, ok := want[m.ID]; ok {
+				seen++
+				if string(m.Metadata) != w {
+					e.t.Fatalf("%s: message %q metadata %q, want %q", what, m.Content, m.Metadata, w)
+				}
+			}
+		}
+		if seen != len(want) {
+			e.t.Fatalf("%s: %d of %d messages read", what, seen, len(want))
+		}
+	}
+	live, err := e.store.Messages(e.ctx, s.ID, sessions.MessagesOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	check("live", live)
+	// The reply branches with its metadata, before the archive moves it.
+	b, err := e.store.Branch(e.ctx, s.ID, reply.ID, sessions.BranchOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	copied, err := e.store.Messages(e.ctx, b.ID, sessions.MessagesOptions{})
+	if err != nil || len(copied) != 2 || string(copied[0].Metadata) != want[user.ID] || string(copied[1].Metadata) != meta {
+		e.t.Fatalf("branch: %+v %v", copied, err)
+	}
+	if _, err := e.store.Compact(e.ctx, s.ID, sessions.CompactInput{Through: reply.Seq, Expect: 2, Summary: "sum"}); err != nil {
+		e.t.Fatal(err)
+	}
+	all, err := e.store.Messages(e.ctx, s.ID, sessions.MessagesOptions{Archived: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	check("with the archive", all)
+}

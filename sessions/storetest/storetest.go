@@ -84,6 +84,7 @@ func Run(t *testing.T, open dbtest.Opener) {
 		{"AppendOrder", testAppendOrder},
 		{"ConcurrentAppend", testConcurrentAppend},
 		{"MessageRoundTrip", testMessageRoundTrip},
+		{"MetadataTravels", testMetadataTravels},
 		{"Rollups", testRollups},
 		{"LiveContextAndHistory", testLiveContextAndHistory},
 		{"AwkwardText", testAwkwardText},
