@@ -30,6 +30,7 @@ const (
 	EventMessageDelta  events.Type = "message.delta"  // Data: string, the text delta
 	EventToolStarted   events.Type = "tool.started"   // Data: ToolEvent
 	EventToolCompleted events.Type = "tool.completed" // Data: ToolEvent
+	EventToolRetrying  events.Type = "tool.retrying"  // Data: ToolEvent, with Retry
 	EventTurnFinished  events.Type = "turn.finished"  // Data: TurnFinished
 	// EventTurnJoined says that inputs with run ids joined the turn in
 	// progress (steering).
@@ -70,9 +71,15 @@ type TurnJoined struct {
 type ToolEvent struct {
 	CallID string
 	Name   string
-	// Result and IsError are set on tool.completed.
-	Result  string
-	IsError bool
+	// Result and IsError are set on tool.completed, and Attempts when
+	// the tool's retry policy tried it more than once.
+	Result   string
+	IsError  bool
+	Attempts int
+	// Retry is set on tool.retrying: the try that failed, and the wait
+	// before the next.
+	Retry *tools.Attempt
+	Wait  time.Duration
 }
 
 // TurnFinished is the data of a turn.finished event.

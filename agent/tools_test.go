@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,5 +144,56 @@ func TestToolCompletedIsErrorIsTheFact(t *testing.T) {
 		if got[want.CallID] != want {
 			t.Errorf("tool.completed %s = %+v, want %+v", want.CallID, got[want.CallID], want)
 		}
+	}
+}
+
+// A tool's retry policy works inside a turn: each failed try is a
+// tool.retrying event, tool.completed counts the tries, and the stored
+// tool result keeps the failed tries in its metadata.
+func TestToolRetriesInATurn(t *testing.T) {
+	model := echo.New().
+		Then(llm.Response{ToolCalls: []llm.ToolCall{call("c1", "flaky", `{}`)}}).
+		Then(llm.Response{Text: "ok"})
+	e := newEnv(t, model)
+	var tries atomic.Int32
+	e.register(tools.Tool{Name: "flaky", Retry: &tools.Retry{Attempts: 3, On: tools.Classes},
+		Run: func(context.Context, tools.Call) (string, error) {
+			if tries.Add(1) < 3 {
+				return "", tools.ClassError(tools.ClassUnavailable, errors.New("the server broke off"))
+			}
+			return "third time", nil
+		}})
+	sub := e.bus.Subscribe(EventToolRetrying, EventToolCompleted)
+	defer sub.Close()
+	sess := e.cliSession()
+	if _, err := e.run(Request{Session: sess, Agent: AgentConfig{Tools: []string{"flaky"}}, Inputs: []Input{{Text: "go"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var retried []int
+	for {
+		ev, err := sub.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ev.Data.(ToolEvent)
+		if ev.Type == EventToolRetrying {
+			if d.Retry == nil || d.Retry.Class != tools.ClassUnavailable {
+				t.Fatalf("retrying event %+v", d)
+			}
+			retried = append(retried, d.Retry.N)
+			continue
+		}
+		if d.Attempts != 3 || d.IsError || d.Result != "third time" || fmt.Sprint(retried) != "[1 2]" {
+			t.Fatalf("completed %+v after retrying events for tries %v; want 3 tries, the first two retried", d, retried)
+		}
+		break
+	}
+	result := e.messages(sess.ID)[2]
+	var meta struct {
+		Attempts []tools.Attempt `json:"attempts"`
+	}
+	if err := json.Unmarshal(result.Metadata, &meta); err != nil || len(meta.Attempts) != 2 || meta.Attempts[1].N != 2 ||
+		!strings.Contains(meta.Attempts[0].Error, "broke off") || result.Content != "third time" {
+		t.Fatalf("stored result %q with metadata %s (%v)", result.Content, result.Metadata, err)
 	}
 }

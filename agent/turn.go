@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
@@ -557,7 +558,11 @@ func (t *turn) runTools(ctx context.Context, calls []llm.ToolCall) []tools.Resul
 func (t *turn) runTool(ctx context.Context, c llm.ToolCall) tools.Result {
 	t.publish(EventToolStarted, ToolEvent{CallID: c.ID, Name: c.Name})
 	res := t.toolResult(ctx, c)
-	t.publish(EventToolCompleted, ToolEvent{CallID: c.ID, Name: c.Name, Result: res.Content, IsError: res.IsError})
+	ev := ToolEvent{CallID: c.ID, Name: c.Name, Result: res.Content, IsError: res.IsError}
+	if len(res.Attempts) > 0 {
+		ev.Attempts = len(res.Attempts) + 1
+	}
+	t.publish(EventToolCompleted, ev)
 	return res
 }
 
@@ -568,7 +573,9 @@ func (t *turn) toolResult(ctx context.Context, c llm.ToolCall) tools.Result {
 		return tools.Failed(fmt.Errorf("%w %s", tools.ErrUnknownTool, c.Name))
 	}
 	res := t.registryFor(c.Name).Call(ctx, tools.Call{Name: c.Name, SessionID: t.id, Key: t.req.Session.Key, ID: c.ID, Arguments: c.Arguments,
-		Origin: t.origin(), Attach: t.attach})
+		Origin: t.origin(), Attach: t.attach, Retrying: func(failed tools.Attempt, wait time.Duration) {
+			t.publish(EventToolRetrying, ToolEvent{CallID: c.ID, Name: c.Name, Retry: &failed, Wait: wait})
+		}})
 	var pe *tools.PanicError
 	switch {
 	case errors.As(res.Err, &pe):
@@ -657,7 +664,12 @@ func (t *turn) appendAssistant(resp llm.Response) error {
 func (t *turn) appendResults(calls []llm.ToolCall, results []tools.Result) error {
 	for i, c := range calls {
 		content := results[i].Content
-		if err := t.append(sessions.Message{Role: sessions.RoleTool, Content: content, ToolCallID: c.ID}); err != nil {
+		m := sessions.Message{Role: sessions.RoleTool, Content: content, ToolCallID: c.ID}
+		if tried := results[i].Attempts; len(tried) > 0 {
+			// The failed tries before this result, kept with it.
+			m.Metadata, _ = json.Marshal(map[string]any{"attempts": tried})
+		}
+		if err := t.append(m); err != nil {
 			return err
 		}
 		t.call.Messages = append(t.call.Messages, llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: c.ID})

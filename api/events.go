@@ -21,6 +21,7 @@ const (
 	TypeMessageDelta     = "message.delta"
 	TypeToolStarted      = "tool.started"
 	TypeToolCompleted    = "tool.completed"
+	TypeToolRetrying     = "tool.retrying"
 	TypeUsage            = "usage"
 	TypeContextCompacted = "context.compacted"
 	TypeStatus           = "status"

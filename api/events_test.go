@@ -18,6 +18,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/tools"
 )
 
 func ev(sessionID, typ string) api.Event {
@@ -188,13 +189,15 @@ func TestEventsReconnectMidRun(t *testing.T) {
 
 	// The run goes on while nobody listens.
 	p.pub(agent.EventToolStarted, agent.ToolEvent{CallID: "c1", Name: "clock"})
-	p.pub(agent.EventToolCompleted, agent.ToolEvent{CallID: "c1", Name: "clock", Result: "noon"})
+	p.pub(agent.EventToolRetrying, agent.ToolEvent{CallID: "c1", Name: "clock",
+		Retry: &tools.Attempt{N: 1, Class: tools.ClassTimeout, Error: "clock took too long"}, Wait: 1500 * time.Millisecond})
+	p.pub(agent.EventToolCompleted, agent.ToolEvent{CallID: "c1", Name: "clock", Result: "noon", Attempts: 2})
 	p.pub(agent.EventMessageDelta, "d3")
-	waitLogged(8) // logged before anyone reconnects
+	waitLogged(9) // logged before anyone reconnects
 
 	second := e.stream(t, s.ID, "", nil)
 	var replay []api.Event
-	for range 8 {
+	for range 9 {
 		replay = append(replay, second.next(t))
 	}
 	p.pub(agent.EventMessageDelta, "d4")
@@ -223,7 +226,7 @@ func TestEventsReconnectMidRun(t *testing.T) {
 	for _, ev := range replay {
 		types = append(types, ev.Type)
 	}
-	want := "turn.started status message.delta message.delta message.delta tool.started tool.completed message.delta message.delta status turn.finished"
+	want := "turn.started status message.delta message.delta message.delta tool.started tool.retrying tool.completed message.delta message.delta status turn.finished"
 	if strings.Join(types, " ") != want {
 		t.Fatalf("types %v", types)
 	}
@@ -232,10 +235,14 @@ func TestEventsReconnectMidRun(t *testing.T) {
 	if fin.Steps != 2 || fin.Usage.Input != 10 || fin.Usage.Output != 5 {
 		t.Fatalf("turn.finished data %s", replay[len(replay)-1].Data)
 	}
-	var tool api.ToolData
-	_ = json.Unmarshal(replay[6].Data, &tool)
-	if tool.State != "output-available" || tool.Result != "noon" {
-		t.Fatalf("tool.completed %s", replay[6].Data)
+	var retrying, tool api.ToolData
+	_ = json.Unmarshal(replay[6].Data, &retrying)
+	if retrying.State != "retrying" || retrying.Attempt != 1 || retrying.Class != "timeout" || retrying.Error != "clock took too long" || retrying.RetryInMS != 1500 {
+		t.Fatalf("tool.retrying %s", replay[6].Data)
+	}
+	_ = json.Unmarshal(replay[7].Data, &tool)
+	if tool.State != "output-available" || tool.Result != "noon" || tool.Attempts != 2 {
+		t.Fatalf("tool.completed %s", replay[7].Data)
 	}
 }
 

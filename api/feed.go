@@ -36,7 +36,7 @@ import (
 //	agent turn.finished     → status {state: idle|error}, then turn.finished {steps, usage, aborted, error}
 func (l *EventLog) Feed(bus *events.Bus) func(ctx context.Context) error {
 	sub := bus.Subscribe(agent.EventTurnStarted, agent.EventMessageDelta, agent.EventToolStarted,
-		agent.EventToolCompleted, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended,
+		agent.EventToolCompleted, agent.EventToolRetrying, agent.EventTurnFinished, agent.EventTurnJoined, memory.EventContextCompacted, sessions.EventMessageAppended,
 		agent.EventPermissionRequested, agent.EventPermissionResolved,
 		agent.EventToolRequested, agent.EventStatusChanged)
 	return func(ctx context.Context) error {
@@ -93,9 +93,19 @@ type (
 	ToolData struct {
 		CallID string `json:"call_id"`
 		Name   string `json:"name"`
-		// State is input-available, output-available or output-error.
+		// State is input-available, output-available or output-error,
+		// or retrying (tool.retrying).
 		State  string `json:"state"`
 		Result string `json:"result,omitempty"`
+		// Attempts, on tool.completed, is how many tries the tool's retry
+		// policy made, when more than one.
+		Attempts int `json:"attempts,omitempty"`
+		// On tool.retrying: the try that failed (from 1), its failure
+		// class and error, and the wait before the next.
+		Attempt   int    `json:"attempt,omitempty"`
+		Class     string `json:"class,omitempty"`
+		Error     string `json:"error,omitempty"`
+		RetryInMS int64  `json:"retry_in_ms,omitempty"`
 	}
 	UsageData struct {
 		MessageID  string  `json:"message_id,omitempty"`
@@ -155,15 +165,20 @@ func (l *EventLog) ingest(e events.Event) {
 			l.appendToRun(envelope(sid, TypeMessageDelta, e.At, DeltaData{Text: d}))
 		}
 	case agent.ToolEvent:
-		if e.Type == agent.EventToolStarted {
+		switch {
+		case e.Type == agent.EventToolStarted:
 			l.appendToRun(envelope(sid, TypeToolStarted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: "input-available"}))
+			return
+		case e.Type == agent.EventToolRetrying && d.Retry != nil:
+			l.appendToRun(envelope(sid, TypeToolRetrying, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: "retrying",
+				Attempt: d.Retry.N, Class: d.Retry.Class, Error: d.Retry.Error, RetryInMS: d.Wait.Milliseconds()}))
 			return
 		}
 		state := "output-available"
 		if d.IsError {
 			state = "output-error"
 		}
-		l.appendToRun(envelope(sid, TypeToolCompleted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: state, Result: d.Result}))
+		l.appendToRun(envelope(sid, TypeToolCompleted, e.At, ToolData{CallID: d.CallID, Name: d.Name, State: state, Result: d.Result, Attempts: d.Attempts}))
 	case agent.ToolRequested:
 		l.appendToRun(envelope(sid, TypeToolRequested, e.At, ToolRequestedData{CallID: d.ID, Name: d.Name, Arguments: d.Arguments, ExpiresAt: d.ExpiresAt.UTC()}))
 	case agent.Status:

@@ -18,7 +18,7 @@ import (
 var messageKinds = []string{"text", "tool_call", "tool_result", "file", "summary", "synthetic"}
 
 // eventTypes are the types ?type= may name on the event stream.
-var eventTypes = []string{TypeTurnStarted, TypeMessageDelta, TypeToolStarted, TypeToolCompleted, TypeUsage,
+var eventTypes = []string{TypeTurnStarted, TypeMessageDelta, TypeToolStarted, TypeToolCompleted, TypeToolRetrying, TypeUsage,
 	TypeContextCompacted, TypeStatus, TypeTurnFinished, TypeTurnJoined, TypeFile}
 
 // filter is what ?since=&until=&role=&tool=&type= keep of a session's
@@ -160,7 +160,7 @@ func (f filter) keepEvent(e Event) bool {
 		return false
 	}
 	if len(f.tools) > 0 {
-		if e.Type != TypeToolStarted && e.Type != TypeToolCompleted {
+		if e.Type != TypeToolStarted && e.Type != TypeToolCompleted && e.Type != TypeToolRetrying {
 			return false
 		}
 		var d ToolData

@@ -52,6 +52,77 @@ type MCPServer struct {
 	// environment variable of a server process of their own (stdio), or
 	// in a header of each request (HTTP).
 	UserToken UserToken `yaml:"user_token"`
+	// Retry tries a call of the server's tools that failed in one of its
+	// classes again. Default: 1 attempt (no retry)
+	Retry Retry `yaml:"retry"`
+	// ToolRetry overrides Retry for one tool each.
+	ToolRetry []ToolRetry `yaml:"tool_retry"`
+}
+
+// Retry is a retry policy for tool calls: a call that fails in one of the
+// classes On is tried again, Attempts tries in all, Backoff before the
+// second and twice as long before each one after.
+type Retry struct {
+	Attempts int      `yaml:"attempts"`
+	Backoff  Duration `yaml:"backoff"`
+	On       []string `yaml:"on"`
+}
+
+// ToolRetry is one tool's retry policy; what it leaves unset is its
+// server's.
+type ToolRetry struct {
+	Tool     string   `yaml:"tool"`
+	Attempts int      `yaml:"attempts"`
+	Backoff  Duration `yaml:"backoff"`
+	On       []string `yaml:"on"`
+}
+
+// RetryClasses are the failures a retry policy may name: timeout (the
+// call took longer than timeout), unavailable (the server could not be
+// reached or broke off), rate_limited (it said to slow down).
+var RetryClasses = []string{"timeout", "unavailable", "rate_limited"}
+
+// The retry policy when a server sets none: one attempt; when it is raised,
+// the first retry waits a second, for the failures a second try may mend.
+const (
+	DefaultRetryAttempts = 1
+	DefaultRetryBackoff  = Duration(time.Second)
+)
+
+// For is the retry policy of the server's tool named tool (its own name,
+// without the server's prefix).
+func (s MCPServer) For(tool string) Retry {
+	for _, t := range s.ToolRetry {
+		if t.Tool == tool {
+			return Retry{Attempts: t.Attempts, Backoff: t.Backoff, On: t.On}
+		}
+	}
+	return s.Retry
+}
+
+// checkRetry reports the problems of a retry policy at p, filling what it
+// leaves unset from def.
+func checkRetry(ck *checker, p string, r *Retry, def Retry) {
+	if r.Attempts == 0 {
+		r.Attempts = def.Attempts
+	}
+	if r.Backoff == 0 {
+		r.Backoff = def.Backoff
+	}
+	if r.On == nil {
+		r.On = slices.Clone(def.On)
+	}
+	if r.Attempts < 1 || r.Attempts > 10 {
+		ck.add(p+"attempts", fmt.Sprintf("%d is out of range; use 1 (no retry) to 10 tries in all, such as 3", r.Attempts))
+	}
+	if r.Backoff < 0 || r.Backoff > Duration(5*time.Minute) {
+		ck.add(p+"backoff", fmt.Sprintf("%s is out of range; use 0s to 5m, such as 1s", r.Backoff))
+	}
+	for j, c := range r.On {
+		if !slices.Contains(RetryClasses, c) {
+			ck.add(fmt.Sprintf("%son[%d]", p, j), fmt.Sprintf("%q is not a failure class; use %s", c, strings.Join(RetryClasses, ", ")))
+		}
+	}
 }
 
 // UserToken says how a person's own token reaches an MCP server.
@@ -242,6 +313,22 @@ func (c *Config) checkMCP(ck *checker) {
 		}
 		if s.Timeout == 0 {
 			s.Timeout = DefaultMCPTimeout
+		}
+		checkRetry(ck, p+"retry.", &s.Retry, Retry{Attempts: DefaultRetryAttempts, Backoff: DefaultRetryBackoff, On: slices.Clone(RetryClasses)})
+		tools := map[string]bool{}
+		for j := range s.ToolRetry {
+			t := &s.ToolRetry[j]
+			tp := fmt.Sprintf("%stool_retry[%d].", p, j)
+			switch t.Tool = strings.TrimSpace(t.Tool); {
+			case t.Tool == "":
+				ck.add(tp+"tool", "name one of the server's tools, as the server names it (without "+s.ID+"__)")
+			case tools[t.Tool]:
+				ck.add(tp+"tool", fmt.Sprintf("%q has two retry policies; keep one", t.Tool))
+			}
+			tools[t.Tool] = true
+			r := Retry{Attempts: t.Attempts, Backoff: t.Backoff, On: t.On}
+			checkRetry(ck, tp, &r, s.Retry)
+			t.Attempts, t.Backoff, t.On = r.Attempts, r.Backoff, r.On
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -83,5 +84,39 @@ func TestMCPServerURLPrintsRedacted(t *testing.T) {
 	}
 	if c.MCP.Servers[0].URL != "https://bob:pw-0123456789@mcp.example.com/mcp?apiKey=q-0123456789&team=x" {
 		t.Errorf("the URL itself changed: %s", c.MCP.Servers[0].URL)
+	}
+}
+
+// A server's retry policy defaults to one attempt; a tool's takes what it
+// leaves out from its server's; bad values name what to change.
+func TestMCPRetryPolicies(t *testing.T) {
+	c := mustParse(t, "mcp: {servers: [{id: a, command: x}, {id: b, command: x, retry: {attempts: 3, backoff: 2s, on: [unavailable]}, tool_retry: [{tool: read, attempts: 5}, {tool: write, attempts: 1}]}]}", nil)
+	a, b := c.MCP.Servers[0], c.MCP.Servers[1]
+	if r := a.For("anything"); r.Attempts != 1 || r.Backoff != DefaultRetryBackoff || !slices.Equal(r.On, RetryClasses) {
+		t.Fatalf("default policy: %+v", r)
+	}
+	if r := b.For("other"); r.Attempts != 3 || r.Backoff != Duration(2*time.Second) || !slices.Equal(r.On, []string{"unavailable"}) {
+		t.Fatalf("server policy: %+v", r)
+	}
+	if r := b.For("read"); r.Attempts != 5 || r.Backoff != Duration(2*time.Second) || !slices.Equal(r.On, []string{"unavailable"}) {
+		t.Fatalf("a tool's policy, the rest its server's: %+v", r)
+	}
+	if r := b.For("write"); r.Attempts != 1 {
+		t.Fatalf("a tool kept to one try: %+v", r)
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"attempts", "mcp: {servers: [{id: a, command: x, retry: {attempts: 11}}]}", "mcp.servers[0].retry.attempts: 11 is out of range; use 1 (no retry) to 10 tries in all"},
+		{"backoff", "mcp: {servers: [{id: a, command: x, retry: {attempts: 2, backoff: 1h}}]}", "retry.backoff: 1h0m0s is out of range; use 0s to 5m"},
+		{"class", "mcp: {servers: [{id: a, command: x, retry: {attempts: 2, on: [flaky]}}]}", `retry.on[0]: "flaky" is not a failure class; use timeout, unavailable, rate_limited`},
+		{"tool without a name", "mcp: {servers: [{id: a, command: x, tool_retry: [{attempts: 2}]}]}", "tool_retry[0].tool: name one of the server's tools"},
+		{"a tool twice", "mcp: {servers: [{id: a, command: x, tool_retry: [{tool: r, attempts: 2}, {tool: r, attempts: 3}]}]}", `tool_retry[1].tool: "r" has two retry policies`},
+		{"a tool's class", "mcp: {servers: [{id: a, command: x, tool_retry: [{tool: r, on: [slow]}]}]}", `tool_retry[0].on[0]: "slow" is not a failure class`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), testFile, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -1,16 +1,19 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,5 +275,65 @@ func BenchmarkToolCall(b *testing.B) {
 			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 		})
+	}
+}
+
+// A tool whose MCP server fails twice and then answers succeeds on the
+// third try when its retry policy allows three, with the failed tries in
+// its result; without a policy the first failure is the answer.
+func TestRetryPolicyMendsAFlakyServer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry config.Retry
+		tool  []config.ToolRetry
+		ok    bool
+	}{
+		{"server policy", config.Retry{Attempts: 3, Backoff: config.Duration(10 * time.Millisecond), On: []string{"unavailable"}}, nil, true},
+		{"tool policy", config.Retry{Attempts: 1}, []config.ToolRetry{{Tool: "echo", Attempts: 3, On: []string{"unavailable"}}}, true},
+		{"policy for another tool", config.Retry{Attempts: 1}, []config.ToolRetry{{Tool: "sleep", Attempts: 3, On: []string{"unavailable"}}}, false},
+		{"no policy", config.Retry{Attempts: 1}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testServer()
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+			var calls, failed atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if strings.Contains(string(body), `"tools/call"`) && calls.Add(1) <= 2 {
+					failed.Add(1)
+					http.Error(w, "upstream is restarting", http.StatusServiceUnavailable)
+					return
+				}
+				h.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			reg := tools.NewRegistry()
+			cfg := config.MCPServer{ID: "flaky", URL: srv.URL, Timeout: config.Duration(2 * time.Second), Retry: tc.retry, ToolRetry: tc.tool}
+			m := New([]config.MCPServer{cfg}, reg, nil)
+			defer m.Close()
+			m.Expand(context.Background(), []string{"mcp:flaky"})
+			res := call(t, reg, "flaky__echo", `{"text":"third time"}`)
+			if !tc.ok {
+				if !res.IsError || len(res.Attempts) != 0 || failed.Load() != 1 {
+					t.Fatalf("without a policy for it: %+v after %d failures, want the first failure as the answer", res, failed.Load())
+				}
+				return
+			}
+			if res.IsError || res.Content != "echo: third time" {
+				t.Fatalf("after %d failures: %+v, want the third try's answer", failed.Load(), res)
+			}
+			if len(res.Attempts) != 2 || res.Attempts[0].Class != tools.ClassUnavailable || res.Attempts[1].N != 2 ||
+				!strings.Contains(res.Attempts[0].Error, `the server answered "Service Unavailable"`) {
+				t.Fatalf("failed tries %+v, want two, unavailable", res.Attempts)
+			}
+		})
+	}
+}
+
+// The config's failure classes are the ones the registry retries.
+func TestRetryClassesAgree(t *testing.T) {
+	if !slices.Equal(tools.Classes, config.RetryClasses) {
+		t.Fatalf("tools retries %q, the config allows %q", tools.Classes, config.RetryClasses)
 	}
 }

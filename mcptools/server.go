@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,10 +20,14 @@ import (
 var errBackoff = errors.New("in backoff")
 
 // backoffError says a server is down and when it is tried again.
-type backoffError struct{ msg string }
+type backoffError struct {
+	msg   string
+	after time.Duration // until the server is tried again
+}
 
-func (e backoffError) Error() string        { return e.msg }
-func (e backoffError) Is(target error) bool { return target == errBackoff }
+func (e backoffError) Error() string             { return e.msg }
+func (e backoffError) RetryAfter() time.Duration { return e.after }
+func (e backoffError) Is(target error) bool      { return target == errBackoff }
 
 // refreshSpacing is the least time between two reads of a server's tool
 // list: a server announcing changes without end gets one read at a time,
@@ -38,7 +43,7 @@ func (s *server) ensure(ctx context.Context) error {
 		return nil
 	}
 	if now := time.Now(); now.Before(s.retryAt) {
-		return backoffError{s.downLocked(now)}
+		return backoffError{s.downLocked(now), s.retryAt.Sub(now)}
 	}
 	s.state = StateStarting
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connectTimeout)
@@ -51,6 +56,19 @@ func (s *server) ensure(ctx context.Context) error {
 	s.state, s.lastErr, s.failures, s.retryAt = StateReady, "", 0, time.Time{}
 	return nil
 }
+
+// codeRejected is the JSON-RPC code the SDK gives a call its HTTP server
+// answered with 429 or a 5xx.
+const codeRejected = -32005
+
+// retryAfter is a failure of a server that is tried again after a while.
+type retryAfter struct {
+	error
+	after time.Duration
+}
+
+func (e retryAfter) Unwrap() error             { return e.error }
+func (e retryAfter) RetryAfter() time.Duration { return e.after }
 
 // downLocked is what a call of a server in backoff answers.
 func (s *server) downLocked(now time.Time) string {
@@ -256,6 +274,9 @@ func (s *server) tool(t *mcp.Tool, withSchema bool) tools.Tool {
 			out.Schema = b
 		}
 	}
+	if r := s.cfg.For(name); r.Attempts > 1 {
+		out.Retry = &tools.Retry{Attempts: r.Attempts, Backoff: r.Backoff.Std(), On: r.On}
+	}
 	return out
 }
 
@@ -263,13 +284,13 @@ func (s *server) tool(t *mcp.Tool, withSchema bool) tools.Tool {
 // server answers is the call's failure, not the server's: it stays up.
 func (s *server) call(ctx context.Context, name string, args json.RawMessage) (string, error) {
 	if err := s.ensure(ctx); err != nil {
-		return "", err
+		return "", tools.ClassError(tools.ClassUnavailable, err)
 	}
 	s.mu.Lock()
 	session := s.session
 	s.mu.Unlock()
 	if session == nil {
-		return "", fmt.Errorf("MCP server %s is down; try again later", s.cfg.ID)
+		return "", tools.ClassError(tools.ClassUnavailable, fmt.Errorf("MCP server %s is down; try again later", s.cfg.ID))
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout.Std())
 	defer cancel()
@@ -279,7 +300,18 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 	case err != nil && ctx.Err() != nil:
 		return "", ctx.Err()
 	case err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return "", fmt.Errorf("%s%s%s took longer than %s and was stopped", s.cfg.ID, Sep, name, s.cfg.Timeout)
+		return "", tools.ClassError(tools.ClassTimeout, fmt.Errorf("%s%s%s took longer than %s and was stopped", s.cfg.ID, Sep, name, s.cfg.Timeout))
+	case err != nil && errors.As(err, &rpcErr) && rpcErr.Code == codeRejected:
+		// The HTTP server answered 429 or 5xx: it is there, and may take
+		// the call later (the connection stays).
+		class, said := tools.ClassUnavailable, err.Error()
+		if i := strings.LastIndex(said, ": "); i >= 0 {
+			said = said[i+2:]
+		}
+		if said == http.StatusText(http.StatusTooManyRequests) {
+			class = tools.ClassRateLimited
+		}
+		return "", tools.ClassError(class, fmt.Errorf("%s%s%s failed: the server answered %q; try again later", s.cfg.ID, Sep, name, s.scrub(said)))
 	case err != nil && errors.As(err, &rpcErr) && !errors.Is(err, mcp.ErrConnectionClosed):
 		return "", fmt.Errorf("%s%s%s failed: %s", s.cfg.ID, Sep, name, s.result(rpcErr.Message, len(rpcErr.Message)))
 	case err != nil:
@@ -287,9 +319,9 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 		if s.session == session {
 			s.failedLocked(err)
 		}
-		lastErr := s.lastErr
+		lastErr, after := s.lastErr, time.Until(s.retryAt)
 		s.mu.Unlock()
-		return "", fmt.Errorf("MCP server %s failed: %s; it is started again on a later call", s.cfg.ID, lastErr)
+		return "", tools.ClassError(tools.ClassUnavailable, retryAfter{fmt.Errorf("MCP server %s failed: %s; it is started again on a later call", s.cfg.ID, lastErr), after})
 	}
 	text := s.result(resultText(res, s.maxResult()+resultSlack))
 	if res.IsError {

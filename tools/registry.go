@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parleyd/parley/permissions"
 )
@@ -216,14 +217,46 @@ func (r *Registry) call(ctx context.Context, c Call) (res Result) {
 			res = Failed(&PanicError{Tool: c.Name, Value: p, Stack: debug.Stack()})
 		}
 	}()
-	out, err := reg.tool.Run(ctx, c)
-	switch {
-	case err == nil:
-		return Output(out)
-	case ctx.Err() != nil:
-		return Aborted("aborted", context.Cause(ctx))
-	default:
-		return Failed(err)
+	var tried []Attempt
+	for n := 1; ; n++ {
+		out, err := reg.tool.Run(ctx, c)
+		switch {
+		case err == nil:
+			res = Output(out)
+		case ctx.Err() != nil:
+			res = Aborted("aborted", context.Cause(ctx))
+		default:
+			class, wait, again := reg.tool.Retry.retries(n, err)
+			if again {
+				tried = append(tried, Attempt{N: n, Class: class, Error: err.Error()})
+				if c.Retrying != nil {
+					c.Retrying(tried[len(tried)-1], wait)
+				}
+				if sleep(ctx, wait) {
+					continue
+				}
+				res = Aborted("aborted", context.Cause(ctx))
+				break
+			}
+			res = Failed(err)
+		}
+		res.Attempts = tried
+		return res
+	}
+}
+
+// sleep waits d, or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
@@ -26,6 +27,9 @@ type Tool struct {
 	// model is told "error: " and the error's text, so the text should say
 	// what went wrong and what to do.
 	Run func(ctx context.Context, call Call) (string, error)
+	// Retry, if set, tries a call that failed in a way worth trying again
+	// (a timeout, what it called unavailable or rate limiting) again.
+	Retry *Retry
 }
 
 // Decoded is a Tool's Run that reads the call's arguments into an A with
@@ -56,6 +60,9 @@ type Call struct {
 	// Attach, when set, adds a part to the turn's reply: a file part
 	// (send_file) is sent to the chat with it. Nil outside a turn.
 	Attach func(sessions.Part)
+	// Retrying, when set, hears of each failed try the tool's retry
+	// policy tries again, before the wait.
+	Retrying func(failed Attempt, wait time.Duration)
 }
 
 // Result is what one tool call gave: the text the model is given, and
@@ -70,6 +77,9 @@ type Result struct {
 	// with errors.Is and errors.As: the tool's own error, ErrUnknownTool,
 	// ErrInvalidArguments, ErrAborted or a *PanicError. Nil on success.
 	Err error
+	// Attempts are the failed tries before the last, when the tool's
+	// retry policy tried the call again.
+	Attempts []Attempt
 }
 
 // errorPrefix starts every failed call's text, as the model has always

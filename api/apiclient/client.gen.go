@@ -381,9 +381,31 @@ func (e StatusEventType) Valid() bool {
 	}
 }
 
+// Defines values for ToolEventDataClass.
+const (
+	ToolEventDataClassRateLimited ToolEventDataClass = "rate_limited"
+	ToolEventDataClassTimeout     ToolEventDataClass = "timeout"
+	ToolEventDataClassUnavailable ToolEventDataClass = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ToolEventDataClass enum.
+func (e ToolEventDataClass) Valid() bool {
+	switch e {
+	case ToolEventDataClassRateLimited:
+		return true
+	case ToolEventDataClassTimeout:
+		return true
+	case ToolEventDataClassUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ToolEventType.
 const (
 	ToolCompleted ToolEventType = "tool.completed"
+	ToolRetrying  ToolEventType = "tool.retrying"
 	ToolStarted   ToolEventType = "tool.started"
 )
 
@@ -391,6 +413,8 @@ const (
 func (e ToolEventType) Valid() bool {
 	switch e {
 	case ToolCompleted:
+		return true
+	case ToolRetrying:
 		return true
 	case ToolStarted:
 		return true
@@ -1128,11 +1152,21 @@ type ToolCall struct {
 // ToolEvent defines model for ToolEvent.
 type ToolEvent struct {
 	Data struct {
-		CallId string  `json:"call_id"`
-		Name   string  `json:"name"`
-		Result *string `json:"result,omitempty"`
+		// Attempt On tool.retrying: the try that failed, from 1.
+		Attempt *int `json:"attempt,omitempty"`
 
-		// State input-available when it starts; output-available or output-error when it ends
+		// Attempts On tool.completed: the tries made, when the retry policy made more than one.
+		Attempts *int                `json:"attempts,omitempty"`
+		CallId   string              `json:"call_id"`
+		Class    *ToolEventDataClass `json:"class,omitempty"`
+		Error    *string             `json:"error,omitempty"`
+		Name     string              `json:"name"`
+		Result   *string             `json:"result,omitempty"`
+
+		// RetryInMs On tool.retrying: the wait before the next try.
+		RetryInMs *int `json:"retry_in_ms,omitempty"`
+
+		// State input-available when it starts; output-available or output-error when it ends; retrying when its retry policy tries it again (tool.retrying)
 		State string `json:"state"`
 	} `json:"data"`
 	Id        string        `json:"id"`
@@ -1141,6 +1175,9 @@ type ToolEvent struct {
 	Ts        Time          `json:"ts"`
 	Type      ToolEventType `json:"type"`
 }
+
+// ToolEventDataClass defines model for ToolEvent.Data.Class.
+type ToolEventDataClass string
 
 // ToolEventType defines model for ToolEvent.Type.
 type ToolEventType string
