@@ -89,5 +89,5 @@ func TestRetryWaits(t *testing.T) {
 
 type afterErr struct{ d time.Duration }
 
-func (e afterErr) Error() string              { return "later" }
+func (e afterErr) Error() string             { return "later" }
 func (e afterErr) RetryAfter() time.Duration { return e.d }
