@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/sessionsql"
 )
 
 // DefaultMaxBody caps a JSON request body (1 MiB); a larger one gets 413.
@@ -75,6 +76,9 @@ type Options struct {
 	// Files is the session file store; without it the
 	// /v1/sessions/{id}/files routes answer 503.
 	Files *files.Store
+	// SQL keeps each session's own SQL database; without it the
+	// /v1/sessions/{id}/sql/schema route answers 503.
+	SQL *sessionsql.Store
 	// ClientTools keeps the tools API sessions' clients declare and
 	// carries their calls; without it a session can't declare tools (400)
 	// and the tools and tool_results routes answer 503.
@@ -127,6 +131,7 @@ func (s *server) routes() []route {
 		{"PATCH /v1/sessions/{id}", s.patchSession},
 		{"DELETE /v1/sessions/{id}", s.deleteSession},
 		{"GET /v1/sessions/{id}/messages", s.listMessages},
+		{"GET /v1/sessions/{id}/sql/schema", s.sqlSchema},
 		{"POST /v1/sessions/{id}/messages", needs(s.runner, s.sendMessage)},
 		{"GET /v1/sessions/{id}/status", needs(s.runner, s.status)},
 		{"POST /v1/sessions/{id}/abort", needs(s.runner, s.abort)},

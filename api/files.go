@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/parleyd/parley/files"
+	"github.com/parleyd/parley/sessionsql"
 )
 
 // FileList answers GET /v1/sessions/{id}/files: the session's files and
@@ -157,4 +158,25 @@ func fileError(err error) error {
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
 	}
 	return err
+}
+
+// sqlSchema answers GET /v1/sessions/{id}/sql/schema: the tables, views,
+// indexes and triggers of the session's own SQL database, and its size.
+func (s *server) sqlSchema(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.SQL == nil {
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "session SQL databases are not available on this server")
+	}
+	sess, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	sc, err := s.opts.SQL.Schema(r.Context(), sess.ID)
+	if errors.Is(err, sessionsql.ErrNotFound) {
+		return errorf(http.StatusNotFound, CodeNotFound, "no session "+quote(string(sess.ID)))
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sc)
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/sessionsql"
 )
 
 // RewindRequest is the body of POST /v1/sessions/{id}/rewind.
@@ -84,12 +85,19 @@ func (s *server) branch(w http.ResponseWriter, r *http.Request) error {
 		return ErrBusy
 	}
 	opts := sessions.BranchOptions{Metadata: req.Metadata}
-	if s.opts.Files != nil {
-		// The branch sees the files its parent had: the photos and
-		// documents of the messages it copies, and those written since.
-		opts.Also = func(ctx context.Context, q dbutil.Querier, parent, branch sessions.ID) error {
-			return files.CopyIn(ctx, q, parent, branch)
+	// The branch sees the files its parent had (the photos and documents
+	// of the messages it copies, and those written since) and has its own
+	// copy of its SQL database.
+	opts.Also = func(ctx context.Context, q dbutil.Querier, parent, branch sessions.ID) error {
+		if s.opts.Files != nil {
+			if err := files.CopyIn(ctx, q, parent, branch); err != nil {
+				return err
+			}
 		}
+		if s.opts.SQL != nil {
+			return sessionsql.CopyIn(ctx, q, parent, branch)
+		}
+		return nil
 	}
 	sess, err := s.opts.Store.Branch(r.Context(), id, req.FromMessageID, opts)
 	if err != nil {

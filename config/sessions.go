@@ -18,6 +18,8 @@ type Sessions struct {
 	ClientTools ClientTools `yaml:"client_tools"`
 	// Files bounds the session file store.
 	Files SessionFiles `yaml:"files"`
+	// SQL bounds each session's SQL database (sql_exec, sql_query).
+	SQL SessionSQL `yaml:"sql"`
 }
 
 func (s *Sessions) validate(ck *checker) {

@@ -40,6 +40,46 @@ type SessionFiles struct {
 	MaxTotalBytes int64 `yaml:"max_total_bytes"`
 }
 
+// SessionSQL bounds each session's own SQL database.
+type SessionSQL struct {
+	// MaxBytes caps one session's database. Default 10 MiB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxRows caps the rows sql_query shows. Default 100.
+	MaxRows int `yaml:"max_rows"`
+	// StatementTimeout bounds one sql_exec or sql_query call. Default 5s.
+	StatementTimeout Duration `yaml:"statement_timeout"`
+}
+
+// The session SQL limits when the config sets none.
+const (
+	DefaultSQLMaxBytes         = 10 << 20
+	DefaultSQLMaxRows          = 100
+	DefaultSQLStatementTimeout = Duration(5 * time.Second)
+)
+
+// checkSQL fills in the SQL limits' defaults and reports bad ones.
+func (s *Sessions) checkSQL(ck *checker) {
+	q := &s.SQL
+	if q.MaxBytes == 0 && !ck.set["sessions.sql.max_bytes"] {
+		q.MaxBytes = DefaultSQLMaxBytes
+	}
+	if q.MaxRows == 0 && !ck.set["sessions.sql.max_rows"] {
+		q.MaxRows = DefaultSQLMaxRows
+	}
+	if q.StatementTimeout == 0 && !ck.set["sessions.sql.statement_timeout"] {
+		q.StatementTimeout = DefaultSQLStatementTimeout
+	}
+	if n := q.MaxBytes; n < 64<<10 || n > 1<<30 {
+		ck.add("sessions.sql.max_bytes", fmt.Sprintf("%d is out of range; use %d (64 KiB) to %d (1 GiB)", n, 64<<10, 1<<30))
+	}
+	if n := q.MaxRows; n < 1 || n > 10000 {
+		ck.add("sessions.sql.max_rows", fmt.Sprintf("%d is out of range; use 1-10000", n))
+	}
+	if d := q.StatementTimeout.Std(); d < 100*time.Millisecond || d > 5*time.Minute {
+		ck.add("sessions.sql.statement_timeout", fmt.Sprintf(`%s is out of range; use 100ms to 5m, such as "5s"`, q.StatementTimeout))
+	}
+}
+
 // ClientTools configures the tools API clients declare.
 type ClientTools struct {
 	// Timeout is how long a run waits for a client's tool result before
@@ -81,6 +121,7 @@ func (s *Sessions) checkStorage(ck *checker) {
 		ck.add("sessions.kv.max_keys", fmt.Sprintf("%d is out of range; use 1-100000", n))
 	}
 	s.checkFiles(ck)
+	s.checkSQL(ck)
 	if s.ClientTools.Timeout == 0 && !ck.set["sessions.client_tools.timeout"] {
 		s.ClientTools.Timeout = Duration(DefaultClientToolTimeout)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/sessionsql"
 	"github.com/parleyd/parley/skills"
 	"github.com/parleyd/parley/tools"
 )
@@ -22,6 +23,8 @@ type sessionTools struct {
 	// files is the session file store (the file_* tools, the API's /files
 	// routes, files kept with messages and sent back).
 	files *files.Store
+	// sql keeps each session's own SQL database.
+	sql *sessionsql.Store
 	// clientTools keeps API sessions' declared tools and their calls.
 	clientTools *clienttools.Hub
 	// toolTaken says a name is one of parley's tools, which a client tool
@@ -34,6 +37,7 @@ type sessionTools struct {
 func (d *Daemon) openSessionTools(cfg *config.Config, reg *tools.Registry) {
 	d.kv = kv.NewStore(d.db, kv.WithLogger(d.named("kv")))
 	d.files = files.NewStore(d.db, files.Limits{}, d.named("files"))
+	d.sql = sessionsql.NewStore(d.db, sessionsql.Limits{})
 	d.clientTools = clienttools.New(d.db, clienttools.Options{})
 	d.applySessionTools(cfg)
 	d.toolTaken = func(name string) bool {
@@ -54,4 +58,5 @@ func (d *Daemon) applySessionTools(cfg *config.Config) {
 	d.kv.SetLimits(kv.Limits{MaxValueBytes: s.KV.MaxValueBytes, MaxSessionBytes: s.KV.MaxSessionBytes, MaxKeys: s.KV.MaxKeys})
 	d.clientTools.SetTimeout(s.ClientTools.Timeout.Std())
 	d.files.SetLimits(files.Limits{MaxFileBytes: s.Files.MaxFileBytes, MaxSessionBytes: s.Files.MaxSessionBytes, MaxTotalBytes: s.Files.MaxTotalBytes})
+	d.sql.SetLimits(sessionsql.Limits{MaxBytes: s.SQL.MaxBytes, MaxRows: s.SQL.MaxRows, Timeout: s.SQL.StatementTimeout.Std()})
 }

@@ -16,7 +16,7 @@ import (
 // provided here.
 func (d *Daemon) registerTools(reg *tools.Registry) error {
 	deps := tools.Deps{Config: d.cfg}
-	deps.Provide(d.cron, d.memory, d.kv, d.files, d.runner, d.sessions, d.mcp)
+	deps.Provide(d.cron, d.memory, d.kv, d.files, d.sql, d.runner, d.sessions, d.mcp)
 	return tools.RegisterBuiltins(reg, deps)
 }
 

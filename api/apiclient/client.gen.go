@@ -324,6 +324,30 @@ func (e RunState) Valid() bool {
 	}
 }
 
+// Defines values for SQLSchemaObjectsType.
+const (
+	Index   SQLSchemaObjectsType = "index"
+	Table   SQLSchemaObjectsType = "table"
+	Trigger SQLSchemaObjectsType = "trigger"
+	View    SQLSchemaObjectsType = "view"
+)
+
+// Valid indicates whether the value is a known member of the SQLSchemaObjectsType enum.
+func (e SQLSchemaObjectsType) Valid() bool {
+	switch e {
+	case Index:
+		return true
+	case Table:
+		return true
+	case Trigger:
+		return true
+	case View:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SendMessageRequestReasoningEffort.
 const (
 	High   SendMessageRequestReasoningEffort = "high"
@@ -1073,6 +1097,21 @@ type RunStatus struct {
 	StartedAt        *Time     `json:"started_at,omitempty"`
 	State            RunState  `json:"state"`
 }
+
+// SQLSchema defines model for SQLSchema.
+type SQLSchema struct {
+	Bytes    int `json:"bytes"`
+	MaxBytes int `json:"max_bytes"`
+	Objects  []struct {
+		Name  string               `json:"name"`
+		Sql   string               `json:"sql"`
+		Table string               `json:"table"`
+		Type  SQLSchemaObjectsType `json:"type"`
+	} `json:"objects"`
+}
+
+// SQLSchemaObjectsType defines model for SQLSchema.Objects.Type.
+type SQLSchemaObjectsType string
 
 // SendMessageRequest defines model for SendMessageRequest.
 type SendMessageRequest struct {
@@ -2134,6 +2173,11 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	RewindSession(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSQLSchema The tables, views, indexes and triggers of the session's own SQL database (sql_exec, sql_query), and its size.
+	//
+	// Corresponds with GET /v1/sessions/{id}/sql/schema (the `GetSQLSchema` operationId).
+	GetSQLSchema(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetStatus performs a GET /v1/sessions/{id}/status (the `GetStatus` operationId) request.
 	GetStatus(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2737,6 +2781,21 @@ func (c *Client) RewindSessionWithBody(ctx context.Context, id SessionID, conten
 // Takes a body of the `application/json` content type.
 func (c *Client) RewindSession(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRewindSessionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSQLSchema The tables, views, indexes and triggers of the session's own SQL database (sql_exec, sql_query), and its size.
+//
+// Corresponds with GET /v1/sessions/{id}/sql/schema (the `GetSQLSchema` operationId).
+func (c *Client) GetSQLSchema(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSQLSchemaRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4491,6 +4550,40 @@ func NewRewindSessionRequestWithBody(server string, id SessionID, contentType st
 	return req, nil
 }
 
+// NewGetSQLSchemaRequest constructs an http.Request for the GetSQLSchema method
+func NewGetSQLSchemaRequest(server string, id SessionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/sql/schema", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetStatusRequest constructs an http.Request for the GetStatus method
 func NewGetStatusRequest(server string, id SessionID) (*http.Request, error) {
 	var err error
@@ -5115,6 +5208,13 @@ type ClientWithResponsesInterface interface {
 	// RewindSessionWithResponse performs a POST /v1/sessions/{id}/rewind (the `RewindSession` operationId) request.
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	RewindSessionWithResponse(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
+
+	// GetSQLSchemaWithResponse The tables, views, indexes and triggers of the session's own SQL database (sql_exec, sql_query), and its size.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions/{id}/sql/schema (the `GetSQLSchema` operationId).
+	GetSQLSchemaWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*GetSQLSchemaResponse, error)
 
 	// GetStatusWithResponse performs a GET /v1/sessions/{id}/status (the `GetStatus` operationId) request.
 	//
@@ -7855,6 +7955,89 @@ func (r RewindSessionResponse) ContentType() string {
 	return ""
 }
 
+// GetSQLSchemaResponse401Headers the declared response headers of an HTTP 401 response for GetSQLSchema
+type GetSQLSchemaResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetSQLSchemaResponse503Headers the declared response headers of an HTTP 503 response for GetSQLSchema
+type GetSQLSchemaResponse503Headers struct {
+	RetryAfter *string
+}
+
+type GetSQLSchemaResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SQLSchema
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSQLSchemaResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSQLSchemaResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSQLSchemaResponse) GetJSON200() *SQLSchema {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSQLSchemaResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSQLSchemaResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSQLSchemaResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSQLSchemaResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSQLSchemaResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSQLSchemaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSQLSchemaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSQLSchemaResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetStatusResponse401Headers the declared response headers of an HTTP 401 response for GetStatus
 type GetStatusResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9108,6 +9291,19 @@ func (c *ClientWithResponses) RewindSessionWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseRewindSessionResponse(rsp)
+}
+
+// GetSQLSchemaWithResponse The tables, views, indexes and triggers of the session's own SQL database (sql_exec, sql_query), and its size.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions/{id}/sql/schema (the `GetSQLSchema` operationId).
+func (c *ClientWithResponses) GetSQLSchemaWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*GetSQLSchemaResponse, error) {
+	rsp, err := c.GetSQLSchema(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSQLSchemaResponse(rsp)
 }
 
 // GetStatusWithResponse performs a GET /v1/sessions/{id}/status (the `GetStatus` operationId) request.
@@ -11739,6 +11935,83 @@ func ParseRewindSessionResponse(rsp *http.Response) (*RewindSessionResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers RewindSessionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSQLSchemaResponse parses an HTTP response from a GetSQLSchemaWithResponse call
+func ParseGetSQLSchemaResponse(rsp *http.Response) (*GetSQLSchemaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSQLSchemaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SQLSchema
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSQLSchemaResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSQLSchemaResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
