@@ -107,6 +107,8 @@ type Config struct {
 	Secrets Secrets `yaml:"secrets"`
 	// Speech transcribes voice notes and speaks replies.
 	Speech Speech `yaml:"speech"`
+	// SessionHooks post sessions' lifecycle events to integrators.
+	SessionHooks []SessionHook `yaml:"session_hooks"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string

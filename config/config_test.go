@@ -318,9 +318,13 @@ func TestExampleFile(t *testing.T) {
 	hooks := uncommentHooks(t, data)
 	t.Run("the commented-out hook works once its secret is set", func(t *testing.T) {
 		secret := "3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f2a4c6e8b1d3f5a"
-		c, err := Parse(hooks, "config.example.yaml", env(map[string]string{"CI_HOOK_SECRET": secret}))
+		c, err := Parse(hooks, "config.example.yaml", env(map[string]string{"CI_HOOK_SECRET": secret, "PARLEY_HOOK_SECRET": secret}))
 		if err != nil {
 			t.Fatalf("example with its hook has problems:\n%v", err)
+		}
+		if len(c.SessionHooks) != 1 || c.SessionHooks[0].Secret.Reveal() != secret || !c.SessionHooks[0].Wants("session.reset", "default") ||
+			c.SessionHooks[0].Wants("session.compacted", "default") || c.SessionHooks[0].Wants("session.reset", "family") {
+			t.Errorf("example session hooks = %+v", c.SessionHooks)
 		}
 		if len(c.Hooks) != 1 || c.Hooks[0].ID != "ci" || c.Hooks[0].Secret.Reveal() != secret || c.Hooks[0].Mode != DefaultHookMode ||
 			c.Hooks[0].Timeout.Std() != DefaultHookTimeout || c.Hooks[0].Template() == nil {

@@ -69,6 +69,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateHooks(ck)
 	c.validateCron(ck)
 	c.checkMCP(ck)
+	c.checkSessionHooks(ck)
 	c.Budgets.validate(ck)
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)

@@ -32,6 +32,7 @@ import (
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/secret"
+	"github.com/parleyd/parley/sessionhooks"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
 	"github.com/parleyd/parley/turns"
@@ -60,7 +61,9 @@ type Daemon struct {
 	// callbacks POSTs replies to API sessions' webhook_url; nil without a
 	// callback secret.
 	callbacks *api.Callbacks
-	feed      func(context.Context) error // fills events from the bus
+	// sessionHooks queues and posts sessions' lifecycle events.
+	sessionHooks *sessionhooks.Hooks
+	feed         func(context.Context) error // fills events from the bus
 	// metricsFeed counts turns, tokens and compactions from the bus.
 	metricsFeed func(context.Context) error
 	offline     *echo.Model // answers for agents without a provider key
@@ -159,6 +162,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		// A reply's callback is queued in the transaction that stores it.
 		storeOpts = append(storeOpts, sessions.WithAppendHook(api.ReplyCallbackHook(0)))
 	}
+	// Sessions' lifecycle events for the session hooks: queued in the
+	// transaction of each change (nothing while no hook is configured).
+	d.sessionHooks = sessionhooks.New(sessionhooks.Options{DB: db, Hooks: func() []config.SessionHook { return d.cfg().SessionHooks },
+		Log: d.named("session_hooks")})
+	storeOpts = append(storeOpts, sessions.WithLifecycleHook(d.sessionHooks.Lifecycle), sessions.WithAppendHook(d.sessionHooks.Append),
+		sessions.WithBeforeAppendHook(d.sessionHooks.Before))
 	// d.sessions is the one store the daemon writes sessions through; on
 	// a SQLite file it holds (above), it then reads no remembered session.
 	storeOpts = append(storeOpts, sessions.WithSoleWriter())

@@ -169,6 +169,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.callbacks != nil {
 		d.goLoop(ctx, "callbacks", func(ctx context.Context) { _ = d.callbacks.Run(ctx) })
 	}
+	d.goLoop(ctx, "session hooks", func(ctx context.Context) { _ = d.sessionHooks.Run(ctx) })
 	d.goLoop(ctx, "metrics", func(ctx context.Context) { _ = d.metricsFeed(ctx) })
 	d.goLoop(ctx, "channel health", func(ctx context.Context) { d.metrics.WatchChannels(ctx, channelWatchEvery, d.adapters, d.runElsewhere) })
 	if d.feed != nil {

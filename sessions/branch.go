@@ -134,7 +134,10 @@ func (s *SQLStore) Branch(ctx context.Context, id ID, from MessageID, opts Branc
 			}
 		}
 		created, err = scanSession(tx.QueryRowContext(ctx, sessionByIDQuery, created.ID))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionCreated, Session: created.ID, Key: created.Key, At: now})
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("branch session %s: %w", id, err)

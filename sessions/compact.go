@@ -163,9 +163,12 @@ func (s *SQLStore) Compact(ctx context.Context, id ID, in CompactInput) (Compact
 			return err
 		}
 		if in.Tx != nil {
-			return in.Tx(ctx, tx, m)
+			if err := in.Tx(ctx, tx, m); err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionCompacted, Session: id, At: now,
+			Compacted: &CompactedInfo{Archived: res.Archived, Through: in.Through, SummaryID: m.ID, TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter}})
 	})
 	s.history.drop(id)
 	s.actives.forget(id) // its token count changed

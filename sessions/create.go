@@ -53,7 +53,10 @@ func (s *SQLStore) Create(ctx context.Context, key Key, opts CreateOptions) (Ses
 		if err == nil && ephemeral([]byte(meta)) {
 			_, err = tx.ExecContext(ctx, setEphemeralQuery, created.ID, true)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionCreated, Session: created.ID, Key: key, At: created.CreatedAt})
 	})
 	if err != nil {
 		return Session{}, err

@@ -2,8 +2,11 @@ package sessions
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/events"
 )
 
 // AppendHook runs inside the transaction that appends m, once m is stored
@@ -43,4 +46,70 @@ func (s *SQLStore) runDeleteHooks(ctx context.Context, q dbutil.Querier, ids []I
 		}
 	}
 	return nil
+}
+
+// Lifecycle events beyond the bus's: an archived session, and a
+// compaction. Lifecycle hooks see these and the bus's session events.
+const (
+	EventSessionArchived  events.Type = "session.archived"
+	EventSessionCompacted events.Type = "session.compacted"
+)
+
+// Lifecycle is a change in a session's life as a LifecycleHook sees it,
+// inside the transaction that makes it.
+type Lifecycle struct {
+	// Type is session.created, session.reset, session.archived,
+	// session.deleted or session.compacted.
+	Type    events.Type
+	Session ID
+	Key     Key
+	// Old is the session a reset archived (session.reset).
+	Old ID
+	// Reason is why a session was reset or archived.
+	Reason string
+	// Compacted is what a compaction summarized (session.compacted).
+	Compacted *CompactedInfo
+	At        time.Time
+}
+
+// CompactedInfo is what a session.compacted event tells of a compaction.
+type CompactedInfo struct {
+	Archived     int       `json:"archived"`
+	Through      int64     `json:"through_seq"`
+	SummaryID    MessageID `json:"summary_id"`
+	TokensBefore int64     `json:"tokens_before"`
+	TokensAfter  int64     `json:"tokens_after"`
+}
+
+// LifecycleHook runs inside the transaction that changes a session's life
+// (creates, resets, archives, deletes or compacts it): what it writes
+// commits with the change or not at all, so an outbox row it writes is
+// there exactly when the change is, whatever crash follows. Its error
+// fails the change. It must be quick.
+type LifecycleHook func(ctx context.Context, q dbutil.Querier, l Lifecycle) error
+
+// WithLifecycleHook runs hook in every lifecycle change's transaction.
+func WithLifecycleHook(hook LifecycleHook) Option {
+	return func(s *SQLStore) { s.lifecycleHooks = append(s.lifecycleHooks, hook) }
+}
+
+// lifecycle runs the lifecycle hooks in q's transaction.
+func (s *SQLStore) lifecycle(ctx context.Context, q dbutil.Querier, l Lifecycle) error {
+	for _, hook := range s.lifecycleHooks {
+		if err := hook(ctx, q, l); err != nil {
+			return fmt.Errorf("%s of session %s: %w", l.Type, l.Session, err)
+		}
+	}
+	return nil
+}
+
+// BeforeAppendHook runs before a user message is appended, outside any
+// transaction, and may add to its metadata (a host's snapshot_id): a
+// message.user hook that waits for an answer. It must bound its own wait;
+// its error is logged by the caller's hook, never failing the append.
+type BeforeAppendHook func(ctx context.Context, id ID, m *Message)
+
+// WithBeforeAppendHook runs hook before every user message's append.
+func WithBeforeAppendHook(hook BeforeAppendHook) Option {
+	return func(s *SQLStore) { s.beforeAppendHooks = append(s.beforeAppendHooks, hook) }
 }

@@ -163,7 +163,10 @@ func (s *SQLStore) Delete(ctx context.Context, id ID) error {
 		}
 		var err error
 		sess, err = scanSession(q.QueryRowContext(ctx, deleteSessionQuery, id))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.lifecycle(ctx, q, Lifecycle{Type: EventSessionDeleted, Session: id, Key: sess.Key, At: s.now()})
 	})
 	s.history.drop(id)
 	s.actives.forget(id)

@@ -144,6 +144,11 @@ func (s *SQLStore) AppendWith(ctx context.Context, id ID, m Message, also Append
 	} else if _, err := uuid.Parse(string(m.ID)); err != nil {
 		return Message{}, fmt.Errorf("%w: id %q is not a UUID", ErrInvalidMessage, m.ID)
 	}
+	if m.Role == RoleUser && !m.Synthetic {
+		for _, hook := range s.beforeAppendHooks {
+			hook(ctx, id, &m)
+		}
+	}
 	m.Content, m.ToolCallID, m.Model = cleanText(m.Content), cleanText(m.ToolCallID), cleanText(m.Model)
 	parts, err := nullJSON(m.Parts, len(m.Parts) > 0)
 	if err != nil {

@@ -41,12 +41,19 @@ const ReasonFinished = "finished"
 // (sessions ls --status archived, the API); it reports whether the session
 // was active. Its key's next message starts a new session.
 func (s *SQLStore) Archive(ctx context.Context, id ID, reason string) (bool, error) {
-	res, err := s.db.Write().ExecContext(ctx, archiveSessionQuery, string(id), dbutil.Millis(s.now()), reason)
-	if err != nil {
-		return false, fmt.Errorf("archive session %s: %w", id, err)
-	}
+	now := s.now()
+	var n int64
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
+		res, err := tx.ExecContext(ctx, archiveSessionQuery, string(id), dbutil.Millis(now), reason)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionArchived, Session: id, Reason: reason, At: now})
+	})
 	s.actives.forget(id)
-	n, err := res.RowsAffected()
 	if err != nil {
 		return false, fmt.Errorf("archive session %s: %w", id, err)
 	}
@@ -99,6 +106,11 @@ func (s *SQLStore) PruneArchived(ctx context.Context, before time.Time) (PruneRe
 			}
 			if err := s.runDeleteHooks(ctx, tx, ids); err != nil {
 				return err
+			}
+			for _, id := range ids {
+				if err := s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionDeleted, Session: id, Reason: "pruned", At: s.now()}); err != nil {
+					return err
+				}
 			}
 			res, err := tx.ExecContext(ctx, fmt.Sprintf(deleteArchivedSessionsQuery, in), args...)
 			if err != nil {

@@ -49,6 +49,10 @@ const (
 
 	hideAfterQuery = `UPDATE messages SET hidden_at = $3 WHERE session_id = $1 AND seq > $2 AND hidden_at IS NULL`
 
+	// The first user message a rewind (its stamp) took back.
+	firstTakenBackQuery = `SELECT metadata FROM messages WHERE session_id = $1 AND hidden_at = $2 AND role = 'user'
+	ORDER BY seq LIMIT 1`
+
 	unhideQuery = `UPDATE messages SET hidden_at = NULL WHERE session_id = $1 AND hidden_at = $2`
 
 	latestSummaryQuery = `SELECT content FROM messages WHERE session_id = $1 AND summary = $2 AND hidden_at IS NULL
@@ -85,6 +89,10 @@ type RewindResult struct {
 	// Restored counts the compactions undone (rewind) or redone (unrewind).
 	Restored int     `json:"restored"`
 	Session  Session `json:"session"`
+	// SnapshotID is the snapshot_id (metadata, from a message.user hook)
+	// of the first user message a rewind took back: the host's world as it
+	// was before that message, which it may restore.
+	SnapshotID string `json:"snapshot_id,omitempty"`
 }
 
 // Rewind takes session id back to user message to: every message after it
@@ -105,7 +113,8 @@ func (s *SQLStore) RewindFrom(ctx context.Context, id ID, from MessageID) (Rewin
 }
 
 func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bool) (RewindResult, error) {
-	return s.changeLive(ctx, "rewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
+	var snapshot string
+	res, err := s.changeLive(ctx, "rewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
 		var last int64
 		if err := tx.QueryRowContext(ctx, lastRewindStampQuery, id).Scan(&last); err != nil {
 			return 0, 0, err
@@ -155,8 +164,20 @@ func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bo
 			dbutil.Millis(s.now())); err != nil {
 			return 0, 0, err
 		}
+		var meta sql.NullString
+		if err := tx.QueryRowContext(ctx, firstTakenBackQuery, id, stamp).Scan(&meta); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, 0, err
+		}
+		var m struct {
+			SnapshotID string `json:"snapshot_id"`
+		}
+		if meta.Valid && json.Unmarshal([]byte(meta.String), &m) == nil {
+			snapshot = m.SnapshotID
+		}
 		return int(n), len(restored), nil
 	})
+	res.SnapshotID = snapshot
+	return res, err
 }
 
 // changeLive runs change, a rewind or unrewind of session id that says how

@@ -64,6 +64,10 @@ type SQLStore struct {
 	appendHooks []AppendHook
 	// deleteHooks run in each delete's transaction.
 	deleteHooks []DeleteHook
+	// lifecycleHooks run in each lifecycle change's transaction.
+	lifecycleHooks []LifecycleHook
+	// beforeAppendHooks run before a user message's append.
+	beforeAppendHooks []BeforeAppendHook
 	// soleWriter: see WithSoleWriter.
 	soleWriter bool
 }
@@ -256,7 +260,10 @@ func (s *SQLStore) create(ctx context.Context, key Key, now time.Time) (Session,
 	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
 		var err error
 		created, ok, err = insertSession(ctx, tx, key, now)
-		return err
+		if err != nil || !ok {
+			return err
+		}
+		return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionCreated, Session: created.ID, Key: key, At: now})
 	})
 	if err != nil || !ok {
 		return Session{}, false, err
@@ -313,7 +320,10 @@ func (s *SQLStore) replace(ctx context.Context, old Session, reason string, now 
 			return err
 		}
 		created, ok, err = insertSession(ctx, tx, old.Key, now)
-		return err
+		if err != nil || !ok {
+			return err
+		}
+		return s.resetLifecycle(ctx, tx, old.ID, created, reason, now)
 	})
 	if err != nil || !ok {
 		return Session{}, false, err
@@ -325,6 +335,15 @@ func (s *SQLStore) replace(ctx context.Context, old Session, reason string, now 
 	s.bus.Publish(events.Event{Type: EventSessionReset, SessionID: string(created.ID), At: now,
 		Data: SessionReset{Old: old, New: created, Reason: reason}})
 	return created, true, nil
+}
+
+// resetLifecycle tells the lifecycle hooks of a reset: old archived, and
+// created in its place.
+func (s *SQLStore) resetLifecycle(ctx context.Context, tx dbutil.Querier, old ID, created Session, reason string, now time.Time) error {
+	if err := s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionArchived, Session: old, Key: created.Key, Reason: reason, At: now}); err != nil {
+		return err
+	}
+	return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionReset, Session: created.ID, Key: created.Key, Old: old, Reason: reason, At: now})
 }
 
 // Reset implements Store.
@@ -352,8 +371,12 @@ func (s *SQLStore) Reset(ctx context.Context, key Key) (Session, error) {
 		if !ok {
 			// A concurrent reset or resolve created the successor first.
 			created, err = active(ctx, tx, key)
+			return err
 		}
-		return err
+		if old.ID == "" {
+			return s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionCreated, Session: created.ID, Key: key, At: now})
+		}
+		return s.resetLifecycle(ctx, tx, old.ID, created, ReasonManual, now)
 	})
 	if err != nil {
 		return Session{}, err

@@ -1073,6 +1073,9 @@ type RewindResult struct {
 	Hidden   int     `json:"hidden"`
 	Restored int     `json:"restored"`
 	Session  Session `json:"session"`
+
+	// SnapshotId The snapshot_id a message.user session hook gave the first user message the rewind took back: the host's world before it.
+	SnapshotId *string `json:"snapshot_id,omitempty"`
 }
 
 // Rollup defines model for Rollup.
