@@ -1,0 +1,347 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/sessions"
+)
+
+// The charts read the rows of their window and add them up here: one SQL
+// text on both engines, no dialect's date functions.
+const (
+	// usageRowsQuery is every model call's usage in the window, kept and
+	// compacted messages alike, with its session's agent and channel.
+	usageRowsQuery = `SELECT s.agent_id, s.surface, m.model, m.usage, m.created_at
+	FROM messages m JOIN sessions s ON s.id = m.session_id
+	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL
+	UNION ALL
+	SELECT s.agent_id, s.surface, m.model, m.usage, m.created_at
+	FROM message_archive m JOIN sessions s ON s.id = m.session_id
+	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL`
+
+	// turnRowsQuery is every message received in the window that a turn
+	// answered (done without a note) or that failed, with its agent.
+	turnRowsQuery = `SELECT i.adapter, COALESCE(s.agent_id, ''), i.status, i.received_at, i.updated_at
+	FROM inbound i LEFT JOIN sessions s ON s.id = i.session_id
+	WHERE i.received_at >= $1 AND ((i.status = 'done' AND i.error = '' AND i.session_id IS NOT NULL) OR i.status = 'failed')`
+
+	// backlogRowsQuery is every reply that waited at some time in the
+	// window: still unsent, or sent within it.
+	backlogRowsQuery = `SELECT created_at, COALESCE(sent_at, 0) FROM outbox WHERE sent_at IS NULL OR sent_at >= $1`
+)
+
+// Window is the span the charts cover and the size of each bar.
+type Window struct {
+	Name  string // "24h" or "14d"
+	Step  time.Duration
+	Steps int
+}
+
+var (
+	windowHours = Window{Name: "24h", Step: time.Hour, Steps: 24}
+	windowDays  = Window{Name: "14d", Step: 24 * time.Hour, Steps: 14}
+)
+
+// windowNamed is the window a link names; the hours by default.
+func windowNamed(name string) Window {
+	if name == windowDays.Name {
+		return windowDays
+	}
+	return windowHours
+}
+
+// buckets are the window's steps ending with the one holding now, each
+// starting on the hour (or at local midnight), and their labels.
+func (w Window) buckets(now time.Time) (starts []time.Time, labels []string) {
+	now = now.Local()
+	var last time.Time
+	if w.Step == time.Hour {
+		last = now.Truncate(time.Hour)
+	} else {
+		last = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	}
+	for i := w.Steps - 1; i >= 0; i-- {
+		var s time.Time
+		if w.Step == time.Hour {
+			s = last.Add(-time.Duration(i) * time.Hour)
+		} else {
+			s = last.AddDate(0, 0, -i)
+		}
+		starts = append(starts, s)
+		if w.Step == time.Hour {
+			labels = append(labels, s.Format("15:04"))
+		} else {
+			labels = append(labels, s.Format("Jan 2"))
+		}
+	}
+	return starts, labels
+}
+
+// index is the bucket holding t, or -1 outside the window.
+func index(starts []time.Time, t time.Time) int {
+	if len(starts) == 0 || t.Before(starts[0]) {
+		return -1
+	}
+	return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
+}
+
+// Grouping is what the charts' series are: agents, models or channels.
+type Grouping string
+
+const (
+	ByAgent   Grouping = "agent"
+	ByModel   Grouping = "model"
+	ByChannel Grouping = "channel"
+)
+
+func groupingNamed(name string) Grouping {
+	switch Grouping(name) {
+	case ByModel, ByChannel:
+		return Grouping(name)
+	}
+	return ByAgent
+}
+
+// maxSeries bounds a chart's series; the rest are added up as "other".
+const maxSeries = 7
+
+// Stats are the charts' numbers over one window.
+type Stats struct {
+	Window   Window
+	By       Grouping
+	Labels   []string
+	Turns    map[string][]float64 // by group (agent or channel; by model, channel)
+	Tokens   map[string][]float64
+	Cost     map[string][]float64
+	P50, P95 []float64 // seconds from a message's arrival to its answer
+	Errors   []float64
+	Backlog  []float64 // replies waiting at the end of each step
+	// Totals are each group's sums over the window, for the table under
+	// the charts.
+	Totals []GroupTotal
+}
+
+// GroupTotal is one agent's, model's or channel's sums over the window.
+type GroupTotal struct {
+	Name         string
+	Turns        int
+	Tokens       int64
+	Cost         float64
+	Input        int64
+	Output       int64
+	ModelReplies int
+}
+
+// price prices a call's tokens whose provider reported no cost.
+type price func(spec string, input, output int64) (float64, bool)
+
+// readStats adds up the window's turns, usage, errors and outbox from the
+// database.
+func readStats(ctx context.Context, db *dbutil.DB, w Window, by Grouping, now time.Time, pricer price) (Stats, error) {
+	starts, labels := w.buckets(now)
+	st := Stats{Window: w, By: by, Labels: labels, Turns: map[string][]float64{}, Tokens: map[string][]float64{},
+		Cost: map[string][]float64{}, P50: make([]float64, len(starts)), P95: make([]float64, len(starts)),
+		Errors: make([]float64, len(starts)), Backlog: make([]float64, len(starts))}
+	since := dbutil.Millis(starts[0])
+	totals := map[string]*GroupTotal{}
+	total := func(name string) *GroupTotal {
+		if totals[name] == nil {
+			totals[name] = &GroupTotal{Name: name}
+		}
+		return totals[name]
+	}
+	add := func(m map[string][]float64, key string, i int, v float64) {
+		if m[key] == nil {
+			m[key] = make([]float64, len(starts))
+		}
+		m[key][i] += v
+	}
+
+	type usageRow struct {
+		agent, surface, model, usage string
+		at                           int64
+	}
+	usage, err := dbutil.ViewQuery(ctx, db, usageRowsQuery, func(r dbutil.Scanner) (usageRow, error) {
+		var u usageRow
+		err := r.Scan(&u.agent, &u.surface, &u.model, &u.usage, &u.at)
+		return u, err
+	}, since)
+	if err != nil {
+		return st, fmt.Errorf("read the usage of the last %s: %w", w.Name, err)
+	}
+	for _, u := range usage {
+		i := index(starts, dbutil.Time(u.at))
+		var use sessions.Usage
+		if i < 0 || json.Unmarshal([]byte(u.usage), &use) != nil {
+			continue
+		}
+		key := u.agent
+		switch by {
+		case ByModel:
+			key = cmp.Or(u.model, "unknown")
+		case ByChannel:
+			key = u.surface
+		}
+		cost := use.CostUSD
+		if cost == 0 && pricer != nil {
+			if c, ok := pricer(u.model, use.Input, use.Output); ok {
+				cost = c
+			}
+		}
+		tokens := float64(use.Input + use.Output + use.Reasoning + use.CacheRead + use.CacheWrite)
+		add(st.Tokens, key, i, tokens)
+		add(st.Cost, key, i, cost)
+		t := total(key)
+		t.Tokens += int64(tokens)
+		t.Cost += cost
+		t.Input += use.Input
+		t.Output += use.Output
+		t.ModelReplies++
+	}
+
+	type turnRow struct {
+		adapter, agent, status string
+		received, updated      int64
+	}
+	turns, err := dbutil.ViewQuery(ctx, db, turnRowsQuery, func(r dbutil.Scanner) (turnRow, error) {
+		var t turnRow
+		err := r.Scan(&t.adapter, &t.agent, &t.status, &t.received, &t.updated)
+		return t, err
+	}, since)
+	if err != nil {
+		return st, fmt.Errorf("read the turns of the last %s: %w", w.Name, err)
+	}
+	latencies := make([][]float64, len(starts))
+	for _, t := range turns {
+		i := index(starts, dbutil.Time(t.received))
+		if i < 0 {
+			continue
+		}
+		if t.status == "failed" {
+			st.Errors[i]++
+			continue
+		}
+		key := t.adapter
+		if by == ByAgent && t.agent != "" {
+			key = t.agent
+		}
+		add(st.Turns, key, i, 1)
+		if by != ByModel {
+			total(key).Turns++
+		}
+		latencies[i] = append(latencies[i], float64(max(0, t.updated-t.received))/1000)
+	}
+	for i, l := range latencies {
+		st.P50[i], st.P95[i] = percentile(l, 0.50), percentile(l, 0.95)
+	}
+
+	type backlogRow struct{ created, sent int64 }
+	backlog, err := dbutil.ViewQuery(ctx, db, backlogRowsQuery, func(r dbutil.Scanner) (backlogRow, error) {
+		var b backlogRow
+		err := r.Scan(&b.created, &b.sent)
+		return b, err
+	}, since)
+	if err != nil {
+		return st, fmt.Errorf("read the outbox of the last %s: %w", w.Name, err)
+	}
+	for i, s := range starts {
+		end := s.Add(w.Step)
+		if i == len(starts)-1 || end.After(now) {
+			end = now
+		}
+		e := dbutil.Millis(end)
+		for _, b := range backlog {
+			if b.created <= e && (b.sent == 0 || b.sent > e) {
+				st.Backlog[i]++
+			}
+		}
+	}
+
+	for _, t := range totals {
+		st.Totals = append(st.Totals, *t)
+	}
+	slices.SortFunc(st.Totals, func(a, b GroupTotal) int {
+		return cmp.Or(cmp.Compare(b.Tokens, a.Tokens), cmp.Compare(b.Turns, a.Turns), cmp.Compare(a.Name, b.Name))
+	})
+	return st, nil
+}
+
+// percentile is the p-th value of vs by the nearest rank; 0 for none.
+func percentile(vs []float64, p float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	rank := int(p*float64(len(s))+0.999999) - 1
+	return s[min(max(rank, 0), len(s)-1)]
+}
+
+// series turns a map of groups into a chart's series, the largest first,
+// past maxSeries added up as "other".
+func series(m map[string][]float64) []Series {
+	keys := slices.Collect(maps.Keys(m))
+	sum := func(vs []float64) (s float64) {
+		for _, v := range vs {
+			s += v
+		}
+		return s
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(sum(m[b]), sum(m[a])), cmp.Compare(a, b)) })
+	var out []Series
+	for i, k := range keys {
+		if i < maxSeries {
+			out = append(out, Series{Name: k, Values: m[k]})
+			continue
+		}
+		if i == maxSeries {
+			out = append(out, Series{Name: "other", Values: make([]float64, len(m[k]))})
+		}
+		for j, v := range m[k] {
+			out[maxSeries].Values[j] += v
+		}
+	}
+	return out
+}
+
+// Charts are the charts of the stats, in the order the page shows them.
+func (st Stats) Charts(fallbacks []float64) []Chart {
+	per := "per hour, the last 24 hours"
+	if st.Window.Step != time.Hour {
+		per = "per day, the last 14 days"
+	}
+	turnsBy := string(st.By)
+	if st.By == ByModel {
+		turnsBy = "channel" // a turn may call several models
+	}
+	ms := func(vs []float64) []float64 {
+		out := make([]float64, len(vs))
+		for i, v := range vs {
+			out[i] = v * 1000
+		}
+		return out
+	}
+	errs := []Series{{Name: "errors", Values: st.Errors}}
+	if fallbacks != nil {
+		errs = append(errs, Series{Name: "fallbacks", Values: fallbacks})
+	}
+	return []Chart{
+		{ID: "chart-turns", Title: "Turns " + per + ", by " + turnsBy, Desc: "Messages answered by a turn.", Labels: st.Labels, Series: series(st.Turns)},
+		{ID: "chart-latency", Title: "Time to answer " + per + ": p50 and p95", Unit: "ms", Lines: true,
+			Desc: "From a message's arrival to its answer, the median and the 95th percentile.", Labels: st.Labels,
+			Series: []Series{{Name: "p50", Values: ms(st.P50)}, {Name: "p95", Values: ms(st.P95)}}},
+		{ID: "chart-tokens", Title: "Tokens " + per + ", by " + string(st.By), Desc: "Every token the models read and wrote.", Labels: st.Labels, Series: series(st.Tokens)},
+		{ID: "chart-cost", Title: "Cost " + per + ", by " + string(st.By), Unit: "$", Desc: "Dollars, as the providers or the price table (budgets.prices) give them.", Labels: st.Labels, Series: series(st.Cost)},
+		{ID: "chart-errors", Title: "Errors and fallbacks " + per, Desc: "Messages whose turn failed, and model calls a fallback model answered (since parley started).", Labels: st.Labels, Series: errs},
+		{ID: "chart-backlog", Title: "Outbox backlog " + per, Lines: true, Desc: "Replies waiting to be sent at the end of each step.", Labels: st.Labels,
+			Series: []Series{{Name: "waiting", Values: st.Backlog}}},
+	}
+}
