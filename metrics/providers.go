@@ -144,7 +144,9 @@ func (m *Metrics) ModelStats() []ModelStats {
 	for _, s := range byKey {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b ModelStats) int { return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Model, b.Model)) })
+	slices.SortFunc(out, func(a, b ModelStats) int {
+		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Model, b.Model))
+	})
 	return out
 }
 
