@@ -3,11 +3,12 @@ package admin
 import (
 	"cmp"
 	"net/http"
-	"slices"
+	"net/url"
 	"strings"
 
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/cron"
+	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -41,7 +42,26 @@ func (s *server) sessionList(w http.ResponseWriter, r *http.Request) error {
 			shown = append(shown, ss)
 		}
 	}
-	s.render(w, r, "sessions", map[string]any{"Sessions": shown, "Next": page.Next, "Q": q.Get("q"),
+	shown, table := sortPage(r, "", shown, "-active",
+		col("key", func(s sessions.Session) string { return s.Key.String() }),
+		col("title", func(s sessions.Session) string { return s.Title }),
+		col("status", func(s sessions.Session) string { return string(s.Status) }),
+		col("messages", func(s sessions.Session) int64 { return int64(s.MessageCount) }),
+		col("tokens", func(s sessions.Session) int64 { return int64(s.Rollup.TokenCount) }),
+		col("cost", func(s sessions.Session) float64 { return s.Rollup.CostUSD }),
+		col("active", func(s sessions.Session) int64 { return s.LastActiveAt.UnixMilli() }))
+	next := ""
+	if page.Next != "" {
+		nq := url.Values{"cursor": {page.Next}}
+		for _, k := range []string{"q", "status", "surface", "agent", "sort"} {
+			if v := q.Get(k); v != "" {
+				nq.Set(k, v)
+			}
+		}
+		next = "/admin/sessions?" + nq.Encode()
+	}
+	s.render(w, r, "sessions", map[string]any{"Sessions": shown, "Next": next, "Q": q.Get("q"), "T": table,
+		"Shown": table.Rows, "PageSize": sessions.MaxPageSize,
 		"Status": string(opts.Status), "Surface": opts.Surface, "Agent": opts.AgentID})
 	return nil
 }
@@ -63,7 +83,8 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) error {
 			st = got
 		}
 	}
-	s.render(w, r, "session", map[string]any{"S": ss, "Messages": msgs, "Status": st})
+	shown, table := sortPage(r, "", msgs, "seq", col("seq", func(m sessions.Message) int64 { return m.Seq }))
+	s.render(w, r, "session", map[string]any{"S": ss, "Messages": shown, "Status": st, "T": table})
 	return nil
 }
 
@@ -80,8 +101,11 @@ func (s *server) runs(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, run{Session: id, Status: st})
 		}
 	}
-	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.Session, b.Session) })
-	s.render(w, r, "runs", map[string]any{"Runs": out})
+	shown, table := sortPage(r, "", out, "session",
+		col("session", func(x run) string { return string(x.Session) }),
+		col("state", func(x run) string { return string(x.Status.State) }),
+		col("since", func(x run) int64 { return x.Status.StartedAt.UnixMilli() }))
+	s.render(w, r, "runs", map[string]any{"Runs": shown, "T": table})
 	return nil
 }
 
@@ -154,24 +178,39 @@ func (s *server) cronAction(w http.ResponseWriter, r *http.Request) error {
 type hookView struct {
 	ID, Auth, Mode string
 	Deliveries     []webhooks.Delivery
+	T              Table
 }
+
+// maxDeliveries is how many of a hook's latest deliveries its table sorts
+// and pages through.
+const maxDeliveries = 500
 
 func (s *server) hooks(w http.ResponseWriter, r *http.Request) error {
 	var out []hookView
 	if s.o.Hooks != nil {
 		for _, h := range s.o.Hooks() {
-			ds, err := webhooks.Deliveries(r.Context(), s.o.DB, h.ID, 20)
+			ds, err := webhooks.Deliveries(r.Context(), s.o.DB, h.ID, maxDeliveries)
 			if err != nil {
 				return err
 			}
-			out = append(out, hookView{ID: h.ID, Auth: h.Auth, Mode: h.Mode, Deliveries: ds})
+			shown, table := sortPage(r, h.ID+"_", ds, "-received",
+				col("received", func(d webhooks.Delivery) int64 { return d.ReceivedAt.UnixMilli() }),
+				col("status", func(d webhooks.Delivery) string { return d.Status }),
+				col("http", func(d webhooks.Delivery) int { return d.HTTPStatus }),
+				col("took", func(d webhooks.Delivery) int64 { return int64(d.Duration) }))
+			out = append(out, hookView{ID: h.ID, Auth: h.Auth, Mode: h.Mode, Deliveries: shown, T: table})
 		}
 	}
 	var refused []Refusal
 	if s.o.Refused != nil {
 		refused = s.o.Refused()
 	}
-	s.render(w, r, "hooks", map[string]any{"Hooks": out, "Refused": refused})
+	refused, rt := sortPage(r, "refused_", refused, "-at",
+		col("at", func(x Refusal) int64 { return x.At.UnixMilli() }),
+		col("hook", func(x Refusal) string { return x.Hook }),
+		col("http", func(x Refusal) int { return x.Status }),
+		col("reason", func(x Refusal) string { return x.Reason }))
+	s.render(w, r, "hooks", map[string]any{"Hooks": out, "Refused": refused, "RT": rt})
 	return nil
 }
 
@@ -180,7 +219,13 @@ func (s *server) pairing(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.render(w, r, "pairing", map[string]any{"Pairings": ps})
+	shown, table := sortPage(r, "", ps, "asked",
+		col("code", func(p gateway.Pairing) string { return p.Code }),
+		col("channel", func(p gateway.Pairing) string { return string(p.Adapter) }),
+		col("who", func(p gateway.Pairing) string { return cmp.Or(p.DisplayName, p.UserID) }),
+		col("asked", func(p gateway.Pairing) int64 { return p.CreatedAt.UnixMilli() }),
+		col("expires", func(p gateway.Pairing) int64 { return p.ExpiresAt.UnixMilli() }))
+	s.render(w, r, "pairing", map[string]any{"Pairings": shown, "T": table})
 	return nil
 }
 
@@ -209,20 +254,34 @@ func (s *server) pairingAction(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// maxUnsent is how many pending or failed replies the outbox page sorts
+// and pages through.
+const maxUnsent = 500
+
 func (s *server) outbox(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.o.Outbox.Backlog(r.Context())
 	if err != nil {
 		return err
 	}
-	pending, err := s.o.Outbox.Unsent(r.Context(), "pending", 50)
+	pending, err := s.o.Outbox.Unsent(r.Context(), "pending", maxUnsent)
 	if err != nil {
 		return err
 	}
-	failed, err := s.o.Outbox.Unsent(r.Context(), "failed", 50)
+	failed, err := s.o.Outbox.Unsent(r.Context(), "failed", maxUnsent)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, "outbox", map[string]any{"Backlog": b, "Pending": pending, "Failed": failed})
+	type row = gateway.Unsent
+	cols := []column[row]{
+		col("queued", func(x row) int64 { return x.CreatedAt.UnixMilli() }),
+		col("channel", func(x row) string { return string(x.Adapter) }),
+		col("chat", func(x row) string { return x.ChatID }),
+		col("tries", func(x row) int { return x.Attempts }),
+		col("next", func(x row) int64 { return x.NextAt.UnixMilli() }),
+	}
+	pending, pt := sortPage(r, "pending_", pending, "queued", cols...)
+	failed, ft := sortPage(r, "failed_", failed, "-queued", cols...)
+	s.render(w, r, "outbox", map[string]any{"Backlog": b, "Pending": pending, "Failed": failed, "PT": pt, "FT": ft})
 	return nil
 }
 
@@ -237,4 +296,27 @@ func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
 	}
 	back(w, r, "/admin/outbox", "Sending "+id+" again.")
 	return nil
+}
+
+// fileView is a file or an image a message carries, as the session page
+// names it.
+type fileView struct {
+	Name, MediaType, Size, Note string
+}
+
+// filesOf lists the files and images of a message's parts.
+func filesOf(m sessions.Message) []fileView {
+	var out []fileView
+	for _, p := range m.Parts {
+		if d, ok := p.File(); ok {
+			v := fileView{Name: cmp.Or(p.Name, "a file"), MediaType: p.MediaType, Note: d.Note}
+			if d.Size > 0 {
+				v.Size = sessions.ByteSize(d.Size)
+			}
+			out = append(out, v)
+		} else if p.Type == "image" {
+			out = append(out, fileView{Name: cmp.Or(p.Name, "an image"), MediaType: p.MediaType})
+		}
+	}
+	return out
 }

@@ -1,0 +1,365 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/cluster"
+	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/metrics"
+	"github.com/parleyd/parley/sessions"
+)
+
+// usage is the charts page: turns, time to answer, tokens, cost, errors
+// and fallbacks, and the outbox backlog, per hour or per day, by agent,
+// model or channel.
+func (s *server) usage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	win, by := windowNamed(q.Get("range")), groupingNamed(q.Get("by"))
+	now := s.now()
+	st, err := readStats(r.Context(), s.o.DB, win, by, now, s.price())
+	if err != nil {
+		return err
+	}
+	var fallbacks []float64
+	if s.o.Fallbacks != nil {
+		starts, _ := win.buckets(now)
+		fallbacks = make([]float64, len(starts))
+		for _, at := range s.o.Fallbacks() {
+			if i := index(starts, at); i >= 0 {
+				fallbacks[i]++
+			}
+		}
+	}
+	totals, table := sortPage(r, "", st.Totals, "-tokens",
+		col("name", func(g GroupTotal) string { return g.Name }),
+		col("turns", func(g GroupTotal) int { return g.Turns }),
+		col("replies", func(g GroupTotal) int { return g.ModelReplies }),
+		col("tokens", func(g GroupTotal) int64 { return g.Tokens }),
+		col("input", func(g GroupTotal) int64 { return g.Input }),
+		col("output", func(g GroupTotal) int64 { return g.Output }),
+		col("cost", func(g GroupTotal) float64 { return g.Cost }))
+	s.render(w, r, "usage", map[string]any{"Charts": st.Charts(fallbacks), "Range": win.Name, "By": string(by),
+		"Totals": totals, "T": table})
+	return nil
+}
+
+func (s *server) price() price {
+	if s.o.Config == nil {
+		return nil
+	}
+	return func(spec string, in, out int64) (float64, bool) { return s.o.Config().Budgets.Cost(spec, in, out) }
+}
+
+// person is a row of the people page.
+type person struct {
+	gateway.Person
+	// Surface is the channel's type (telegram, discord...).
+	Surface string
+}
+
+func (s *server) people(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.o.Outbox.People(r.Context())
+	if err != nil {
+		return err
+	}
+	types := map[adapters.ID]string{}
+	if s.o.Config != nil {
+		for _, a := range s.o.Config().Adapters {
+			types[adapters.ID(a.ID)] = a.Type
+		}
+	}
+	rows := make([]person, len(list))
+	counts := map[string]int{}
+	for i, p := range list {
+		rows[i] = person{Person: p, Surface: types[p.Adapter]}
+		counts[p.State]++
+	}
+	if st := r.URL.Query().Get("state"); st != "" {
+		rows = slices.DeleteFunc(rows, func(p person) bool { return p.State != st })
+	}
+	shown, table := sortPage(r, "", rows, "name",
+		col("name", func(p person) string { return strings.ToLower(p.Label()) }),
+		col("channel", func(p person) string { return string(p.Adapter) }),
+		col("id", func(p person) string { return p.UserID }),
+		col("state", func(p person) string { return p.State }),
+		col("since", func(p person) int64 { return p.Since.UnixMilli() }))
+	s.render(w, r, "people", map[string]any{"People": shown, "T": table, "Counts": counts, "State": r.URL.Query().Get("state")})
+	return nil
+}
+
+// personAction revokes, blocks or unblocks a person from the people page.
+func (s *server) personAction(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return err
+	}
+	adapter, user := adapters.ID(r.PostFormValue("channel")), r.PostFormValue("user")
+	if adapter == "" || user == "" || !plainText(string(adapter)) || !plainText(user) {
+		back(w, r, "/admin/people", "The form named no channel or person; reload the page and try again.")
+		return nil
+	}
+	name := cmp.Or(r.PostFormValue("name"), user)
+	var ok bool
+	var err error
+	var done, undone string
+	switch r.PathValue("action") {
+	case "revoke":
+		ok, err = s.o.Outbox.Revoke(r.Context(), adapter, user)
+		done = "Revoked " + name + " on " + string(adapter) + ": their next message is refused and gets a new pairing code."
+		undone = name + " was not approved on " + string(adapter) + "; nothing to revoke."
+	case "block":
+		ok, err = s.o.Outbox.Block(r.Context(), adapter, user)
+		done = "Blocked " + name + " on " + string(adapter) + ": their messages are dropped unanswered."
+		undone = name + " was blocked on " + string(adapter) + " already."
+	case "unblock":
+		ok, err = s.o.Outbox.Unblock(r.Context(), adapter, user)
+		done = "Unblocked " + name + " on " + string(adapter) + ": their next message gets a pairing code to approve."
+		undone = name + " was not blocked on " + string(adapter) + "."
+	default:
+		return errNotFound
+	}
+	switch {
+	case err != nil:
+		back(w, r, "/admin/people", err.Error())
+	case ok:
+		s.o.Log.InfoContext(r.Context(), "access changed from the dashboard", "action", r.PathValue("action"), "adapter", adapter, "user_id", user)
+		back(w, r, "/admin/people", done)
+	default:
+		back(w, r, "/admin/people", undone)
+	}
+	return nil
+}
+
+// agentView is a row of the agents page.
+type agentView struct {
+	ID, Model          string
+	Fallbacks, Tools   []string
+	Permissions        []string
+	MaxSteps           int
+	CapUSD             float64
+	CapTokens          int64
+	TodayUSD           float64
+	TodayTokens        int64
+	Replies            int
+	ProviderConfigured bool
+}
+
+// todayByAgentQuery is every model call's usage since a time, with its
+// session's agent.
+const todayByAgentQuery = `SELECT s.agent_id, m.model, m.usage FROM messages m JOIN sessions s ON s.id = m.session_id
+	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL
+	UNION ALL
+	SELECT s.agent_id, m.model, m.usage FROM message_archive m JOIN sessions s ON s.id = m.session_id
+	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL`
+
+type spend struct {
+	usd     float64
+	tokens  int64
+	replies int
+}
+
+// spentToday is each agent's spend since midnight UTC, the day the spend
+// caps count.
+func (s *server) spentToday(ctx context.Context) (map[string]spend, error) {
+	now := s.now().UTC()
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	type row struct{ agent, model, usage string }
+	rows, err := dbutil.ViewQuery(ctx, s.o.DB, todayByAgentQuery, func(r dbutil.Scanner) (row, error) {
+		var x row
+		err := r.Scan(&x.agent, &x.model, &x.usage)
+		return x, err
+	}, dbutil.Millis(midnight))
+	if err != nil {
+		return nil, fmt.Errorf("read today's spend by agent: %w", err)
+	}
+	pricer := s.price()
+	out := map[string]spend{}
+	for _, x := range rows {
+		var u sessions.Usage
+		if json.Unmarshal([]byte(x.usage), &u) != nil {
+			continue
+		}
+		cost := u.CostUSD
+		if cost == 0 && pricer != nil {
+			if c, ok := pricer(x.model, u.Input, u.Output); ok {
+				cost = c
+			}
+		}
+		sp := out[x.agent]
+		sp.usd += cost
+		sp.tokens += u.Context()
+		sp.replies++
+		out[x.agent] = sp
+	}
+	return out, nil
+}
+
+func (s *server) agents(w http.ResponseWriter, r *http.Request) error {
+	if s.o.Config == nil {
+		return errNotFound
+	}
+	cfg := s.o.Config()
+	today, err := s.spentToday(r.Context())
+	if err != nil {
+		return err
+	}
+	var rows []agentView
+	for _, a := range cfg.Agents {
+		v := agentView{ID: a.ID, Model: a.Model, Fallbacks: a.FallbackModels, Tools: a.Tools, MaxSteps: a.MaxSteps,
+			CapUSD: cfg.Budgets.AgentDailyUSD, CapTokens: cfg.Budgets.AgentDailyTokens,
+			TodayUSD: today[a.ID].usd, TodayTokens: today[a.ID].tokens, Replies: today[a.ID].replies}
+		v.ProviderConfigured = modelUsable(cfg, a.Model)
+		for _, p := range a.Permissions {
+			rule := p.Tool + ": " + p.Action
+			if p.Pin {
+				rule += " (pinned)"
+			}
+			v.Permissions = append(v.Permissions, rule)
+		}
+		for _, p := range cfg.Permissions.Rules {
+			if p.Agent == "" || p.Agent == a.ID {
+				v.Permissions = append(v.Permissions, p.Tool+": "+p.Action+" (project"+userSuffix(p.User)+")")
+			}
+		}
+		rows = append(rows, v)
+	}
+	shown, table := sortPage(r, "", rows, "id",
+		col("id", func(a agentView) string { return a.ID }),
+		col("model", func(a agentView) string { return a.Model }),
+		col("steps", func(a agentView) int { return a.MaxSteps }),
+		col("spend", func(a agentView) float64 { return a.TodayUSD }),
+		col("tokens", func(a agentView) int64 { return a.TodayTokens }))
+	s.render(w, r, "agents", map[string]any{"Agents": shown, "T": table, "Budgets": cfg.Budgets})
+	return nil
+}
+
+func userSuffix(u string) string {
+	if u == "" {
+		return ""
+	}
+	return ", for " + u
+}
+
+// modelUsable says whether a model spec's provider is echo or configured.
+func modelUsable(cfg *config.Config, spec string) bool {
+	provider, _, err := llm.ParseModel(spec)
+	if err != nil {
+		return false
+	}
+	if provider == "echo" {
+		return true
+	}
+	p, ok := cfg.Providers[provider]
+	return ok && p.Configured()
+}
+
+// providerView is a row of the providers page: a provider's settings and
+// what parley saw of its models since it started.
+type providerView struct {
+	Name          string
+	Configured    bool
+	BaseURL       string
+	MaxConcurrent int
+	InFlight      int
+	Calls, Errors int
+	Models        []metrics.ModelStats
+	// Health is "ok", "failing" (its latest call failed), "idle" (no
+	// call yet) or "not configured".
+	Health string
+}
+
+func (s *server) providers(w http.ResponseWriter, r *http.Request) error {
+	if s.o.Config == nil {
+		return errNotFound
+	}
+	cfg := s.o.Config()
+	var stats []metrics.ModelStats
+	if s.o.Models != nil {
+		stats = s.o.Models()
+	}
+	byName := map[string]*providerView{}
+	view := func(name string) *providerView {
+		if byName[name] == nil {
+			byName[name] = &providerView{Name: name, Health: "idle"}
+		}
+		return byName[name]
+	}
+	for name, p := range cfg.Providers {
+		v := view(name)
+		v.Configured, v.MaxConcurrent, v.BaseURL = p.Configured(), p.MaxConcurrent, config.RedactURL(p.BaseURL)
+	}
+	for _, a := range cfg.Agents {
+		for _, spec := range append([]string{a.Model}, a.FallbackModels...) {
+			if provider, _, err := llm.ParseModel(spec); err == nil {
+				v := view(provider)
+				v.Configured = v.Configured || provider == "echo"
+			}
+		}
+	}
+	for _, m := range stats {
+		v := view(m.Provider)
+		v.Models = append(v.Models, m)
+		v.InFlight += m.InFlight
+		v.Calls += m.Calls
+		v.Errors += m.Errors
+	}
+	var rows []providerView
+	for _, v := range byName {
+		var lastOK, lastErr time.Time
+		for _, m := range v.Models {
+			lastOK, lastErr = later(lastOK, m.LastOK), later(lastErr, m.LastError)
+		}
+		switch {
+		case !v.Configured:
+			v.Health = "not configured"
+		case lastErr.After(lastOK):
+			v.Health = "failing"
+		case !lastOK.IsZero():
+			v.Health = "ok"
+		}
+		rows = append(rows, *v)
+	}
+	shown, table := sortPage(r, "", rows, "name",
+		col("name", func(p providerView) string { return p.Name }),
+		col("health", func(p providerView) string { return p.Health }),
+		col("calls", func(p providerView) int { return p.Calls }),
+		col("errors", func(p providerView) int { return p.Errors }),
+		col("inflight", func(p providerView) int { return p.InFlight }))
+	s.render(w, r, "providers", map[string]any{"Providers": shown, "T": table})
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (s *server) replicas(w http.ResponseWriter, r *http.Request) error {
+	var list []cluster.Replica
+	var err error
+	if s.o.Replicas != nil {
+		if list, err = s.o.Replicas(r.Context()); err != nil {
+			return err
+		}
+	}
+	shown, table := sortPage(r, "", list, "started",
+		col("name", func(x cluster.Replica) string { return x.Name }),
+		col("host", func(x cluster.Replica) string { return x.Host }),
+		col("started", func(x cluster.Replica) int64 { return x.Started.UnixMilli() }),
+		col("heartbeat", func(x cluster.Replica) int64 { return x.HeartbeatAgeMS }),
+		col("lanes", func(x cluster.Replica) int { return x.Lanes }))
+	s.render(w, r, "replicas", map[string]any{"Replicas": shown, "T": table, "Clustered": s.o.Replicas != nil})
+	return nil
+}
