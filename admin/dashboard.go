@@ -15,7 +15,6 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
-	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
 )
@@ -252,15 +251,19 @@ func userSuffix(u string) string {
 
 // modelUsable says whether a model spec's provider is echo or configured.
 func modelUsable(cfg *config.Config, spec string) bool {
-	provider, _, err := llm.ParseModel(spec)
-	if err != nil {
-		return false
-	}
+	provider := providerOf(spec)
 	if provider == "echo" {
 		return true
 	}
 	p, ok := cfg.Providers[provider]
 	return ok && p.Configured()
+}
+
+// providerOf is the provider a model spec names: "openai" of
+// "openai/gpt-4o-mini", "echo" of "echo".
+func providerOf(spec string) string {
+	provider, _, _ := strings.Cut(spec, "/")
+	return provider
 }
 
 // providerView is a row of the providers page: a provider's settings and
@@ -300,7 +303,7 @@ func (s *server) providers(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, a := range cfg.Agents {
 		for _, spec := range append([]string{a.Model}, a.FallbackModels...) {
-			if provider, _, err := llm.ParseModel(spec); err == nil {
+			if provider := providerOf(spec); provider != "" {
 				v := view(provider)
 				v.Configured = v.Configured || provider == "echo"
 			}
