@@ -141,23 +141,30 @@ func (c Chart) drawBars(b *strings.Builder, step, bottom, plotH, top float64) {
 }
 
 // drawLines draws each series as a line through its points, a dot on each
-// (a single point is a dot alone).
+// (a single point is a dot alone). A value that is not a number is a step
+// without data (no time to answer where nothing was answered): no dot, and
+// the line breaks there.
 func (c Chart) drawLines(b *strings.Builder, step, bottom, plotH, top float64) {
 	for si, s := range c.Series {
-		var pts []string
-		for i := range c.Labels {
-			v := value(s.Values, i)
-			pts = append(pts, num(chartLeft+step*(float64(i)+0.5))+","+num(bottom-v/top*plotH))
-		}
-		if len(pts) > 1 {
-			fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`, strings.Join(pts, " "), colour(si))
+		var run []string
+		flush := func() {
+			if len(run) > 1 {
+				fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`, strings.Join(run, " "), colour(si))
+			}
+			run = run[:0]
 		}
 		for i, l := range c.Labels {
+			if i < len(s.Values) && math.IsNaN(s.Values[i]) {
+				flush()
+				continue
+			}
 			v := value(s.Values, i)
-			x, y, _ := strings.Cut(pts[i], ",")
+			x, y := num(chartLeft+step*(float64(i)+0.5)), num(bottom-v/top*plotH)
+			run = append(run, x+","+y)
 			fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="3" fill="%s"><title>%s</title></circle>`, x, y, colour(si),
 				html.EscapeString(c.point(l, s.Name, v)))
 		}
+		flush()
 	}
 }
 
@@ -235,7 +242,7 @@ func (c Chart) format(v float64) string {
 	case math.Abs(v) >= 100:
 		s = strconv.FormatFloat(v, 'f', 0, 64)
 	case math.Abs(v) >= 1:
-		s = strconv.FormatFloat(v, 'f', 2, 64)
+		s = strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 	default:
 		s = strconv.FormatFloat(v, 'g', 3, 64)
 	}

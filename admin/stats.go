@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -28,8 +29,9 @@ const (
 	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL`
 
 	// turnRowsQuery is every message received in the window that a turn
-	// answered (done without a note) or that failed, with its agent.
-	turnRowsQuery = `SELECT i.adapter, COALESCE(s.agent_id, ''), i.status, i.received_at, i.updated_at
+	// answered (done without a note) or that failed, with its channel (the
+	// session's surface, as the usage has it) and agent.
+	turnRowsQuery = `SELECT COALESCE(s.surface, i.adapter), COALESCE(s.agent_id, ''), i.status, i.received_at, i.updated_at
 	FROM inbound i LEFT JOIN sessions s ON s.id = i.session_id
 	WHERE i.received_at >= $1 AND ((i.status = 'done' AND i.error = '' AND i.session_id IS NOT NULL) OR i.status = 'failed')`
 
@@ -274,10 +276,11 @@ func readStats(ctx context.Context, db *dbutil.DB, w Window, by Grouping, now ti
 	return st, nil
 }
 
-// percentile is the p-th value of vs by the nearest rank; 0 for none.
+// percentile is the p-th value of vs by the nearest rank; not a number
+// for none (the chart draws no point there).
 func percentile(vs []float64, p float64) float64 {
 	if len(vs) == 0 {
-		return 0
+		return math.NaN()
 	}
 	s := slices.Clone(vs)
 	slices.Sort(s)
