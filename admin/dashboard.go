@@ -366,3 +366,36 @@ func (s *server) replicas(w http.ResponseWriter, r *http.Request) error {
 	s.render(w, r, "replicas", map[string]any{"Replicas": shown, "T": table, "Clustered": s.o.Replicas != nil})
 	return nil
 }
+
+// names are the people's display names, by channel type and user id as a
+// session's key has them ("telegram", "5550001"); nil when none is known.
+func (s *server) names(ctx context.Context) map[[2]string]string {
+	if s.o.Outbox == nil || s.o.Config == nil {
+		return nil
+	}
+	people, err := s.o.Outbox.People(ctx)
+	if err != nil {
+		s.o.Log.WarnContext(ctx, "read people's names for the dashboard", "error", err)
+		return nil
+	}
+	types := map[adapters.ID]string{}
+	for _, a := range s.o.Config().Adapters {
+		types[adapters.ID(a.ID)] = a.Type
+	}
+	out := map[[2]string]string{}
+	for _, p := range people {
+		if p.Name != "" && types[p.Adapter] != "" {
+			out[[2]string{types[p.Adapter], p.UserID}] = p.Name
+		}
+	}
+	return out
+}
+
+// nameOf is the display name of a session's person, "" when unknown or
+// for a group.
+func nameOf(names map[[2]string]string, k sessions.Key) string {
+	if k.UserID == "" {
+		return ""
+	}
+	return names[[2]string{k.Surface, k.UserID}]
+}

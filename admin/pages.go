@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/parleyd/parley/agent"
@@ -18,7 +19,14 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.render(w, r, "overview", map[string]any{"O": ov})
+	channels, ct := sortPage(r, "channels_", ov.Channels, "channel",
+		col("channel", func(c Channel) string { return c.ID }),
+		col("health", func(c Channel) string { return strconv.FormatBool(c.Healthy) }))
+	mcp, mt := sortPage(r, "mcp_", ov.MCP, "server",
+		col("server", func(m MCPServer) string { return m.ID }),
+		col("state", func(m MCPServer) string { return m.State }))
+	ov.Channels, ov.MCP = channels, mcp
+	s.render(w, r, "overview", map[string]any{"O": ov, "CT": ct, "MT": mt})
 	return nil
 }
 
@@ -36,9 +44,10 @@ func (s *server) sessionList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	find := strings.ToLower(strings.TrimSpace(q.Get("q")))
+	known := s.names(r.Context())
 	var shown []sessions.Session
 	for _, ss := range page.Sessions {
-		if find == "" || strings.Contains(strings.ToLower(ss.Key.String()+" "+ss.Title+" "+string(ss.ID)), find) {
+		if find == "" || strings.Contains(strings.ToLower(ss.Key.String()+" "+ss.Title+" "+string(ss.ID)+" "+nameOf(known, ss.Key)), find) {
 			shown = append(shown, ss)
 		}
 	}
@@ -60,7 +69,11 @@ func (s *server) sessionList(w http.ResponseWriter, r *http.Request) error {
 		}
 		next = "/admin/sessions?" + nq.Encode()
 	}
-	s.render(w, r, "sessions", map[string]any{"Sessions": shown, "Next": next, "Q": q.Get("q"), "T": table,
+	names := map[sessions.ID]string{}
+	for _, ss := range shown {
+		names[ss.ID] = nameOf(known, ss.Key)
+	}
+	s.render(w, r, "sessions", map[string]any{"Sessions": shown, "Next": next, "Q": q.Get("q"), "T": table, "Names": names,
 		"Shown": table.Rows, "PageSize": sessions.MaxPageSize,
 		"Status": string(opts.Status), "Surface": opts.Surface, "Agent": opts.AgentID})
 	return nil
@@ -84,7 +97,8 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	shown, table := sortPage(r, "", msgs, "seq", col("seq", func(m sessions.Message) int64 { return m.Seq }))
-	s.render(w, r, "session", map[string]any{"S": ss, "Messages": shown, "Status": st, "T": table})
+	s.render(w, r, "session", map[string]any{"S": ss, "Messages": shown, "Status": st, "T": table,
+		"Name": nameOf(s.names(r.Context()), ss.Key)})
 	return nil
 }
 
@@ -124,7 +138,19 @@ type job struct {
 	cron.Job
 	Next string
 	Runs []cron.Run
+	T    Table
 }
+
+// maxReceipts is how many of a job's latest receipts its table sorts and
+// pages through.
+const maxReceipts = 200
+
+// A job's receipts and a hook's deliveries share their page with the
+// others': fewer rows a page.
+const (
+	receiptsPageSize   = 5
+	deliveriesPageSize = 20
+)
 
 func (s *server) cron(w http.ResponseWriter, r *http.Request) error {
 	var jobs []job
@@ -138,9 +164,14 @@ func (s *server) cron(w http.ResponseWriter, r *http.Request) error {
 			if sch, err := j.ParsedSchedule(); err == nil && j.Enabled() {
 				v.Next = sch.Next(nowFunc()).Local().Format("2006-01-02 15:04:05")
 			}
-			if v.Runs, err = s.o.Cron.Runs(r.Context(), j.ID, 5); err != nil {
+			runs, err := s.o.Cron.Runs(r.Context(), j.ID, maxReceipts)
+			if err != nil {
 				return err
 			}
+			v.Runs, v.T = sortPageSized(r, j.ID+"_", runs, receiptsPageSize, "-scheduled",
+				col("scheduled", func(x cron.Run) int64 { return x.ScheduledAt.UnixMilli() }),
+				col("status", func(x cron.Run) string { return string(x.Status) }),
+				col("ended", func(x cron.Run) int64 { return x.EndedAt.UnixMilli() }))
 			jobs = append(jobs, v)
 		}
 	}
@@ -193,7 +224,7 @@ func (s *server) hooks(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return err
 			}
-			shown, table := sortPage(r, h.ID+"_", ds, "-received",
+			shown, table := sortPageSized(r, h.ID+"_", ds, deliveriesPageSize, "-received",
 				col("received", func(d webhooks.Delivery) int64 { return d.ReceivedAt.UnixMilli() }),
 				col("status", func(d webhooks.Delivery) string { return d.Status }),
 				col("http", func(d webhooks.Delivery) int { return d.HTTPStatus }),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
@@ -165,7 +166,11 @@ func TestDashboardPages(t *testing.T) {
 		cfg.Budgets.Prices = []config.Price{{Model: "openai/gpt-a", Input: 1000, Output: 1000}} // 200 in, 30 out: $0.23
 		m := metrics.New()
 		h, err := Handler(Options{Tokens: []string{testToken}, DB: db, Sessions: sessions.NewStore(db), Outbox: gateway.NewStore(db, nil),
-			Config: func() *config.Config { return cfg }, Models: m.ModelStats, Fallbacks: m.Fallbacks, Now: func() time.Time { return now }})
+			Config: func() *config.Config { return cfg }, Models: m.ModelStats, Fallbacks: m.Fallbacks, Now: func() time.Time { return now },
+			Replicas: func(context.Context) ([]cluster.Replica, error) {
+				return []cluster.Replica{{ID: "r1", Name: "alpha", Host: "h1", Channels: []string{"tg", "dc"}, Self: true, Started: now.Add(-time.Hour)},
+					{ID: "r2", Name: "beta", Host: "h2", Started: now}}, nil
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,6 +215,9 @@ func TestDashboardPages(t *testing.T) {
 			t.Fatal("the sorted column is not marked")
 		}
 		get("/admin/people")
-		get("/admin/replicas")
+		page = get("/admin/replicas")
+		if !strings.Contains(page, `<td class="held">tg, dc</td>`) || !strings.Contains(page, "(this one)") || !strings.Contains(page, `<td class="held">none</td>`) {
+			t.Fatalf("replicas page (the channels each holds):\n%s", page)
+		}
 	})
 }

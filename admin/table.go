@@ -45,6 +45,11 @@ func col[T any, V cmp.Ordered](key string, field func(T) V) column[T] {
 // key for descending, when it names none it knows) and cuts out the page
 // it asks for.
 func sortPage[T any](r *http.Request, prefix string, rows []T, def string, cols ...column[T]) ([]T, Table) {
+	return sortPageSized(r, prefix, rows, pageSize, def, cols...)
+}
+
+// sortPageSized is sortPage with size rows a page.
+func sortPageSized[T any](r *http.Request, prefix string, rows []T, size int, def string, cols ...column[T]) ([]T, Table) {
 	q := r.URL.Query()
 	t := Table{prefix: prefix, path: r.URL.Path, query: q, Rows: len(rows)}
 	want := q.Get(prefix + "sort")
@@ -71,11 +76,11 @@ func sortPage[T any](r *http.Request, prefix string, rows []T, def string, cols 
 			return c.compare(a, b)
 		})
 	}
-	t.Pages = max(1, (len(rows)+pageSize-1)/pageSize)
+	t.Pages = max(1, (len(rows)+size-1)/size)
 	t.Page, _ = strconv.Atoi(q.Get(prefix + "page"))
 	t.Page = min(max(t.Page, 1), t.Pages)
-	from := (t.Page - 1) * pageSize
-	return rows[from:min(from+pageSize, len(rows))], t
+	from := (t.Page - 1) * size
+	return rows[from:min(from+size, len(rows))], t
 }
 
 // link is the table's address with its sort and page set, the rest of the

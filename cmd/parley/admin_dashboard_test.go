@@ -211,7 +211,8 @@ func TestAdminDashboardChartsPeopleAgentsProviders(t *testing.T) {
 	// The session at a phone's width: Role and Model whole, not squeezed.
 	p.Call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true}, nil)
 	visitPage(t, p, "/admin/sessions?q=601", "Sessions", "")
-	p.WaitTrue(`document.querySelectorAll("tr.session a").length >= 1`, 10*time.Second)
+	// Listed by the person's name, found by the id.
+	p.WaitTrue(`document.querySelectorAll("tr.session a").length >= 1 && document.querySelector("tr.session a").textContent.startsWith("User (telegram:601)")`, 10*time.Second)
 	p.Eval(`document.querySelector("tr.session a").click()`, nil)
 	p.WaitTrue(`document.readyState === "complete" && !!document.querySelector("#run-state") && document.querySelectorAll("tr.message.assistant").length >= 3`, 30*time.Second)
 	if dir := os.Getenv("PARLEY_TEST_SCREENSHOTS"); dir != "" {
