@@ -57,9 +57,11 @@ func dashboardPage(t *testing.T, ctx context.Context, base string) *browsertest.
 // PARLEY_TEST_SCREENSHOTS=DIR it keeps a picture of it as DIR/shot.png.
 func visitPage(t *testing.T, p *browsertest.Page, path, h1, shot string) {
 	t.Helper()
-	p.Eval(`location.href = `+browsertest.JSString(path), nil)
+	// The mark goes with the page it is set on: its absence says the
+	// browser is on the new page, even when the address is the same.
+	p.Eval(`window.leftPage = true; location.href = `+browsertest.JSString(path), nil)
 	u := strings.SplitN(path, "?", 2)
-	p.WaitTrue(`document.readyState === "complete" && location.pathname === `+browsertest.JSString(u[0])+
+	p.WaitTrue(`!window.leftPage && document.readyState === "complete" && location.pathname === `+browsertest.JSString(u[0])+
 		` && document.querySelector("h1") && document.querySelector("h1").textContent.startsWith(`+browsertest.JSString(h1)+`)`, 30*time.Second)
 	if dir := os.Getenv("PARLEY_TEST_SCREENSHOTS"); dir != "" && shot != "" {
 		p.Screenshot(filepath.Join(dir, shot+".png"))
@@ -114,6 +116,20 @@ func TestAdminDashboardChartsPeopleAgentsProviders(t *testing.T) {
 		}
 	}
 
+	// A turn that calls a tool, for the session page.
+	model.CallTool("look up plans", "memory_search", `{"query":"plans"}`)
+	tg.InjectText(601, 601, "look up plans")
+	if err := tg.WaitFor(ctx, func() bool {
+		for _, m := range tg.Sent() {
+			if m.ChatID == "601" && strings.HasPrefix(m.Text, "tool said:") {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the turn with a tool call was never answered: %v", err)
+	}
+
 	// The charts: turns and tokens drawn from the run, each chart an image
 	// with a title and a description.
 	visitPage(t, p, "/admin/usage?range=24h&by=channel", "Usage", "dashboard-usage")
@@ -144,8 +160,8 @@ func TestAdminDashboardChartsPeopleAgentsProviders(t *testing.T) {
 	}
 	var turns string
 	p.Eval(`document.querySelector("#chart-turns desc").textContent`, &turns)
-	if !strings.Contains(turns, "telegram: 3 in all") {
-		t.Fatalf("the turns chart's description: %q, want the run's three turns on telegram", turns)
+	if !strings.Contains(turns, "telegram: 4 in all") {
+		t.Fatalf("the turns chart's description: %q, want the run's four turns on telegram", turns)
 	}
 	// Per day, by model: the same run.
 	visitPage(t, p, "/admin/usage?range=14d&by=model", "Usage", "")
@@ -208,16 +224,31 @@ func TestAdminDashboardChartsPeopleAgentsProviders(t *testing.T) {
 		t.Fatal("the providers page shows the API key")
 	}
 
-	// The session at a phone's width: Role and Model whole, not squeezed.
-	p.Call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true}, nil)
+	// The session, listed by the person's name and found by the id: its
+	// tool call and the tool's result folded.
 	visitPage(t, p, "/admin/sessions?q=601", "Sessions", "")
-	// Listed by the person's name, found by the id.
 	p.WaitTrue(`document.querySelectorAll("tr.session a").length >= 1 && document.querySelector("tr.session a").textContent.startsWith("User (telegram:601)")`, 10*time.Second)
 	p.Eval(`document.querySelector("tr.session a").click()`, nil)
-	p.WaitTrue(`document.readyState === "complete" && !!document.querySelector("#run-state") && document.querySelectorAll("tr.message.assistant").length >= 3`, 30*time.Second)
-	if dir := os.Getenv("PARLEY_TEST_SCREENSHOTS"); dir != "" {
-		p.Screenshot(filepath.Join(dir, "dashboard-session-phone.png"))
+	p.WaitTrue(`document.readyState === "complete" && !!document.querySelector("#run-state") && document.querySelectorAll("tr.message.assistant").length >= 4`, 30*time.Second)
+	session := `location.pathname`
+	p.Eval(session, &session)
+	var folded struct {
+		Calls, Results, Open int
+		Summary              string
 	}
+	p.Eval(`({Calls: document.querySelectorAll("details.tool").length, Results: document.querySelectorAll("details.tool-result").length,
+		Open: document.querySelectorAll("details[open]").length, Summary: (document.querySelector("details.tool summary") || {}).textContent || ""})`, &folded)
+	if folded.Calls != 1 || folded.Results != 1 || folded.Open != 0 || !strings.Contains(folded.Summary, "memory_search") {
+		t.Fatalf("the tool call and its result, folded: %+v", folded)
+	}
+	if dir := os.Getenv("PARLEY_TEST_SCREENSHOTS"); dir != "" {
+		p.Eval(`document.querySelector("details.tool").open = true`, nil)
+		p.Screenshot(filepath.Join(dir, "dashboard-session.png"))
+	}
+
+	// At a phone's width: Role and Model whole, not squeezed.
+	p.Call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}, nil)
+	visitPage(t, p, session, "User", "dashboard-session-phone")
 	var cells []struct {
 		Text          string
 		Width, Scroll float64

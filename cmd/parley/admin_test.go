@@ -95,8 +95,11 @@ func TestAdminDashboard(t *testing.T) {
 	shots := os.Getenv("PARLEY_TEST_SCREENSHOTS")
 	visit := func(path, h1 string) {
 		t.Helper()
-		p.Eval(`location.href = `+browsertest.JSString(path), nil)
-		p.WaitTrue(`document.readyState === "complete" && location.pathname === `+browsertest.JSString(path)+` && document.querySelector("h1") && document.querySelector("h1").textContent.startsWith(`+browsertest.JSString(h1)+`)`, 30*time.Second)
+		// The mark goes with the page it is set on: its absence says the
+		// browser is on the new page, even when the address is the same
+		// (a screenshot taken mid-navigation never answers).
+		p.Eval(`window.leftPage = true; location.href = `+browsertest.JSString(path), nil)
+		p.WaitTrue(`!window.leftPage && document.readyState === "complete" && location.pathname === `+browsertest.JSString(path)+` && document.querySelector("h1") && document.querySelector("h1").textContent.startsWith(`+browsertest.JSString(h1)+`)`, 30*time.Second)
 		if shots != "" {
 			p.Screenshot(filepath.Join(shots, strings.ReplaceAll(strings.Trim(path, "/"), "/", "_")+".png"))
 		}
