@@ -3,7 +3,6 @@ package admin
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -153,14 +152,6 @@ type agentView struct {
 	ProviderConfigured bool
 }
 
-// todayByAgentQuery is every model call's usage since a time, with its
-// session's agent.
-const todayByAgentQuery = `SELECT s.agent_id, m.model, m.usage FROM messages m JOIN sessions s ON s.id = m.session_id
-	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL
-	UNION ALL
-	SELECT s.agent_id, m.model, m.usage FROM message_archive m JOIN sessions s ON s.id = m.session_id
-	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL`
-
 type spend struct {
 	usd     float64
 	tokens  int64
@@ -168,36 +159,41 @@ type spend struct {
 }
 
 // spentToday is each agent's spend since midnight UTC, the day the spend
-// caps count.
+// caps count, added up by the database as the charts' usage is.
 func (s *server) spentToday(ctx context.Context) (map[string]spend, error) {
 	now := s.now().UTC()
 	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	type row struct{ agent, model, usage string }
-	rows, err := dbutil.ViewQuery(ctx, s.o.DB, todayByAgentQuery, func(r dbutil.Scanner) (row, error) {
+	type row struct {
+		agent, model                  string
+		replies                       int
+		tokens                        int64
+		cost                          float64
+		unpricedInput, unpricedOutput int64
+	}
+	rows, err := dbutil.ViewQuery(ctx, s.o.DB, usageQueryFor(s.o.DB.Dialect), func(r dbutil.Scanner) (row, error) {
 		var x row
-		err := r.Scan(&x.agent, &x.model, &x.usage)
+		var bucket, input, output, other int64
+		var surface string
+		err := r.Scan(&bucket, &x.agent, &surface, &x.model, &x.replies, &input, &output, &other, &x.cost, &x.unpricedInput, &x.unpricedOutput)
+		x.tokens = input + output + other
 		return x, err
-	}, dbutil.Millis(midnight))
+	}, dbutil.Millis(midnight), (24 * time.Hour).Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("read today's spend by agent: %w", err)
 	}
 	pricer := s.price()
 	out := map[string]spend{}
 	for _, x := range rows {
-		var u sessions.Usage
-		if json.Unmarshal([]byte(x.usage), &u) != nil {
-			continue
-		}
-		cost := u.CostUSD
-		if cost == 0 && pricer != nil {
-			if c, ok := pricer(x.model, u.Input, u.Output); ok {
-				cost = c
+		cost := x.cost
+		if pricer != nil && (x.unpricedInput > 0 || x.unpricedOutput > 0) {
+			if c, ok := pricer(x.model, x.unpricedInput, x.unpricedOutput); ok {
+				cost += c
 			}
 		}
 		sp := out[x.agent]
 		sp.usd += cost
-		sp.tokens += u.Context()
-		sp.replies++
+		sp.tokens += x.tokens
+		sp.replies += x.replies
 		out[x.agent] = sp
 	}
 	return out, nil

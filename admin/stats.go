@@ -3,42 +3,97 @@ package admin
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
-	"github.com/parleyd/parley/sessions"
 )
 
-// The charts read the rows of their window and add them up here: one SQL
-// text on both engines, no dialect's date functions.
+// The charts' numbers are added up by the database, an hour at a time
+// from the window's start (integer division of the millisecond times, the
+// same on both engines); Go folds the hours into days. Only the reading of
+// a reply's usage, stored as JSON text, is said per engine.
 const (
-	// usageRowsQuery is every model call's usage in the window, kept and
-	// compacted messages alike, with its session's agent and channel.
-	usageRowsQuery = `SELECT s.agent_id, s.surface, m.model, m.usage, m.created_at
-	FROM messages m JOIN sessions s ON s.id = m.session_id
-	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL
-	UNION ALL
-	SELECT s.agent_id, s.surface, m.model, m.usage, m.created_at
-	FROM message_archive m JOIN sessions s ON s.id = m.session_id
-	WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL`
+	// usageByHourQuery sums the model calls' usage in the window, kept and
+	// compacted messages alike, by hour, agent, channel and model. %[1]s
+	// reads a usage field as an integer, %[2]s the cost as a number.
+	usageByHourQuery = `SELECT bucket, agent_id, surface, model, COUNT(*), SUM(input), SUM(output), SUM(other), SUM(cost),
+	SUM(CASE WHEN cost = 0 THEN input ELSE 0 END), SUM(CASE WHEN cost = 0 THEN output ELSE 0 END)
+	FROM (
+		SELECT (m.created_at - $1) / $2 AS bucket, s.agent_id, s.surface, m.model,
+			%[1]s AS input, %[3]s AS output, %[4]s + %[5]s + %[6]s AS other, %[2]s AS cost
+		FROM messages m JOIN sessions s ON s.id = m.session_id
+		WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL
+		UNION ALL
+		SELECT (m.created_at - $1) / $2, s.agent_id, s.surface, m.model,
+			%[1]s, %[3]s, %[4]s + %[5]s + %[6]s, %[2]s
+		FROM message_archive m JOIN sessions s ON s.id = m.session_id
+		WHERE m.role = 'assistant' AND m.created_at >= $1 AND m.usage IS NOT NULL
+	) u
+	GROUP BY bucket, agent_id, surface, model`
 
-	// turnRowsQuery is every message received in the window that a turn
-	// answered (done without a note) or that failed, with its channel (the
-	// session's surface, as the usage has it) and agent.
-	turnRowsQuery = `SELECT COALESCE(s.surface, i.adapter), COALESCE(s.agent_id, ''), i.status, i.received_at, i.updated_at
-	FROM inbound i LEFT JOIN sessions s ON s.id = i.session_id
-	WHERE i.received_at >= $1 AND ((i.status = 'done' AND i.error = '' AND i.session_id IS NOT NULL) OR i.status = 'failed')`
+	// turnsByHourQuery counts the messages received in the window that a
+	// turn answered (done without a note) or that failed, by hour, channel
+	// (the session's surface, as the usage has it), agent, outcome and how
+	// long the answer took, in the latency classes of latencyBounds.
+	turnsByHourQuery = `SELECT bucket, channel, agent_id, status, class, COUNT(*)
+	FROM (
+		SELECT (i.received_at - $1) / $2 AS bucket, COALESCE(s.surface, i.adapter) AS channel, COALESCE(s.agent_id, '') AS agent_id,
+			i.status, %s AS class
+		FROM inbound i LEFT JOIN sessions s ON s.id = i.session_id
+		WHERE i.received_at >= $1 AND ((i.status = 'done' AND i.error = '' AND i.session_id IS NOT NULL) OR i.status = 'failed')
+	) t
+	GROUP BY bucket, channel, agent_id, status, class`
 
 	// backlogRowsQuery is every reply that waited at some time in the
 	// window: still unsent, or sent within it.
 	backlogRowsQuery = `SELECT created_at, COALESCE(sent_at, 0) FROM outbox WHERE sent_at IS NULL OR sent_at >= $1`
 )
+
+// latencyBounds are the upper bounds, in seconds, of the classes the time
+// to answer is counted in; the percentiles are interpolated within a
+// class, as Prometheus' histogram_quantile does.
+var latencyBounds = []float64{0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600}
+
+// latencyClassSQL is the CASE that puts a time to answer in its class:
+// the index of the first bound it is under, len(latencyBounds) past them.
+func latencyClassSQL() string {
+	var b strings.Builder
+	b.WriteString("CASE")
+	for i, bound := range latencyBounds {
+		fmt.Fprintf(&b, " WHEN i.updated_at - i.received_at <= %d THEN %d", int64(bound*1000), i)
+	}
+	fmt.Fprintf(&b, " ELSE %d END", len(latencyBounds))
+	return b.String()
+}
+
+// usageField reads a field of a reply's usage JSON on the engine.
+func usageField(d dbutil.Dialect, field string, number bool) string {
+	if d == dbutil.Postgres {
+		if number {
+			return "COALESCE((m.usage::jsonb ->> '" + field + "')::double precision, 0)"
+		}
+		return "COALESCE((m.usage::jsonb ->> '" + field + "')::bigint, 0)"
+	}
+	if number {
+		return "COALESCE(CAST(json_extract(m.usage, '$." + field + "') AS REAL), 0)"
+	}
+	return "COALESCE(CAST(json_extract(m.usage, '$." + field + "') AS INTEGER), 0)"
+}
+
+// usageQueryFor is usageByHourQuery for the engine.
+func usageQueryFor(d dbutil.Dialect) string {
+	return fmt.Sprintf(usageByHourQuery, usageField(d, "input", false), usageField(d, "cost_usd", true), usageField(d, "output", false),
+		usageField(d, "reasoning", false), usageField(d, "cache_read", false), usageField(d, "cache_write", false))
+}
+
+// turnsQuery is turnsByHourQuery with its latency classes.
+var turnsQuery = fmt.Sprintf(turnsByHourQuery, latencyClassSQL())
 
 // Window is the span the charts cover and the size of each bar.
 type Window struct {
@@ -167,22 +222,27 @@ func readStats(ctx context.Context, db *dbutil.DB, w Window, by Grouping, now ti
 		m[key][i] += v
 	}
 
+	hour := func(bucket int64) int { return index(starts, starts[0].Add(time.Duration(bucket)*time.Hour)) }
 	type usageRow struct {
-		agent, surface, model, usage string
-		at                           int64
+		bucket                        int64
+		agent, surface, model         string
+		replies                       int
+		input, output, other          int64
+		cost                          float64
+		unpricedInput, unpricedOutput int64
 	}
-	usage, err := dbutil.ViewQuery(ctx, db, usageRowsQuery, func(r dbutil.Scanner) (usageRow, error) {
+	usage, err := dbutil.ViewQuery(ctx, db, usageQueryFor(db.Dialect), func(r dbutil.Scanner) (usageRow, error) {
 		var u usageRow
-		err := r.Scan(&u.agent, &u.surface, &u.model, &u.usage, &u.at)
+		err := r.Scan(&u.bucket, &u.agent, &u.surface, &u.model, &u.replies, &u.input, &u.output, &u.other, &u.cost,
+			&u.unpricedInput, &u.unpricedOutput)
 		return u, err
-	}, since)
+	}, since, time.Hour.Milliseconds())
 	if err != nil {
 		return st, fmt.Errorf("read the usage of the last %s: %w", w.Name, err)
 	}
 	for _, u := range usage {
-		i := index(starts, dbutil.Time(u.at))
-		var use sessions.Usage
-		if i < 0 || json.Unmarshal([]byte(u.usage), &use) != nil {
+		i := hour(u.bucket)
+		if i < 0 {
 			continue
 		}
 		key := u.agent
@@ -192,57 +252,63 @@ func readStats(ctx context.Context, db *dbutil.DB, w Window, by Grouping, now ti
 		case ByChannel:
 			key = u.surface
 		}
-		cost := use.CostUSD
-		if cost == 0 && pricer != nil {
-			if c, ok := pricer(u.model, use.Input, use.Output); ok {
-				cost = c
+		// A price is per token: the calls without a reported cost are
+		// priced together.
+		cost := u.cost
+		if pricer != nil && (u.unpricedInput > 0 || u.unpricedOutput > 0) {
+			if c, ok := pricer(u.model, u.unpricedInput, u.unpricedOutput); ok {
+				cost += c
 			}
 		}
-		tokens := float64(use.Input + use.Output + use.Reasoning + use.CacheRead + use.CacheWrite)
-		add(st.Tokens, key, i, tokens)
+		tokens := u.input + u.output + u.other
+		add(st.Tokens, key, i, float64(tokens))
 		add(st.Cost, key, i, cost)
 		t := total(key)
-		t.Tokens += int64(tokens)
+		t.Tokens += tokens
 		t.Cost += cost
-		t.Input += use.Input
-		t.Output += use.Output
-		t.ModelReplies++
+		t.Input += u.input
+		t.Output += u.output
+		t.ModelReplies += u.replies
 	}
 
 	type turnRow struct {
-		adapter, agent, status string
-		received, updated      int64
+		bucket                 int64
+		channel, agent, status string
+		class, count           int
 	}
-	turns, err := dbutil.ViewQuery(ctx, db, turnRowsQuery, func(r dbutil.Scanner) (turnRow, error) {
+	turns, err := dbutil.ViewQuery(ctx, db, turnsQuery, func(r dbutil.Scanner) (turnRow, error) {
 		var t turnRow
-		err := r.Scan(&t.adapter, &t.agent, &t.status, &t.received, &t.updated)
+		err := r.Scan(&t.bucket, &t.channel, &t.agent, &t.status, &t.class, &t.count)
 		return t, err
-	}, since)
+	}, since, time.Hour.Milliseconds())
 	if err != nil {
 		return st, fmt.Errorf("read the turns of the last %s: %w", w.Name, err)
 	}
-	latencies := make([][]float64, len(starts))
+	latencies := make([][]int, len(starts)) // per step, the count in each class
 	for _, t := range turns {
-		i := index(starts, dbutil.Time(t.received))
+		i := hour(t.bucket)
 		if i < 0 {
 			continue
 		}
 		if t.status == "failed" {
-			st.Errors[i]++
+			st.Errors[i] += float64(t.count)
 			continue
 		}
-		key := t.adapter
+		key := t.channel
 		if by == ByAgent && t.agent != "" {
 			key = t.agent
 		}
-		add(st.Turns, key, i, 1)
+		add(st.Turns, key, i, float64(t.count))
 		if by != ByModel {
-			total(key).Turns++
+			total(key).Turns += t.count
 		}
-		latencies[i] = append(latencies[i], float64(max(0, t.updated-t.received))/1000)
+		if latencies[i] == nil {
+			latencies[i] = make([]int, len(latencyBounds)+1)
+		}
+		latencies[i][min(max(t.class, 0), len(latencyBounds))] += t.count
 	}
 	for i, l := range latencies {
-		st.P50[i], st.P95[i] = percentile(l, 0.50), percentile(l, 0.95)
+		st.P50[i], st.P95[i] = classQuantile(l, 0.50), classQuantile(l, 0.95)
 	}
 
 	type backlogRow struct{ created, sent int64 }
@@ -276,16 +342,32 @@ func readStats(ctx context.Context, db *dbutil.DB, w Window, by Grouping, now ti
 	return st, nil
 }
 
-// percentile is the p-th value of vs by the nearest rank; not a number
-// for none (the chart draws no point there).
-func percentile(vs []float64, p float64) float64 {
-	if len(vs) == 0 {
+// classQuantile estimates the q-quantile of the times counted in the
+// latency classes, linearly within the class it falls in (the last class,
+// past every bound, reads as its lower bound); not a number without any
+// (the chart draws no point there).
+func classQuantile(counts []int, q float64) float64 {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	if total == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	rank := int(p*float64(len(s))+0.999999) - 1
-	return s[min(max(rank, 0), len(s)-1)]
+	rank := q * float64(total)
+	below, lower := 0.0, 0.0
+	for i, c := range counts {
+		if i == len(latencyBounds) {
+			return lower
+		}
+		upper := latencyBounds[i]
+		if c > 0 && below+float64(c) >= rank {
+			return lower + (upper-lower)*(rank-below)/float64(c)
+		}
+		below += float64(c)
+		lower = upper
+	}
+	return lower
 }
 
 // series turns a map of groups into a chart's series, the largest first,
