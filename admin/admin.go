@@ -1,10 +1,13 @@
 // Package admin is parley's dashboard at /admin: server-rendered pages,
 // behind an admin token, for what an operator looks at and acts on:
-// sessions and their messages, runs (abort), cron jobs (run now, enable,
-// disable), webhook deliveries and refusals, pairing requests (approve,
-// deny), the outbox (retry a failed send), and the channels' health. No
-// script, no external assets: the pages are html/template and one
-// stylesheet, embedded.
+// usage charts (turns, time to answer, tokens, cost, errors and fallbacks,
+// the outbox backlog), sessions and their messages, runs (abort), cron
+// jobs (run now, enable, disable), webhook deliveries and refusals, people
+// and pairing requests (approve, deny, revoke, block), agents, providers,
+// the outbox (retry a failed send), the replicas and the channels'
+// health. No script, no external assets: the pages are html/template and
+// one stylesheet, embedded; the charts are SVG drawn on the server; every
+// table sorts and pages through plain links.
 package admin
 
 import (
