@@ -106,6 +106,16 @@ func (s *server) personAction(w http.ResponseWriter, r *http.Request) error {
 		back(w, r, "/admin/people", "The form named no channel or person; reload the page and try again.")
 		return nil
 	}
+	if s.o.Config != nil {
+		var ids []string
+		for _, a := range s.o.Config().Adapters {
+			ids = append(ids, a.ID)
+		}
+		if !slices.Contains(ids, string(adapter)) {
+			back(w, r, "/admin/people", fmt.Sprintf("There is no channel %q in the config; its channels: %s.", adapter, cmp.Or(strings.Join(ids, ", "), "none")))
+			return nil
+		}
+	}
 	name := cmp.Or(r.PostFormValue("name"), user)
 	var ok bool
 	var err error

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -215,7 +216,39 @@ func TestDashboardPages(t *testing.T) {
 		if !strings.Contains(page, `aria-sort="descending"`) {
 			t.Fatal("the sorted column is not marked")
 		}
-		get("/admin/people")
+		// Block from the people page's form: a channel the config lacks is
+		// refused with its channels named; a known one is blocked.
+		post := func(path string, form url.Values) string {
+			t.Helper()
+			req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(form.Encode()))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			resp, err := client(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			for _, c := range resp.Cookies() {
+				if c.Name == flashCookie {
+					flash, _ := url.QueryUnescape(c.Value)
+					return flash
+				}
+			}
+			t.Fatalf("%s: %d without an outcome", path, resp.StatusCode)
+			return ""
+		}
+		if flash := post("/admin/people/block", url.Values{"channel": {"nope"}, "user": {"9"}}); !strings.Contains(flash, `no channel "nope" in the config; its channels: tg`) {
+			t.Fatalf("blocking on an unknown channel: %q", flash)
+		}
+		if flash := post("/admin/people/block", url.Values{"channel": {"tg"}, "user": {"9"}}); !strings.HasPrefix(flash, "Blocked 9 on tg") {
+			t.Fatalf("blocking: %q", flash)
+		}
+		if flash := post("/admin/people/revoke", url.Values{"channel": {"tg"}, "user": {"9"}}); !strings.Contains(flash, "was not approved") {
+			t.Fatalf("revoking one never approved: %q", flash)
+		}
+		if page := get("/admin/people?state=blocked"); !strings.Contains(page, `id="person-tg-9"`) || !strings.Contains(page, "unblock") {
+			t.Fatalf("the blocked person on the people page:\n%s", page)
+		}
 		page = get("/admin/replicas")
 		if !strings.Contains(page, `<td class="held">tg, dc</td>`) || !strings.Contains(page, "(this one)") || !strings.Contains(page, `<td class="held">none</td>`) {
 			t.Fatalf("replicas page (the channels each holds):\n%s", page)
