@@ -267,3 +267,37 @@ func value(vs []float64, i int) float64 {
 
 // num writes a coordinate with one decimal.
 func num(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+// DataTable is the chart's numbers as a table, for those who read them
+// rather than look: a row per label with any value, a column per series.
+func (c Chart) DataTable() template.HTML {
+	if c.Empty() {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<table class="numbers"><caption>%s</caption><tr><th scope="col">%s</th>`, html.EscapeString(c.Title), "When")
+	for _, s := range c.Series {
+		fmt.Fprintf(&b, `<th scope="col">%s</th>`, html.EscapeString(s.Name))
+	}
+	b.WriteString(`</tr>`)
+	for i, l := range c.Labels {
+		some := false
+		for _, s := range c.Series {
+			some = some || value(s.Values, i) != 0
+		}
+		if !some {
+			continue
+		}
+		fmt.Fprintf(&b, `<tr><th scope="row">%s</th>`, html.EscapeString(l))
+		for _, s := range c.Series {
+			if i < len(s.Values) && math.IsNaN(s.Values[i]) {
+				b.WriteString(`<td>-</td>`)
+				continue
+			}
+			fmt.Fprintf(&b, `<td>%s</td>`, html.EscapeString(c.format(value(s.Values, i))))
+		}
+		b.WriteString(`</tr>`)
+	}
+	b.WriteString(`</table>`)
+	return template.HTML(b.String())
+}

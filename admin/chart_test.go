@@ -168,3 +168,23 @@ func TestChartScale(t *testing.T) {
 		t.Errorf("top of stacked 3+4: %v, want 10", got)
 	}
 }
+
+// The numbers beside a chart: a row per label with a value, a column per
+// series, every text escaped, nothing for an empty chart.
+func TestChartDataTable(t *testing.T) {
+	if got := (Chart{Title: "x", Labels: []string{"a"}, Series: []Series{{Name: "s", Values: []float64{0}}}}).DataTable(); got != "" {
+		t.Fatalf("a table for an empty chart: %s", got)
+	}
+	c := Chart{Title: "Cost <b>", Unit: "$", Labels: []string{"a", "b", "<c>"},
+		Series: []Series{{Name: "one", Values: []float64{0, 1.5, 2}}, {Name: "t<w>o", Values: []float64{0, math.NaN(), 0.25}}}}
+	got := string(c.DataTable())
+	els, text := parseSVG(t, got)
+	if count(els, "tr") != 3 || count(els, "b") != 0 || count(els, "c") != 0 {
+		t.Fatalf("rows or injected elements: %v\n%s", els, got)
+	}
+	for _, want := range []string{"Cost <b>", "t<w>o", "<c>", "$1.5", "$0.25", "-"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("no %q in the table's text:\n%s", want, text)
+		}
+	}
+}
