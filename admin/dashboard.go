@@ -405,3 +405,26 @@ func nameOf(names map[[2]string]string, k sessions.Key) string {
 	}
 	return names[[2]string{k.Surface, k.UserID}]
 }
+
+// nameIn is the display name a channel gave with the latest message of a
+// direct session's chat, for people no pairing named (under an open
+// policy, or in the config's allow list): "" when none did.
+func (s *server) nameIn(ctx context.Context, k sessions.Key) string {
+	if k.UserID == "" || s.o.Outbox == nil || s.o.Config == nil {
+		return ""
+	}
+	for _, a := range s.o.Config().Adapters {
+		if a.Type != k.Surface {
+			continue
+		}
+		name, err := s.o.Outbox.NameIn(ctx, adapters.ID(a.ID), k.SurfaceID, k.UserID)
+		if err != nil {
+			s.o.Log.WarnContext(ctx, "read a person's name for the dashboard", "error", err)
+			return ""
+		}
+		if name != "" {
+			return name
+		}
+	}
+	return ""
+}

@@ -71,7 +71,7 @@ func (s *server) sessionList(w http.ResponseWriter, r *http.Request) error {
 	}
 	names := map[sessions.ID]string{}
 	for _, ss := range shown {
-		names[ss.ID] = nameOf(known, ss.Key)
+		names[ss.ID] = cmp.Or(nameOf(known, ss.Key), s.nameIn(r.Context(), ss.Key))
 	}
 	s.render(w, r, "sessions", map[string]any{"Sessions": shown, "Next": next, "Q": q.Get("q"), "T": table, "Names": names,
 		"Shown": table.Rows, "PageSize": sessions.MaxPageSize,
@@ -98,7 +98,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) error {
 	}
 	shown, table := sortPage(r, "", msgs, "seq", col("seq", func(m sessions.Message) int64 { return m.Seq }))
 	s.render(w, r, "session", map[string]any{"S": ss, "Messages": shown, "Status": st, "T": table,
-		"Name": nameOf(s.names(r.Context()), ss.Key)})
+		"Name": cmp.Or(nameOf(s.names(r.Context()), ss.Key), s.nameIn(r.Context(), ss.Key))})
 	return nil
 }
 

@@ -200,6 +200,14 @@ func TestDashboardPages(t *testing.T) {
 				t.Fatalf("usage page without %q:\n%s", want, page)
 			}
 		}
+		// A person no pairing named is named by their latest message.
+		if _, err := db.Write().ExecContext(context.Background(), `INSERT INTO inbound (id, adapter, chat_id, platform_message_id, payload, status, received_at, updated_at)
+			VALUES ('named', 'tg', '1', 'n1', '{"adapter":"tg","chat_id":"1","user_id":"1","display_name":"Ann <b>"}', 'done', $1, $1)`, dbutil.Millis(now)); err != nil {
+			t.Fatal(err)
+		}
+		if page := get("/admin/sessions"); !strings.Contains(page, "Ann &lt;b&gt; <small>(telegram:1)</small>") || !strings.Contains(page, ">discord:2<") {
+			t.Fatalf("sessions by name (and an unnamed one by its key):\n%s", page)
+		}
 		page = get("/admin/agents")
 		if !strings.Contains(page, "$0.7300") || !strings.Contains(page, "memory_search") || strings.Count(page, "its provider has no key") != 1 {
 			t.Fatalf("agents page:\n%s", page)

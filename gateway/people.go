@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,6 +43,9 @@ const (
 	FROM blocked_users b`
 
 	personNameQuery = `SELECT display_name FROM pairing_requests WHERE adapter = $1 AND user_id = $2 ORDER BY created_at DESC LIMIT 1`
+
+	// latestInboundQuery is a chat's latest message as received.
+	latestInboundQuery = `SELECT payload FROM inbound WHERE adapter = $1 AND chat_id = $2 ORDER BY received_at DESC LIMIT 1`
 )
 
 // Person states on the dashboard's people page.
@@ -166,4 +170,25 @@ func (s *Store) Unblock(ctx context.Context, adapter adapters.ID, userID string)
 	}
 	n, _ := res.RowsAffected()
 	return n > 0, nil
+}
+
+// NameIn is the display name the channel gave with the latest message
+// user sent in chat, "" when it gave none (or the message was from someone
+// else, or was deleted with its session).
+func (s *Store) NameIn(ctx context.Context, adapter adapters.ID, chat, user string) (string, error) {
+	var payload string
+	err := s.db.View(ctx, func(q dbutil.Querier) error {
+		return q.QueryRowContext(ctx, latestInboundQuery, adapter, chat).Scan(&payload)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the latest message of chat %s on %s: %w", chat, adapter, err)
+	}
+	var in adapters.Inbound
+	if json.Unmarshal([]byte(payload), &in) != nil || in.UserID != user {
+		return "", nil
+	}
+	return in.DisplayName, nil
 }
