@@ -1,10 +1,13 @@
 // Package admin is parley's dashboard at /admin: server-rendered pages,
 // behind an admin token, for what an operator looks at and acts on:
-// sessions and their messages, runs (abort), cron jobs (run now, enable,
-// disable), webhook deliveries and refusals, pairing requests (approve,
-// deny), the outbox (retry a failed send), and the channels' health. No
-// script, no external assets: the pages are html/template and one
-// stylesheet, embedded.
+// usage charts (turns, time to answer, tokens, cost, errors and fallbacks,
+// the outbox backlog), sessions and their messages, runs (abort), cron
+// jobs (run now, enable, disable), webhook deliveries and refusals, people
+// and pairing requests (approve, deny, revoke, block), agents, providers,
+// the outbox (retry a failed send), the replicas and the channels'
+// health. No script, no external assets: the pages are html/template and
+// one stylesheet, embedded; the charts are SVG drawn on the server; every
+// table sorts and pages through plain links.
 package admin
 
 import (
@@ -22,12 +25,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/cluster"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/internal/throttle"
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
 	live "github.com/parleyd/parley/status"
 	"github.com/parleyd/parley/webhooks"
@@ -91,6 +96,16 @@ type Options struct {
 	Runs     func() map[sessions.ID]agent.Status
 	Abort    func(sessions.ID) bool
 	Wake     func() // after a retry: the sender looks at once
+	// Config is the running config (agents, providers, channels, prices);
+	// nil hides the agents and providers pages.
+	Config func() *config.Config
+	// Models is what parley saw of each model since it started; nil: none.
+	Models func() []metrics.ModelStats
+	// Fallbacks are when fallback models answered; nil: not counted.
+	Fallbacks func() []time.Time
+	// Replicas are the live replicas sharing the database; nil: parley
+	// runs alone.
+	Replicas func(ctx context.Context) ([]cluster.Replica, error)
 	Log      *slog.Logger
 	Now      func() time.Time // nil: time.Now
 }
@@ -138,8 +153,10 @@ func Handler(o Options) (http.Handler, error) {
 			return s
 		},
 		"query": func(k, v string) string { return url.QueryEscape(k) + "=" + url.QueryEscape(v) },
+		"files": filesOf,
 	}
-	for _, name := range []string{"login", "overview", "sessions", "session", "runs", "cron", "hooks", "pairing", "outbox"} {
+	for _, name := range []string{"login", "overview", "sessions", "session", "runs", "cron", "hooks", "pairing", "outbox",
+		"usage", "people", "agents", "providers", "replicas"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "pages/layout.html", "pages/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("admin page %s: %w", name, err)
@@ -168,6 +185,12 @@ func Handler(o Options) (http.Handler, error) {
 		"POST /admin/pairing/{code}/{decision}": s.pairingAction,
 		"GET /admin/outbox":                     s.outbox,
 		"POST /admin/outbox/{id}/retry":         s.retry,
+		"GET /admin/usage":                      s.usage,
+		"GET /admin/people":                     s.people,
+		"POST /admin/people/{action}":           s.personAction,
+		"GET /admin/agents":                     s.agents,
+		"GET /admin/providers":                  s.providers,
+		"GET /admin/replicas":                   s.replicas,
 	} {
 		mux.HandleFunc(path, s.guard(h))
 	}

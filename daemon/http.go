@@ -146,6 +146,10 @@ func (d *Daemon) adminHandler() http.Handler {
 	if d.cron != nil {
 		o.Cron = d.cron.Store()
 	}
+	o.Config, o.Models, o.Fallbacks = d.cfg, d.metrics.ModelStats, d.metrics.Fallbacks
+	if d.replicas != nil {
+		o.Replicas = d.Replicas
+	}
 	if h, ok := d.adapters[webhooks.AdapterID].(*webhooks.Server); ok {
 		o.Refused = h.Refusals
 	}

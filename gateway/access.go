@@ -136,14 +136,18 @@ func (g *Gateway) access(ctx context.Context, j job) (decision, error) {
 			return contextOnly, nil
 		}
 	}
-	if pol.DM == DMOpen || pol.Allow[j.in.UserID] {
+	if pol.DM == DMOpen {
 		return admit, nil
 	}
-	allowed, err := g.opts.Store.Allowed(ctx, j.in.Adapter, j.in.UserID)
+	// An operator's block outweighs the config's allow list.
+	blocked, allowed, err := g.opts.Store.accessOf(ctx, j.in.Adapter, j.in.UserID)
 	if err != nil {
 		return deny, err
 	}
-	if allowed {
+	if blocked {
+		return deny, nil
+	}
+	if allowed || pol.Allow[j.in.UserID] {
 		return admit, nil
 	}
 	if pol.DM != DMPairing {

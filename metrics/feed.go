@@ -95,6 +95,11 @@ func (f *feeder) handle(e events.Event) {
 		f.tokens(e, d.Message)
 	case agent.ModelFallback:
 		f.m.fallbacks.WithLabelValues(label(d.AgentID), label(d.Model), label(d.Fallback)).Inc()
+		at := e.At
+		if at.IsZero() {
+			at = f.m.now()
+		}
+		f.m.live.fallback(at)
 	}
 }
 

@@ -79,6 +79,9 @@ type Metrics struct {
 
 	cost      *prometheus.CounterVec // agent, provider, model
 	fallbacks *prometheus.CounterVec // agent, model, fallback
+	// live is each model's calls in flight and latest outcomes, and the
+	// times of the latest fallbacks, for the dashboard.
+	live liveCalls
 
 	queue, lanes atomic.Pointer[func() int]
 	state        atomic.Pointer[func(ctx context.Context) (State, error)]

@@ -41,6 +41,7 @@ type timedModel struct {
 
 func (t *timedModel) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
 	start := t.m.now()
+	t.m.live.start(t.provider, t.model)
 	first := true
 	resp, err := t.next.Stream(ctx, req, func(d llm.Delta) {
 		if first && d.Text != "" {
@@ -59,6 +60,8 @@ func (t *timedModel) Stream(ctx context.Context, req llm.Request, onDelta func(l
 	default:
 		outcome = OutcomeError
 	}
-	t.m.modelCall.WithLabelValues(t.provider, t.model, outcome).Observe(t.m.now().Sub(start).Seconds())
+	end := t.m.now()
+	t.m.modelCall.WithLabelValues(t.provider, t.model, outcome).Observe(end.Sub(start).Seconds())
+	t.m.live.end(t.provider, t.model, outcome, end)
 	return resp, err
 }

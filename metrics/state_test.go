@@ -100,6 +100,20 @@ func TestFeedCountsCostAndFallbacks(t *testing.T) {
 		`parley_cost_usd_total{agent="main",model="claude-x",provider="anthropic"} 0.75`,
 		`parley_cost_usd_total{agent="unknown",model="gpt-4o",provider="openai"} 1`,
 	)
+	// The dashboard charts the fallback at its time, and counts it with
+	// the model that failed.
+	if got := m.Fallbacks(); len(got) != 1 || !got[0].Equal(now) {
+		t.Fatalf("fallback times %v, want [%v]", got, now)
+	}
+	counted := -1
+	for _, st := range m.ModelStats() {
+		if st.Provider == "openai" && st.Model == "gpt-4o" {
+			counted = st.Fallbacks
+		}
+	}
+	if counted != 1 {
+		t.Fatalf("the failed model's fallbacks: %d, want 1 (%+v)", counted, m.ModelStats())
+	}
 }
 
 // Every metric the shipped Grafana dashboard and Prometheus alert rules

@@ -55,8 +55,10 @@ const (
 )
 
 const (
-	insertDeliveryQuery = `INSERT INTO webhook_deliveries (id, hook_id, delivery_key, session_key, received_at)
-	VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+	// An async delivery's answer (202) is known before it is recorded,
+	// and is stored with it; a sync one's is stored once given (respond).
+	insertDeliveryQuery = `INSERT INTO webhook_deliveries (id, hook_id, delivery_key, session_key, received_at, http_status, response)
+	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
 
 	deliveryByKeyQuery = `SELECT id, status, http_status, response, session_key FROM webhook_deliveries WHERE hook_id = $1 AND delivery_key = $2`
 
@@ -67,9 +69,10 @@ const (
 
 	// A failed delivery is kept, with its key freed for the sender's retry
 	// (its record may have gone with the failed transaction: write it).
-	failedQuery = `INSERT INTO webhook_deliveries (id, hook_id, delivery_key, session_key, status, error, received_at, completed_at)
-	VALUES ($1, $2, '', $3, 'failed', $4, $5, $5)
-	ON CONFLICT (id) DO UPDATE SET status = 'failed', delivery_key = '', error = excluded.error, completed_at = excluded.completed_at`
+	failedQuery = `INSERT INTO webhook_deliveries (id, hook_id, delivery_key, session_key, status, error, received_at, completed_at, http_status, response)
+	VALUES ($1, $2, '', $3, 'failed', $4, $5, $5, $6, $7)
+	ON CONFLICT (id) DO UPDATE SET status = 'failed', delivery_key = '', error = excluded.error, completed_at = excluded.completed_at,
+	http_status = excluded.http_status, response = excluded.response`
 
 	listDeliveriesQuery = `SELECT id, hook_id, delivery_key, status, http_status, session_key, reply, error, received_at, COALESCE(completed_at, 0), duration_ms
 	FROM webhook_deliveries WHERE hook_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2`
@@ -358,8 +361,13 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string,
 	// The delivery's record is written with the gateway's own record of the
 	// message, in one transaction when the gateway can (one durable write
 	// before the answer); a repeated delivery key undoes both.
+	accepted := map[string]any{"delivery_id": id, "session_key": sessionKey, "status": "accepted"}
+	answer, answerBody := 0, ""
+	if h.Mode != "sync" {
+		answer, answerBody = http.StatusAccepted, string(mustJSON(accepted))
+	}
 	record := func(q dbutil.Querier) error {
-		res, err := q.ExecContext(ctx, insertDeliveryQuery, id, h.ID, key, sessionKey, dbutil.Millis(now))
+		res, err := q.ExecContext(ctx, insertDeliveryQuery, id, h.ID, key, sessionKey, dbutil.Millis(now), answer, answerBody)
 		if err != nil {
 			return fmt.Errorf("record the delivery: %w", err)
 		}
@@ -408,18 +416,18 @@ func (s *Server) deliver(ctx context.Context, h config.Hook, key, prompt string,
 	if err != nil {
 		s.opts.Log.ErrorContext(ctx, "deliver a webhook", "hook", h.ID, "delivery_id", id, "error", err)
 		// Recorded as failed, its key freed: the sender's retry is a new try.
-		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, h.ID, sessionKey, err.Error(), dbutil.Millis(s.opts.Now()))
+		code, body := errorBody(fail(http.StatusServiceUnavailable, "unavailable", "parley could not take the delivery; try again"))
+		_, _ = s.opts.DB.Write().ExecContext(context.WithoutCancel(ctx), failedQuery, id, h.ID, sessionKey, err.Error(), dbutil.Millis(s.opts.Now()),
+			code, string(body))
 		if recorded {
 			s.releaseReplays(context.WithoutCancel(ctx), h.ID, replay)
 		}
-		return errorBody(fail(http.StatusServiceUnavailable, "unavailable", "parley could not take the delivery; try again"))
+		return code, body
+	}
+	if wait == nil {
+		return answer, []byte(answerBody) // recorded with the delivery
 	}
 	body := map[string]any{"delivery_id": id, "session_key": sessionKey}
-	if wait == nil {
-		// A repeat rebuilds this answer from the row; no write needed.
-		body["status"] = "accepted"
-		return http.StatusAccepted, mustJSON(body)
-	}
 	select {
 	case reply := <-wait:
 		body["status"], body["reply"] = "answered", reply

@@ -422,3 +422,39 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Each delivery records the HTTP status its sender got (the dashboard
+// showed "HTTP 0" for every async one): 202 for an async acceptance, 503
+// for one the gateway couldn't take; a repeat still gets the first's
+// answer, on both engines.
+func TestDeliveriesRecordTheirHTTPStatus(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		srv, k, hs, _ := setupOn(t, open(t), hmacHook, "")
+		body := []byte(`{"repo":"parley"}`)
+		hdr := signed(body, time.Now())
+		hdr["Idempotency-Key"] = "first"
+		status, first := post(t, hs.URL+"/hooks/ci", body, hdr)
+		if status != 202 {
+			t.Fatalf("async: %d %v", status, first)
+		}
+		if status, again := post(t, hs.URL+"/hooks/ci", body, hdr); status != 202 || again["delivery_id"] != first["delivery_id"] || again["status"] != "accepted" {
+			t.Fatalf("repeat: %d %v", status, again)
+		}
+		k.fail = errors.New("database is locked")
+		other := []byte(`{"repo":"another"}`) // a new signature, not a replay
+		if status, out := post(t, hs.URL+"/hooks/ci", other, signed(other, time.Now())); status != 503 {
+			t.Fatalf("failing gateway: %d %v", status, out)
+		}
+		ds, err := Deliveries(context.Background(), srv.opts.DB, "ci", 10)
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("deliveries %+v %v", ds, err)
+		}
+		got := map[string]int{}
+		for _, d := range ds {
+			got[d.Status] = d.HTTPStatus
+		}
+		if got["accepted"] != 202 || got["failed"] != 503 {
+			t.Fatalf("recorded HTTP statuses %v, want accepted 202 and failed 503", got)
+		}
+	})
+}

@@ -60,6 +60,12 @@ func TestAdminDashboard(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a bad hook token: %v %v", resp, err)
 	}
+	// An accepted one: its row shows the 202 its sender got, not 0.
+	req, _ = http.NewRequest("POST", base+"/hooks/ci", strings.NewReader(`{"q":"the build broke"}`))
+	req.Header.Set("Authorization", "Bearer "+hookSecret)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a good hook token: %v %v", resp, err)
+	}
 
 	// Without the login: the login page; a cross-site post: refused.
 	resp, err := http.Get(base + "/admin/outbox")
@@ -89,8 +95,11 @@ func TestAdminDashboard(t *testing.T) {
 	shots := os.Getenv("PARLEY_TEST_SCREENSHOTS")
 	visit := func(path, h1 string) {
 		t.Helper()
-		p.Eval(`location.href = `+browsertest.JSString(path), nil)
-		p.WaitTrue(`document.readyState === "complete" && location.pathname === `+browsertest.JSString(path)+` && document.querySelector("h1") && document.querySelector("h1").textContent.startsWith(`+browsertest.JSString(h1)+`)`, 30*time.Second)
+		// The mark goes with the page it is set on: its absence says the
+		// browser is on the new page, even when the address is the same
+		// (a screenshot taken mid-navigation never answers).
+		p.Eval(`window.leftPage = true; location.href = `+browsertest.JSString(path), nil)
+		p.WaitTrue(`!window.leftPage && document.readyState === "complete" && location.pathname === `+browsertest.JSString(path)+` && document.querySelector("h1") && document.querySelector("h1").textContent.startsWith(`+browsertest.JSString(h1)+`)`, 30*time.Second)
 		if shots != "" {
 			p.Screenshot(filepath.Join(shots, strings.ReplaceAll(strings.Trim(path, "/"), "/", "_")+".png"))
 		}
@@ -103,6 +112,7 @@ func TestAdminDashboard(t *testing.T) {
 	p.WaitTrue(`!!document.querySelector("#job-nightly")`, 5*time.Second)
 	visit("/admin/hooks", "Webhooks")
 	p.WaitTrue(`[...document.querySelectorAll("tr.refusal")].some(r => r.textContent.includes("ci") && r.textContent.includes("401"))`, 5*time.Second)
+	p.WaitTrue(`document.querySelectorAll("tr.delivery").length === 1 && document.querySelector("tr.delivery td.http").textContent === "202"`, 5*time.Second)
 
 	// Approve the first stranger through the page.
 	visit("/admin/pairing", "Pairing")

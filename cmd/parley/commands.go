@@ -118,9 +118,14 @@ func init() {
 			{name: "ls", args: "[--config FILE]", summary: "list the incoming webhooks and their URLs", examples: []string{"parley hooks ls"}},
 			{name: "deliveries", args: "ID [--limit N]", summary: "a webhook's latest deliveries, refused ones included", examples: []string{"parley hooks deliveries ci --limit 50"}},
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdHooks(ctx, args, s.out) }},
-		{name: "pairing", summary: "approve who may talk to the bot in direct chats", subs: []*command{
+		{name: "pairing", summary: "approve, revoke and block who may talk to the bot in direct chats", subs: []*command{
 			{name: "ls", args: "[--config FILE]", summary: "list direct-chat pairing requests waiting", examples: []string{"parley pairing ls"}},
 			{name: "approve", args: "CODE", summary: "let a pairing code's sender talk to the bot", examples: []string{"parley pairing approve K7Q2M9"}},
+			{name: "people", args: "[--config FILE]", summary: "list who is approved, waiting or blocked, by channel", examples: []string{"parley pairing people"}},
+			{name: "revoke", args: "CHANNEL USER", summary: "take back a person's approval: their next message is refused (and gets a new pairing code)",
+				examples: []string{"parley pairing revoke telegram 5550001"}},
+			{name: "block", args: "CHANNEL USER", summary: "refuse a person's messages without a pairing code", examples: []string{"parley pairing block telegram 5550001"}},
+			{name: "unblock", args: "CHANNEL USER", summary: "let a blocked person ask to pair again", examples: []string{"parley pairing unblock telegram 5550001"}},
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdPairing(ctx, args, s.out) }},
 		permissionsCommand,
 		replicasCommand,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/parleyd/parley/config"
@@ -52,6 +53,10 @@ func cmdHooks(ctx context.Context, args []string, stdout io.Writer) error {
 			reply = "error: " + d.Err
 		}
 		reply = textcut.Runes(reply, 60, "…")
-		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", d.ReceivedAt.Local().Format(time.DateTime), d.Status, d.HTTPStatus, d.Duration, d.SessionKey, reply)
+		code := "-" // no answer recorded: a sync request still waiting, or a sender that left first
+		if d.HTTPStatus != 0 {
+			code = strconv.Itoa(d.HTTPStatus)
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", d.ReceivedAt.Local().Format(time.DateTime), d.Status, code, d.Duration, d.SessionKey, reply)
 	})
 }

@@ -49,3 +49,65 @@ func TestPairingCommands(t *testing.T) {
 		t.Fatalf("approve without a code: exit %d %q", c, errOut)
 	}
 }
+
+// `parley pairing revoke CHANNEL USER` takes an approval back (the store
+// no longer lets them in), says what follows, and refuses, with what to do,
+// a channel the config doesn't have or a person who wasn't approved;
+// people lists them by name, and block and unblock say what they did.
+func TestPairingRevoke(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeConfig(t, "adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: pairing\n    token: \"123:abc\"\n")
+	cfg, _, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := daemon.OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gateway.NewStore(db, nil)
+	code, err := store.RequestPairing(ctx, adapters.Inbound{Adapter: "tg-main", Surface: "telegram",
+		ChatID: "77", UserID: "77", DisplayName: "Ann", MessageID: "1", Text: "hi", Time: time.Now()})
+	if err == nil {
+		_, err = store.ApprovePairing(ctx, code)
+	}
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, out, errOut := parley(t, ctx, "pairing", "people", "--config", path); c != 0 || !strings.Contains(out, "Ann") || !strings.Contains(out, "approved") {
+		t.Fatalf("people: exit %d %q %q", c, out, errOut)
+	}
+	if c, out, errOut := parley(t, ctx, "pairing", "revoke", "tg-main", "77", "--config", path); c != 0 ||
+		!strings.Contains(out, "revoked 77 on tg-main: their next message is refused") {
+		t.Fatalf("revoke: exit %d %q %q", c, out, errOut)
+	}
+	db, _, err = daemon.OpenDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed, err := gateway.NewStore(db, nil).Allowed(ctx, "tg-main", "77")
+	db.Close()
+	if err != nil || allowed {
+		t.Fatalf("still allowed after the revoke: %v %v", allowed, err)
+	}
+	if c, _, errOut := parley(t, ctx, "pairing", "revoke", "tg-main", "77", "--config", path); c != 1 || !strings.Contains(errOut, "was not approved on tg-main") ||
+		!strings.Contains(errOut, "parley pairing people") {
+		t.Fatalf("revoke twice: exit %d %q", c, errOut)
+	}
+	if c, _, errOut := parley(t, ctx, "pairing", "revoke", "discord", "77", "--config", path); c != 1 || !strings.Contains(errOut, `no channel "discord" in the config (its channels: tg-main)`) {
+		t.Fatalf("revoke on an unknown channel: exit %d %q", c, errOut)
+	}
+	if c, _, errOut := parley(t, ctx, "pairing", "revoke", "tg-main", "--config", path); c != 2 || !strings.Contains(errOut, "takes 2 argument") {
+		t.Fatalf("revoke without a user: exit %d %q", c, errOut)
+	}
+	if c, out, errOut := parley(t, ctx, "pairing", "block", "tg-main", "77", "--config", path); c != 0 || !strings.Contains(out, "blocked 77 on tg-main") {
+		t.Fatalf("block: exit %d %q %q", c, out, errOut)
+	}
+	if c, out, _ := parley(t, ctx, "pairing", "people", "--config", path); c != 0 || !strings.Contains(out, "blocked") || !strings.Contains(out, "Ann") {
+		t.Fatalf("people after the block: %q", out)
+	}
+	if c, out, errOut := parley(t, ctx, "pairing", "unblock", "tg-main", "77", "--config", path); c != 0 || !strings.Contains(out, "unblocked 77 on tg-main") {
+		t.Fatalf("unblock: exit %d %q %q", c, out, errOut)
+	}
+}

@@ -758,6 +758,19 @@ func TestReplicasSpreadChannels(t *testing.T) {
 		m := runs(a)
 		return len(m[a.url]) == 1 && len(m[b.url]) == 1
 	})
+	// The dashboard's replicas page shows both, and the bot each holds.
+	req, _ := http.NewRequest("GET", a.url+"/admin/replicas", nil)
+	req.Header.Set("Authorization", "Bearer "+replicaToken)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Count(string(page), `<tr class="replica">`) != 2 || strings.Count(string(page), "(this one)") != 1 ||
+		!strings.Contains(string(page), `<td class="held">tg-one</td>`) || !strings.Contains(string(page), `<td class="held">tg-two</td>`) {
+		t.Fatalf("the dashboard's replicas page: %d\n%s", resp.StatusCode, page)
+	}
 	// Each replica is ready, not degraded, by the bot it stands by for.
 	for _, r := range []*replicaProc{a, b} {
 		var ready struct {
