@@ -372,6 +372,33 @@ func (e SendMessageRequestReasoningEffort) Valid() bool {
 	}
 }
 
+// Defines values for SessionActivity.
+const (
+	SessionActivityActive                SessionActivity = "active"
+	SessionActivityIdle                  SessionActivity = "idle"
+	SessionActivityStarted               SessionActivity = "started"
+	SessionActivityWaitingForPermission  SessionActivity = "waiting_for_permission"
+	SessionActivityWaitingForToolResults SessionActivity = "waiting_for_tool_results"
+)
+
+// Valid indicates whether the value is a known member of the SessionActivity enum.
+func (e SessionActivity) Valid() bool {
+	switch e {
+	case SessionActivityActive:
+		return true
+	case SessionActivityIdle:
+		return true
+	case SessionActivityStarted:
+		return true
+	case SessionActivityWaitingForPermission:
+		return true
+	case SessionActivityWaitingForToolResults:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionStatus.
 const (
 	SessionStatusActive   SessionStatus = "active"
@@ -718,6 +745,12 @@ type ContextCompactedEventType string
 type CreateSessionRequest struct {
 	Agent *string `json:"agent,omitempty"`
 
+	// Capabilities The session's own capabilities: memory, kv, files, sql, schedules, subagents, mcp:<server>.
+	Capabilities *[]string `json:"capabilities,omitempty"`
+
+	// Harness The harness the session runs on, at its version now (kept for the session's life).
+	Harness *string `json:"harness,omitempty"`
+
 	// Metadata The session's own JSON object (webhook_url, model, reasoning_effort and the client's keys).
 	Metadata   *Metadata         `json:"metadata,omitempty"`
 	Model      *string           `json:"model,omitempty"`
@@ -966,6 +999,10 @@ type Part struct {
 
 // PatchSessionRequest defines model for PatchSessionRequest.
 type PatchSessionRequest struct {
+	// AddCapabilities Capabilities to add to the session (recorded in its history).
+	AddCapabilities *[]string `json:"add_capabilities,omitempty"`
+
+	// Agent Switches the session's agent (recorded in its history).
 	Agent *string `json:"agent,omitempty"`
 
 	// Metadata The session's own JSON object (webhook_url, model, reasoning_effort and the client's keys).
@@ -1130,14 +1167,19 @@ type SendMessageRequestReasoningEffort string
 
 // Session defines model for Session.
 type Session struct {
-	ArchivedAt        *Time      `json:"archived_at,omitempty"`
-	CompactionSummary *string    `json:"compaction_summary,omitempty"`
-	CreatedAt         Time       `json:"created_at"`
-	Id                string     `json:"id"`
-	Key               SessionKey `json:"key"`
-	LastActiveAt      Time       `json:"last_active_at"`
-	LastSeq           int        `json:"last_seq"`
-	MessageCount      int        `json:"message_count"`
+	// Activity What the session is doing: started (no message yet), active (a run is going on), idle, or waiting for a client's tool results or a permission answer.
+	Activity          *SessionActivity `json:"activity,omitempty"`
+	ArchivedAt        *Time            `json:"archived_at,omitempty"`
+	CompactionSummary *string          `json:"compaction_summary,omitempty"`
+	CreatedAt         Time             `json:"created_at"`
+
+	// Features What the session can do, from its harness, its agent and its capabilities: memory, kv, files, sql, schedules, subagents, mcp:<server>, vision, harness:<id>.
+	Features     *[]string  `json:"features,omitempty"`
+	Id           string     `json:"id"`
+	Key          SessionKey `json:"key"`
+	LastActiveAt Time       `json:"last_active_at"`
+	LastSeq      int        `json:"last_seq"`
+	MessageCount int        `json:"message_count"`
 
 	// Metadata The session's own JSON object (webhook_url, model, reasoning_effort and the client's keys).
 	Metadata        *Metadata     `json:"metadata"`
@@ -1149,6 +1191,9 @@ type Session struct {
 	Title           string        `json:"title"`
 	UpdatedAt       Time          `json:"updated_at"`
 }
+
+// SessionActivity What the session is doing: started (no message yet), active (a run is going on), idle, or waiting for a client's tool results or a permission answer.
+type SessionActivity string
 
 // SessionStatus defines model for Session.Status.
 type SessionStatus string
