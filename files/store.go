@@ -241,10 +241,11 @@ func (s *Store) Open(ctx context.Context, id sessions.ID, name string) (File, io
 	return f, &chunkReader{rows: rows, left: f.Size}, nil
 }
 
-// chunkReader reads a chunked file's chunks in order.
+// chunkReader reads a chunked file's chunks in order. Each chunk is read
+// in place (sql.RawBytes, valid until the next row), never copied.
 type chunkReader struct {
 	rows *sql.Rows
-	cur  []byte
+	cur  sql.RawBytes
 	left int64 // bytes the file still holds past cur
 }
 
