@@ -39,6 +39,7 @@ type Store interface {
 	RewindFrom(ctx context.Context, id sessions.ID, from sessions.MessageID) (sessions.RewindResult, error)
 	Unrewind(ctx context.Context, id sessions.ID) (sessions.RewindResult, error)
 	Branch(ctx context.Context, id sessions.ID, from sessions.MessageID, opts sessions.BranchOptions) (sessions.Session, error)
+	Archive(ctx context.Context, id sessions.ID, reason string) (bool, error)
 }
 
 var _ Store = (*sessions.SQLStore)(nil)
@@ -126,6 +127,7 @@ func (s *server) routes() []route {
 		{"GET /v1/sessions/{id}", s.getSession},
 		{"PATCH /v1/sessions/{id}", s.patchSession},
 		{"DELETE /v1/sessions/{id}", s.deleteSession},
+		{"POST /v1/sessions/{id}/archive", s.archiveSession},
 		{"GET /v1/sessions/{id}/messages", s.listMessages},
 		{"POST /v1/sessions/{id}/messages", needs(s.runner, s.sendMessage)},
 		{"GET /v1/sessions/{id}/status", needs(s.runner, s.status)},
