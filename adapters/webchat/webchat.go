@@ -1,7 +1,8 @@
 // Package webchat is the web chat page: one small page, embedded in the
-// binary, that talks to an agent through the HTTP API (a session of its
-// own, replies streamed over server-sent events). It has no dependencies
-// and keeps the API token the user types in the browser's storage.
+// binary, that talks to an agent through the HTTP API (its conversations
+// are the API sessions of the user "webchat", replies streamed over
+// server-sent events). It has no dependencies and no build step, and
+// keeps the API token the user types in the browser's storage.
 package webchat
 
 import (
