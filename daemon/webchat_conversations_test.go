@@ -152,6 +152,8 @@ func TestWebChatMarkdownAndDarkTheme(t *testing.T) {
 	defer cancel()
 	_, p, stop := openChat(t, ctx, "", false)
 	defer stop()
+	// What the page's policy blocks (a style attribute, say) is an error.
+	p.Eval(`window.__blocked = []; document.addEventListener("securitypolicyviolation", e => __blocked.push(e.violatedDirective + " " + e.blockedURI))`, nil)
 	md := "## Shopping\n\n- apples\n- pears\n  - green\n  - *red*\n\n3. wash\n4. eat\n\n| fruit | count |\n|:--|--:|\n| apples | 3 |\n| **pears** | 5 |\n\n> keep them cool\n\n```go\nx := 1 // <b>\n```\ndone"
 	sayIn(t, p, md)
 	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-id]").length === 1`, 60*time.Second)
@@ -220,6 +222,11 @@ func TestWebChatMarkdownAndDarkTheme(t *testing.T) {
 		t.Fatalf("the dark theme's luminance: page %.2f, text %.2f, reply %.2f", bg, fg, bubble)
 	}
 	p.Screenshot("/tmp/h42c-markdown-dark.png")
+	var blocked []string
+	p.Eval(`__blocked`, &blocked)
+	if len(blocked) > 0 {
+		t.Fatalf("the page's Content-Security-Policy blocked %q", blocked)
+	}
 }
 
 // On a phone's screen nothing scrolls sideways (a wide table scrolls in
