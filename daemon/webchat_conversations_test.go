@@ -142,8 +142,8 @@ func TestWebChatConversations(t *testing.T) {
 	p.WaitTrue(`sessionID === `+browsertest.JSString(first)+` && document.querySelectorAll(".msg.user[data-id]").length === 1 && document.getElementById("text").disabled`, 30*time.Second)
 }
 
-// Replies render Markdown as elements: headings (a level under the page's
-// title: ## is an h3), nested and numbered
+// Replies render Markdown as elements: headings (a reply's top heading an
+// h2, under the page's h1), nested and numbered
 // lists, a table with its alignment, a block quote, and code with a copy
 // button that puts the code on the clipboard. The dark theme follows the
 // system's.
@@ -158,7 +158,7 @@ func TestWebChatMarkdownAndDarkTheme(t *testing.T) {
 	sayIn(t, p, md)
 	p.WaitTrue(`document.querySelectorAll(".msg.assistant[data-id]").length === 1`, 60*time.Second)
 	var got struct {
-		H3      string     `json:"h3"`
+		H2      string     `json:"h2"`
 		Items   []string   `json:"items"`
 		Nested  []string   `json:"nested"`
 		Ordered []string   `json:"ordered"`
@@ -173,14 +173,14 @@ func TestWebChatMarkdownAndDarkTheme(t *testing.T) {
 		Bold    int        `json:"bold"`
 	}
 	p.Eval(`(() => { const b = document.querySelector(".msg.assistant[data-id]"); const all = (s) => [...b.querySelectorAll(s)].map(e => e.textContent); return {
-		h3: b.querySelector("h3").textContent,
+		h2: b.querySelector("h2").textContent,
 		items: [...b.querySelectorAll(":scope > ul > li")].map(li => li.firstChild.textContent),
 		nested: all("ul ul > li"), ordered: all("ol > li"), start: b.querySelector("ol").start,
 		head: all("thead th"), rows: [...b.querySelectorAll("tbody tr")].map(tr => [...tr.cells].map(c => c.textContent)),
 		align: b.querySelector("tbody td:nth-child(2)").style.textAlign,
 		quote: b.querySelector("blockquote").textContent, code: b.querySelector(".code pre code").textContent,
 		copy: b.querySelectorAll(".code button.copy").length, tail: b.lastChild.textContent, bold: b.querySelectorAll("b").length} })()`, &got)
-	if got.H3 != "Shopping" || strings.Join(got.Items, "|") != "apples|pears" || strings.Join(got.Nested, "|") != "green|red" ||
+	if got.H2 != "Shopping" || strings.Join(got.Items, "|") != "apples|pears" || strings.Join(got.Nested, "|") != "green|red" ||
 		strings.Join(got.Ordered, "|") != "wash|eat" || got.Start != 3 {
 		t.Fatalf("heading and lists rendered as %+v", got)
 	}
