@@ -42,6 +42,7 @@ type Store interface {
 	Unrewind(ctx context.Context, id sessions.ID) (sessions.RewindResult, error)
 	Branch(ctx context.Context, id sessions.ID, from sessions.MessageID, opts sessions.BranchOptions) (sessions.Session, error)
 	Append(ctx context.Context, id sessions.ID, m sessions.Message) (sessions.Message, error)
+	Archive(ctx context.Context, id sessions.ID, reason string) (bool, error)
 }
 
 var _ Store = (*sessions.SQLStore)(nil)
@@ -135,6 +136,7 @@ func (s *server) routes() []route {
 		{"GET /v1/sessions/{id}", s.getSession},
 		{"PATCH /v1/sessions/{id}", s.patchSession},
 		{"DELETE /v1/sessions/{id}", s.deleteSession},
+		{"POST /v1/sessions/{id}/archive", s.archiveSession},
 		{"GET /v1/sessions/{id}/messages", s.listMessages},
 		{"GET /v1/sessions/{id}/sql/schema", s.sqlSchema},
 		{"POST /v1/sessions/{id}/messages", needs(s.runner, s.sendMessage)},

@@ -356,6 +356,26 @@ func (s *server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// archiveSession archives a session, leaving it readable (its messages,
+// GET /v1/sessions?status=archived) and closed to new messages. Archiving
+// an archived session changes nothing; a run in progress is 409, as it
+// would go on writing to a closed session.
+func (s *server) archiveSession(w http.ResponseWriter, r *http.Request) error {
+	id := sessions.ID(r.PathValue("id"))
+	if s.busy(id) {
+		return ErrBusy
+	}
+	if _, err := s.opts.Store.Archive(r.Context(), id, sessions.ReasonManual); err != nil {
+		return err
+	}
+	sess, err := s.opts.Store.Session(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sess)
+	return nil
+}
+
 // busy reports whether the runner has a run in progress for id.
 func (s *server) busy(id sessions.ID) bool {
 	if s.opts.Runner == nil {
