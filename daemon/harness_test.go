@@ -54,9 +54,14 @@ func TestSessionsOnAHarness(t *testing.T) {
 			if err := c.Do(ctx, "POST", "/v1/sessions/"+id+"/messages", map[string]any{"content": text}, &struct{}{}); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, 20*time.Second, "the turn's model call", func() bool {
+			// Until the run has ended: switching the agent waits for it (409).
+			waitUntil(t, 20*time.Second, "the turn's model call and the run's end", func() bool {
 				msgs, _ := d.sessions.Messages(ctx, sessions.ID(id), sessions.MessagesOptions{})
-				return len(model.Requests()) > before && len(msgs) > 0 && msgs[len(msgs)-1].Role == sessions.RoleAssistant
+				var st struct {
+					State string `json:"state"`
+				}
+				return len(model.Requests()) > before && len(msgs) > 0 && msgs[len(msgs)-1].Role == sessions.RoleAssistant &&
+					c.Do(ctx, "GET", "/v1/sessions/"+id+"/status", nil, &st) == nil && st.State == "idle"
 			})
 			return model.Requests()[len(model.Requests())-1]
 		}

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parleyd/parley/config"
@@ -54,6 +55,8 @@ func Version(h config.Harness) string {
 type Set struct {
 	db  *dbutil.DB
 	cfg func() *config.Config
+	// specs caches the versions read: a version never changes.
+	specs sync.Map // Ref -> config.Harness
 }
 
 // New returns the Set over db and cfg.
@@ -79,6 +82,9 @@ func (s *Set) Pin(ctx context.Context, id string) (Ref, error) {
 
 // Get is the harness version ref names, as it was pinned.
 func (s *Set) Get(ctx context.Context, ref Ref) (config.Harness, error) {
+	if h, ok := s.specs.Load(ref); ok {
+		return h.(config.Harness), nil
+	}
 	var spec string
 	err := s.db.Read().QueryRowContext(ctx, specQuery, ref.ID, ref.Version).Scan(&spec)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -88,7 +94,11 @@ func (s *Set) Get(ctx context.Context, ref Ref) (config.Harness, error) {
 		return config.Harness{}, err
 	}
 	var h config.Harness
-	return h, json.Unmarshal([]byte(spec), &h)
+	if err := json.Unmarshal([]byte(spec), &h); err != nil {
+		return config.Harness{}, fmt.Errorf("harness version %s@%s: %w", ref.ID, ref.Version, err)
+	}
+	s.specs.Store(ref, h)
+	return h, nil
 }
 
 // CheckCapabilities says which of names are not capabilities, naming them
@@ -129,9 +139,17 @@ func CapabilityTools(capability string) []string {
 	if !ok {
 		return nil
 	}
+	if names, ok := groupTools.Load(group); ok {
+		return names.([]string)
+	}
 	names, _ := tools.BuiltinGroup(group)
+	groupTools.Store(group, names)
 	return names
 }
+
+// groupTools caches each built-in group's tool names: they are registered
+// at init and never change.
+var groupTools sync.Map
 
 // Resolved is what a session's turns run with beyond its agent.
 type Resolved struct {
