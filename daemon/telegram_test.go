@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/speech/speechtest"
 )
 
 // runWithTelegram starts the daemon as `parley run` would, with one
@@ -66,6 +67,39 @@ func BenchmarkTelegramThroughTheGateway(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	if err := telegramtest.DriveChats(ctx, tg, b.N, chats, 10); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/msg")
+}
+
+// BenchmarkTelegramVoiceThroughTheGateway is BenchmarkTelegramThroughTheGateway
+// with every message a voice note, transcribed by an instant fake speech
+// server: in one process, so a CPU profile (-cpuprofile, and pprof's
+// -diff_base against the text benchmark's) shows where a voice note's
+// extra CPU goes.
+func BenchmarkTelegramVoiceThroughTheGateway(b *testing.B) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	sp := speechtest.New(b)
+	_, stop := runWithTelegram(b, tg, "speech:\n  base_url: "+sp.BaseURL()+"\n  api_key: sk-speech-test\n")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	b.ResetTimer()
+	start := time.Now()
+	err := telegramtest.DriveChatsWith(ctx, tg, b.N, 20, 10, func(chat int64, text string) {
+		audio := "OggS voice: " + text
+		sp.Add(audio, text)
+		tg.InjectVoice(chat, chat, 0, []byte(audio))
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
