@@ -53,9 +53,13 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	a := &agent{o: o, c: o.Client, life: life, sessions: map[string]*session{}}
-	conn := acp.NewAgentSideConnection(a, out, in)
+	// Nothing is read before the connection is built and known to the
+	// agent: the SDK starts handling requests as it builds it.
+	ready := make(chan struct{})
+	conn := acp.NewAgentSideConnection(a, out, gatedReader{r: in, open: ready})
 	conn.SetLogger(o.Log)
 	a.conn = conn
+	close(ready)
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
@@ -63,6 +67,17 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	stop()
 	a.wg.Wait()
 	return nil
+}
+
+// gatedReader reads r once open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open <-chan struct{}
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // agent answers the client's requests. Its sessions are the ones this

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +144,7 @@ func startACP(t *testing.T, ed *acpEditor, args ...string) *acpProcess {
 		}
 	})
 	p.conn = acp.NewClientSideConnection(ed, stdin, stdout)
+	p.conn.SetLogger(slog.New(slog.DiscardHandler))
 	return p
 }
 
@@ -369,5 +374,96 @@ func TestACPOverStdio(t *testing.T) {
 	p.stop()
 	if strings.Contains(p.stderr.String(), "sk-test-fake-key") {
 		t.Fatalf("the provider key reached the log:\n%s", p.stderr)
+	}
+}
+
+// agentText is the reply the updates stream, its chunks joined.
+func agentText(updates []string) string {
+	var b strings.Builder
+	for _, u := range updates {
+		if text, ok := strings.CutPrefix(u, "agent: "); ok {
+			b.WriteString(text)
+		}
+	}
+	return b.String()
+}
+
+// parley acp beside a running daemon talks to it through its HTTP API
+// (the run file says where): the session is the daemon's, the offline echo
+// model's reply streams word by word, and a second parley acp loads the
+// session from the daemon. A wrong token is refused with what to do, and
+// an --agent the config doesn't have stops parley acp before it serves.
+func TestACPBesideARunningDaemon(t *testing.T) {
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "gateway:\n  debounce: 0s\nhttp:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	code, _, errOut := parley(t, ctx, "acp", "--config", path, "--agent", "nobody")
+	if code == 0 || !strings.Contains(errOut, `--agent "nobody" is not an agent of this config; the agents are default`) {
+		t.Fatalf("an unknown --agent: exit %d, %q", code, errOut)
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
+	defer func() { stopRun(); <-done }()
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run file")
+		}
+	}
+
+	ed := &acpEditor{}
+	p := startACP(t, ed, "--config", path)
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v; stderr:\n%s", err, p.stderr)
+	}
+	sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v; stderr:\n%s", err, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), "passing ACP sessions to its API at http://"+addr) {
+		t.Fatalf("parley acp did not go through the daemon: %s", p.stderr)
+	}
+	res, err := p.conn.Prompt(ctx, textPrompt(sess.SessionId, "one two three"))
+	if err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v, %v; stderr:\n%s", res, err, p.stderr)
+	}
+	got := ed.take(sess.SessionId)
+	if agentText(got) != "one two three" || len(got) < 2 {
+		t.Fatalf("the reply streamed as %q, want the echo in several chunks", got)
+	}
+	p.stop()
+
+	ed = &acpEditor{}
+	p = startACP(t, ed, "--config", path)
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: sess.SessionId, Cwd: t.TempDir(), McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v; stderr:\n%s", err, p.stderr)
+	}
+	if got := strings.Join(ed.take(sess.SessionId), "|"); got != "user: one two three|agent: one two three" {
+		t.Fatalf("session/load replayed %q", got)
+	}
+	p.stop()
+
+	// A token the daemon doesn't have: each call says what to pass.
+	ed = &acpEditor{}
+	p = startACP(t, ed, "--config", path, "--token", "not-a-token-of-this-daemon")
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantRPCError(t, "a wrong token", err, -32603, "refused the token", "--token")
+	p.stop()
+	if strings.Contains(p.stderr.String(), "not-a-token-of-this-daemon") {
+		t.Fatalf("the token reached the log:\n%s", p.stderr)
 	}
 }
