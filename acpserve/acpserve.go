@@ -65,6 +65,9 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	stop()
+	a.mu.Lock()
+	a.closed = true // no prompt starts now
+	a.mu.Unlock()
 	a.wg.Wait()
 	return nil
 }
@@ -90,10 +93,13 @@ type agent struct {
 	// second prompt (which the SDK answers by cancelling the first's
 	// request context) doesn't end the first; only session/cancel does.
 	life context.Context
-	wg   sync.WaitGroup
+	// wg counts the prompts running, which Serve waits for once life
+	// has ended.
+	wg sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	closed   bool
 }
 
 var (

@@ -93,8 +93,14 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		a.mu.Unlock()
 		return acp.PromptResponse{}, invalid("a prompt already runs in session %q; wait for its answer, or stop it with session/cancel", id)
 	}
+	if a.closed {
+		a.mu.Unlock()
+		return acp.PromptResponse{}, failed("parley acp is stopping and takes no more prompts")
+	}
 	s.run = run
+	a.wg.Add(1)
 	a.mu.Unlock()
+	defer a.wg.Done()
 	defer func() {
 		a.mu.Lock()
 		if s.run == run {
