@@ -17,6 +17,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/llm/llmtest"
 )
 
@@ -200,11 +201,32 @@ func textPrompt(id acp.SessionId, text string) acp.PromptRequest {
 // order, session/resume rejoins without replay, and session/close forgets
 // the session on the connection. Bad input is a JSON-RPC error naming
 // what to change.
+// Both engines: on SQLite, and on PostgreSQL when PARLEY_TEST_POSTGRES_URL
+// is set.
 func TestACPOverStdio(t *testing.T) {
-	model := llmtest.NewOpenAIEcho(t, 1500*time.Millisecond)
-	model.CallTool("look up plans", "memory_search", `{"query":"plans"}`)
-	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\n"+model.ConfigYAML()+
-		"agents:\n  - id: default\n    model: openai/gpt-test\n    tools: [memory_search]\n    permissions:\n      - tool: memory_search\n        action: ask\n")
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			model := llmtest.NewOpenAIEcho(t, 1500*time.Millisecond)
+			model.CallTool("look up plans", "memory_search", `{"query":"plans"}`)
+			extra := "gateway:\n  debounce: 0s\n" + model.ConfigYAML() +
+				"agents:\n  - id: default\n    model: openai/gpt-test\n    tools: [memory_search]\n    permissions:\n      - tool: memory_search\n        action: ask\n"
+			var path string
+			if engine == "sqlite" {
+				path, _ = writeConfig(t, extra)
+			} else {
+				path = filepath.Join(t.TempDir(), "parley.yaml")
+				if err := os.WriteFile(path, []byte("database:\n  url: \""+dbtest.PostgresURL(t)+"\"\n"+extra), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			acpConversation(t, model, path)
+		})
+	}
+}
+
+// acpConversation is TestACPOverStdio on the config at path, whose agent
+// runs on model.
+func acpConversation(t *testing.T, model *llmtest.OpenAIEcho, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ed := &acpEditor{choose: "once"}
