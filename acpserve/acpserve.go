@@ -165,6 +165,10 @@ func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 		ID string `json:"id"`
 	}
 	if err := a.c.Do(ctx, "POST", "/v1/sessions", body, &sess); err != nil {
+		var se *client.StatusError
+		if errors.As(err, &se) && se.Status == http.StatusBadRequest && a.o.Agent != "" && strings.Contains(se.Message, "agent") {
+			return acp.NewSessionResponse{}, invalid("parley refused to create a session: %s; start parley acp with an --agent of the daemon's config", se.Message)
+		}
 		return acp.NewSessionResponse{}, a.apiError(ctx, "create a session", err)
 	}
 	a.open(sess.ID)

@@ -413,8 +413,9 @@ func agentText(updates []string) string {
 // parley acp beside a running daemon talks to it through its HTTP API
 // (the run file says where): the session is the daemon's, the offline echo
 // model's reply streams word by word, and a second parley acp loads the
-// session from the daemon. A wrong token is refused with what to do, and
-// an --agent the config doesn't have stops parley acp before it serves.
+// session from the daemon. A wrong token is refused with what to do; an
+// --agent the config doesn't have stops parley acp in process before it
+// serves, and beside the daemon is refused by session/new.
 func TestACPBesideARunningDaemon(t *testing.T) {
 	addr := freeAddr(t)
 	path, dbPath := writeConfig(t, "gateway:\n  debounce: 0s\nhttp:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
@@ -474,6 +475,16 @@ func TestACPBesideARunningDaemon(t *testing.T) {
 	if got := strings.Join(ed.take(sess.SessionId), "|"); got != "user: one two three|agent: one two three" {
 		t.Fatalf("session/load replayed %q", got)
 	}
+	p.stop()
+
+	// An agent the daemon doesn't have: session/new says so.
+	ed = &acpEditor{}
+	p = startACP(t, ed, "--config", path, "--agent", "nobody")
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantRPCError(t, "an agent the daemon doesn't have", err, -32602, `unknown agent "nobody"`, "--agent")
 	p.stop()
 
 	// A token the daemon doesn't have: each call says what to pass.

@@ -33,11 +33,6 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	if *agentID != "" {
-		if _, ok := cfg.Agent(*agentID); !ok {
-			return fmt.Errorf("--agent %q is not an agent of this config; the agents are %s", *agentID, strings.Join(cfg.AgentIDs(), ", "))
-		}
-	}
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
 		// Standard output carries only ACP messages: anything else
 		// written there (by a library, say) goes to standard error.
@@ -50,7 +45,13 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return forwardACP(ctx, c, opts, stdin, stdout, stderr)
 	}
 	// In process: the daemon's API, reached in memory with a token only
-	// this process knows.
+	// this process knows. (A daemon elsewhere checks --agent itself, at
+	// session/new, against its own config.)
+	if *agentID != "" {
+		if _, ok := cfg.Agent(*agentID); !ok {
+			return fmt.Errorf("--agent %q is not an agent of this config; the agents are %s", *agentID, strings.Join(cfg.AgentIDs(), ", "))
+		}
+	}
 	own, err := randomToken()
 	if err != nil {
 		return err
