@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -164,7 +165,7 @@ func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	var sess struct {
 		ID string `json:"id"`
 	}
-	if err := a.c.Do(ctx, "POST", "/v1/sessions", body, &sess); err != nil {
+	if err := a.call(ctx, "POST", "/v1/sessions", body, &sess); err != nil {
 		var se *client.StatusError
 		if errors.As(err, &se) && se.Status == http.StatusBadRequest && a.o.Agent != "" && strings.Contains(se.Message, "agent") {
 			return acp.NewSessionResponse{}, invalid("parley refused to create a session: %s; start parley acp with an --agent of the daemon's config", se.Message)
@@ -281,7 +282,7 @@ func (a *agent) existing(ctx context.Context, id, method string) (string, error)
 	var sess struct {
 		ID string `json:"id"`
 	}
-	if err := a.c.Do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, &sess); err != nil {
+	if err := a.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, &sess); err != nil {
 		var se *client.StatusError
 		if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusBadRequest) {
 			return "", invalid("parley has no session %q; send the id a session/new returned, or start one with session/new", id)
@@ -289,6 +290,18 @@ func (a *agent) existing(ctx context.Context, id, method string) (string, error)
 		return "", a.apiError(ctx, "read session "+id, err)
 	}
 	return sess.ID, nil
+}
+
+// apiTimeout bounds each API call but a run's event stream, which lasts
+// as long as its turn.
+const apiTimeout = 30 * time.Second
+
+// call makes one API request and decodes its answer into out, within
+// apiTimeout.
+func (a *agent) call(ctx context.Context, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	return a.c.Do(ctx, method, path, body, out)
 }
 
 // apiError is what the client is told of an API call that failed: the

@@ -116,7 +116,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		RunID string `json:"run_id"`
 	}
 	path := "/v1/sessions/" + url.PathEscape(id)
-	if err := a.c.Do(ctx, "POST", path+"/messages?if_idle=true", map[string]any{"content": text}, &accepted); err != nil {
+	if err := a.call(ctx, "POST", path+"/messages?if_idle=true", map[string]any{"content": text}, &accepted); err != nil {
 		return acp.PromptResponse{}, a.apiError(ctx, "take the prompt", err)
 	}
 	f := &follower{a: a, session: id, run: run, calls: map[string][]string{}, asks: map[string]context.CancelFunc{}}
@@ -165,12 +165,13 @@ func (a *agent) cancel(ctx context.Context, id string, run *promptRun) {
 
 // abort asks parley to stop the session's turn.
 func (a *agent) abort(ctx context.Context, id string) {
+	// Sent even when the request that asked for it has ended.
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer stop()
 	var res struct {
 		Aborted bool `json:"aborted"`
 	}
-	if err := a.c.Do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/abort", nil, &res); err != nil {
+	if err := a.call(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/abort", nil, &res); err != nil {
 		a.o.Log.WarnContext(ctx, "acp abort failed", "session_id", id, "error", err)
 	}
 }
@@ -333,7 +334,7 @@ func (f *follower) ask(ctx context.Context, call, requestID, tool string, args j
 	case resp.Outcome.Selected != nil:
 		f.a.o.Log.WarnContext(ctx, "acp permission answered with an option not offered; denied", "session_id", f.session, "tool", tool)
 	}
-	err = f.a.c.Do(ctx, "POST", "/v1/sessions/"+url.PathEscape(f.session)+"/permissions/"+url.PathEscape(requestID),
+	err = f.a.call(ctx, "POST", "/v1/sessions/"+url.PathEscape(f.session)+"/permissions/"+url.PathEscape(requestID),
 		map[string]any{"answer": answer}, &struct{}{})
 	var se *client.StatusError
 	if err != nil && !(errors.As(err, &se) && se.Status == 404) && ctx.Err() == nil {

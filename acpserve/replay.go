@@ -40,7 +40,7 @@ func (a *agent) replay(ctx context.Context, id string) error {
 			Messages []storedMessage `json:"messages"`
 			Next     string          `json:"next_cursor"`
 		}
-		if err := a.c.Do(ctx, "GET", path, nil, &page); err != nil {
+		if err := a.call(ctx, "GET", path, nil, &page); err != nil {
 			return a.apiError(ctx, "read session "+id+"'s messages", err)
 		}
 		for _, m := range page.Messages {
