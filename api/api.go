@@ -19,6 +19,7 @@ import (
 	"github.com/parleyd/parley/clienttools"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/files"
+	"github.com/parleyd/parley/harness"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
@@ -40,6 +41,8 @@ type Store interface {
 	RewindFrom(ctx context.Context, id sessions.ID, from sessions.MessageID) (sessions.RewindResult, error)
 	Unrewind(ctx context.Context, id sessions.ID) (sessions.RewindResult, error)
 	Branch(ctx context.Context, id sessions.ID, from sessions.MessageID, opts sessions.BranchOptions) (sessions.Session, error)
+	Append(ctx context.Context, id sessions.ID, m sessions.Message) (sessions.Message, error)
+	Archive(ctx context.Context, id sessions.ID, reason string) (bool, error)
 }
 
 var _ Store = (*sessions.SQLStore)(nil)
@@ -76,6 +79,9 @@ type Options struct {
 	// Files is the session file store; without it the
 	// /v1/sessions/{id}/files routes answer 503.
 	Files *files.Store
+	// Harnesses resolve sessions' harnesses, capabilities and features;
+	// without it a session names neither (400) and has no features.
+	Harnesses *harness.Set
 	// SQL keeps each session's own SQL database; without it the
 	// /v1/sessions/{id}/sql/schema route answers 503.
 	SQL *sessionsql.Store
@@ -130,6 +136,7 @@ func (s *server) routes() []route {
 		{"GET /v1/sessions/{id}", s.getSession},
 		{"PATCH /v1/sessions/{id}", s.patchSession},
 		{"DELETE /v1/sessions/{id}", s.deleteSession},
+		{"POST /v1/sessions/{id}/archive", s.archiveSession},
 		{"GET /v1/sessions/{id}/messages", s.listMessages},
 		{"GET /v1/sessions/{id}/sql/schema", s.sqlSchema},
 		{"POST /v1/sessions/{id}/messages", needs(s.runner, s.sendMessage)},

@@ -204,6 +204,46 @@ func TestSessionRoutes(t *testing.T) {
 				t.Fatalf("get after delete: %d", r.status)
 			}
 		})
+
+		t.Run("archive", func(t *testing.T) {
+			a := e.createSession(t, `{"title":"to archive","user":"u3"}`)
+			e.runner.setBusy(a.ID, true)
+			if r := e.do(t, "POST", "/v1/sessions/"+string(a.ID)+"/archive", ""); r.status != 409 || r.errorCode(t) != api.CodeBusy {
+				t.Fatalf("archive while busy: %d %s", r.status, r.body)
+			}
+			e.runner.setBusy(a.ID, false)
+			for i := range 2 { // the second changes nothing
+				var got sessions.Session
+				r := e.do(t, "POST", "/v1/sessions/"+string(a.ID)+"/archive", "")
+				if r.status != 200 {
+					t.Fatalf("archive %d: %d %s", i, r.status, r.body)
+				}
+				r.decode(t, &got)
+				if got.ID != a.ID || got.Status != sessions.StatusArchived || got.ArchivedAt.IsZero() || got.Title != "to archive" {
+					t.Fatalf("archive %d: %+v", i, got)
+				}
+			}
+			for _, f := range []struct {
+				q    string
+				want []sessions.ID
+			}{{"user=u3&status=active", nil}, {"user=u3&status=archived", []sessions.ID{a.ID}}} {
+				var p sessions.Page
+				e.do(t, "GET", "/v1/sessions?"+f.q, "").decode(t, &p)
+				var got []sessions.ID
+				for _, x := range p.Sessions {
+					got = append(got, x.ID)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(f.want) {
+					t.Errorf("%s: got %v, want %v", f.q, got, f.want)
+				}
+			}
+			if r := e.do(t, "POST", "/v1/sessions/"+string(a.ID)+"/messages", `{"content":"hi"}`); r.status != 409 {
+				t.Fatalf("a message to an archived session: %d %s", r.status, r.body)
+			}
+			if r := e.do(t, "POST", "/v1/sessions/01900000-0000-7000-8000-000000000000/archive", ""); r.status != 404 || r.errorCode(t) != api.CodeNotFound {
+				t.Fatalf("archive a missing session: %d %s", r.status, r.body)
+			}
+		})
 	})
 }
 

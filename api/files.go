@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/parleyd/parley/files"
@@ -61,18 +62,29 @@ func (s *server) uploadFile(store *files.Store, w http.ResponseWriter, r *http.R
 		if err := files.CheckName(name); err != nil {
 			return badRequest(err.Error() + ` (the "file" part's filename)`)
 		}
-		data, err := io.ReadAll(io.LimitReader(part, lim.MaxFileBytes+1))
+		// Spooled to a temporary file, so a large upload is never held
+		// whole in memory, and the database is written only once it is
+		// all here.
+		spool, err := os.CreateTemp("", "parley-upload-")
+		if err != nil {
+			return fmt.Errorf("a temporary file for the upload: %w", err)
+		}
+		defer func() { spool.Close(); os.Remove(spool.Name()) }()
+		size, err := io.Copy(spool, io.LimitReader(part, lim.MaxFileBytes+1))
 		if err != nil {
 			return badRequest("the upload was cut short: " + err.Error())
 		}
-		if err := store.CheckSize(int64(len(data))); err != nil {
+		if err := store.CheckSize(size); err != nil {
 			return fileError(err)
+		}
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
+			return err
 		}
 		typ := part.Header.Get("Content-Type")
 		if typ == "" || typ == "application/octet-stream" {
 			typ = files.TypeByName(name)
 		}
-		f, err := store.Put(r.Context(), sess.ID, name, typ, data)
+		f, err := store.PutFrom(r.Context(), sess.ID, name, typ, spool, size)
 		if err != nil {
 			return fileError(err)
 		}
@@ -110,16 +122,19 @@ func (s *server) downloadFile(store *files.Store, w http.ResponseWriter, r *http
 	if err != nil {
 		return err
 	}
-	f, err := store.Get(r.Context(), sess.ID, name)
+	f, body, err := store.Open(r.Context(), sess.ID, name)
 	if err != nil {
 		return fileError(err)
 	}
+	defer body.Close()
 	w.Header().Set("Content-Type", f.MediaType)
 	w.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name}))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(f.Data)
+	// A chunk at a time: a large file is never held whole. A read that
+	// fails now can only cut the body short, which the length shows.
+	_, _ = io.Copy(w, body)
 	return nil
 }
 

@@ -40,20 +40,22 @@ func (s *server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if page.Sessions == nil {
-		page.Sessions = []sessions.Session{}
-	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, s.viewPage(r.Context(), page))
 	return nil
 }
 
 // CreateSessionRequest is the body of POST /v1/sessions.
 type CreateSessionRequest struct {
-	Agent    string          `json:"agent"`
-	Title    string          `json:"title"`
-	Model    string          `json:"model"`
-	User     string          `json:"user"`
-	Metadata json.RawMessage `json:"metadata"`
+	Agent string `json:"agent"`
+	// Harness is the harness the session runs on (its version now, kept
+	// for the session's life).
+	Harness string `json:"harness,omitempty"`
+	// Capabilities are the session's own, beside its harness's.
+	Capabilities []string        `json:"capabilities,omitempty"`
+	Title        string          `json:"title"`
+	Model        string          `json:"model"`
+	User         string          `json:"user"`
+	Metadata     json.RawMessage `json:"metadata"`
 	// WebhookURL, if set, receives every finished assistant reply (stored
 	// as metadata.webhook_url).
 	WebhookURL string `json:"webhook_url,omitempty"`
@@ -89,6 +91,9 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if meta, err = s.withWebhookURL(meta, req.WebhookURL); err != nil {
 		return err
 	}
+	if meta, err = s.withHarness(r.Context(), meta, req.Harness, req.Capabilities); err != nil {
+		return err
+	}
 	if err := s.checkSessionFields(req.Title, meta); err != nil {
 		return err
 	}
@@ -121,7 +126,7 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	w.Header().Set("Location", "/v1/sessions/"+string(sess.ID))
-	writeJSON(w, http.StatusCreated, sess)
+	writeJSON(w, http.StatusCreated, s.view(r.Context(), sess))
 	return nil
 }
 
@@ -222,7 +227,7 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, s.view(r.Context(), sess))
 	return nil
 }
 
@@ -233,6 +238,9 @@ type PatchSessionRequest struct {
 	Agent    *string         `json:"agent"`
 	Model    *string         `json:"model"`
 	Metadata json.RawMessage `json:"metadata"`
+	// AddCapabilities adds session capabilities (recorded in the
+	// history).
+	AddCapabilities []string `json:"add_capabilities,omitempty"`
 }
 
 func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
@@ -254,6 +262,12 @@ func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(req.Metadata, &obj) != nil || obj == nil {
 			return badRequest("metadata must be a JSON object")
+		}
+		if _, ok := obj["harness"]; ok {
+			return badRequest("a session's harness is fixed when it starts; start a new session with the harness instead")
+		}
+		if _, ok := obj["capabilities"]; ok {
+			return badRequest("capabilities are added with add_capabilities, not through metadata")
 		}
 	} else {
 		req.Metadata = nil
@@ -289,8 +303,20 @@ func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if len(req.AddCapabilities) > 0 {
+		if s.opts.Harnesses == nil {
+			return badRequest("capabilities are not available on this server")
+		}
+		if err := s.opts.Harnesses.CheckCapabilities(req.AddCapabilities); err != nil {
+			return badRequest(err.Error())
+		}
+	}
 	if req.Agent != nil && s.busy(id) {
 		return ErrBusy
+	}
+	before, err := s.opts.Store.Session(r.Context(), id)
+	if err != nil {
+		return err
 	}
 	sess, err := s.opts.Store.Update(r.Context(), id, sessions.Update{
 		Title: req.Title, AgentID: req.Agent, Model: req.Model, Metadata: req.Metadata,
@@ -298,7 +324,20 @@ func (s *server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sess)
+	if req.Agent != nil && *req.Agent != before.Key.AgentID {
+		if err := s.note(r.Context(), id, "Agent switched from "+before.Key.AgentID+" to "+*req.Agent+"."); err != nil {
+			return err
+		}
+	}
+	if len(req.AddCapabilities) > 0 {
+		if err := s.addCapabilities(r.Context(), id, req.AddCapabilities); err != nil {
+			return err
+		}
+	}
+	if sess, err = s.opts.Store.Session(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.view(r.Context(), sess))
 	return nil
 }
 
@@ -314,6 +353,26 @@ func (s *server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		s.opts.Events.Forget(string(id))
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// archiveSession archives a session, leaving it readable (its messages,
+// GET /v1/sessions?status=archived) and closed to new messages. Archiving
+// an archived session changes nothing; a run in progress is 409, as it
+// would go on writing to a closed session.
+func (s *server) archiveSession(w http.ResponseWriter, r *http.Request) error {
+	id := sessions.ID(r.PathValue("id"))
+	if s.busy(id) {
+		return ErrBusy
+	}
+	if _, err := s.opts.Store.Archive(r.Context(), id, sessions.ReasonManual); err != nil {
+		return err
+	}
+	sess, err := s.opts.Store.Session(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sess)
 	return nil
 }
 

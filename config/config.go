@@ -109,6 +109,9 @@ type Config struct {
 	Speech Speech `yaml:"speech"`
 	// SessionHooks post sessions' lifecycle events to integrators.
 	SessionHooks []SessionHook `yaml:"session_hooks"`
+	// Harnesses are the bases sessions run on (agents[].harness,
+	// bindings[].harness, POST /v1/sessions).
+	Harnesses []Harness `yaml:"harnesses"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string
@@ -278,6 +281,9 @@ type Binding struct {
 	// Workspace, if set, is the workspace of the sessions this binding
 	// routes: part of their key, and the scope of their memory.
 	Workspace string `yaml:"workspace"`
+	// Harness, if set, is the harness of the sessions this binding
+	// routes, over their agent's.
+	Harness string `yaml:"harness"`
 }
 
 // matches reports whether the binding applies to a message, and how specific
@@ -318,12 +324,7 @@ func (c *Config) Route(adapter, chat, user string) string {
 // the matching binding's, else the adapter's own (adapters[].workspace),
 // else none.
 func (c *Config) RouteTo(adapter, chat, user string) (agent, workspace string) {
-	best, bestScore := Binding{}, -1
-	for _, b := range c.Bindings {
-		if score, ok := b.matches(adapter, chat, user); ok && score > bestScore {
-			best, bestScore = b, score
-		}
-	}
+	best, matched := c.binding(adapter, chat, user)
 	workspace = best.Workspace
 	if workspace == "" {
 		for _, a := range c.Adapters {
@@ -333,12 +334,32 @@ func (c *Config) RouteTo(adapter, chat, user string) (agent, workspace string) {
 		}
 	}
 	switch {
-	case bestScore >= 0:
+	case matched:
 		return best.Agent, workspace
 	case len(c.Agents) > 0:
 		return c.Agents[0].ID, workspace
 	}
 	return "", workspace
+}
+
+// BindingHarness is the harness of the binding that routes a message from
+// user in chat on adapter; "" when that binding sets none, or none routes
+// it.
+func (c *Config) BindingHarness(adapter, chat, user string) string {
+	best, _ := c.binding(adapter, chat, user)
+	return best.Harness
+}
+
+// binding is the binding that routes a message from user in chat on
+// adapter: the most specific that matches, the first of equals.
+func (c *Config) binding(adapter, chat, user string) (Binding, bool) {
+	best, bestScore := Binding{}, -1
+	for _, b := range c.Bindings {
+		if score, ok := b.matches(adapter, chat, user); ok && score > bestScore {
+			best, bestScore = b, score
+		}
+	}
+	return best, bestScore >= 0
 }
 
 // MissingKeys returns, in order, the ids of agents whose model is served by a
@@ -482,6 +503,9 @@ type Agent struct {
 	// Subagents lists the other agents this one may hand tasks to with
 	// sessions_spawn; empty (the default) allows only itself.
 	Subagents []string `yaml:"subagents"`
+	// Harness, if set, is the harness the agent's sessions run on (a
+	// binding's harness comes first).
+	Harness string `yaml:"harness"`
 
 	loc *time.Location // cached by validation so Location never fails
 }

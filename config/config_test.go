@@ -279,6 +279,11 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("example permissions = %+v", c.Permissions)
 		}
 		want.Permissions = c.Permissions
+		// Its harness is there for sessions that name it; no agent does.
+		if len(c.Harnesses) != 1 || c.Harnesses[0].ID != "notebook" || len(c.Harnesses[0].Capabilities) != 2 {
+			t.Errorf("example harnesses = %+v", c.Harnesses)
+		}
+		want.Harnesses = c.Harnesses
 		want.file, want.lines = c.file, c.lines
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("example settings = %+v, want the defaults %+v", c, want)

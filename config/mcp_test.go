@@ -120,3 +120,28 @@ func TestMCPRetryPolicies(t *testing.T) {
 		})
 	}
 }
+
+// Session hooks: each bad key says what to change.
+func TestSessionHookChecks(t *testing.T) {
+	const good = "session_hooks: [{url: 'https://hooks.example.com/parley', secret: 5e2b7c9d1f3a4e6b8c0d2f4a6b8c0e1d3f5a7b9c1d3e5f7a9b0c2d4e6f8a1b3c"
+	c := mustParse(t, good+", events: [message.user], sync_timeout: 3s}]", nil)
+	if h := c.SessionHooks[0]; !h.Wants("message.user", "default") || h.Wants("session.created", "default") || h.SyncTimeout.Std() != 3*time.Second {
+		t.Fatalf("hook %+v", h)
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"url", "session_hooks: [{url: 'ftp://x', secret: 5e2b7c9d1f3a4e6b8c0d2f4a6b8c0e1d3f5a7b9c1d3e5f7a9b0c2d4e6f8a1b3c}]", `session_hooks[0].url: "ftp://x" is not an http:// or https:// URL`},
+		{"no secret", "session_hooks: [{url: 'https://x/y'}]", "session_hooks[0].secret: is empty; every event is signed with it"},
+		{"weak secret", "session_hooks: [{url: 'https://x/y', secret: hunter2}]", "session_hooks[0].secret:"},
+		{"event", good + ", events: [session.exploded]}]", `session_hooks[0].events[0]: "session.exploded" is not an event; use session.created`},
+		{"agent", good + ", agents: [nobody]}]", `session_hooks[0].agents[0]: "nobody" is not an agent`},
+		{"sync too long", good + ", sync_timeout: 5m}]", "session_hooks[0].sync_timeout: 5m0s is out of range"},
+		{"sync without message.user", good + ", events: [session.created], sync_timeout: 2s}]", "applies to message.user, which events leaves out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), testFile, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -168,7 +168,7 @@ func TestNewKeysReportWrongTypes(t *testing.T) {
 		{"tools not a list", "agents:\n  - id: a\n    tools: web_search\n", `parley.yaml:3: agents[0].tools: expected a list, got "web_search"`},
 		{"bindings not a list", "bindings:\n  agent: a\n", `parley.yaml:2: bindings: expected a list, got a mapping`},
 		{"unknown binding key", "bindings:\n  - agent: default\n    chat: c\n    channel: c\n",
-			`parley.yaml:4: unknown key "bindings[0].channel" (known keys: agent, adapter, chat, user, workspace)`},
+			`parley.yaml:4: unknown key "bindings[0].channel" (known keys: agent, adapter, chat, user, workspace, harness)`},
 		{"unknown provider", "providers:\n  gemini:\n    api_key: x\n",
 			`parley.yaml:2: providers.gemini: "gemini" is not a provider parley knows; use one of anthropic, openai`},
 		{"api_key not shown", "providers:\n  openai:\n    api_key: [sk-" + password + "]\n",

@@ -70,6 +70,7 @@ func (c *Config) validate(ck *checker) {
 	c.validateCron(ck)
 	c.checkMCP(ck)
 	c.checkSessionHooks(ck)
+	c.checkHarnesses(ck)
 	c.Budgets.validate(ck)
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)

@@ -24,6 +24,7 @@ import (
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/internal/trim"
 	// The model providers parley ships: each registers itself.
+	"github.com/parleyd/parley/harness"
 	_ "github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	_ "github.com/parleyd/parley/llm/openai"
@@ -63,7 +64,9 @@ type Daemon struct {
 	callbacks *api.Callbacks
 	// sessionHooks queues and posts sessions' lifecycle events.
 	sessionHooks *sessionhooks.Hooks
-	feed         func(context.Context) error // fills events from the bus
+	// harnesses resolve what sessions run on beyond their agent.
+	harnesses *harness.Set
+	feed      func(context.Context) error // fills events from the bus
 	// metricsFeed counts turns, tokens and compactions from the bus.
 	metricsFeed func(context.Context) error
 	offline     *echo.Model // answers for agents without a provider key
@@ -249,7 +252,8 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	for _, a := range cfg.Adapters {
 		streams[adapters.ID(a.ID)] = a.Stream
 	}
-	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget,
+	d.harnesses = harness.New(db, d.cfg)
+	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget, Harnesses: d.harnesses,
 		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Files: d.files, Log: d.named("turns")})
 	gwOpts := gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,

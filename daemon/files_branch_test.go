@@ -47,9 +47,13 @@ func TestBranchCopiesTheSessionsFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		var msgs []sessions.Message
-		waitUntil(t, 20*time.Second, "the turn's reply", func() bool {
+		waitUntil(t, 20*time.Second, "the turn's reply and the run's end", func() bool {
 			msgs, _ = d.sessions.Messages(ctx, sessions.ID(parent.ID), sessions.MessagesOptions{})
-			return len(msgs) >= 2
+			var st struct {
+				State string `json:"state"`
+			}
+			// A branch waits for the run to end (409 while it goes on).
+			return len(msgs) >= 2 && c.Do(ctx, "GET", "/v1/sessions/"+parent.ID+"/status", nil, &st) == nil && st.State == "idle"
 		})
 		var branch struct {
 			ID string `json:"id"`

@@ -193,6 +193,39 @@ func reloadCases(dir string) []reloadCase {
 				t.Fatalf("file store limits %+v, want max total bytes 9 GiB", got)
 			}
 		}},
+		{key: "sessions.sql.max_bytes", change: func(c *config.Config) { c.Sessions.SQL.MaxBytes = 1 << 20 }, applied: func(t *testing.T, d *Daemon) {
+			if got := d.sql.Limits(); got.MaxBytes != 1<<20 {
+				t.Fatalf("session SQL limits %+v, want max bytes 1 MiB", got)
+			}
+		}},
+		{key: "sessions.sql.max_rows", change: func(c *config.Config) { c.Sessions.SQL.MaxRows = 9 }, applied: func(t *testing.T, d *Daemon) {
+			if got := d.sql.Limits(); got.MaxRows != 9 {
+				t.Fatalf("session SQL limits %+v, want max rows 9", got)
+			}
+		}},
+		{key: "sessions.sql.statement_timeout", change: func(c *config.Config) { c.Sessions.SQL.StatementTimeout = dur(time.Second) }, applied: func(t *testing.T, d *Daemon) {
+			if got := d.sql.Limits(); got.Timeout != time.Second {
+				t.Fatalf("session SQL limits %+v, want a 1s timeout", got)
+			}
+		}},
+		{key: "session_hooks", change: func(c *config.Config) {
+			c.SessionHooks = []config.SessionHook{{URL: "http://127.0.0.1:9/events", Secret: sec(strings.Repeat("e", 40)), Events: []string{"session.created"}}}
+		}, applied: func(t *testing.T, d *Daemon) {
+			if code := apiPost(t, d, "/v1/sessions", `{"title":"hooked"}`); code != http.StatusCreated {
+				t.Fatalf("create a session: status %d", code)
+			}
+			var n int
+			if err := d.db.Reader().QueryRowContext(context.Background(), `SELECT count(*) FROM session_hook_events WHERE url = 'http://127.0.0.1:9/events'`).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("%d events queued for the hook the reload added (%v), want the new session's", n, err)
+			}
+		}},
+		{key: "harnesses", change: func(c *config.Config) {
+			c.Harnesses = []config.Harness{{ID: "added", Capabilities: []string{"sql"}}}
+		}, applied: func(t *testing.T, d *Daemon) {
+			if code := apiPost(t, d, "/v1/sessions", `{"harness":"added"}`); code != http.StatusCreated {
+				t.Fatalf("a session on the harness the reload added: status %d", code)
+			}
+		}},
 		{key: "sessions.client_tools.timeout", change: func(c *config.Config) { c.Sessions.ClientTools.Timeout = dur(7 * time.Second) }, applied: func(t *testing.T, d *Daemon) {
 			if got := d.clientTools.Timeout(); got != 7*time.Second {
 				t.Fatalf("client tools wait %s, want 7s", got)

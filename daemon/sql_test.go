@@ -35,9 +35,12 @@ func TestSessionSQLThroughTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		var msgs []sessions.Message
-		waitUntil(t, 20*time.Second, "the turn's reply", func() bool {
+		waitUntil(t, 20*time.Second, "the turn's reply and the run's end", func() bool {
 			msgs, _ = d.sessions.Messages(ctx, sessions.ID(parent.ID), sessions.MessagesOptions{})
-			return len(msgs) >= 2
+			var st struct {
+				State string `json:"state"`
+			}
+			return len(msgs) >= 2 && c.Do(ctx, "GET", "/v1/sessions/"+parent.ID+"/status", nil, &st) == nil && st.State == "idle"
 		})
 		if _, err := d.sql.Exec(ctx, sessions.ID(parent.ID), `CREATE TABLE visits (at TEXT); CREATE INDEX visits_at ON visits (at)`); err != nil {
 			t.Fatal(err)

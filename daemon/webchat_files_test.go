@@ -21,7 +21,8 @@ import (
 // and shown in the conversation, and the next message names it for the
 // agent. The reply's files (send_file) show as links that download their
 // bytes with the token in a header (never in a URL), an image as a
-// thumbnail (the page's CSP allows blob: images), also after a reload.
+// thumbnail (the page's CSP allows blob: images), also after a reload;
+// Files lists them all.
 func TestWebChatUploadsAndShowsFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -135,4 +136,16 @@ func TestWebChatUploadsAndShowsFiles(t *testing.T) {
 	p.Eval(`window.__old = true; location.reload()`, nil)
 	p.WaitTrue(`!window.__old && document.readyState === "complete" && `+replyFile, 60*time.Second)
 	check("after a reload")
+
+	// Files lists every file of the conversation, the chart with its
+	// thumbnail.
+	p.Eval(`document.getElementById("files").click()`, nil)
+	p.WaitTrue(`(() => { const i = document.querySelector("#filelist .file img"); return i && i.complete && i.naturalWidth === 4 })()`, 30*time.Second)
+	var listed []string
+	p.Eval(`[...document.querySelectorAll("#filelist .file a")].map(a => a.dataset.name).sort()`, &listed)
+	if strings.Join(listed, "|") != "chart.png|notes.csv|summary.txt" {
+		t.Fatalf("Files lists %q; want the conversation's three files", listed)
+	}
+	p.Eval(`document.getElementById("files").click()`, nil)
+	p.WaitTrue(`document.getElementById("filelist").hidden && document.getElementById("files").getAttribute("aria-expanded") === "false"`, 10*time.Second)
 }

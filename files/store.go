@@ -1,10 +1,12 @@
 package files
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -27,12 +29,17 @@ const (
 
 	usageQuery = `SELECT count(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files WHERE session_id = $1`
 
-	upsertFileQuery = `INSERT INTO session_files (session_id, name, media_type, size, data, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6)
+	upsertFileQuery = `INSERT INTO session_files (session_id, name, media_type, size, data, created_at, chunked)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)
 	ON CONFLICT (session_id, name) DO UPDATE SET media_type = excluded.media_type, size = excluded.size,
-	data = excluded.data, created_at = excluded.created_at`
+	data = excluded.data, created_at = excluded.created_at, chunked = excluded.chunked`
 
-	fileQuery = `SELECT media_type, size, data, created_at FROM session_files WHERE session_id = $1 AND name = $2`
+	// A file written again drops the chunks it had.
+	deleteChunksQuery = `DELETE FROM session_file_chunks WHERE session_id = $1 AND name = $2`
+	insertChunkQuery  = `INSERT INTO session_file_chunks (session_id, name, seq, data) VALUES ($1, $2, $3, $4)`
+	chunksQuery       = `SELECT data FROM session_file_chunks WHERE session_id = $1 AND name = $2 ORDER BY seq`
+
+	fileQuery = `SELECT media_type, size, data, created_at, chunked FROM session_files WHERE session_id = $1 AND name = $2`
 
 	statFileQuery = `SELECT media_type, size, created_at FROM session_files WHERE session_id = $1 AND name = $2`
 
@@ -40,10 +47,22 @@ const (
 
 	deleteFileQuery = `DELETE FROM session_files WHERE session_id = $1 AND name = $2`
 
-	copyFilesQuery = `INSERT INTO session_files (session_id, name, media_type, size, data, created_at)
-	SELECT $2, name, media_type, size, data, created_at FROM session_files WHERE session_id = $1
+	copyFilesQuery = `INSERT INTO session_files (session_id, name, media_type, size, data, created_at, chunked)
+	SELECT $2, name, media_type, size, data, created_at, chunked FROM session_files WHERE session_id = $1
 	ON CONFLICT (session_id, name) DO NOTHING`
+	// The chunks of the files just copied: a file to had of its own (kept)
+	// gets none of its namesake's.
+	copyChunksQuery = `INSERT INTO session_file_chunks (session_id, name, seq, data)
+	SELECT $2, c.name, c.seq, c.data FROM session_file_chunks c
+	JOIN session_files f ON f.session_id = c.session_id AND f.name = c.name
+	JOIN session_files t ON t.session_id = $2 AND t.name = c.name AND t.chunked = 1 AND t.created_at = f.created_at AND t.size = f.size
+	WHERE c.session_id = $1
+	AND NOT EXISTS (SELECT 1 FROM session_file_chunks d WHERE d.session_id = $2 AND d.name = c.name)`
 )
+
+// ChunkSize is the size of the chunks a large file is kept in: storing or
+// sending one holds about this much of it in memory at a time.
+const ChunkSize = 1 << 20
 
 // Store keeps session files in the database. It is safe for concurrent
 // use.
@@ -86,10 +105,16 @@ func (s *Store) CheckSize(n int64) error {
 // name. A file over a limit is refused with an error naming it, and
 // nothing changes.
 func (s *Store) Put(ctx context.Context, id sessions.ID, name, mediaType string, data []byte) (File, error) {
+	return s.PutFrom(ctx, id, name, mediaType, bytes.NewReader(data), int64(len(data)))
+}
+
+// PutFrom is Put of the size bytes r gives (a spooled upload): a file over
+// ChunkSize is read and stored a chunk at a time, never whole. r giving
+// other than size bytes is an error, and nothing changes.
+func (s *Store) PutFrom(ctx context.Context, id sessions.ID, name, mediaType string, r io.Reader, size int64) (File, error) {
 	if err := CheckName(name); err != nil {
 		return File{}, err
 	}
-	size := int64(len(data))
 	if err := s.CheckSize(size); err != nil {
 		return File{}, err
 	}
@@ -124,8 +149,7 @@ func (s *Store) Put(ctx context.Context, id sessions.ID, name, mediaType string,
 			return fmt.Errorf("%w: parley's file store holds %d bytes, and %d more would pass its limit of %d bytes (sessions.files.max_total_bytes); ask the operator",
 				ErrStoreFull, total, size, lim.MaxTotalBytes)
 		}
-		_, err := q.ExecContext(ctx, upsertFileQuery, string(id), name, mediaType, size, data, dbutil.Millis(now))
-		return err
+		return s.write(ctx, q, id, name, mediaType, r, size, now)
 	})
 	if err != nil {
 		if errors.Is(err, ErrNoSession) || errors.Is(err, ErrSessionFull) || errors.Is(err, ErrStoreFull) {
@@ -136,23 +160,117 @@ func (s *Store) Put(ctx context.Context, id sessions.ID, name, mediaType string,
 	return File{Name: name, MediaType: mediaType, Size: size, CreatedAt: dbutil.Time(dbutil.Millis(now))}, nil
 }
 
+// write stores the file's row and data in q's transaction: a small one
+// whole, a large one in chunks, read from r a chunk at a time.
+func (s *Store) write(ctx context.Context, q dbutil.Querier, id sessions.ID, name, mediaType string, r io.Reader, size int64, now time.Time) error {
+	if _, err := q.ExecContext(ctx, deleteChunksQuery, string(id), name); err != nil {
+		return err
+	}
+	if size <= ChunkSize {
+		data := make([]byte, size)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return fmt.Errorf("read the file: %w", err)
+		}
+		_, err := q.ExecContext(ctx, upsertFileQuery, string(id), name, mediaType, size, data, dbutil.Millis(now), 0)
+		return err
+	}
+	if _, err := q.ExecContext(ctx, upsertFileQuery, string(id), name, mediaType, size, []byte{}, dbutil.Millis(now), 1); err != nil {
+		return err
+	}
+	buf := make([]byte, ChunkSize)
+	for seq, left := 0, size; left > 0; seq++ {
+		n := min(left, ChunkSize)
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return fmt.Errorf("read the file: %w", err)
+		}
+		if _, err := q.ExecContext(ctx, insertChunkQuery, string(id), name, seq, buf[:n]); err != nil {
+			return err
+		}
+		left -= n
+	}
+	return nil
+}
+
 // Get returns the session's file name with its data, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id sessions.ID, name string) (File, error) {
 	if err := CheckName(name); err != nil {
 		return File{}, err
 	}
-	f := File{Name: name}
-	var created int64
-	err := s.db.Read().QueryRowContext(ctx, fileQuery, string(id), name).Scan(&f.MediaType, &f.Size, &f.Data, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return File{}, fmt.Errorf("%w: %q", ErrNotFound, name)
-	}
+	f, body, err := s.Open(ctx, id, name)
 	if err != nil {
+		return File{}, err
+	}
+	defer body.Close()
+	f.Data = make([]byte, 0, f.Size)
+	buf := bytes.NewBuffer(f.Data)
+	if _, err := io.Copy(buf, body); err != nil {
 		return File{}, fmt.Errorf("read file %q of session %s: %w", name, id, err)
 	}
-	f.CreatedAt = dbutil.Time(created)
+	f.Data = buf.Bytes()
 	return f, nil
 }
+
+// Open returns the session's file name without its data, and its data to
+// read: a large file a chunk at a time, so a download never holds it
+// whole. The caller closes it.
+func (s *Store) Open(ctx context.Context, id sessions.ID, name string) (File, io.ReadCloser, error) {
+	if err := CheckName(name); err != nil {
+		return File{}, nil, err
+	}
+	f := File{Name: name}
+	var (
+		created int64
+		data    []byte
+		chunked int
+	)
+	err := s.db.Read().QueryRowContext(ctx, fileQuery, string(id), name).Scan(&f.MediaType, &f.Size, &data, &created, &chunked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return File{}, nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err != nil {
+		return File{}, nil, fmt.Errorf("read file %q of session %s: %w", name, id, err)
+	}
+	f.CreatedAt = dbutil.Time(created)
+	if chunked == 0 {
+		return f, io.NopCloser(bytes.NewReader(data)), nil
+	}
+	rows, err := s.db.Read().QueryContext(ctx, chunksQuery, string(id), name)
+	if err != nil {
+		return File{}, nil, fmt.Errorf("read file %q of session %s: %w", name, id, err)
+	}
+	return f, &chunkReader{rows: rows, left: f.Size}, nil
+}
+
+// chunkReader reads a chunked file's chunks in order. Each chunk is read
+// in place (sql.RawBytes, valid until the next row), never copied.
+type chunkReader struct {
+	rows *sql.Rows
+	cur  sql.RawBytes
+	left int64 // bytes the file still holds past cur
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for len(c.cur) == 0 {
+		if !c.rows.Next() {
+			if err := c.rows.Err(); err != nil {
+				return 0, err
+			}
+			if c.left > 0 {
+				return 0, fmt.Errorf("the file ends %d bytes short: %w", c.left, io.ErrUnexpectedEOF)
+			}
+			return 0, io.EOF
+		}
+		if err := c.rows.Scan(&c.cur); err != nil {
+			return 0, err
+		}
+		c.left -= int64(len(c.cur))
+	}
+	n := copy(p, c.cur)
+	c.cur = c.cur[n:]
+	return n, nil
+}
+
+func (c *chunkReader) Close() error { return c.rows.Close() }
 
 // Read returns the data and media type of the session's file name, or
 // ErrNotFound: Get in the form agent.Options.StoredFile takes.
@@ -230,6 +348,9 @@ func (s *Store) Copy(ctx context.Context, from, to sessions.ID) error {
 // limits don't refuse it: the parent's files were within them.
 func CopyIn(ctx context.Context, q dbutil.Querier, from, to sessions.ID) error {
 	if _, err := q.ExecContext(ctx, copyFilesQuery, string(from), string(to)); err != nil {
+		return fmt.Errorf("copy files of session %s to %s: %w", from, to, err)
+	}
+	if _, err := q.ExecContext(ctx, copyChunksQuery, string(from), string(to)); err != nil {
 		return fmt.Errorf("copy files of session %s to %s: %w", from, to, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -83,6 +84,82 @@ func TestFileStoreOnBothEngines(t *testing.T) {
 		}
 		if list, err := store.List(ctx, b); err != nil || len(list) != 0 {
 			t.Fatalf("a deleted session's files = %+v, %v", list, err)
+		}
+	})
+}
+
+// A file larger than a chunk is kept in chunks and read back whole, through
+// Open a chunk at a time; a branch's copy is its own; writing it again or
+// deleting it (or its session) leaves no chunk behind.
+func TestLargeFilesInChunks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		ss := sessions.NewStore(db)
+		store := files.NewStore(db, files.Limits{}, nil)
+		session := func(chat string) sessions.ID {
+			s, _, err := ss.Resolve(ctx, sessions.ChatKey("telegram", chat, "u"+chat, "default"), sessions.Policy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.ID
+		}
+		chunks := func(id sessions.ID) int {
+			t.Helper()
+			var n int
+			if err := db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM session_file_chunks WHERE session_id = $1`, string(id)).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		a, b := session("1"), session("2")
+		big := make([]byte, 2*files.ChunkSize+12345)
+		for i := range big {
+			big[i] = byte(i * 7)
+		}
+		if _, err := store.PutFrom(ctx, a, "video.bin", "", bytes.NewReader(big), int64(len(big))); err != nil {
+			t.Fatal(err)
+		}
+		if n := chunks(a); n != 3 {
+			t.Fatalf("%d chunks for %d bytes, want 3", n, len(big))
+		}
+		f, body, err := store.Open(ctx, a, "video.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(body)
+		body.Close()
+		if err != nil || !bytes.Equal(got, big) || f.Size != int64(len(big)) {
+			t.Fatalf("read back %d bytes (%v), want the %d stored", len(got), err, len(big))
+		}
+		if err := store.Copy(ctx, a, b); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := store.Get(ctx, b, "video.bin"); err != nil || !bytes.Equal(g.Data, big) || chunks(b) != 3 {
+			t.Fatalf("the copy: %d bytes, %d chunks, %v", len(g.Data), chunks(b), err)
+		}
+		// A short read is refused, and the file stays as it was.
+		if _, err := store.PutFrom(ctx, a, "video.bin", "", bytes.NewReader(big[:10]), int64(len(big))); err == nil {
+			t.Fatal("a file that ended short was stored")
+		}
+		if g, err := store.Get(ctx, a, "video.bin"); err != nil || !bytes.Equal(g.Data, big) {
+			t.Fatalf("after a refused write: %d bytes, %v", len(g.Data), err)
+		}
+		// Written again small: whole, its chunks gone; the copy keeps its own.
+		if _, err := store.Put(ctx, a, "video.bin", "", []byte("tiny")); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := store.Get(ctx, a, "video.bin"); err != nil || string(g.Data) != "tiny" || chunks(a) != 0 || chunks(b) != 3 {
+			t.Fatalf("written again: %q, %d chunks here, %d in the copy, %v", g.Data, chunks(a), chunks(b), err)
+		}
+		if _, err := store.Delete(ctx, b, "video.bin"); err != nil || chunks(b) != 0 {
+			t.Fatalf("deleted: %d chunks left, %v", chunks(b), err)
+		}
+		if _, err := store.Put(ctx, b, "again.bin", "", big); err != nil || chunks(b) != 3 {
+			t.Fatalf("stored again: %d chunks, %v", chunks(b), err)
+		}
+		if err := ss.Delete(ctx, b); err != nil || chunks(b) != 0 {
+			t.Fatalf("session deleted: %d chunks left, %v", chunks(b), err)
 		}
 	})
 }

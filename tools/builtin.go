@@ -89,3 +89,20 @@ func BuiltinNames() ([]string, error) {
 	}
 	return reg.Names(), nil
 }
+
+// BuiltinGroup lists the tools one package registers as built-ins (its
+// RegisterBuiltin name, such as "files" or "sql"); ok is false for a name
+// no package registered.
+func BuiltinGroup(name string) (names []string, ok bool) {
+	buildersMu.Lock()
+	mk, ok := builders[name]
+	buildersMu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	for _, t := range mk(Deps{}) {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	return names, true
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/harness"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/mcptools"
@@ -51,7 +52,10 @@ type Options struct {
 	// AbortElsewhere stops the running turn of a session another replica
 	// runs (a reset through this one's API); nil without replicas.
 	AbortElsewhere func(ctx context.Context, key sessions.Key)
-	Log            *slog.Logger
+	// Harnesses resolve what sessions run on beyond their agent; nil:
+	// nothing beyond it.
+	Harnesses *harness.Set
+	Log       *slog.Logger
 }
 
 // Bridge runs the gateway's turns through the agent.
@@ -244,6 +248,7 @@ func (b *Bridge) request(ctx context.Context, in gateway.TurnInput) agent.Reques
 	}
 	req := agent.Request{Session: in.Session, Inputs: inputs, Agent: AgentConfig(a, in.Session.Key),
 		OnText: in.OnText, DeferCompaction: true}
+	req.Session = b.withHarness(ctx, in, &req.Agent)
 	b.permit(&req, in)
 	last := in.Messages[len(in.Messages)-1]
 	if ad, ok := b.adapter(last.Adapter); ok {

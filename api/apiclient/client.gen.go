@@ -372,6 +372,33 @@ func (e SendMessageRequestReasoningEffort) Valid() bool {
 	}
 }
 
+// Defines values for SessionActivity.
+const (
+	SessionActivityActive                SessionActivity = "active"
+	SessionActivityIdle                  SessionActivity = "idle"
+	SessionActivityStarted               SessionActivity = "started"
+	SessionActivityWaitingForPermission  SessionActivity = "waiting_for_permission"
+	SessionActivityWaitingForToolResults SessionActivity = "waiting_for_tool_results"
+)
+
+// Valid indicates whether the value is a known member of the SessionActivity enum.
+func (e SessionActivity) Valid() bool {
+	switch e {
+	case SessionActivityActive:
+		return true
+	case SessionActivityIdle:
+		return true
+	case SessionActivityStarted:
+		return true
+	case SessionActivityWaitingForPermission:
+		return true
+	case SessionActivityWaitingForToolResults:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionStatus.
 const (
 	SessionStatusActive   SessionStatus = "active"
@@ -718,6 +745,12 @@ type ContextCompactedEventType string
 type CreateSessionRequest struct {
 	Agent *string `json:"agent,omitempty"`
 
+	// Capabilities The session's own capabilities: memory, kv, files, sql, schedules, subagents, mcp:<server>.
+	Capabilities *[]string `json:"capabilities,omitempty"`
+
+	// Harness The harness the session runs on, at its version now (kept for the session's life).
+	Harness *string `json:"harness,omitempty"`
+
 	// Metadata The session's own JSON object (webhook_url, model, reasoning_effort and the client's keys).
 	Metadata   *Metadata         `json:"metadata,omitempty"`
 	Model      *string           `json:"model,omitempty"`
@@ -966,6 +999,10 @@ type Part struct {
 
 // PatchSessionRequest defines model for PatchSessionRequest.
 type PatchSessionRequest struct {
+	// AddCapabilities Capabilities to add to the session (recorded in its history).
+	AddCapabilities *[]string `json:"add_capabilities,omitempty"`
+
+	// Agent Switches the session's agent (recorded in its history).
 	Agent *string `json:"agent,omitempty"`
 
 	// Metadata The session's own JSON object (webhook_url, model, reasoning_effort and the client's keys).
@@ -1130,14 +1167,19 @@ type SendMessageRequestReasoningEffort string
 
 // Session defines model for Session.
 type Session struct {
-	ArchivedAt        *Time      `json:"archived_at,omitempty"`
-	CompactionSummary *string    `json:"compaction_summary,omitempty"`
-	CreatedAt         Time       `json:"created_at"`
-	Id                string     `json:"id"`
-	Key               SessionKey `json:"key"`
-	LastActiveAt      Time       `json:"last_active_at"`
-	LastSeq           int        `json:"last_seq"`
-	MessageCount      int        `json:"message_count"`
+	// Activity What the session is doing: started (no message yet), active (a run is going on), idle, or waiting for a client's tool results or a permission answer.
+	Activity          *SessionActivity `json:"activity,omitempty"`
+	ArchivedAt        *Time            `json:"archived_at,omitempty"`
+	CompactionSummary *string          `json:"compaction_summary,omitempty"`
+	CreatedAt         Time             `json:"created_at"`
+
+	// Features What the session can do, from its harness, its agent and its capabilities: memory, kv, files, sql, schedules, subagents, mcp:<server>, vision, harness:<id>.
+	Features     *[]string  `json:"features,omitempty"`
+	Id           string     `json:"id"`
+	Key          SessionKey `json:"key"`
+	LastActiveAt Time       `json:"last_active_at"`
+	LastSeq      int        `json:"last_seq"`
+	MessageCount int        `json:"message_count"`
 
 	// Metadata The session's own JSON object (webhook_url, model, reasoning_effort and the client's keys).
 	Metadata        *Metadata     `json:"metadata"`
@@ -1149,6 +1191,9 @@ type Session struct {
 	Title           string        `json:"title"`
 	UpdatedAt       Time          `json:"updated_at"`
 }
+
+// SessionActivity What the session is doing: started (no message yet), active (a run is going on), idle, or waiting for a client's tool results or a permission answer.
+type SessionActivity string
 
 // SessionStatus defines model for Session.Status.
 type SessionStatus string
@@ -2089,6 +2134,15 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/sessions/{id}/abort (the `AbortRun` operationId).
 	AbortRun(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ArchiveSession Archive a session.
+	//
+	// The session stays readable (its messages, `GET /v1/sessions?status=archived`)
+	// and takes no new message (409). Archiving an archived session changes
+	// nothing; a run in progress is 409 `busy` (abort it first).
+	//
+	// Corresponds with POST /v1/sessions/{id}/archive (the `ArchiveSession` operationId).
+	ArchiveSession(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// BranchSessionWithBody performs a POST /v1/sessions/{id}/branch (the `BranchSession` operationId) request,
 	// with any type of body and a specified content type.
 	BranchSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2497,6 +2551,25 @@ func (c *Client) PatchSession(ctx context.Context, id SessionID, body PatchSessi
 // Corresponds with POST /v1/sessions/{id}/abort (the `AbortRun` operationId).
 func (c *Client) AbortRun(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAbortRunRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ArchiveSession Archive a session.
+//
+// The session stays readable (its messages, `GET /v1/sessions?status=archived`)
+// and takes no new message (409). Archiving an archived session changes
+// nothing; a run in progress is 409 `busy` (abort it first).
+//
+// Corresponds with POST /v1/sessions/{id}/archive (the `ArchiveSession` operationId).
+func (c *Client) ArchiveSession(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveSessionRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3595,6 +3668,40 @@ func NewAbortRunRequest(server string, id SessionID) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/v1/sessions/%s/abort", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewArchiveSessionRequest constructs an http.Request for the ArchiveSession method
+func NewArchiveSessionRequest(server string, id SessionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/archive", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -5097,6 +5204,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/sessions/{id}/abort (the `AbortRun` operationId).
 	AbortRunWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*AbortRunResponse, error)
 
+	// ArchiveSessionWithResponse Archive a session.
+	//
+	// The session stays readable (its messages, `GET /v1/sessions?status=archived`)
+	// and takes no new message (409). Archiving an archived session changes
+	// nothing; a run in progress is 409 `busy` (abort it first).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/{id}/archive (the `ArchiveSession` operationId).
+	ArchiveSessionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*ArchiveSessionResponse, error)
+
 	// BranchSessionWithBodyWithResponse performs a POST /v1/sessions/{id}/branch (the `BranchSession` operationId) request,
 	// with any type of body and a specified content type.
 	//
@@ -6414,6 +6532,103 @@ func (r AbortRunResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AbortRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ArchiveSessionResponse401Headers the declared response headers of an HTTP 401 response for ArchiveSession
+type ArchiveSessionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ArchiveSessionResponse503Headers the declared response headers of an HTTP 503 response for ArchiveSession
+type ArchiveSessionResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ArchiveSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Session
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ArchiveSessionResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ArchiveSessionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ArchiveSessionResponse) GetJSON200() *Session {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ArchiveSessionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ArchiveSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ArchiveSessionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ArchiveSessionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ArchiveSessionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ArchiveSessionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ArchiveSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ArchiveSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ArchiveSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ArchiveSessionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9061,6 +9276,23 @@ func (c *ClientWithResponses) AbortRunWithResponse(ctx context.Context, id Sessi
 	return ParseAbortRunResponse(rsp)
 }
 
+// ArchiveSessionWithResponse Archive a session.
+//
+// The session stays readable (its messages, `GET /v1/sessions?status=archived`)
+// and takes no new message (409). Archiving an archived session changes
+// nothing; a run in progress is 409 `busy` (abort it first).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/{id}/archive (the `ArchiveSession` operationId).
+func (c *ClientWithResponses) ArchiveSessionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*ArchiveSessionResponse, error) {
+	rsp, err := c.ArchiveSession(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseArchiveSessionResponse(rsp)
+}
+
 // BranchSessionWithBodyWithResponse performs a POST /v1/sessions/{id}/branch (the `BranchSession` operationId) request,
 // with any type of body and a specified content type.
 //
@@ -10493,6 +10725,97 @@ func ParseAbortRunResponse(rsp *http.Response) (*AbortRunResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers AbortRunResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseArchiveSessionResponse parses an HTTP response from a ArchiveSessionWithResponse call
+func ParseArchiveSessionResponse(rsp *http.Response) (*ArchiveSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ArchiveSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ArchiveSessionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ArchiveSessionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -5,9 +5,9 @@ package browsertest
 
 import (
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,4 +251,86 @@ func (p *Page) SetFiles(selector string, paths ...string) {
 		p.t.Fatalf("no element %s", selector)
 	}
 	p.Call("DOM.setFileInputFiles", map[string]any{"nodeId": found.NodeID, "files": paths}, nil)
+}
+
+// keys are the keys Press knows: the DevTools protocol's key, code,
+// Windows key code and the text a key down types.
+var keys = map[string]struct {
+	code string
+	vk   int
+	text string
+}{
+	"Enter": {"Enter", 13, "\r"}, "Escape": {"Escape", 27, ""}, "ArrowUp": {"ArrowUp", 38, ""},
+	"ArrowDown": {"ArrowDown", 40, ""}, "Tab": {"Tab", 9, ""},
+}
+
+// Modifier bits of Press, as the protocol numbers them.
+const (
+	Shift = 8
+)
+
+// Press presses and releases a key in the page as a person's keyboard
+// does (key, then its default action: Enter types a new line, Tab moves
+// the focus), with modifiers (Shift).
+func (p *Page) Press(key string, modifiers int) {
+	p.t.Helper()
+	k, ok := keys[key]
+	if !ok {
+		p.t.Fatalf("Press: no key %q (have Enter, Escape, ArrowUp, ArrowDown, Tab)", key)
+	}
+	down := map[string]any{"type": "keyDown", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk, "modifiers": modifiers}
+	if k.text != "" {
+		down["text"] = k.text
+	}
+	p.Call("Input.dispatchKeyEvent", down, nil)
+	p.Call("Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk, "modifiers": modifiers}, nil)
+}
+
+// Type types text where the focus is, as an input method commits it.
+func (p *Page) Type(text string) {
+	p.t.Helper()
+	p.Call("Input.insertText", map[string]any{"text": text}, nil)
+}
+
+// ColorScheme makes the page see the system's colour scheme as "light"
+// or "dark" (prefers-color-scheme).
+func (p *Page) ColorScheme(scheme string) {
+	p.t.Helper()
+	p.Call("Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": scheme}}}, nil)
+}
+
+// Phone makes the page a phone's: 375 by 740 CSS pixels, touch, mobile.
+func (p *Page) Phone() {
+	p.t.Helper()
+	p.Call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 375, "height": 740, "deviceScaleFactor": 2, "mobile": true}, nil)
+}
+
+//go:embed axe/axe.min.js
+var axeSource string
+
+// Violation is one rule an accessibility audit found broken, with the
+// elements that break it.
+type Violation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// Audit runs axe-core (axe/axe.min.js, MPL-2.0) over the page as it is
+// now, for the WCAG 2.x A and AA rules and best practices, and returns
+// what it found broken. DevTools evaluation is not bound by the page's
+// Content-Security-Policy, so the audit runs in the page unchanged.
+func (p *Page) Audit() []Violation {
+	p.t.Helper()
+	var loaded bool
+	p.Eval("(() => { if (!window.axe) { "+axeSource+"\n } return !!window.axe })()", &loaded)
+	if !loaded {
+		p.t.Fatal("axe-core did not load in the page")
+	}
+	var out []Violation
+	p.Eval(`axe.run(document, {resultTypes: ["violations"], runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]}})
+		.then(r => r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
+			nodes: v.nodes.map(n => n.target.join(" ") + ": " + (n.failureSummary || "").replace(/\s+/g, " "))})))`, &out)
+	return out
 }

@@ -19,7 +19,7 @@ var Floors = [][]string{
 	{"sessions", "permissions", "vault", "llm", "config", "client", "speech", "runfile"},
 	// What a turn uses: tools, the channel interface, session storage,
 	// cron, MCP tools.
-	{"tools", "clienttools", "kv", "files", "sessionsql", "sessionhooks", "skills", "media", "adapters", "cron", "mcptools", "sessions/storetest"},
+	{"tools", "clienttools", "kv", "files", "sessionsql", "sessionhooks", "harness", "skills", "media", "adapters", "cron", "mcptools", "sessions/storetest"},
 	// The turn loop.
 	{"agent"},
 	// Services over the turn: memory and compaction, the gateway, the

@@ -60,6 +60,10 @@ type OpenAIRequest struct {
 	ReasoningEffort string
 	// LastUser is the text of its last user message.
 	LastUser string
+	// System is the text of its first system message: the system prompt.
+	System string
+	// Tools are the names of the tools it offered the model.
+	Tools []string
 	// Images are the URLs (data: URLs) of its image parts, in order.
 	Images []string
 	// Tool is the content of the tool result that ends the request, if
@@ -112,17 +116,25 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
-	last, lastRole, tool := "", "", ""
+	last, lastRole, tool, system := "", "", "", ""
 	var images []string
 	for _, m := range req.Messages {
 		lastRole = m.Role
 		if m.Role == "tool" {
 			_ = json.Unmarshal(m.Content, &tool)
+		}
+		if m.Role == "system" && system == "" {
+			_ = json.Unmarshal(m.Content, &system)
 		}
 		if m.Role != "user" {
 			continue
@@ -147,6 +159,10 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		last = s
 	}
+	var offered []string
+	for _, t := range req.Tools {
+		offered = append(offered, t.Function.Name)
+	}
 	f.Calls.Add(1)
 	f.mu.Lock()
 	f.seen[last]++
@@ -164,7 +180,7 @@ func (f *OpenAIEcho) serve(w http.ResponseWriter, r *http.Request) {
 	if lastRole != "tool" {
 		tool = ""
 	}
-	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last, Tool: tool, Images: images})
+	f.reqs = append(f.reqs, OpenAIRequest{Model: req.Model, ReasoningEffort: req.ReasoningEffort, LastUser: last, System: system, Tools: offered, Tool: tool, Images: images})
 	f.mu.Unlock()
 	select {
 	case <-time.After(f.delay):
