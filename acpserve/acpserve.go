@@ -39,6 +39,10 @@ type Options struct {
 	// Version is the build's, for the agent's implementation info.
 	Version string
 	Log     *slog.Logger
+
+	// streamIdle is how long a response may be silent; 0 means
+	// streamIdle (tests shorten it).
+	streamIdle time.Duration
 }
 
 // Serve speaks ACP on in and out until the client closes in or ctx ends.
@@ -51,9 +55,14 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.streamIdle <= 0 {
+		o.streamIdle = streamIdle
+	}
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	a := &agent{o: o, c: o.Client, life: life, sessions: map[string]*session{}}
+	c := *o.Client
+	c.HTTP = idleClient(c.HTTP, o.streamIdle)
+	a := &agent{o: o, c: &c, life: life, sessions: map[string]*session{}}
 	// Nothing is read before the connection is built and known to the
 	// agent: the SDK starts handling requests as it builds it.
 	ready := make(chan struct{})

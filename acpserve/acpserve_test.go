@@ -27,6 +27,8 @@ type fakeAPI struct {
 	t        *testing.T
 	choices  []string
 	failTurn string
+	// silent streams the turn's start, then nothing (no ping either).
+	silent bool
 
 	mu       sync.Mutex
 	answers  []string
@@ -83,6 +85,10 @@ func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	send("turn.started", map[string]any{"agent_id": "default", "model": "echo", "run_ids": []string{"r1"}})
+	if f.silent {
+		<-r.Context().Done()
+		return
+	}
 	if f.failTurn != "" {
 		send("turn.finished", map[string]any{"error": f.failTurn, "aborted": false, "steps": 1})
 		return
@@ -170,12 +176,17 @@ func (e *editor) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitReq
 // base; the serving ends when the test does.
 func connect(t *testing.T, base string, ed *editor) *acp.ClientSideConnection {
 	t.Helper()
+	return connectWith(t, acpserve.Options{Client: &client.Client{Base: base, Token: "tok"}, Version: "test"}, ed)
+}
+
+func connectWith(t *testing.T, opts acpserve.Options, ed *editor) *acp.ClientSideConnection {
+	t.Helper()
 	toAgentR, toAgentW := io.Pipe()
 	toEditorR, toEditorW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- acpserve.Serve(ctx, acpserve.Options{Client: &client.Client{Base: base, Token: "tok"}, Version: "test"}, toAgentR, toEditorW)
+		served <- acpserve.Serve(ctx, opts, toAgentR, toEditorW)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -328,5 +339,27 @@ func TestPromptBlocks(t *testing.T) {
 				t.Fatalf("got %v, want an invalid-params error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A run's event stream that goes silent (not even a ping) is lost: the
+// prompt fails saying so and where the reply will be, rather than waiting
+// for ever.
+func TestSilentStreamEndsThePrompt(t *testing.T) {
+	api := &fakeAPI{t: t, silent: true, answered: make(chan string, 1)}
+	hs := httptest.NewServer(api)
+	defer hs.Close()
+	opts := acpserve.WithStreamIdle(acpserve.Options{Client: &client.Client{Base: hs.URL, Token: "tok"}}, 300*time.Millisecond)
+	conn := connectWith(t, opts, &editor{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: "s1", Cwd: "/work"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: "s1", Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32603 || !strings.Contains(re.Message, "sent nothing for 300ms") ||
+		!strings.Contains(re.Message, "session/load shows its reply") {
+		t.Fatalf("a silent stream answered %v", err)
 	}
 }
