@@ -469,6 +469,9 @@ func routeOf(name string) string {
 type Client struct {
 	Base  string // the server's URL, e.g. http://127.0.0.1:8080
 	Token string // one of its http.tokens
+	// HTTP makes the requests; nil means http.DefaultClient. parley acp
+	// in process sets one that reaches the daemon's API in memory.
+	HTTP *http.Client
 }
 
 // Request sends one request; a status of 300 or more is an error that says
@@ -488,7 +491,11 @@ func (c *Client) Request(ctx context.Context, method, path string, body any) (*h
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -501,9 +508,21 @@ func (c *Client) Request(ctx context.Context, method, path string, body any) (*h
 		if resp.StatusCode == http.StatusUnauthorized {
 			return nil, errors.New("the server refused the token; pass one of its http.tokens with --token or PARLEY_API_TOKEN")
 		}
-		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, e.Error.Message)
+		return nil, &StatusError{Method: method, Path: path, Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 	}
 	return resp, nil
+}
+
+// StatusError is the server's refusal of a request: its status (300 or
+// more) and the code and message of its error body.
+type StatusError struct {
+	Method, Path  string
+	Status        int
+	Code, Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, e.Message)
 }
 
 // Do sends one request and decodes the JSON answer into out.

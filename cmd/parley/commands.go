@@ -148,6 +148,17 @@ func init() {
 				examples: []string{"parley mcp serve --config /etc/parley/parley.yaml",
 					"parley mcp serve --server 10.0.0.5:8080 --token $PARLEY_API_TOKEN"}},
 		}, run: func(ctx context.Context, s streams, args []string) error { return cmdMCP(ctx, args, s) }},
+		{name: "acp", args: "[--config FILE] [--agent ID] | --server URL [--token T]", summary: "be an Agent Client Protocol agent for an editor, on standard input and output",
+			about: "Serves a parley agent to an editor (Zed, a JetBrains IDE, a Neovim plugin) over the Agent Client Protocol on stdio: session/new starts a parley session " +
+				"(its id is the session's), session/prompt runs a turn and streams its reply and tool calls, permission questions become session/request_permission, " +
+				"session/cancel stops the turn, session/load replays a session's history. It runs parley in process on the configured database, or, when a daemon " +
+				"runs on this config (or --server names one), talks to that daemon's HTTP API with an API token. Standard output carries only ACP messages; logs go " +
+				`to standard error. In Zed: "agent_servers": {"parley": {"command": "parley", "args": ["acp", "--config", "/path/parley.yaml"]}}.`,
+			examples: []string{"parley acp --config /etc/parley/parley.yaml", "parley acp --agent coder",
+				"parley acp --server 10.0.0.5:8080 --token $PARLEY_API_TOKEN"},
+			run: func(ctx context.Context, s streams, args []string) error {
+				return cmdACP(ctx, args, s.in, s.out, s.err)
+			}},
 		{name: "bench", args: "[--sessions N] [--turns M] [--database URL] [--json] | --idle [--runs N]", summary: "measure the whole path in process",
 			about: "Runs a daemon on a fresh database with a channel of its own and reports turns/s, latency, the gateway's overhead, peak RSS " +
 				"and the raw durable append limit of the same database. With --idle, starts parley run repeatedly and reports exec-to-ready time and idle RSS.",

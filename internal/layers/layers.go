@@ -23,10 +23,10 @@ var Floors = [][]string{
 	// The turn loop.
 	{"agent"},
 	// Services over the turn: memory and compaction, the gateway, the
-	// channels, webhooks, metrics, the HTTP API, the MCP server, the
-	// dashboard.
+	// channels, webhooks, metrics, the HTTP API, the MCP server, the ACP
+	// agent, the dashboard.
 	{"memory", "gateway", "adapters/telegram", "adapters/discord", "adapters/whatsapp", "adapters/webchat", "adapters/cli",
-		"webhooks", "metrics", "api", "mcpserve", "admin", "budgets", "turns", "httpserve", "status"},
+		"webhooks", "metrics", "api", "mcpserve", "acpserve", "admin", "budgets", "turns", "httpserve", "status"},
 	// The daemon: builds the parts from a config and orders their lives.
 	{"daemon"},
 	// The command line, and the tools over a daemon it runs: doctor's
