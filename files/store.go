@@ -25,7 +25,8 @@ const (
 	sessionUsageExceptQuery = `SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files
 	WHERE session_id = $1 AND name <> $2`
 
-	totalUsageQuery = `SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files`
+	// Kept by triggers as files come and go (migration 00040).
+	totalUsageQuery = `SELECT bytes FROM file_store_usage WHERE id = 1`
 
 	usageQuery = `SELECT count(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files WHERE session_id = $1`
 

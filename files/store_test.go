@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -161,5 +162,61 @@ func TestLargeFilesInChunks(t *testing.T) {
 		if err := ss.Delete(ctx, b); err != nil || chunks(b) != 0 {
 			t.Fatalf("session deleted: %d chunks left, %v", chunks(b), err)
 		}
+	})
+}
+
+// The store's total, which the max_total_bytes check reads instead of
+// adding up every file, follows every change: a file stored, replaced,
+// deleted, copied to a branch, and a session deleted with its files.
+func TestTotalUsageFollowsEveryChange(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		db := open(t)
+		ss := sessions.NewStore(db)
+		store := files.NewStore(db, files.Limits{}, nil)
+		check := func(what string) {
+			t.Helper()
+			var kept, sum int64
+			if err := db.Reader().QueryRowContext(ctx, `SELECT bytes FROM file_store_usage WHERE id = 1`).Scan(&kept); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Reader().QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files`).Scan(&sum); err != nil {
+				t.Fatal(err)
+			}
+			if kept != sum {
+				t.Fatalf("after %s: the kept total is %d, the files add up to %d", what, kept, sum)
+			}
+		}
+		session := func(chat string) sessions.ID {
+			s, _, err := ss.Resolve(ctx, sessions.ChatKey("telegram", chat, "u"+chat, "default"), sessions.Policy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.ID
+		}
+		a, b := session("1"), session("2")
+		check("nothing")
+		for i, size := range []int{10, 2000, files.ChunkSize + 5} {
+			if _, err := store.Put(ctx, a, fmt.Sprintf("f%d", i), "", make([]byte, size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("three files stored")
+		if _, err := store.Put(ctx, a, "f1", "", make([]byte, 7)); err != nil {
+			t.Fatal(err)
+		}
+		check("a file replaced")
+		if _, err := store.Delete(ctx, a, "f0"); err != nil {
+			t.Fatal(err)
+		}
+		check("a file deleted")
+		if err := store.Copy(ctx, a, b); err != nil {
+			t.Fatal(err)
+		}
+		check("the files copied to another session")
+		if err := ss.Delete(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		check("a session deleted with its files")
 	})
 }
