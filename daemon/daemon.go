@@ -94,6 +94,8 @@ type Daemon struct {
 	configUsed string // the config file's path, for the start-up line
 	version    string // the build's, for the start-up line
 	runFile    string // the run file this daemon wrote
+	// ready is closed when Start has finished (Ready).
+	ready chan struct{}
 	// liveMu guards what status reads while Start and reload write it.
 	liveMu      sync.Mutex
 	started     time.Time    // when Start began
@@ -120,7 +122,7 @@ type Daemon struct {
 func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*Daemon, error) {
 	scrubber := secret.NewScrubber()
 	log = slog.New(scrubber.Handler(log.Handler()))
-	d := &Daemon{log: log.With("component", "daemon"), base: log, adapters: ads, release: func() {}, scrubber: scrubber}
+	d := &Daemon{log: log.With("component", "daemon"), base: log, adapters: ads, release: func() {}, scrubber: scrubber, ready: make(chan struct{})}
 	d.conf.Store(cfg)
 	if t, err := dbutil.ParseURL(cfg.Database.URL.Reveal()); err == nil && t.Dialect == dbutil.SQLite {
 		release, err := dbutil.LockSQLite(t.Path)

@@ -38,6 +38,17 @@ func testDaemonAt(tb testing.TB, path string, channels func(d *Daemon) map[adapt
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
+	// Messages a test delivers come after start-up, as a channel's do: one
+	// delivered during it could also be found unanswered by its recovery
+	// and counted as a second turn.
+	select {
+	case <-d.Ready():
+	case err := <-done:
+		hs.Close()
+		cancel()
+		d.Close()
+		tb.Fatalf("the daemon did not start: %v", err)
+	}
 	stopped := false
 	return d, hs.URL, func() {
 		if stopped {

@@ -193,8 +193,14 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	// Once start-up is over, and after each busy spell, hand back what
 	// only it used.
 	d.goLoop(ctx, "settle", d.settler.Run)
+	close(d.ready)
 	return nil
 }
+
+// Ready is closed once Start has brought every part up: from then on, a
+// message delivered is no longer one that start-up's recovery may also
+// find unanswered.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // startAdapters starts every channel on a context Stop cancels last.
 func (d *Daemon) startAdapters(ctx context.Context) {
