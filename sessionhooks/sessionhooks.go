@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -280,6 +281,12 @@ func (h *Hooks) post(ctx context.Context, hook config.SessionHook, id, event str
 	req.Header.Set("X-Parley-Event", event)
 	res, err := h.opts.Client.Do(req)
 	if err != nil {
+		// The error names the URL: without a password or query values it
+		// may hold, as everything else that prints it.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = config.RedactURL(ue.URL)
+		}
 		return 0, nil, err
 	}
 	defer res.Body.Close()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -314,4 +315,32 @@ func TestSyncMessageUserSnapshot(t *testing.T) {
 			t.Fatalf("a hook past its sync_timeout: stored %v with metadata %s after %s", err, late.Metadata, time.Since(start))
 		}
 	})
+}
+
+// A hook URL's password and query values never reach an error, the log or
+// the delivery record, even when the receiver can't be reached.
+func TestHookURLSecretsStayOut(t *testing.T) {
+	ctx := context.Background()
+	var logged strings.Builder
+	db := dbtest.SQLite(t)
+	cfg := []config.SessionHook{hook("http://user:pw-0123456789@127.0.0.1:9/events?token=tk-0123456789", nil)}
+	h := sessionhooks.New(sessionhooks.Options{DB: db, Hooks: func() []config.SessionHook { return cfg },
+		Backoff: func(int) time.Duration { return 0 }, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	store := sessions.NewStore(db, sessions.WithLifecycleHook(h.Lifecycle))
+	s, _, err := store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.List(ctx, string(s.ID))
+	if err != nil || len(list) != 1 || list[0].LastError == "" {
+		t.Fatalf("deliveries %+v %v; want one failed attempt", list, err)
+	}
+	for what, text := range map[string]string{"log": logged.String(), "record": list[0].LastError + " " + list[0].URL} {
+		if strings.Contains(text, "0123456789") {
+			t.Fatalf("the %s holds the URL's secrets: %s", what, text)
+		}
+	}
 }
