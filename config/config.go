@@ -107,6 +107,8 @@ type Config struct {
 	Secrets Secrets `yaml:"secrets"`
 	// Speech transcribes voice notes and speaks replies.
 	Speech Speech `yaml:"speech"`
+	// Telemetry sends traces of each turn to an OTLP collector.
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string
