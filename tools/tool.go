@@ -26,6 +26,9 @@ type Tool struct {
 	// model is told "error: " and the error's text, so the text should say
 	// what went wrong and what to do.
 	Run func(ctx context.Context, call Call) (string, error)
+	// Server names the MCP server the tool is of ("" for a built-in), for
+	// its calls' spans.
+	Server string
 }
 
 // Decoded is a Tool's Run that reads the call's arguments into an A with
