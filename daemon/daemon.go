@@ -75,13 +75,13 @@ type Daemon struct {
 	// tracer starts the spans of turns, requests and cron fires; nil with
 	// tracing off.
 	tracer *telemetry.Tracer
-	mcp      *mcptools.Manager        // the MCP servers' tools
-	tools    *tools.Registry          // every tool agents may call
-	perms    *permissions.Checker     // checks every tool call
-	caps     adapters.CapabilityCache // the channels' capabilities, read once
-	budget   *budgets.Caps            // the daily spend caps
-	bridge   *turns.Bridge            // runs the gateway's turns through the agent
-	desk     *permissions.Desk        // permission questions waiting for their answer
+	mcp    *mcptools.Manager        // the MCP servers' tools
+	tools  *tools.Registry          // every tool agents may call
+	perms  *permissions.Checker     // checks every tool call
+	caps   adapters.CapabilityCache // the channels' capabilities, read once
+	budget *budgets.Caps            // the daily spend caps
+	bridge *turns.Bridge            // runs the gateway's turns through the agent
+	desk   *permissions.Desk        // permission questions waiting for their answer
 	sessionTools
 	adapters map[adapters.ID]adapters.Adapter
 	release  func()
