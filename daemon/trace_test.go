@@ -73,7 +73,7 @@ func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, what string, ok fu
 			return spans
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 20s; spans: %s", what, describeSpans(spans))
+			t.Fatalf("waited 20s for %s; the spans: %s", what, describeSpans(spans))
 		}
 		<-tick.C
 	}

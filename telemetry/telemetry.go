@@ -90,6 +90,9 @@ type Target struct {
 // ParseEndpoint reads an OTLP endpoint and an optional protocol, and says
 // what is wrong with them in words for the config's problems.
 func ParseEndpoint(endpoint, protocol string) (Target, error) {
+	if !strings.Contains(endpoint, "://") {
+		return Target{}, fmt.Errorf("%q has no scheme; write http://%s for OTLP/HTTP or grpc://%s for OTLP/gRPC", endpoint, endpoint, endpoint)
+	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {
 		return Target{}, fmt.Errorf("%q is not a URL; use the collector's address, such as \"http://localhost:4318\" (OTLP/HTTP) or \"grpc://localhost:4317\" (OTLP/gRPC)", endpoint)
