@@ -413,3 +413,29 @@ func TestTraceFromAPITraceparent(t *testing.T) {
 		t.Errorf("the reply callback's traceparent headers = %q, want [%q]", got, want)
 	}
 }
+
+// A webhook's request span is the parent of the turn it starts.
+func TestTraceWebhook(t *testing.T) {
+	hooks := "hooks:\n  - id: ci\n    auth: hmac\n    secret: " + hookSecret + "\n    mode: sync\n    timeout: 20s\n" +
+		"    prompt: \"CI failed on {{.repo}}\"\n"
+	d, exp := startTraced(t, "gateway:\n  debounce: 0s\n"+tracedYAML+hooks, nil)
+	status, out := postHook(t, http.DefaultClient, "http://"+d.listen+"/hooks/ci", []byte(`{"repo":"parley"}`))
+	if status != http.StatusOK {
+		t.Fatalf("the hook answered %d %v", status, out)
+	}
+	spans := waitSpans(t, exp, "the webhook's turn", func(s tracetest.SpanStubs) bool { return len(named(s, telemetry.SpanTurn)) == 1 })
+	turn := named(spans, telemetry.SpanTurn)[0]
+	var request tracetest.SpanStub
+	for _, s := range inTrace(spans, turn.SpanContext.TraceID()) {
+		if s.SpanKind == trace.SpanKindServer {
+			request = s
+		}
+	}
+	if v, _ := attr(request, "http.route"); v.AsString() != "/hooks/{id}" {
+		t.Fatalf("no request span with the route /hooks/{id} in the turn's trace: %s", describeSpans(spans))
+	}
+	if request.Parent.IsValid() || turn.Parent.SpanID() != request.SpanContext.SpanID() {
+		t.Errorf("the request span's parent is %s and the turn's %s; want none, and the request's %s",
+			request.Parent.SpanID(), turn.Parent.SpanID(), request.SpanContext.SpanID())
+	}
+}
