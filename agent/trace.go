@@ -18,17 +18,22 @@ type callSpan struct {
 
 // traceCall starts the span of the model call the turn makes now.
 func (t *turn) traceCall(ctx context.Context, call llm.Request) (context.Context, callSpan) {
-	ctx, span := telemetry.Start(ctx, "chat "+call.Model, telemetry.KindClient)
+	provider, model := telemetry.ModelAttrs(t.spec)
+	if call.Model != "" {
+		model = call.Model // the provider's own name, after any fallback
+	}
+	ctx, span := telemetry.Start(ctx, "chat "+model, telemetry.KindClient)
 	if !span.On() {
 		return ctx, callSpan{}
 	}
-	provider, _ := telemetry.ModelAttrs(t.spec)
 	span.Str(telemetry.GenAIOperation, "chat")
 	span.Str(telemetry.GenAIProvider, provider)
 	span.Str(telemetry.GenAISystem, provider)
-	span.Str(telemetry.GenAIRequestModel, call.Model)
+	span.Str(telemetry.GenAIRequestModel, model)
 	span.Str(telemetry.GenAIConversation, string(t.id))
-	span.Str(telemetry.GenAIAgentID, t.req.Agent.ID)
+	if t.req.Agent.ID != "" {
+		span.Str(telemetry.GenAIAgentID, t.req.Agent.ID)
+	}
 	if call.MaxTokens > 0 {
 		span.Int(telemetry.GenAIMaxTokens, int64(call.MaxTokens))
 	}

@@ -30,13 +30,11 @@ func (g *Gateway) traceTurn(ctx context.Context, items []job) (context.Context, 
 	span.Str(telemetry.GenAIAgentID, first.agent)
 	span.Int(telemetry.AttrMessages, int64(len(items)))
 	span.Bool("parley.recovered", first.repair != "" || first.takenOver)
-	if span.On() {
-		texts := make([]string, len(items))
-		for i, j := range items {
-			texts[i] = j.in.Text
-		}
-		span.Content(telemetry.AttrInput, strings.Join(texts, "\n"))
+	texts := make([]string, len(items))
+	for i, j := range items {
+		texts[i] = j.in.Text
 	}
+	span.Content(telemetry.AttrInput, strings.Join(texts, "\n"))
 	if !start.IsZero() {
 		_, wait := telemetry.StartAt(ctx, telemetry.SpanQueueWait, telemetry.KindInternal, start)
 		wait.End()
