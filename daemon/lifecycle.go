@@ -28,6 +28,10 @@ const shutdownGrace = 10 * time.Second
 // flushTimeout bounds the last sends after the lanes have drained.
 const flushTimeout = 10 * time.Second
 
+// spanFlushTimeout bounds sending the last spans at Close, so a collector
+// that is down delays the exit by no more.
+const spanFlushTimeout = 5 * time.Second
+
 // An Option changes what New builds.
 type Option func(*options)
 
@@ -434,7 +438,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // Close releases the database and its lock.
 func (d *Daemon) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), spanFlushTimeout)
 	defer cancel()
 	if err := d.tracer.Shutdown(ctx); err != nil {
 		d.log.Warn("the last spans were not sent", "error", err)

@@ -351,3 +351,57 @@ func TestLogHandler(t *testing.T) {
 		t.Errorf("the line outside any span is %q; want no trace_id", lines[1])
 	}
 }
+
+// A collector that is down costs the spans, never the daemon: starting
+// needs no connection, and the last flush gives up at its deadline.
+func TestCollectorDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, endpoint := range []string{"http://" + addr, "grpc://" + addr} {
+		t.Run(endpoint[:strings.Index(endpoint, ":")], func(t *testing.T) {
+			var logged syncBuffer
+			tr, err := New(context.Background(), Options{Endpoint: endpoint, SampleRatio: 1, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+			if err != nil {
+				t.Fatalf("New with the collector down: %v", err)
+			}
+			ctx, span := tr.Root(context.Background(), Parent{}, "turn", KindInternal, time.Time{})
+			_, child := Start(ctx, "history read", KindInternal)
+			child.End()
+			span.End()
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			start := time.Now()
+			err = tr.Shutdown(sctx)
+			if took := time.Since(start); took > 3*time.Second {
+				t.Fatalf("Shutdown took %s with a 1s deadline", took)
+			}
+			// Said one way or the other: logged as the export fails, or
+			// returned by Shutdown (which the daemon's Close logs).
+			if err == nil && !strings.Contains(logged.String(), "trace export failed") {
+				t.Errorf("nothing said of the spans that could not be sent; the log:\n%s", logged.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a log destination the exporter's goroutine shares.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
