@@ -306,7 +306,8 @@ func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 	}
 	// A span for each API request and webhook, under the caller's
 	// traceparent; the turns they start hang under it.
-	d.srv.Handler = httpserve.AccessLog(d.named("http"), d.tracer.Serve(d.srv.Handler, "/v1/", "/hooks/"))
+	// the request's access log line carries its trace_id.
+	d.srv.Handler = d.tracer.Serve(httpserve.AccessLog(d.named("http"), d.srv.Handler), "/v1/", "/hooks/")
 	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,

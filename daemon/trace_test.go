@@ -337,8 +337,10 @@ func TestTraceFromAPITraceparent(t *testing.T) {
 	rec := &callbackRecorder{got: make(chan struct{}, 1)}
 	hook := httptest.NewServer(rec)
 	defer hook.Close()
+	var out syncBuffer
+	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, exp := startTraced(t, "  tokens: [\""+apiToken+"\"]\n  callback_secret: \"0123456789abcdef0123456789abcdef-callbacks\"\n"+
-		"  callback_allow: [\"127.0.0.1\"]\ngateway:\n  debounce: 0s\n"+tracedYAML, nil)
+		"  callback_allow: [\"127.0.0.1\"]\ngateway:\n  debounce: 0s\n"+tracedYAML, log)
 	call := func(path string, body any, header map[string]string) map[string]any {
 		t.Helper()
 		b, _ := json.Marshal(body)
@@ -411,6 +413,22 @@ func TestTraceFromAPITraceparent(t *testing.T) {
 	want := "00-" + callerTrace + "-" + cb.SpanContext.SpanID().String() + "-01"
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("the reply callback's traceparent headers = %q, want [%q]", got, want)
+	}
+	// The request's access log line leads to the trace too.
+	var logged bool
+	for _, line := range strings.Split(out.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "http request" || rec["path"] != "/v1/sessions/"+id+"/messages" {
+			continue
+		}
+		logged = true
+		if rec["trace_id"] != callerTrace || rec["span_id"] != request.SpanContext.SpanID().String() {
+			t.Errorf("the request's access log line has trace_id %v span_id %v, want %s and the request span's %s",
+				rec["trace_id"], rec["span_id"], callerTrace, request.SpanContext.SpanID())
+		}
+	}
+	if !logged {
+		t.Errorf("no access log line of the message's request:\n%s", out.String())
 	}
 }
 

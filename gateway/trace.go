@@ -17,12 +17,16 @@ func (g *Gateway) traceTurn(ctx context.Context, items []job) (context.Context, 
 	}
 	first := items[0]
 	start := first.queued
+	var others []telemetry.Parent // the spans the other messages came under
 	for _, j := range items[1:] {
 		if !j.queued.IsZero() && (start.IsZero() || j.queued.Before(start)) {
 			start = j.queued
 		}
+		if j.parent.Valid() {
+			others = append(others, j.parent)
+		}
 	}
-	ctx, span := g.opts.Tracer.Root(ctx, first.parent, telemetry.SpanTurn, telemetry.KindConsumer, start)
+	ctx, span := g.opts.Tracer.Root(ctx, first.parent, telemetry.SpanTurn, telemetry.KindConsumer, start, others...)
 	if !span.On() {
 		return ctx, span
 	}

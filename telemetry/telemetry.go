@@ -267,8 +267,9 @@ func (p Parent) Into(ctx context.Context) context.Context {
 
 // Root starts a span that begins a trace, or continues parent's when it is
 // valid; at, when not zero, is when it began (a turn begins when its
-// message was queued).
-func (t *Tracer) Root(ctx context.Context, parent Parent, name string, kind Kind, at time.Time) (context.Context, Span) {
+// message was queued). The spans of links (the other messages a turn
+// answers, each delivered under its own) are linked to it.
+func (t *Tracer) Root(ctx context.Context, parent Parent, name string, kind Kind, at time.Time, links ...Parent) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
@@ -276,6 +277,11 @@ func (t *Tracer) Root(ctx context.Context, parent Parent, name string, kind Kind
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent.sc)
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(kind)}
+	for _, l := range links {
+		if l.sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: l.sc}))
+		}
+	}
 	if !at.IsZero() {
 		opts = append(opts, trace.WithTimestamp(at))
 	}

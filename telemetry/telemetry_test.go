@@ -405,3 +405,23 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A turn that answers several messages hangs under the first one's span
+// and links the others'.
+func TestRootLinks(t *testing.T) {
+	tr, exp := memTracer(t, Options{SampleRatio: 1})
+	ctxA, a := tr.Root(context.Background(), Parent{}, "request a", KindServer, time.Time{})
+	ctxB, b := tr.Root(context.Background(), Parent{}, "request b", KindServer, time.Time{})
+	_, turn := tr.Root(context.Background(), ParentOf(ctxA), "turn", KindConsumer, time.Time{}, ParentOf(ctxB), Parent{})
+	turn.End()
+	a.End()
+	b.End()
+	s := exp.GetSpans()[0]
+	ids := func(ctx context.Context) trace.SpanContext { return trace.SpanContextFromContext(ctx) }
+	if s.Name != "turn" || s.Parent.SpanID() != ids(ctxA).SpanID() {
+		t.Fatalf("the turn hangs under %s, want request a's %s", s.Parent.SpanID(), ids(ctxA).SpanID())
+	}
+	if len(s.Links) != 1 || s.Links[0].SpanContext.SpanID() != ids(ctxB).SpanID() {
+		t.Fatalf("the turn's links are %+v, want request b's span alone", s.Links)
+	}
+}
