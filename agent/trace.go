@@ -22,7 +22,7 @@ func (t *turn) traceCall(ctx context.Context, call llm.Request) (context.Context
 	if call.Model != "" {
 		model = call.Model // the provider's own name, after any fallback
 	}
-	ctx, span := telemetry.Start(ctx, "chat "+model, telemetry.KindClient)
+	ctx, span := telemetry.StartOp(ctx, "chat", model, telemetry.KindClient)
 	if !span.On() {
 		return ctx, callSpan{}
 	}

@@ -301,6 +301,17 @@ func Start(ctx context.Context, name string, kind Kind) (context.Context, Span) 
 	return StartAt(ctx, name, kind, time.Time{})
 }
 
+// StartOp is Start for a span named "op target" (as the GenAI
+// conventions name a model call, "chat gpt-4o"); the name is put together
+// only when the span is made.
+func StartOp(ctx context.Context, op, target string, kind Kind) (context.Context, Span) {
+	t := from(ctx)
+	if t == nil || !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ctx, Span{}
+	}
+	return StartAt(ctx, op+" "+target, kind, time.Time{})
+}
+
 // StartAt is Start for a span that began at at (zero: now).
 func StartAt(ctx context.Context, name string, kind Kind, at time.Time) (context.Context, Span) {
 	t := from(ctx)

@@ -180,6 +180,9 @@ func TestOffCostsNothing(t *testing.T) {
 	ctx := context.Background()
 	failure := errors.New("x")
 	allocs := testing.AllocsPerRun(100, func() {
+		if _, op := StartOp(ctx, "execute_tool", "files__read", KindInternal); op.On() {
+			t.Fatal("StartOp made a span with tracing off")
+		}
 		c, span := Start(ctx, "turn", KindInternal)
 		span.Str("k", "v")
 		span.Int("n", 1)

@@ -153,7 +153,7 @@ func (r *Registry) Permissions() *permissions.Checker {
 // its stack in a *PanicError) and a call cut short by ctx come back as
 // failed Results, never as a Go error or a crash.
 func (r *Registry) Call(ctx context.Context, c Call) Result {
-	ctx, span := telemetry.Start(ctx, "execute_tool "+c.Name, telemetry.KindInternal)
+	ctx, span := telemetry.StartOp(ctx, "execute_tool", c.Name, telemetry.KindInternal)
 	defer span.End()
 	if span.On() {
 		span.Str(telemetry.GenAIOperation, "execute_tool")
