@@ -457,3 +457,24 @@ func TestTraceWebhook(t *testing.T) {
 			request.Parent.SpanID(), turn.Parent.SpanID(), request.SpanContext.SpanID())
 	}
 }
+
+// Without an endpoint there is no tracer, so no span is ever made; an
+// endpoint alone turns tracing on.
+func TestTracingOffWithoutEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		on         bool
+	}{
+		{"default", "", false},
+		{"ratio and content but no endpoint", "telemetry:\n  sample_ratio: 1\n  record_content: true\n", false},
+		{"an endpoint", "telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _, stop := testDaemon(t, tc.yaml, apiOnly)
+			defer stop()
+			if d.tracer.Enabled() != tc.on {
+				t.Fatalf("tracing on = %v, want %v", d.tracer.Enabled(), tc.on)
+			}
+		})
+	}
+}
