@@ -26,6 +26,8 @@ func TestTelemetry(t *testing.T) {
 			`parley.yaml:3: telemetry.otlp.endpoint: "jaeger:4318" has no scheme; write http://jaeger:4318 for OTLP/HTTP or grpc://jaeger:4318 for OTLP/gRPC`},
 		{"unknown protocol", "telemetry:\n  otlp:\n    endpoint: http://jaeger:4318\n    protocol: thrift\n",
 			`parley.yaml:3: telemetry.otlp.endpoint: protocol "thrift" is not one parley speaks; use "http/protobuf" or "grpc", or leave it empty to go by the endpoint's scheme`},
+		{"a password in the endpoint", "telemetry:\n  otlp:\n    endpoint: https://u:s3cret@otlp.example.com\n",
+			`parley.yaml:3: telemetry.otlp.endpoint: "https://[redacted]@otlp.example.com" holds a user or password, which parley does not send; give the collector's key as a header in OTEL_EXPORTER_OTLP_HEADERS instead`},
 		{"protocol without an endpoint", "telemetry:\n  otlp:\n    protocol: grpc\n",
 			`parley.yaml:3: telemetry.otlp.protocol: set without an endpoint; set telemetry.otlp.endpoint to the collector's address, or remove the protocol`},
 		{"service.name", "telemetry:\n  resource_attributes:\n    service.name: other\n",

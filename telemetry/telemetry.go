@@ -90,12 +90,17 @@ type Target struct {
 // ParseEndpoint reads an OTLP endpoint and an optional protocol, and says
 // what is wrong with them in words for the config's problems.
 func ParseEndpoint(endpoint, protocol string) (Target, error) {
+	shown := redactUser(endpoint)
+	if strings.Contains(endpoint, "@") {
+		// Sent nowhere: the exporters take credentials as headers only.
+		return Target{}, fmt.Errorf("%q holds a user or password, which parley does not send; give the collector's key as a header in OTEL_EXPORTER_OTLP_HEADERS instead", shown)
+	}
 	if !strings.Contains(endpoint, "://") {
-		return Target{}, fmt.Errorf("%q has no scheme; write http://%s for OTLP/HTTP or grpc://%s for OTLP/gRPC", endpoint, endpoint, endpoint)
+		return Target{}, fmt.Errorf("%q has no scheme; write http://%s for OTLP/HTTP or grpc://%s for OTLP/gRPC", shown, shown, shown)
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {
-		return Target{}, fmt.Errorf("%q is not a URL; use the collector's address, such as \"http://localhost:4318\" (OTLP/HTTP) or \"grpc://localhost:4317\" (OTLP/gRPC)", endpoint)
+		return Target{}, fmt.Errorf("%q is not a URL; use the collector's address, such as \"http://localhost:4318\" (OTLP/HTTP) or \"grpc://localhost:4317\" (OTLP/gRPC)", shown)
 	}
 	var t Target
 	switch u.Scheme {
@@ -104,7 +109,7 @@ func ParseEndpoint(endpoint, protocol string) (Target, error) {
 	case "grpc", "grpcs":
 		t.Protocol, t.Insecure = ProtocolGRPC, u.Scheme == "grpc"
 	default:
-		return Target{}, fmt.Errorf("%q has the scheme %q; use http:// or https:// for OTLP/HTTP, grpc:// or grpcs:// (TLS) for OTLP/gRPC", endpoint, u.Scheme)
+		return Target{}, fmt.Errorf("%q has the scheme %q; use http:// or https:// for OTLP/HTTP, grpc:// or grpcs:// (TLS) for OTLP/gRPC", shown, u.Scheme)
 	}
 	switch protocol {
 	case "":
@@ -123,6 +128,20 @@ func ParseEndpoint(endpoint, protocol string) (Target, error) {
 		}
 	}
 	return t, nil
+}
+
+// redactUser is endpoint with anything before an "@" in its authority
+// (a user, a password) shown as [redacted].
+func redactUser(endpoint string) string {
+	at := strings.LastIndex(endpoint, "@")
+	if at < 0 {
+		return endpoint
+	}
+	start := 0
+	if i := strings.Index(endpoint, "://"); i >= 0 && i < at {
+		start = i + 3
+	}
+	return endpoint[:start] + "[redacted]" + endpoint[at:]
 }
 
 // New makes the tracer o describes. With no endpoint and no exporter it

@@ -37,9 +37,14 @@ func TestParseEndpoint(t *testing.T) {
 		{"no host", "http://", "", Target{}, "is not a URL"},
 		{"another scheme", "udp://jaeger:6831", "", Target{}, `has the scheme "udp"`},
 		{"unknown protocol", "http://jaeger:4318", "thrift", Target{}, `protocol "thrift" is not one parley speaks`},
+		{"a password", "https://user:s3cret-key@otlp.example.com", "", Target{}, `"https://[redacted]@otlp.example.com" holds a user or password, which parley does not send`},
+		{"a password without a scheme", "key:s3cret-key@otlp.example.com:4318", "", Target{}, `"[redacted]@otlp.example.com:4318" holds a user or password`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseEndpoint(tc.endpoint, tc.protocol)
+			if err != nil && strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("the error shows the password: %v", err)
+			}
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("ParseEndpoint(%q, %q) = %+v, %v; want an error saying %q", tc.endpoint, tc.protocol, got, err, tc.err)
