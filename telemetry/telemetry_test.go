@@ -115,11 +115,17 @@ func sendTwo(t *testing.T, endpoint string) {
 }
 
 // The real OTLP/HTTP exporter, configured from an endpoint without a path,
-// posts protobuf to the collector's /v1/traces.
+// posts protobuf to the collector's /v1/traces, with the headers
+// OTEL_EXPORTER_OTLP_HEADERS gives (a hosted collector's key).
 func TestExportOTLPHTTP(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=collector-key-1")
 	var got received
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Api-Key") != "collector-key-1" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
 		if r.URL.Path != DefaultTracesPath || r.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "wrong path or type: "+r.URL.Path+" "+r.Header.Get("Content-Type"), http.StatusNotFound)
 			return
