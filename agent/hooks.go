@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/telemetry"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -383,7 +384,14 @@ func (r *Runner) compact(ctx context.Context, t *turn, when CompactWhen, used, l
 		s.State, s.Message = StateBusy, compactingMessage
 	})
 	defer r.statuses.set(sess.ID, prev)
+	ctx, span := telemetry.Start(ctx, telemetry.SpanCompaction, telemetry.KindInternal)
+	defer span.End()
+	span.Str("parley.compaction.trigger", string(when))
 	res, err := r.opts.Compactor.Compact(ctx, req)
+	span.Fail(err)
+	span.Bool("parley.compaction.compacted", res.Compacted)
+	span.Int("parley.compaction.tokens_before", int64(res.TokensBefore))
+	span.Int("parley.compaction.tokens_after", int64(res.TokensAfter))
 	if err == nil && res.Compacted {
 		r.log.InfoContext(ctx, "session compacted", "session_id", sess.ID, "trigger", string(when),
 			"archived", res.Archived, "tokens_before", res.TokensBefore, "tokens_after", res.TokensAfter)

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/skills"
+	"github.com/parleyd/parley/telemetry"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -264,7 +265,11 @@ func (t *turn) loadHistory() error {
 		opts.AfterAppend = t.res.Messages[n-1].ID
 	}
 	t.historyRead = true
+	_, span := telemetry.Start(t.pctx, telemetry.SpanHistory, telemetry.KindInternal)
 	stored, err := t.r.opts.Store.Messages(t.pctx, t.id, opts)
+	span.Int("parley.history.messages", int64(len(stored)))
+	span.Fail(err)
+	span.End()
 	if err != nil {
 		return fmt.Errorf("load history of session %s: %w", t.id, err)
 	}
@@ -442,7 +447,13 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 			"cleared", pruned.Cleared, "tokens_before", pruned.Before, "tokens_after", pruned.After)
 	}
 	call.Messages = msgs
+	ctx, span := t.traceCall(ctx, call)
+	first := span.On() // the first token's moment is wanted
 	resp, err := t.model.Stream(llm.WithCallTimeouts(ctx, t.req.Agent.Timeouts), call, func(d llm.Delta) {
+		if first && (d.Text != "" || d.ToolCallStarted != nil) {
+			first = false
+			span.FirstToken(time.Now())
+		}
 		if d.Text != "" {
 			t.publish(EventMessageDelta, d.Text)
 			if t.req.OnText != nil && t.side == nil {
@@ -450,6 +461,7 @@ func (t *turn) stream(ctx context.Context) (llm.Response, error) {
 			}
 		}
 	})
+	span.end(resp, err)
 	recovered, st := false, Status{}
 	t.r.statuses.update(t.id, func(s *Status) {
 		if s.State == StateRetrying {

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/signing"
+	"github.com/parleyd/parley/telemetry"
 )
 
 const (
@@ -118,10 +119,13 @@ func ReplyCallbackHook(hold time.Duration) sessions.AppendHook {
 			return err
 		}
 		at := dbutil.Millis(m.CreatedAt)
-		if _, err := q.ExecContext(ctx, holdCallbackQuery, uuid.Must(uuid.NewV7()).String(), string(m.SessionID), string(m.ID),
+		id := uuid.Must(uuid.NewV7()).String()
+		if _, err := q.ExecContext(ctx, holdCallbackQuery, id, string(m.SessionID), string(m.ID),
 			target, string(body), at+hold.Milliseconds(), at); err != nil {
 			return fmt.Errorf("queue the reply callback of %s: %w", m.ID, err)
 		}
+		// Its POST goes under the turn's span, as traceparent.
+		telemetry.Remember(ctx, id)
 		return nil
 	}
 }
@@ -492,7 +496,14 @@ func (c *Callbacks) release(ctx context.Context) {
 	}
 }
 
-func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {
+func (c *Callbacks) post(ctx context.Context, d dueCallback) (code int, err error) {
+	ctx, span := telemetry.Start(telemetry.Recall(ctx, d.id), telemetry.SpanCallback, telemetry.KindClient)
+	defer func() {
+		span.Int("http.response.status_code", int64(code))
+		span.Fail(err)
+		span.End()
+	}()
+	span.Int("parley.callback.attempt", int64(d.attempt))
 	body := []byte(d.body)
 	if err := c.policy.Load().checkURL(d.url); err != nil {
 		return 0, err
@@ -501,6 +512,7 @@ func (c *Callbacks) post(ctx context.Context, d dueCallback) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	telemetry.Inject(ctx, req.Header)
 	ts, sig := signing.Sign(c.opts.Secret, c.opts.Now(), body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "parley-callbacks")

@@ -112,6 +112,8 @@ type Config struct {
 	// Harnesses are the bases sessions run on (agents[].harness,
 	// bindings[].harness, POST /v1/sessions).
 	Harnesses []Harness `yaml:"harnesses"`
+	// Telemetry sends traces of each turn to an OTLP collector.
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	// Where each key is in the file, for problems found after Parse.
 	file  string

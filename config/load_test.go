@@ -19,7 +19,7 @@ func TestParseStructureProblems(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			src:  "log:\n  level: info\ndatabse:\n  url: x.db\n",
-			want: []string{`parley.yaml:3: unknown key "databse"; did you mean "database"? (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, mcp, budgets, cron, permissions, sessions, skills, secrets, speech, session_hooks, harnesses)`},
+			want: []string{`parley.yaml:3: unknown key "databse"; did you mean "database"? (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, mcp, budgets, cron, permissions, sessions, skills, secrets, speech, session_hooks, harnesses, telemetry)`},
 		},
 		{
 			name: "unknown nested key",
@@ -39,7 +39,7 @@ func TestParseStructureProblems(t *testing.T) {
 		{
 			name: "keys are not expanded",
 			src:  "${X}: 1\n",
-			want: []string{`parley.yaml:1: unknown key "${X}" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, mcp, budgets, cron, permissions, sessions, skills, secrets, speech, session_hooks, harnesses)`},
+			want: []string{`parley.yaml:1: unknown key "${X}" (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, mcp, budgets, cron, permissions, sessions, skills, secrets, speech, session_hooks, harnesses, telemetry)`},
 		},
 		{
 			name: "duplicate key",
@@ -112,7 +112,7 @@ func TestParseStructureProblems(t *testing.T) {
 				"log:\n" +
 				"  level: loud\n",
 			want: []string{
-				`parley.yaml:1: unknown key "databse"; did you mean "database"? (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, mcp, budgets, cron, permissions, sessions, skills, secrets, speech, session_hooks, harnesses)`,
+				`parley.yaml:1: unknown key "databse"; did you mean "database"? (known keys: database, http, log, agents, providers, gateway, bindings, memory, adapters, hooks, mcp, budgets, cron, permissions, sessions, skills, secrets, speech, session_hooks, harnesses, telemetry)`,
 				`parley.yaml:4: unknown key "agents[0].modle"; did you mean "agents[0].model"? (known keys: id, model, prompt, workspace, tools, max_steps, queue_mode, max_output_tokens, vision, max_context_tokens, compaction, idle_timeout_minutes, daily_reset_hour, timezone, history, files, images, voice_replies, fallback_models, models, reasoning_effort, timeouts, permissions, subagents, harness)`,
 				`parley.yaml:5: agents[0].daily_reset_hour: 24 is out of range; use 0-23, or -1 to turn the daily reset off`,
 				`parley.yaml:6: agents[0].max_context_tokens: expected an integer, got "lots"`,

@@ -54,6 +54,7 @@ var ReloadKeys = map[string]ReloadClass{
 	"skills":                        ReloadLive,
 	"secrets":                       ReloadRestart,
 	"speech":                        ReloadRestart,
+	"telemetry":                     ReloadRestart,
 }
 
 // AdapterAccessKeys are the keys of a channel's entry a reload applies:

@@ -75,6 +75,7 @@ func (c *Config) validate(ck *checker) {
 	c.checkPermissions(ck)
 	c.Sessions.validate(ck)
 	c.checkSpeech(ck)
+	c.checkTelemetry(ck)
 	c.Skills.check(ck)
 	c.noSecretRefs(ck)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyd/parley/cron/crontest"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/telemetry"
 )
 
 // sink records fires as the gateway would take them, dropping a repeat of
@@ -22,18 +23,21 @@ type sink struct {
 	got  chan adapters.Inbound
 	err  error
 	dups int
+	// traces are the trace ids of the spans fires were delivered under.
+	traces []string
 }
 
 func newSink() *sink {
 	return &sink{seen: map[string]bool{}, got: make(chan adapters.Inbound, 100)}
 }
 
-func (s *sink) Deliver(_ context.Context, in adapters.Inbound) error {
+func (s *sink) Deliver(ctx context.Context, in adapters.Inbound) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.traces = append(s.traces, telemetry.ParentOf(ctx).TraceID())
 	if s.err != nil {
 		return s.err
 	}
@@ -122,6 +126,7 @@ type env struct {
 	notes  *notifier
 	mu     sync.Mutex
 	aborts []sessions.Key
+	tracer *telemetry.Tracer // nil: tracing off
 }
 
 func newEnv(t *testing.T, db *dbutil.DB, start string) *env {
@@ -150,7 +155,7 @@ type running struct {
 func (e *env) start() *running {
 	e.t.Helper()
 	s, err := cron.New(cron.Options{
-		Store: e.store, Clock: e.clk, Notifier: e.notes, Poll: time.Hour,
+		Store: e.store, Clock: e.clk, Notifier: e.notes, Poll: time.Hour, Tracer: e.tracer,
 		Abort: func(k sessions.Key) bool {
 			e.mu.Lock()
 			defer e.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/telemetry"
 )
 
 // Clock is the scheduler's time source; tests use a fake one
@@ -110,7 +111,10 @@ type Options struct {
 	// changed in another process) and queued manual runs are started.
 	// Default 15s.
 	Poll time.Duration
-	Log  *slog.Logger
+	// Tracer, when set, starts a trace at each fire; the turn it runs
+	// hangs under it.
+	Tracer *telemetry.Tracer
+	Log    *slog.Logger
 }
 
 // Defaults for Options.
@@ -451,6 +455,10 @@ func (s *Scheduler) start(ctx context.Context, j Job, r Run) {
 	if sink == nil {
 		return // stopping: the next start delivers it again
 	}
+	ctx, span := s.opts.Tracer.Root(ctx, telemetry.Parent{}, telemetry.SpanCronFire, telemetry.KindProducer, time.Time{})
+	defer span.End()
+	span.Str("parley.cron.job", j.ID)
+	span.Str("parley.cron.run", r.ID)
 	in := adapters.Inbound{
 		Adapter: s.opts.ID, Surface: sessions.SurfaceCron, ChatID: r.ChatID(), UserID: "cron",
 		DisplayName: "scheduled job " + j.ID, Group: true, AgentID: r.AgentID,
@@ -458,6 +466,7 @@ func (s *Scheduler) start(ctx context.Context, j Job, r Run) {
 		MessageID: r.ChatID(), Text: j.Prompt, Time: r.ScheduledAt,
 	}
 	if err := sink.Deliver(ctx, in); err != nil {
+		span.Fail(err)
 		if ctx.Err() != nil {
 			return // stopping: the next start delivers it again
 		}

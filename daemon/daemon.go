@@ -35,6 +35,7 @@ import (
 	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/sessionhooks"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/telemetry"
 	"github.com/parleyd/parley/tools"
 	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/vault"
@@ -77,13 +78,16 @@ type Daemon struct {
 	// values and key, MCP servers' env and headers, people's tokens) in
 	// tool results, errors and log lines.
 	scrubber *secret.Scrubber
-	mcp      *mcptools.Manager        // the MCP servers' tools
-	tools    *tools.Registry          // every tool agents may call
-	perms    *permissions.Checker     // checks every tool call
-	caps     adapters.CapabilityCache // the channels' capabilities, read once
-	budget   *budgets.Caps            // the daily spend caps
-	bridge   *turns.Bridge            // runs the gateway's turns through the agent
-	desk     *permissions.Desk        // permission questions waiting for their answer
+	// tracer starts the spans of turns, requests and cron fires; nil with
+	// tracing off.
+	tracer *telemetry.Tracer
+	mcp    *mcptools.Manager        // the MCP servers' tools
+	tools  *tools.Registry          // every tool agents may call
+	perms  *permissions.Checker     // checks every tool call
+	caps   adapters.CapabilityCache // the channels' capabilities, read once
+	budget *budgets.Caps            // the daily spend caps
+	bridge *turns.Bridge            // runs the gateway's turns through the agent
+	desk   *permissions.Desk        // permission questions waiting for their answer
 	sessionTools
 	adapters map[adapters.ID]adapters.Adapter
 	release  func()
@@ -119,7 +123,11 @@ type Daemon struct {
 // build opens the database (locking a SQLite file against a second
 // daemon), migrates it and builds the data path with the channels given
 // (tests and parley chat add theirs). Close it with Close.
-func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter) (*Daemon, error) {
+func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[adapters.ID]adapters.Adapter, opts ...Option) (*Daemon, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	scrubber := secret.NewScrubber()
 	log = slog.New(scrubber.Handler(log.Handler()))
 	d := &Daemon{log: log.With("component", "daemon"), base: log, adapters: ads, release: func() {}, scrubber: scrubber, ready: make(chan struct{})}
@@ -147,6 +155,15 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		return nil, err
 	}
 
+	tracer, err := newTracer(ctx, cfg, o, scrubber, log)
+	if err != nil {
+		db.Close()
+		d.release()
+		return nil, err
+	}
+	// Lines logged within a span carry its trace_id.
+	log = slog.New(tracer.LogHandler(log.Handler()))
+	d.tracer, d.base, d.log = tracer, log, log.With("component", "daemon")
 	d.openReplicas(cfg)
 	d.metrics = metrics.New()
 	d.budget = budgets.New(db, func() config.Budgets { return d.cfg().Budgets }, d.metrics.BudgetRefused)
@@ -194,6 +211,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 			"agent_id", id, "model", a.Model)
 	}
 	fail := func(err error) (*Daemon, error) {
+		_ = tracer.Shutdown(context.WithoutCancel(ctx))
 		db.Close()
 		d.release()
 		return nil, err
@@ -215,6 +233,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		OnEnd:      func(st cron.Status) { d.metrics.CronRun(string(st)) },
 		Unattended: cron.UnattendedFor(d.cfg),
 		Jobs:       func() int { return len(d.cfg().Cron.Jobs) },
+		Tracer:     d.tracer,
 		Log:        d.named("cron"),
 	}); err != nil {
 		return fail(err)
@@ -275,6 +294,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 		Transcriber: transcriber(cfg),
 		Speaks:      cfg.Speech.Enabled(),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
+		Tracer:      d.tracer,
 		Log:         d.named("gateway"),
 	}
 	if d.replicas != nil {
@@ -342,4 +362,16 @@ func (d *Daemon) named(component string) *slog.Logger {
 		return slog.New(slog.DiscardHandler) // a Daemon a test made by hand
 	}
 	return d.base.With("component", component)
+}
+
+// newTracer is the tracer the telemetry section describes (nil: off),
+// sending to o's exporter instead when it has one.
+func newTracer(ctx context.Context, cfg *config.Config, o options, scrubber *secret.Scrubber, log *slog.Logger) (*telemetry.Tracer, error) {
+	t := cfg.Telemetry
+	if !t.Enabled() && o.spans == nil {
+		return nil, nil
+	}
+	return telemetry.New(ctx, telemetry.Options{Endpoint: t.OTLP.Endpoint, Protocol: t.OTLP.Protocol, SampleRatio: t.SampleRatio,
+		Resource: t.ResourceAttributes, RecordContent: t.RecordContent, Version: o.version, Scrub: scrubber.Scrub,
+		Exporter: o.spans, Log: log.With("component", "telemetry")})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/mcpserve"
 	"github.com/parleyd/parley/runfile"
+	"github.com/parleyd/parley/telemetry"
 	"github.com/parleyd/parley/turns"
 	"github.com/parleyd/parley/webhooks"
 )
@@ -27,6 +28,10 @@ const shutdownGrace = 10 * time.Second
 // flushTimeout bounds the last sends after the lanes have drained.
 const flushTimeout = 10 * time.Second
 
+// spanFlushTimeout bounds sending the last spans at Close, so a collector
+// that is down delays the exit by no more.
+const spanFlushTimeout = 5 * time.Second
+
 // An Option changes what New builds.
 type Option func(*options)
 
@@ -34,6 +39,14 @@ type options struct {
 	channels   map[adapters.ID]adapters.Adapter
 	configUsed string
 	version    string
+	spans      telemetry.Exporter
+}
+
+// WithSpanExporter sends the daemon's spans to exp, as they end, in place
+// of the OTLP collector telemetry.otlp.endpoint names (tests; a benchmark
+// that discards them). The rest of the telemetry section applies.
+func WithSpanExporter(exp telemetry.Exporter) Option {
+	return func(o *options) { o.spans = exp }
 }
 
 // WithChannels runs the daemon with only these channels and no HTTP
@@ -63,7 +76,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d, err := build(ctx, cfg, log, o.channels)
+	d, err := build(ctx, cfg, log, o.channels, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +311,10 @@ func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
 		d.ops = httpserve.NewServer(httpserve.AccessLog(d.named("http"), d.metricsHandler(health)))
 		go func() { _ = d.ops.Serve(opsLn) }()
 	}
-	d.srv.Handler = httpserve.AccessLog(d.named("http"), d.srv.Handler)
+	// A span for each API request and webhook, under the caller's
+	// traceparent; the turns they start hang under it.
+	// the request's access log line carries its trace_id.
+	d.srv.Handler = d.tracer.Serve(httpserve.AccessLog(d.named("http"), d.srv.Handler), "/v1/", "/hooks/")
 	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
@@ -430,6 +446,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // Close releases the database and its lock.
 func (d *Daemon) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), spanFlushTimeout)
+	defer cancel()
+	if err := d.tracer.Shutdown(ctx); err != nil {
+		d.log.Warn("the last spans were not sent", "error", err)
+	}
 	d.db.Close()
 	d.release()
 }

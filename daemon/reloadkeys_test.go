@@ -253,6 +253,13 @@ func reloadCases(dir string) []reloadCase {
 		restart("speech.timeout", func(c *config.Config) { c.Speech.Timeout = dur(9 * time.Second) }),
 		restart("speech.voice_model", func(c *config.Config) { c.Speech.VoiceModel = "tts-1-hd" }),
 		restart("speech.voice", func(c *config.Config) { c.Speech.Voice = "nova" }),
+		restart("telemetry.otlp.endpoint", func(c *config.Config) { c.Telemetry.OTLP.Endpoint = "http://127.0.0.1:4318" }),
+		restart("telemetry.otlp.protocol", func(c *config.Config) { c.Telemetry.OTLP.Protocol = "grpc" }),
+		restart("telemetry.sample_ratio", func(c *config.Config) { c.Telemetry.SampleRatio = 0.5 }),
+		restart("telemetry.resource_attributes", func(c *config.Config) {
+			c.Telemetry.ResourceAttributes = map[string]string{"deployment.environment": "staging"}
+		}),
+		restart("telemetry.record_content", func(c *config.Config) { c.Telemetry.RecordContent = true }),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/telemetry"
 )
 
 // Recovery says what to do, on start, with messages accepted before a crash
@@ -126,7 +127,11 @@ type Options struct {
 	// stored; nil: they reach the agent as files.
 	Transcriber Transcriber
 	Lanes       LaneOptions[string]
-	Log         *slog.Logger
+	// Tracer, when set, traces each turn: a span from its message's
+	// queueing to its end, under the span of the request or cron fire
+	// that delivered it.
+	Tracer *telemetry.Tracer
+	Log    *slog.Logger
 }
 
 // Gateway is gateway.Deliver and everything behind it.
@@ -178,6 +183,12 @@ type job struct {
 	refused *error
 	// takenOver: recovery dispatches it, holding order.
 	takenOver bool
+	// parent is the span that delivered it (an API request's, a cron
+	// fire's; none for a chat message or a recovered one), and queued
+	// when it was queued: its turn's span hangs under parent and begins
+	// at queued. Both are kept only while tracing is on.
+	parent telemetry.Parent
+	queued time.Time
 }
 
 // New builds a gateway; call Recover, then let adapters Deliver.
@@ -314,7 +325,7 @@ func (g *Gateway) deliver(ctx context.Context, in adapters.Inbound, also func(q 
 		g.opts.Log.DebugContext(ctx, "duplicate message dropped", "adapter", in.Adapter, "chat_id", in.ChatID, "message_id", in.MessageID)
 		return nil
 	}
-	g.dispatch(ctx, job{inboundID: id, in: in, refused: refused})
+	g.dispatch(ctx, job{inboundID: id, in: in, refused: refused, parent: telemetry.ParentOf(ctx)})
 	return nil
 }
 
@@ -376,6 +387,9 @@ func (g *Gateway) dispatch(ctx context.Context, j job) {
 	if !j.contextOnly && !j.mark && !isCommand {
 		// Before it is queued, so its answer always finds it.
 		g.acknowledge(ctx, j)
+	}
+	if g.opts.Tracer.Enabled() {
+		j.queued = time.Now()
 	}
 	depth, err := g.lanes.Enqueue(laneKey(j.key), j)
 	if err != nil {
@@ -701,6 +715,8 @@ func (g *Gateway) repair(ctx context.Context, items []job) {
 func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) {
 	first := items[0]
 	last := items[len(items)-1]
+	ctx, span := g.traceTurn(ctx, items)
+	defer span.End()
 	defer func() {
 		if p := recover(); p != nil {
 			err := fmt.Errorf("panic: %v", p)
@@ -718,10 +734,13 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		return // left accepted: the next start runs it
 	}
 	if err != nil {
+		span.Fail(err)
 		ref, text := g.failed(ctx, first.key, "resolve session", err, "Sorry, I couldn't open this conversation's history")
 		g.complete(ctx, outcome{jobs: items, status: InboundFailed, err: "ref " + ref + ": " + err.Error(), replyTo: last, text: text})
 		return
 	}
+	span.Str(telemetry.AttrSession, string(sess.ID))
+	span.Str(telemetry.GenAIConversation, string(sess.ID))
 	msgs := make([]adapters.Inbound, len(items))
 	ids := make([]string, len(items))
 	for i, j := range items {
@@ -771,6 +790,10 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 	// A try the database fails under is tried again within Run, once the
 	// database answers; the lane holds its place meanwhile.
 	reply, err := g.opts.Runner.Run(ctx, input)
+	span.Content(telemetry.AttrOutput, reply)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		span.Fail(err)
+	}
 	if err != nil {
 		// A try's Finish may have run in a transaction that didn't
 		// commit: the outcome is recorded below, as for any failure.

@@ -15,6 +15,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/telemetry"
 )
 
 // SenderOptions configure the outbox sender.
@@ -366,6 +367,11 @@ func (s *Sender) deliverReply(ctx context.Context, a adapters.Adapter, r Reply) 
 // called once the platform call is over.
 func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error) {
 	attempt := r.Attempts + 1 // the claim counted this one
+	// Under the span of the turn that queued it, while tracing is on.
+	ctx, span := telemetry.Start(telemetry.Recall(ctx, r.InboundID), telemetry.SpanOutboxSend, telemetry.KindClient)
+	defer span.End()
+	span.Str(telemetry.AttrChannel, string(r.Adapter))
+	span.Int("parley.outbox.attempt", int64(attempt))
 	if s.opts.Alive != nil {
 		if _, err := s.opts.Alive(); err != nil {
 			called()
@@ -385,6 +391,7 @@ func (s *Sender) send(ctx context.Context, r Reply, called func()) (bool, error)
 		start := time.Now()
 		sent, err = s.deliverReply(sendCtx, a, r)
 		cancel()
+		span.Fail(err)
 		if s.opts.OnSend != nil {
 			s.opts.OnSend(r.Adapter, time.Since(start), err)
 		}

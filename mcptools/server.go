@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parleyd/parley/telemetry"
 	"github.com/parleyd/parley/tools"
 )
 
@@ -109,8 +110,9 @@ func (s *server) connectLocked(ctx context.Context) error {
 	var transport mcp.Transport
 	if s.cfg.URL != "" {
 		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxEventSize: capBytes,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: s.cfg.Headers,
-				base: capTransport{max: capBytes, base: http.DefaultTransport}}}}
+			// Each call carries its tool call's span as traceparent.
+			HTTPClient: &http.Client{Transport: telemetry.Transport(headerTransport{headers: s.cfg.Headers,
+				base: capTransport{max: capBytes, base: http.DefaultTransport}})}}
 	} else {
 		transport = stdioTransport{cfg: s.cfg, lookup: lookupEnv}
 	}
@@ -262,7 +264,7 @@ func (s *server) refresh(ctx context.Context) {
 // tool is t as a parley tool; withSchema gives the registry its schema.
 func (s *server) tool(t *mcp.Tool, withSchema bool) tools.Tool {
 	name := t.Name
-	out := tools.Tool{Name: s.cfg.ID + Sep + name, Description: s.scrub(cutDescription(t.Description)),
+	out := tools.Tool{Name: s.cfg.ID + Sep + name, Description: s.scrub(cutDescription(t.Description)), Server: s.cfg.ID,
 		Run: func(ctx context.Context, call tools.Call) (string, error) {
 			if s.users != nil {
 				return s.users.call(ctx, call.Origin.User, name, call.Arguments)

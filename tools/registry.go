@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/permissions"
+	"github.com/parleyd/parley/telemetry"
 )
 
 // Registry holds the tools agents may select, and runs them: Call is the
@@ -153,6 +154,16 @@ func (r *Registry) Permissions() *permissions.Checker {
 // its stack in a *PanicError) and a call cut short by ctx come back as
 // failed Results, never as a Go error or a crash.
 func (r *Registry) Call(ctx context.Context, c Call) Result {
+	ctx, span := telemetry.StartOp(ctx, "execute_tool", c.Name, telemetry.KindInternal)
+	defer span.End()
+	if span.On() {
+		span.Str(telemetry.GenAIOperation, "execute_tool")
+		span.Str(telemetry.GenAIToolName, c.Name)
+		span.Str(telemetry.GenAIToolCallID, c.ID)
+		if reg, ok := r.lookup(c.Name); ok && reg.tool.Server != "" {
+			span.Str(telemetry.AttrMCPServer, reg.tool.Server)
+		}
+	}
 	res := r.call(ctx, c)
 	if scrub := r.scrubber(); scrub != nil {
 		res.Content = scrub(res.Content)
@@ -162,6 +173,8 @@ func (r *Registry) Call(ctx context.Context, c Call) Result {
 			}
 		}
 	}
+	span.Bool("parley.tool.error", res.IsError)
+	span.Fail(res.Err)
 	return res
 }
 
@@ -202,8 +215,12 @@ func (r *Registry) call(ctx context.Context, c Call) (res Result) {
 		return Failed(fmt.Errorf("%w: %s", ErrInvalidArguments, msg))
 	}
 	if perms != nil {
+		// A rule that says ask waits here for the person's answer.
+		_, wait := telemetry.Start(ctx, telemetry.SpanPermission, telemetry.KindInternal)
 		err := perms.Check(ctx, permissions.Call{Tool: c.Name, Arguments: c.Arguments, SessionID: string(c.SessionID),
 			AgentID: c.Key.AgentID, Origin: c.Origin})
+		wait.Bool("parley.permission.allowed", err == nil)
+		wait.End()
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

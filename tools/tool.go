@@ -30,6 +30,9 @@ type Tool struct {
 	// Retry, if set, tries a call that failed in a way worth trying again
 	// (a timeout, what it called unavailable or rate limiting) again.
 	Retry *Retry
+	// Server names the MCP server the tool is of ("" for a built-in), for
+	// its calls' spans.
+	Server string
 }
 
 // Decoded is a Tool's Run that reads the call's arguments into an A with

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,6 +200,21 @@ func BenchmarkTelegramDaemonProcess(b *testing.B) {
 		model := llmtest.NewOpenAIEcho(b, 0)
 		benchTelegramDaemonProcess(b, model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
 	})
+	// The same two with tracing on, every trace kept, exported over
+	// OTLP/HTTP to a collector in this process that reads and discards
+	// them (its CPU counts in fake-cpu-ms/msg): against "echo" and
+	// "openai-compatible", what tracing costs parley.
+	b.Run("echo-traced", func(b *testing.B) {
+		otlp := newDiscardingCollector(b)
+		benchTelegramDaemonProcess(b, otlp.ConfigYAML())
+		otlp.check(b)
+	})
+	b.Run("openai-compatible-traced", func(b *testing.B) {
+		otlp := newDiscardingCollector(b)
+		model := llmtest.NewOpenAIEcho(b, 0)
+		benchTelegramDaemonProcess(b, otlp.ConfigYAML()+model.ConfigYAML()+"agents:\n  - id: default\n    model: openai/gpt-test\n")
+		otlp.check(b)
+	})
 	// Each message a voice note, transcribed by an instant fake speech
 	// server (in this process), answered by echo: against "echo", what a
 	// voice note costs parley beyond the provider's call (fetching it,
@@ -255,4 +274,35 @@ func benchTelegramDaemonProcess(b *testing.B, modelYAML string, via ...func(*tel
 		b.ReportMetric(float64(parleyAfter-parleyBefore)/float64(fake), "cpu/fake-cpu")
 	}
 	p.stop(20 * time.Second)
+}
+
+// discardingCollector is an OTLP/HTTP collector that reads each export
+// and throws it away, counting the bytes.
+type discardingCollector struct {
+	*httptest.Server
+	bytes atomic.Int64
+}
+
+func newDiscardingCollector(tb testing.TB) *discardingCollector {
+	c := &discardingCollector{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		c.bytes.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// ConfigYAML is the telemetry section sending every trace to c.
+func (c *discardingCollector) ConfigYAML() string {
+	return "telemetry:\n  otlp:\n    endpoint: " + c.URL + "\n  sample_ratio: 1\n"
+}
+
+// check fails the benchmark when no span reached c: it measured nothing.
+func (c *discardingCollector) check(tb testing.TB) {
+	tb.Helper()
+	if c.bytes.Load() == 0 {
+		tb.Fatal("the collector received no spans")
+	}
 }
