@@ -470,8 +470,16 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 		{"an endpoint", "telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, _, stop := testDaemon(t, tc.yaml, apiOnly)
-			defer stop()
+			path, _ := writeConfigTB(t, tc.yaml)
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
 			if d.tracer.Enabled() != tc.on {
 				t.Fatalf("tracing on = %v, want %v", d.tracer.Enabled(), tc.on)
 			}
