@@ -141,8 +141,9 @@ func TestTraceTelegramTurn(t *testing.T) {
 	if _, err := tg.WaitSent(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	spans := waitSpans(t, exp, "two sends of replies", func(s tracetest.SpanStubs) bool {
-		return len(named(s, telemetry.SpanOutboxSend)) >= 2
+	// The sends and the turns end apart (a send may end first).
+	spans := waitSpans(t, exp, "two turns and their replies' sends", func(s tracetest.SpanStubs) bool {
+		return len(named(s, telemetry.SpanOutboxSend)) >= 2 && len(named(s, telemetry.SpanTurn)) >= 2
 	})
 
 	turns := named(spans, telemetry.SpanTurn)
