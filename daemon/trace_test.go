@@ -141,8 +141,9 @@ func TestTraceTelegramTurn(t *testing.T) {
 	if _, err := tg.WaitSent(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	spans := waitSpans(t, exp, "two sends of replies", func(s tracetest.SpanStubs) bool {
-		return len(named(s, telemetry.SpanOutboxSend)) >= 2
+	// The sends and the turns end apart (a send may end first).
+	spans := waitSpans(t, exp, "two turns and their replies' sends", func(s tracetest.SpanStubs) bool {
+		return len(named(s, telemetry.SpanOutboxSend)) >= 2 && len(named(s, telemetry.SpanTurn)) >= 2
 	})
 
 	turns := named(spans, telemetry.SpanTurn)
@@ -470,11 +471,50 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 		{"an endpoint", "telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, _, stop := testDaemon(t, tc.yaml, apiOnly)
-			defer stop()
+			path, _ := writeConfigTB(t, tc.yaml)
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
 			if d.tracer.Enabled() != tc.on {
 				t.Fatalf("tracing on = %v, want %v", d.tracer.Enabled(), tc.on)
 			}
 		})
+	}
+}
+
+// With record_content on, the turn's span carries the message and the
+// reply, and the model call's span the model's answer.
+func TestTraceRecordsContent(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	_, exp := startTraced(t, "gateway:\n  debounce: 0s\n"+tracedYAML+"  record_content: true\n"+
+		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "), nil)
+	tg.InjectText(9, 9, "what is on the span")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sent, err := tg.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := waitSpans(t, exp, "the turn", func(s tracetest.SpanStubs) bool { return len(named(s, telemetry.SpanTurn)) == 1 })
+	turn := named(spans, telemetry.SpanTurn)[0]
+	if v, _ := attr(turn, telemetry.AttrInput); v.AsString() != "what is on the span" {
+		t.Errorf("the turn's %s = %q, want the message", telemetry.AttrInput, v.AsString())
+	}
+	if v, _ := attr(turn, telemetry.AttrOutput); v.AsString() == "" || v.AsString() != sent[0].Text {
+		t.Errorf("the turn's %s = %q, want the reply sent, %q", telemetry.AttrOutput, v.AsString(), sent[0].Text)
+	}
+	chats := named(spans, "chat")
+	if len(chats) != 1 {
+		t.Fatalf("%d model call spans, want 1", len(chats))
+	}
+	if v, _ := attr(chats[0], telemetry.AttrOutput); v.AsString() != sent[0].Text {
+		t.Errorf("the model call's %s = %q, want the model's answer %q", telemetry.AttrOutput, v.AsString(), sent[0].Text)
 	}
 }

@@ -34,11 +34,13 @@ func (g *Gateway) traceTurn(ctx context.Context, items []job) (context.Context, 
 	span.Str(telemetry.GenAIAgentID, first.agent)
 	span.Int(telemetry.AttrMessages, int64(len(items)))
 	span.Bool("parley.recovered", first.repair != "" || first.takenOver)
-	texts := make([]string, len(items))
-	for i, j := range items {
-		texts[i] = j.in.Text
+	if span.RecordsContent() {
+		texts := make([]string, len(items))
+		for i, j := range items {
+			texts[i] = j.in.Text
+		}
+		span.Content(telemetry.AttrInput, strings.Join(texts, "\n"))
 	}
-	span.Content(telemetry.AttrInput, strings.Join(texts, "\n"))
 	if !start.IsZero() {
 		_, wait := telemetry.StartAt(ctx, telemetry.SpanQueueWait, telemetry.KindInternal, start)
 		wait.End()

@@ -11,24 +11,23 @@ import (
 // from its own queue, each by a loop that reads rows, not contexts. The
 // turn leaves its span here under the row's id (Remember), and the loop
 // takes it back (Recall) to put the send under the turn. Only sampled
-// spans are kept, for handoffTTL, and at most handoffCap of them: a row
-// sent after that, or after a restart, is sent under no trace.
+// spans are kept, in two generations: the current one takes what is
+// remembered until it is handoffAge old or holds handoffCap spans, then
+// becomes the previous one, and the one before is dropped. A span is so
+// kept for at least one generation; a row sent after that, or after a
+// restart, is sent under no trace.
 const (
-	handoffTTL = 10 * time.Minute
+	handoffAge = 5 * time.Minute
 	handoffCap = 50000
 )
-
-type handed struct {
-	p  Parent
-	at time.Time
-}
 
 // handoffs is one table for the process: its keys are record ids
 // (UUIDv7), unique across the daemons a process may run.
 var handoffs struct {
-	used atomic.Bool // once anything was remembered: Recall costs nothing before
-	mu   sync.Mutex
-	byID map[string]handed
+	used      atomic.Bool // once anything was remembered: Recall costs nothing before
+	mu        sync.Mutex
+	cur, prev map[string]Parent
+	since     time.Time // when cur began
 }
 
 // Remember keeps ctx's span under key, for Recall; nothing when ctx has no
@@ -42,20 +41,10 @@ func Remember(ctx context.Context, key string) {
 	handoffs.used.Store(true)
 	handoffs.mu.Lock()
 	defer handoffs.mu.Unlock()
-	if handoffs.byID == nil {
-		handoffs.byID = map[string]handed{}
+	if handoffs.cur == nil || now.Sub(handoffs.since) > handoffAge || len(handoffs.cur) >= handoffCap {
+		handoffs.prev, handoffs.cur, handoffs.since = handoffs.cur, make(map[string]Parent), now
 	}
-	if len(handoffs.byID) >= handoffCap {
-		for k, h := range handoffs.byID {
-			if now.Sub(h.at) > handoffTTL {
-				delete(handoffs.byID, k)
-			}
-		}
-		if len(handoffs.byID) >= handoffCap {
-			return
-		}
-	}
-	handoffs.byID[key] = handed{p: p, at: now}
+	handoffs.cur[key] = p
 }
 
 // Recall is ctx under the span Remember kept for key, or ctx as it is.
@@ -64,14 +53,13 @@ func Recall(ctx context.Context, key string) context.Context {
 		return ctx
 	}
 	handoffs.mu.Lock()
-	h, ok := handoffs.byID[key]
-	if ok && time.Since(h.at) > handoffTTL {
-		delete(handoffs.byID, key)
-		ok = false
+	p, ok := handoffs.cur[key]
+	if !ok {
+		p, ok = handoffs.prev[key]
 	}
 	handoffs.mu.Unlock()
 	if !ok {
 		return ctx
 	}
-	return h.p.Into(ctx)
+	return p.Into(ctx)
 }

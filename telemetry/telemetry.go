@@ -171,13 +171,12 @@ func New(ctx context.Context, o Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry.resource_attributes: %w", err)
 	}
-	ratio := o.SampleRatio
 	process := sdktrace.WithBatcher(exp)
 	if o.Exporter != nil {
 		process = sdktrace.WithSyncer(exp)
 	}
 	tp := sdktrace.NewTracerProvider(process, sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))))
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))))
 	if o.Log != nil {
 		log := o.Log
 		// The SDK reports failed exports through one handler for the
@@ -410,6 +409,10 @@ func (s Span) Event(name string, at time.Time) {
 		s.s.AddEvent(name, trace.WithTimestamp(at))
 	}
 }
+
+// RecordsContent says whether Content records: worth putting text
+// together for.
+func (s Span) RecordsContent() bool { return s.s != nil && s.t.content }
 
 // Content sets key to text, secrets hidden, only where record_content is
 // on: message text never reaches a span otherwise.

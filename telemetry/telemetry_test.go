@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -437,5 +438,31 @@ func TestRootLinks(t *testing.T) {
 	}
 	if len(s.Links) != 1 || s.Links[0].SpanContext.SpanID() != ids(ctxB).SpanID() {
 		t.Fatalf("the turn's links are %+v, want request b's span alone", s.Links)
+	}
+}
+
+// The handoff table holds at most two generations: a span remembered
+// long enough ago (here, 2×handoffCap spans ago) is forgotten, a recent
+// one still recalled, whatever the load.
+func TestHandoffBounded(t *testing.T) {
+	tr, _ := memTracer(t, Options{SampleRatio: 1})
+	ctx, turn := tr.Root(context.Background(), Parent{}, "turn", KindInternal, time.Time{})
+	defer turn.End()
+	key := func(i int) string { return "bounded-" + strconv.Itoa(i) }
+	const n = 2*handoffCap + 10
+	for i := range n {
+		Remember(ctx, key(i))
+	}
+	handoffs.mu.Lock()
+	held := len(handoffs.cur) + len(handoffs.prev)
+	handoffs.mu.Unlock()
+	if held > 2*handoffCap {
+		t.Fatalf("the table holds %d spans, more than two generations of %d", held, handoffCap)
+	}
+	if !trace.SpanContextFromContext(Recall(context.Background(), key(n-1))).IsValid() {
+		t.Error("the latest span remembered is not recalled")
+	}
+	if trace.SpanContextFromContext(Recall(context.Background(), key(0))).IsValid() {
+		t.Error("the first of 2×handoffCap+10 spans is still held")
 	}
 }
