@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"strings"
+	"sync"
 
 	"github.com/parleyd/parley/sessions"
 )
@@ -37,4 +38,36 @@ func userContent(text string, parts []sessions.Part) string {
 		}
 	}
 	return b.String()
+}
+
+// renderCache remembers the prompt text of user messages that carry
+// files: a turn renders every message of its history, and a file part's
+// line needs its data decoded, again each turn for the same messages (a
+// chat of voice notes). A message never changes, so its id is the key. It
+// holds at most maxRendered texts, forgetting all of them when full.
+type renderCache struct {
+	mu sync.Mutex
+	m  map[sessions.MessageID]string
+}
+
+const maxRendered = 1024
+
+func (c *renderCache) userContent(m sessions.Message) string {
+	if c == nil || len(m.Parts) == 0 || m.ID == "" {
+		return userContent(m.Content, m.Parts)
+	}
+	c.mu.Lock()
+	s, ok := c.m[m.ID]
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = userContent(m.Content, m.Parts)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxRendered {
+		c.m = make(map[sessions.MessageID]string, 64)
+	}
+	c.m[m.ID] = s
+	c.mu.Unlock()
+	return s
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -70,5 +71,33 @@ func TestRetryStatusHidesTheAddress(t *testing.T) {
 	if len(seen) != 1 || !strings.Contains(seen[0].Message, "the provider couldn't be reached") ||
 		strings.Contains(seen[0].Message, "10.1.2.3") || strings.Contains(seen[0].Message, "18599") {
 		t.Fatalf("status while retrying = %+v", seen)
+	}
+}
+
+// A user message with files is rendered for the prompt once, then taken
+// from the cache by its id (a message never changes); the cache holds at
+// most maxRendered texts.
+func TestRenderCache(t *testing.T) {
+	var c renderCache
+	part := sessions.Part{Type: sessions.PartFile, Name: "voice.ogg", MediaType: "audio/ogg", Data: json.RawMessage(`{"size":2048}`)}
+	m := sessions.Message{ID: "m1", Role: sessions.RoleUser, Content: "hi", Parts: []sessions.Part{part}}
+	want := userContent(m.Content, m.Parts)
+	if got := c.userContent(m); got != want || !strings.Contains(got, "[File: voice.ogg, audio/ogg, 2.0 KB]") {
+		t.Fatalf("rendered %q, want %q", got, want)
+	}
+	changed := m
+	changed.Parts = []sessions.Part{{Type: sessions.PartFile, Name: "other.ogg", Data: json.RawMessage(`{}`)}}
+	if got := c.userContent(changed); got != want {
+		t.Fatalf("the same id rendered again: %q, want the remembered %q", got, want)
+	}
+	if got := c.userContent(sessions.Message{ID: "m2", Content: "plain"}); got != "plain" || len(c.m) != 1 {
+		t.Fatalf("a message without files: %q, %d remembered; want it rendered, not kept", got, len(c.m))
+	}
+	for i := range maxRendered + 1 {
+		m.ID = sessions.MessageID(fmt.Sprint("id", i))
+		c.userContent(m)
+	}
+	if len(c.m) > maxRendered {
+		t.Fatalf("%d texts remembered, past the cap of %d", len(c.m), maxRendered)
 	}
 }

@@ -143,7 +143,11 @@ var noResultText = tools.Failed(errNoResult).Content
 // when they are compaction summaries. Every tool call is answered exactly
 // once: a result with no call before it is dropped, and a call whose result
 // was never recorded gets one, so providers accept the history.
-func toLLM(msgs []sessions.Message) []llm.Message {
+func toLLM(msgs []sessions.Message) []llm.Message { return toLLMWith(msgs, nil) }
+
+// toLLMWith is toLLM with the text of user messages that carry files taken
+// from rendered, which remembers it (nil renders each afresh).
+func toLLMWith(msgs []sessions.Message, rendered *renderCache) []llm.Message {
 	// Room for what a turn adds (its input, the reply, a tool round)
 	// without copying the history again.
 	out := make([]llm.Message, 0, len(msgs)+8)
@@ -160,7 +164,7 @@ func toLLM(msgs []sessions.Message) []llm.Message {
 		}
 		switch m.Role {
 		case sessions.RoleUser:
-			out = append(out, llm.Message{Role: llm.RoleUser, Content: userContent(m.Content, m.Parts)})
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: rendered.userContent(m)})
 		case sessions.RoleAssistant:
 			am := llm.Message{Role: llm.RoleAssistant, Content: m.Content}
 			for _, tc := range m.ToolCalls {

@@ -321,6 +321,8 @@ type Runner struct {
 	running map[sessions.ID]context.CancelFunc
 	// warned holds the problems logged once (a broken skill).
 	warned sync.Map
+	// rendered remembers the prompt text of user messages with files.
+	rendered renderCache
 }
 
 // New returns a Runner.

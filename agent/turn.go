@@ -275,7 +275,7 @@ func (t *turn) loadHistory() error {
 	}
 	t.history = withoutSide(stored)
 	capped := capTurns(t.history, turns)
-	t.call.Messages = toLLM(capped)
+	t.call.Messages = toLLMWith(capped, &t.r.rendered)
 	omitToolResults(t.call.Messages, t.req.Agent.OmitToolResults)
 	t.attachImages()
 	t.attachStoredImages(capped)
