@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -31,6 +32,10 @@ type Provider struct {
 	// New makes the provider's client from its settings: one Model,
 	// shared by every call, which puts each request's Model in its call.
 	New func(s Settings) Model
+	// KeyEnv is the environment variable its API key is usually in, and
+	// SmallModel a small, cheap model of its own: parley init offers
+	// them.
+	KeyEnv, SmallModel string
 }
 
 var (
@@ -50,6 +55,18 @@ func Register(p Provider) {
 		panic(fmt.Sprintf("llm: provider %q registered twice", p.Name))
 	}
 	registry[p.Name] = p
+}
+
+// Registered are the registered providers, by name.
+func Registered() []Provider {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]Provider, 0, len(registry))
+	for _, p := range registry {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Provider) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Lookup is the registered provider called name.

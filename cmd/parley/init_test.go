@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/internal/browsertest"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/llmtest"
 )
 
@@ -204,5 +205,33 @@ func TestInitAsks(t *testing.T) {
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(b), "model: echo") || !strings.Contains(string(b), tg.Token) || strings.Contains(string(b), "1:refused") {
 		t.Fatalf("the config written:\n%s", b)
+	}
+}
+
+// init offers the providers registered with llm.Register, each with its
+// key's variable, and refuses another naming them: adding a provider
+// needs no edit here.
+func TestInitOffersTheRegisteredProviders(t *testing.T) {
+	var names []string
+	for _, p := range llm.Registered() {
+		names = append(names, p.Name)
+		if p.KeyEnv == "" || p.SmallModel == "" {
+			t.Errorf("provider %s registers no KeyEnv or SmallModel for init to offer", p.Name)
+		}
+	}
+	if len(names) < 2 {
+		t.Fatalf("registered providers %q", names)
+	}
+	dir := t.TempDir()
+	code, out, errOut := parley(t, context.Background(), "init", "--yes", "--no-check", "--provider", "nope", "--config", filepath.Join(dir, "parley.yaml"))
+	want := `--provider "nope"; use ` + strings.Join(names, ", ") + ", compatible or echo"
+	if code == 0 || !strings.Contains(out+errOut, want) {
+		t.Fatalf("init --provider nope: exit %d, %s%s; want it to say %q", code, out, errOut, want)
+	}
+	_, help, helpErr := parley(t, context.Background(), "init", "--help")
+	for _, p := range llm.Registered() {
+		if !strings.Contains(help+helpErr, "$"+p.KeyEnv) {
+			t.Fatalf("init --help does not name $%s:\n%s%s", p.KeyEnv, help, helpErr)
+		}
 	}
 }

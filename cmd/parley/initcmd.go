@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -53,8 +54,20 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.StringVar(&s.tgEndpoint, "telegram-api-endpoint", "", "a Telegram Bot API server other than api.telegram.org (a local one)")
 	fs.StringVar(&s.discordToken, "discord-token", "", "a Discord bot token from the Developer Portal")
 	fs.BoolVar(&s.whatsapp, "whatsapp", false, "add a WhatsApp channel (link it with parley whatsapp link)")
-	fs.StringVar(&s.provider, "provider", "", "the model provider: openai, anthropic, compatible (an OpenAI-compatible server at --base-url: Ollama, LM Studio, vLLM) or echo (offline; default when no key is given)")
-	fs.StringVar(&s.apiKey, "api-key", "", "the provider's API key (default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY)")
+	// The providers registered (llm.Register), each with its key's
+	// variable and a small model of its own; "compatible" is an
+	// OpenAI-compatible server.
+	providers := llm.Registered()
+	var names, keyEnvs []string
+	for _, p := range providers {
+		names = append(names, p.Name)
+		if p.KeyEnv != "" {
+			keyEnvs = append(keyEnvs, "$"+p.KeyEnv)
+		}
+	}
+	choices := strings.Join(names, ", ") + ", compatible or echo"
+	fs.StringVar(&s.provider, "provider", "", "the model provider: "+strings.Join(names, ", ")+", compatible (an OpenAI-compatible server at --base-url: Ollama, LM Studio, vLLM) or echo (offline; default when no key is given)")
+	fs.StringVar(&s.apiKey, "api-key", "", "the provider's API key (default: "+strings.Join(keyEnvs, " or ")+")")
 	fs.StringVar(&s.baseURL, "base-url", "", "an OpenAI-compatible server instead of the provider's (Ollama: http://localhost:11434/v1)")
 	fs.StringVar(&s.model, "model", "", "the model, e.g. gpt-4o-mini or claude-sonnet-4-5 (default: the provider's small one)")
 	skipChecks := fs.Bool("no-check", false, "don't check the tokens and the key online")
@@ -134,18 +147,19 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	// The model.
 	if s.provider == "" {
-		switch {
-		case os.Getenv("OPENAI_API_KEY") != "" || s.baseURL != "":
+		s.provider = "echo"
+		if s.baseURL != "" {
 			s.provider = "openai"
-		case os.Getenv("ANTHROPIC_API_KEY") != "":
-			s.provider = "anthropic"
-		default:
-			s.provider = "echo"
+		}
+		for _, p := range providers {
+			if p.KeyEnv != "" && os.Getenv(p.KeyEnv) != "" && s.provider == "echo" {
+				s.provider = p.Name
+			}
 		}
 	}
 	for first := true; ; first = false {
 		if !*yes {
-			s.provider = in.ask("Model provider: openai, anthropic, compatible (an OpenAI-compatible server: Ollama, LM Studio, vLLM), or echo (offline, repeats what it's told)", s.provider)
+			s.provider = in.ask("Model provider: "+strings.Join(names, ", ")+", compatible (an OpenAI-compatible server: Ollama, LM Studio, vLLM), or echo (offline, repeats what it's told)", s.provider)
 		}
 		if s.provider == "echo" {
 			break
@@ -153,11 +167,12 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if s.provider == "compatible" || s.provider == "openai-compatible" {
 			s.provider, s.compatible = "openai", true
 		}
-		if s.provider != "openai" && s.provider != "anthropic" {
+		provider, known := llm.Lookup(s.provider)
+		if !known {
 			if *yes {
-				return fmt.Errorf("%w: --provider %q; use openai, anthropic, compatible or echo", errUsage, s.provider)
+				return fmt.Errorf("%w: --provider %q; use %s", errUsage, s.provider, choices)
 			}
-			fmt.Fprintln(stdout, "  openai, anthropic, compatible or echo, please")
+			fmt.Fprintf(stdout, "  %s, please\n", choices)
 			continue
 		}
 		if s.compatible {
@@ -169,11 +184,11 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 				continue
 			}
 		} else {
-			if s.apiKey == "" {
-				s.apiKey = os.Getenv(strings.ToUpper(s.provider) + "_API_KEY")
+			if s.apiKey == "" && provider.KeyEnv != "" {
+				s.apiKey = os.Getenv(provider.KeyEnv)
 			}
 			if s.model == "" {
-				s.model = map[string]string{"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}[s.provider]
+				s.model = provider.SmallModel
 			}
 			if !*yes {
 				s.apiKey = in.secret("API key", s.apiKey, first)
@@ -181,7 +196,7 @@ func cmdInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			}
 			if s.apiKey == "" && s.baseURL == "" {
 				if *yes {
-					return fmt.Errorf("%w: --provider %s needs --api-key (or $%s_API_KEY), or --base-url", errUsage, s.provider, strings.ToUpper(s.provider))
+					return fmt.Errorf("%w: --provider %s needs --api-key (or $%s), or --base-url", errUsage, s.provider, cmp.Or(provider.KeyEnv, strings.ToUpper(s.provider)+"_API_KEY"))
 				}
 				fmt.Fprintln(stdout, "  an API key is needed (or answer echo)")
 				continue
@@ -289,7 +304,7 @@ func (s *setup) yaml() string {
 	fmt.Fprintf(&b, "http:\n  listen: %s\n", q(s.listen))
 	fmt.Fprintf(&b, "  # The API's and the web chat's token. Keep it secret.\n  tokens: [%s]\n", q(s.apiToken))
 	fmt.Fprintf(&b, "  # Signs the reply callbacks POSTed to API sessions' webhook_url.\n  callback_secret: %s\n\n", q(s.callbackSecret))
-	if s.provider == "openai" || s.provider == "anthropic" {
+	if _, known := llm.Lookup(s.provider); known {
 		fmt.Fprintf(&b, "providers:\n  %s:\n", s.provider)
 		if s.apiKey != "" {
 			fmt.Fprintf(&b, "    api_key: %s\n", q(s.apiKey))

@@ -113,7 +113,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request, onDelta func(llm.De
 }
 
 func init() {
-	llm.Register(llm.Provider{Name: "anthropic", DefaultBaseURL: DefaultBaseURL,
+	llm.Register(llm.Provider{Name: "anthropic", DefaultBaseURL: DefaultBaseURL, KeyEnv: "ANTHROPIC_API_KEY", SmallModel: "claude-haiku-4-5",
 		New: func(s llm.Settings) llm.Model {
 			return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL, Timeouts: s.Timeouts})
 		}})

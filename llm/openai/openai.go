@@ -168,7 +168,7 @@ func (m *Model) post(ctx context.Context, req llm.Request, includeUsage bool) (*
 }
 
 func init() {
-	llm.Register(llm.Provider{Name: "openai", DefaultBaseURL: DefaultBaseURL,
+	llm.Register(llm.Provider{Name: "openai", DefaultBaseURL: DefaultBaseURL, KeyEnv: "OPENAI_API_KEY", SmallModel: "gpt-4o-mini",
 		New: func(s llm.Settings) llm.Model {
 			return New(Options{APIKey: s.APIKey, BaseURL: s.BaseURL, Timeouts: s.Timeouts})
 		}})
