@@ -2088,7 +2088,7 @@ type ClientInterface interface {
 	// ListReplicas performs a GET /v1/replicas (the `ListReplicas` operationId) request.
 	ListReplicas(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListSessions List sessions, newest activity first.
+	// ListSessions List sessions, the newest first (by when each began; the web chat sorts its list by last activity itself).
 	//
 	// Corresponds with GET /v1/sessions (the `ListSessions` operationId).
 	ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2435,7 +2435,7 @@ func (c *Client) ListReplicas(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
-// ListSessions List sessions, newest activity first.
+// ListSessions List sessions, the newest first (by when each began; the web chat sorts its list by last activity itself).
 //
 // Corresponds with GET /v1/sessions (the `ListSessions` operationId).
 func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5150,7 +5150,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	ListReplicasWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReplicasResponse, error)
 
-	// ListSessionsWithResponse List sessions, newest activity first.
+	// ListSessionsWithResponse List sessions, the newest first (by when each began; the web chat sorts its list by last activity itself).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9174,7 +9174,7 @@ func (c *ClientWithResponses) ListReplicasWithResponse(ctx context.Context, reqE
 	return ParseListReplicasResponse(rsp)
 }
 
-// ListSessionsWithResponse List sessions, newest activity first.
+// ListSessionsWithResponse List sessions, the newest first (by when each began; the web chat sorts its list by last activity itself).
 //
 // Returns a wrapper object for the known response body format(s).
 //
