@@ -29,6 +29,8 @@ type fakeAPI struct {
 	failTurn string
 	// silent streams the turn's start, then nothing (no ping either).
 	silent bool
+	// stoppedElsewhere ends the turn aborted, as /stop in a chat does.
+	stoppedElsewhere bool
 
 	mu       sync.Mutex
 	answers  []string
@@ -91,6 +93,11 @@ func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.failTurn != "" {
 		send("turn.finished", map[string]any{"error": f.failTurn, "aborted": false, "steps": 1})
+		return
+	}
+	if f.stoppedElsewhere {
+		send("message.delta", map[string]any{"text": "half an ans"})
+		send("turn.finished", map[string]any{"aborted": true, "steps": 1})
 		return
 	}
 	send("tool.started", map[string]any{"call_id": "call_9", "name": "kv_set", "state": "input-available"})
@@ -361,5 +368,23 @@ func TestSilentStreamEndsThePrompt(t *testing.T) {
 	if !errors.As(err, &re) || re.Code != -32603 || !strings.Contains(re.Message, "sent nothing for 300ms") ||
 		!strings.Contains(re.Message, "session/load shows its reply") {
 		t.Fatalf("a silent stream answered %v", err)
+	}
+}
+
+// A turn stopped elsewhere (/stop in a chat, the API's abort) answers the
+// prompt stopReason cancelled, not end_turn.
+func TestTurnStoppedElsewhereIsCancelled(t *testing.T) {
+	api := &fakeAPI{t: t, stoppedElsewhere: true, answered: make(chan string, 1)}
+	hs := httptest.NewServer(api)
+	defer hs.Close()
+	conn := connect(t, hs.URL, &editor{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: "s1", Cwd: "/work"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: "s1", Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
+	if err != nil || res.StopReason != acp.StopReasonCancelled {
+		t.Fatalf("a turn stopped elsewhere answered %+v, %v; want stopReason cancelled", res, err)
 	}
 }

@@ -123,7 +123,9 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	failure, err := a.c.FollowWith(ctx, id, accepted.RunID, chunkWriter{f}, f.on)
 	f.end()
 	switch {
-	case run.cancelled.Load():
+	case run.cancelled.Load(), f.aborted.Load():
+		// Cancelled here, or the turn was stopped elsewhere (/stop in
+		// a chat, the API's abort).
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	case err != nil && ctx.Err() != nil:
 		return acp.PromptResponse{}, failed("parley acp is stopping; the turn goes on in parley, and session/load shows its reply")
@@ -192,6 +194,8 @@ type follower struct {
 	// request id.
 	asks map[string]context.CancelFunc
 	wg   sync.WaitGroup
+	// aborted: the run's turn.finished said it was aborted.
+	aborted atomic.Bool
 }
 
 // update sends one session/update.
@@ -224,6 +228,13 @@ type toolEvent struct {
 // on handles the run's events other than its text and its end.
 func (f *follower) on(ctx context.Context, ev client.Event) {
 	switch ev.Type {
+	case "turn.finished":
+		var d struct {
+			Aborted bool `json:"aborted"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.Aborted {
+			f.aborted.Store(true)
+		}
 	case "turn.started":
 		if f.run.cancelled.Load() {
 			f.a.abort(ctx, f.session) // cancelled before it started

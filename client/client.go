@@ -555,7 +555,8 @@ func (c *Client) Follow(ctx context.Context, sessionID, runID string, out io.Wri
 }
 
 // FollowWith is Follow that also hands every other event of the run
-// (status, permission questions, compaction) to on, when it is set.
+// (status, permission questions, compaction, and last turn.finished, with
+// whether the turn was aborted) to on, when it is set.
 func (c *Client) FollowWith(ctx context.Context, sessionID, runID string, out io.Writer, on func(context.Context, Event)) (failure string, err error) {
 	resp, err := c.Request(ctx, "GET", "/v1/sessions/"+sessionID+"/events?run_id="+runID, nil)
 	if err != nil {
@@ -595,6 +596,9 @@ func (c *Client) FollowWith(ctx context.Context, sessionID, runID string, out io
 		case "message.delta":
 			fmt.Fprint(out, ev.Data.Text)
 		case "turn.finished":
+			if on != nil {
+				on(ctx, raw)
+			}
 			return ev.Data.Error, nil
 		default:
 			if on != nil {
