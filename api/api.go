@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/harness"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/memory"
+	"github.com/parleyd/parley/sessionhooks"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/sessionsql"
 )
@@ -79,6 +80,9 @@ type Options struct {
 	// Files is the session file store; without it the
 	// /v1/sessions/{id}/files routes answer 503.
 	Files *files.Store
+	// SessionHooks queues and sends the session hooks' events; without it
+	// the hook_events route answers 503.
+	SessionHooks *sessionhooks.Hooks
 	// Harnesses resolve sessions' harnesses, capabilities and features;
 	// without it a session names neither (400) and has no features.
 	Harnesses *harness.Set
@@ -151,6 +155,7 @@ func (s *server) routes() []route {
 		{"GET /v1/sessions/{id}/models", s.models},
 		{"POST /v1/agent/reset", needs(s.runner, s.reset)},
 		{"GET /v1/sessions/{id}/callbacks", s.listCallbacks},
+		{"GET /v1/sessions/{id}/hook_events", s.listHookEvents},
 		{"GET /v1/sessions/{id}/tools", needs(s.clientTools, s.getClientTools)},
 		{"PUT /v1/sessions/{id}/tools", needs(s.clientTools, s.putClientTools)},
 		{"POST /v1/sessions/{id}/tool_results", needs(s.clientTools, s.postToolResults)},

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyd/parley/agent"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/sessionhooks"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/signing"
 	"github.com/parleyd/parley/telemetry"
@@ -647,5 +648,33 @@ func (s *server) listCallbacks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, CallbacksResponse{Callbacks: list})
+	return nil
+}
+
+// HookEventsResponse is GET /v1/sessions/{id}/hook_events.
+type HookEventsResponse struct {
+	Events []sessionhooks.Delivery `json:"events"`
+}
+
+// listHookEvents answers GET /v1/sessions/{id}/hook_events: the session's
+// lifecycle events queued for the session hooks, and how sending each
+// went. A deleted session's are there too (its session.deleted among
+// them), so the session itself is not looked up.
+func (s *server) listHookEvents(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.SessionHooks == nil {
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "session hooks are not available on this server")
+	}
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return badRequest("session id " + quote(id) + " is not a session id (a UUID)")
+	}
+	list, err := s.opts.SessionHooks.List(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []sessionhooks.Delivery{}
+	}
+	writeJSON(w, http.StatusOK, HookEventsResponse{Events: list})
 	return nil
 }

@@ -52,7 +52,7 @@ func (d *Daemon) apiHandler() http.Handler { return d.apiHandlerFor(d.cfg()) }
 // running config's, read at each request.
 func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 	return api.New(api.Options{Store: d.sessions, Authenticated: d.replicas.ToHolder, Runner: d.bridge.APIRunner(), Events: d.events, Tokens: secret.Reveal(cfg.HTTP.Tokens),
-		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: d.bridge.APIPermissions(), KV: d.kv, Files: d.files, SQL: d.sql, Harnesses: d.harnesses, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
+		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: d.bridge.APIPermissions(), KV: d.kv, Files: d.files, SQL: d.sql, Harnesses: d.harnesses, SessionHooks: d.sessionHooks, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
 		Limits: func() api.Limits {
 			h := d.cfg().HTTP
 			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}

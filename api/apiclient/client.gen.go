@@ -177,6 +177,27 @@ func (e FileEventType) Valid() bool {
 	}
 }
 
+// Defines values for HookEventsResponseEventsStatus.
+const (
+	Delivered HookEventsResponseEventsStatus = "delivered"
+	Failed    HookEventsResponseEventsStatus = "failed"
+	Pending   HookEventsResponseEventsStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the HookEventsResponseEventsStatus enum.
+func (e HookEventsResponseEventsStatus) Valid() bool {
+	switch e {
+	case Delivered:
+		return true
+	case Failed:
+		return true
+	case Pending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageRole.
 const (
 	MessageRoleAssistant MessageRole = "assistant"
@@ -852,6 +873,28 @@ type FileRef struct {
 	Size      *int    `json:"size,omitempty"`
 	Url       *string `json:"url,omitempty"`
 }
+
+// HookEventsResponse defines model for HookEventsResponse.
+type HookEventsResponse struct {
+	Events []struct {
+		Attempts  int    `json:"attempts"`
+		CreatedAt Time   `json:"created_at"`
+		Event     string `json:"event"`
+
+		// Id The event's id: X-Parley-Delivery of each POST of it.
+		Id         string                         `json:"id"`
+		LastError  *string                        `json:"last_error,omitempty"`
+		LastStatus *int                           `json:"last_status,omitempty"`
+		Status     HookEventsResponseEventsStatus `json:"status"`
+		UpdatedAt  Time                           `json:"updated_at"`
+
+		// Url The hook's URL, without a password or query values.
+		Url string `json:"url"`
+	} `json:"events"`
+}
+
+// HookEventsResponseEventsStatus defines model for HookEventsResponse.Events.Status.
+type HookEventsResponseEventsStatus string
 
 // KVItem defines model for KVItem.
 type KVItem struct {
@@ -2182,6 +2225,11 @@ type ClientInterface interface {
 	// DownloadFile performs a GET /v1/sessions/{id}/files/{name} (the `DownloadFile` operationId) request.
 	DownloadFile(ctx context.Context, id SessionID, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListHookEvents The session's lifecycle events queued for the session hooks, oldest first, and how sending each went; a deleted session's too.
+	//
+	// Corresponds with GET /v1/sessions/{id}/hook_events (the `ListHookEvents` operationId).
+	ListHookEvents(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListKV performs a GET /v1/sessions/{id}/kv (the `ListKV` operationId) request.
 	ListKV(ctx context.Context, id SessionID, params *ListKVParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2709,6 +2757,21 @@ func (c *Client) DeleteFile(ctx context.Context, id SessionID, name string, reqE
 // DownloadFile performs a GET /v1/sessions/{id}/files/{name} (the `DownloadFile` operationId) request.
 func (c *Client) DownloadFile(ctx context.Context, id SessionID, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDownloadFileRequest(c.Server, id, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListHookEvents The session's lifecycle events queued for the session hooks, oldest first, and how sending each went; a deleted session's too.
+//
+// Corresponds with GET /v1/sessions/{id}/hook_events (the `ListHookEvents` operationId).
+func (c *Client) ListHookEvents(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListHookEventsRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4156,6 +4219,40 @@ func NewDownloadFileRequest(server string, id SessionID, name string) (*http.Req
 	return req, nil
 }
 
+// NewListHookEventsRequest constructs an http.Request for the ListHookEvents method
+func NewListHookEventsRequest(server string, id SessionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/hook_events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListKVRequest constructs an http.Request for the ListKV method
 func NewListKVRequest(server string, id SessionID, params *ListKVParams) (*http.Request, error) {
 	var err error
@@ -5271,6 +5368,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	DownloadFileWithResponse(ctx context.Context, id SessionID, name string, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error)
+
+	// ListHookEventsWithResponse The session's lifecycle events queued for the session hooks, oldest first, and how sending each went; a deleted session's too.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions/{id}/hook_events (the `ListHookEvents` operationId).
+	ListHookEventsWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*ListHookEventsResponse, error)
 
 	// ListKVWithResponse performs a GET /v1/sessions/{id}/kv (the `ListKV` operationId) request.
 	//
@@ -7473,6 +7577,89 @@ func (r DownloadFileResponse) ContentType() string {
 	return ""
 }
 
+// ListHookEventsResponse401Headers the declared response headers of an HTTP 401 response for ListHookEvents
+type ListHookEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListHookEventsResponse503Headers the declared response headers of an HTTP 503 response for ListHookEvents
+type ListHookEventsResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ListHookEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HookEventsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListHookEventsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListHookEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListHookEventsResponse) GetJSON200() *HookEventsResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListHookEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListHookEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListHookEventsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListHookEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListHookEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListHookEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListHookEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListHookEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListKVResponse401Headers the declared response headers of an HTTP 401 response for ListKV
 type ListKVResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9408,6 +9595,19 @@ func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id S
 		return nil, err
 	}
 	return ParseDownloadFileResponse(rsp)
+}
+
+// ListHookEventsWithResponse The session's lifecycle events queued for the session hooks, oldest first, and how sending each went; a deleted session's too.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions/{id}/hook_events (the `ListHookEvents` operationId).
+func (c *ClientWithResponses) ListHookEventsWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*ListHookEventsResponse, error) {
+	rsp, err := c.ListHookEvents(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListHookEventsResponse(rsp)
 }
 
 // ListKVWithResponse performs a GET /v1/sessions/{id}/kv (the `ListKV` operationId) request.
@@ -11603,6 +11803,83 @@ func ParseDownloadFileResponse(rsp *http.Response) (*DownloadFileResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers DownloadFileResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListHookEventsResponse parses an HTTP response from a ListHookEventsWithResponse call
+func ParseListHookEventsResponse(rsp *http.Response) (*ListHookEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListHookEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HookEventsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListHookEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListHookEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
