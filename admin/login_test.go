@@ -8,11 +8,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/internal/syncbuf"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -105,7 +105,7 @@ func TestAdminLoginIsAServerSession(t *testing.T) {
 // A blocked address's attempts are not logged one by one: a flood of them
 // does not flood the log.
 func TestAdminLoginThrottlesGuesses(t *testing.T) {
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	h, err := Handler(Options{Tokens: []string{testToken}, DB: dbtest.SQLite(t), Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -129,24 +129,6 @@ func TestAdminLoginThrottlesGuesses(t *testing.T) {
 	if n, want := strings.Count(logged.String(), "dashboard login"), loginGuesses+1; n != want {
 		t.Fatalf("%d login lines logged, want %d (each wrong token, and the block once):\n%s", n, want, logged.String())
 	}
-}
-
-// syncBuffer is a log sink the server's handlers write to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // After a login, only a dashboard path is followed; a path a browser could

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/llm/llmtest"
 	"github.com/parleyd/parley/telemetry"
 )
@@ -251,24 +252,6 @@ func TestTraceTelegramTurn(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination goroutines share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A line logged during a traced turn carries the turn's trace_id: the
 // model refuses the call, and the gateway's "turn failed" line leads to
 // the trace.
@@ -277,7 +260,7 @@ func TestTraceIDInTurnLog(t *testing.T) {
 	defer tg.Close()
 	model := llmtest.NewOpenAIEcho(t, 0)
 	model.FailNext(1, http.StatusBadRequest)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, exp := startTraced(t, "gateway:\n  debounce: 0s\n"+model.ConfigYAML()+
 		"agents:\n  - id: default\n    model: openai/gpt-test\n"+tracedYAML+
@@ -338,7 +321,7 @@ func TestTraceFromAPITraceparent(t *testing.T) {
 	rec := &callbackRecorder{got: make(chan struct{}, 1)}
 	hook := httptest.NewServer(rec)
 	defer hook.Close()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, exp := startTraced(t, "  tokens: [\""+apiToken+"\"]\n  callback_secret: \"0123456789abcdef0123456789abcdef-callbacks\"\n"+
 		"  callback_allow: [\"127.0.0.1\"]\ngateway:\n  debounce: 0s\n"+tracedYAML, log)

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyd/parley/adapters/adapterstest"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/internal/syncbuf"
 )
 
 // reacting is the rig's recorder that also reacts, recording each call,
@@ -52,10 +53,10 @@ func (reactingChannels) Streams(adapters.ID) bool                          { ret
 
 // ackRig is a rig whose channel tg reacts with 👀; holds says whether
 // this replica runs it.
-func ackRig(t *testing.T, refuse error, holds bool) (*rig, *reacting, *lockedBuffer) {
+func ackRig(t *testing.T, refuse error, holds bool) (*rig, *reacting, *syncbuf.Buffer) {
 	t.Helper()
 	r := &reacting{refuse: refuse}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	db := dbtest.SQLite(t)
 	rg := newRig(t, db, echoRun, func(o *gateway.Options) {
 		r.Recorder = adapterstest.New()

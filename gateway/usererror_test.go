@@ -11,36 +11,18 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 )
 
 // refReply finds the reference id in a reply.
 var refReply = regexp.MustCompile(`\(ref ([0-9a-f]{8})\)`)
-
-// lockedBuffer is a log sink the test reads while the gateway writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A group member who can make a turn fail (a database error, a provider
 // error body naming an internal host, an unreachable provider, a refused
@@ -69,7 +51,7 @@ func TestFailuresTellChatUsersNoInternals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
-				logs := &lockedBuffer{}
+				logs := &syncbuf.Buffer{}
 				r := newRig(t, open(t), func(context.Context, gateway.TurnInput) (string, error) { return "", tc.err },
 					func(o *gateway.Options) { o.Log = slog.New(slog.NewJSONHandler(logs, nil)) })
 				in := msg("1", "@parleybot what's up?")

@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/mcptools/hostiletest"
 	"github.com/parleyd/parley/secret"
 	"github.com/parleyd/parley/tools"
@@ -26,24 +26,6 @@ import (
 // leakValue is the hostile server's secret: every character JSON and
 // HTML escape.
 const leakValue = `s3<cr>&t"v\al-0123456789`
-
-// syncBuffer is a log sink the test reads while servers write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func hostileServer(t *testing.T, id string) config.MCPServer {
 	t.Helper()
@@ -55,10 +37,10 @@ func hostileServer(t *testing.T, id string) config.MCPServer {
 		Timeout: config.Duration(10 * time.Second)}
 }
 
-func hostileManager(t *testing.T, cfgs ...config.MCPServer) (*Manager, *tools.Registry, *syncBuffer) {
+func hostileManager(t *testing.T, cfgs ...config.MCPServer) (*Manager, *tools.Registry, *syncbuf.Buffer) {
 	t.Helper()
 	reg := tools.NewRegistry()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	m := New(cfgs, reg, slog.New(slog.NewTextHandler(logs, nil)))
 	t.Cleanup(m.Close)
 	for _, c := range cfgs {

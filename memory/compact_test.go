@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/events"
+	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/llm/echo"
 	"github.com/parleyd/parley/sessions"
@@ -89,22 +89,7 @@ func (r *recorder) all() []compactCall {
 	return slices.Clone(r.calls)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 var testWindows = map[string]int{"echo/small": 1500, "echo/tiny": 400, "echo/cheap": 1200}
 

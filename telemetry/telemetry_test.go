@@ -20,6 +20,8 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/parleyd/parley/internal/syncbuf"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -378,7 +380,7 @@ func TestCollectorDown(t *testing.T) {
 	ln.Close() // nothing listens there now
 	for _, endpoint := range []string{"http://" + addr, "grpc://" + addr} {
 		t.Run(endpoint[:strings.Index(endpoint, ":")], func(t *testing.T) {
-			var logged syncBuffer
+			var logged syncbuf.Buffer
 			tr, err := New(context.Background(), Options{Endpoint: endpoint, SampleRatio: 1, Log: slog.New(slog.NewTextHandler(&logged, nil))})
 			if err != nil {
 				t.Fatalf("New with the collector down: %v", err)
@@ -401,24 +403,6 @@ func TestCollectorDown(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a log destination the exporter's goroutine shares.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // A turn that answers several messages hangs under the first one's span

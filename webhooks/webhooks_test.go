@@ -22,6 +22,7 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/internal/syncbuf"
 )
 
 const secret = "0123456789abcdef0123456789abcdef-secret"
@@ -346,7 +347,7 @@ func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	var mu sync.Mutex
 	var refused []string
 	srv := New(Options{Hooks: c.Hooks, DB: dbtest.SQLite(t), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -403,24 +404,6 @@ func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
 	if strings.Contains(out, "BODY-MARKER") {
 		t.Fatalf("a request's body or path reached the log:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Each delivery records the HTTP status its sender got (the dashboard

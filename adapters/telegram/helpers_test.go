@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
+	"github.com/parleyd/parley/internal/syncbuf"
 )
 
 // yamlDecoder strictly decodes a YAML snippet, as the daemon's config
@@ -27,22 +27,7 @@ func yamlDecoder(snippet string) adapters.Decoder {
 }
 
 // syncBuffer is a log destination tests can read while the adapter writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // harness is an adapter on a fake Bot API, with its log captured.
 type harness struct {

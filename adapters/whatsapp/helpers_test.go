@@ -1,7 +1,6 @@
 package whatsapp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/internal/syncbuf"
 )
 
 func yamlDecoder(snippet string) adapters.Decoder {
@@ -40,22 +40,7 @@ var (
 )
 
 // syncBuffer is a log destination tests can read while the adapter writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // sentMessage is one SendMessage call.
 type sentMessage struct {

@@ -18,6 +18,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyd/parley/dbutil/dbtest"
+	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/llm/llmtest"
 )
 
@@ -118,7 +119,7 @@ type acpProcess struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	conn   *acp.ClientSideConnection
 }
 
@@ -133,7 +134,7 @@ func startACP(t *testing.T, ed *acpEditor, args ...string) *acpProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &acpProcess{t: t, cmd: cmd, stdin: stdin, stderr: &lockedBuffer{}}
+	p := &acpProcess{t: t, cmd: cmd, stdin: stdin, stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -7,33 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/mcpserve"
 )
-
-// lockedBuffer is a bytes.Buffer safe to write from a process's pipe and
-// read from the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // mcpToolCall calls a tool and decodes its structured result into out
 // (when it succeeded); it returns the result's text and whether it is an
@@ -96,7 +77,7 @@ func TestMCPServeOverStdio(t *testing.T) {
 			}
 
 			cmd := parleyCommand("mcp", "serve", "--config", path)
-			stderr := &lockedBuffer{}
+			stderr := &syncbuf.Buffer{}
 			cmd.Stderr = stderr
 			client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 			const leaveWithin = 30 * time.Second
