@@ -189,7 +189,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	d.sessionHooks = sessionhooks.New(sessionhooks.Options{DB: db, Hooks: func() []config.SessionHook { return d.cfg().SessionHooks },
 		Log: d.named("session_hooks")})
 	storeOpts = append(storeOpts, sessions.WithLifecycleHook(d.sessionHooks.Lifecycle), sessions.WithAppendHook(d.sessionHooks.Append),
-		sessions.WithBeforeAppendHook(d.sessionHooks.Before))
+		sessions.WithBeforeAppendHook(d.sessionHooks.Before), sessions.WithDeleteHook(sessionhooks.ForgetSessions))
 	// d.sessions is the one store the daemon writes sessions through; on
 	// a SQLite file it holds (above), it then reads no remembered session.
 	storeOpts = append(storeOpts, sessions.WithSoleWriter())

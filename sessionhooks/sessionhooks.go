@@ -296,3 +296,18 @@ func (h *Hooks) post(ctx context.Context, hook config.SessionHook, id, event str
 	}
 	return res.StatusCode, answer, nil
 }
+
+// forgetMessagesQuery drops the message.user events of deleted sessions:
+// each holds a person's message, which a deletion takes with every other
+// copy. The sessions' other events (session.deleted among them) stay to
+// be sent; they hold no text of the conversation.
+const forgetMessagesQuery = `DELETE FROM session_hook_events WHERE event = 'message.user' AND session_id IN (%s)`
+
+// ForgetSessions is a sessions.DeleteHook: deleting sessions deletes their
+// message.user events, sent or not, in the same transaction.
+func ForgetSessions(ctx context.Context, q dbutil.Querier, in string, args []any) error {
+	if _, err := q.ExecContext(ctx, fmt.Sprintf(forgetMessagesQuery, in), args...); err != nil {
+		return fmt.Errorf("forget deleted sessions' message.user events: %w", err)
+	}
+	return nil
+}

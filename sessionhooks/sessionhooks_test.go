@@ -94,7 +94,7 @@ func newRig(t *testing.T, db *dbutil.DB, cfg ...config.SessionHook) *rig {
 	r.hooks = sessionhooks.New(sessionhooks.Options{DB: db, Hooks: func() []config.SessionHook { return r.cfg },
 		Backoff: func(int) time.Duration { return 0 }, Lease: 2 * time.Second})
 	r.store = sessions.NewStore(db, sessions.WithLifecycleHook(r.hooks.Lifecycle), sessions.WithAppendHook(r.hooks.Append),
-		sessions.WithBeforeAppendHook(r.hooks.Before))
+		sessions.WithBeforeAppendHook(r.hooks.Before), sessions.WithDeleteHook(sessionhooks.ForgetSessions))
 	return r
 }
 
@@ -343,4 +343,43 @@ func TestHookURLSecretsStayOut(t *testing.T) {
 			t.Fatalf("the %s holds the URL's secrets: %s", what, text)
 		}
 	}
+}
+
+// Deleting a session deletes its message.user events, which hold the
+// person's words, whether sent or not; its session.deleted is still sent.
+func TestDeletingASessionForgetsItsMessageEvents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		recv := newReceiver(t)
+		db := open(t)
+		r := newRig(t, db, hook(recv.srv.URL, nil))
+		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"my address is 1 Secret Lane", "and my phone"} {
+			if _, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: text}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sendAll(t, r.hooks) // the first is sent; the second stays queued too below
+		if _, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "unsent: Secret Lane again"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.store.Delete(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		var left int
+		if err := db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM session_hook_events WHERE body LIKE '%Secret Lane%'`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left != 0 {
+			t.Fatalf("%d events still hold the deleted session's words", left)
+		}
+		sendAll(t, r.hooks)
+		list, err := r.hooks.List(ctx, string(s.ID))
+		if err != nil || len(list) != 2 || list[0].Event != "session.created" || list[1].Event != "session.deleted" || list[1].Status != sessionhooks.StatusDelivered {
+			t.Fatalf("after the deletion: %+v %v; want session.created and a delivered session.deleted", list, err)
+		}
+	})
 }
