@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/tools"
 )
@@ -265,19 +265,8 @@ func omitToolResults(msgs []llm.Message, omit []string) {
 		if m.Role != llm.RoleTool {
 			continue
 		}
-		if name, ok := names[m.ToolCallID]; ok && matchesAny(omit, name) {
+		if name, ok := names[m.ToolCallID]; ok && permissions.MatchAnyTool(omit, name) {
 			m.Content = "[" + name + "'s result is left out of the context by this agent's history.omit_tool_results]"
 		}
 	}
-}
-
-// matchesAny reports whether name is one of patterns, or matches one of
-// them with * and ?.
-func matchesAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok || p == name {
-			return true
-		}
-	}
-	return false
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -26,7 +26,7 @@ var eventTypes = []string{TypeTurnStarted, TypeMessageDelta, TypeToolStarted, Ty
 type filter struct {
 	since, until time.Time
 	roles        []sessions.Role
-	tools        []string // names, or patterns with * and ?
+	tools        []permissions.ToolPattern
 	types        []string
 }
 
@@ -65,10 +65,11 @@ func parseFilter(r *http.Request, events bool) (filter, error) {
 		}
 	}
 	for _, t := range list(q["tool"]) {
-		if _, err := path.Match(t, ""); err != nil {
-			return filter{}, badRequest(fmt.Sprintf("tool %q is not a tool name or pattern; name a tool such as web_fetch, or a pattern such as files__*", t))
+		p, err := permissions.CompileToolPattern(t)
+		if err != nil {
+			return filter{}, badRequest(fmt.Sprintf("tool %v; name a tool such as web_fetch, a pattern such as files__*, or mcp:<server>", err))
 		}
-		f.tools = append(f.tools, t)
+		f.tools = append(f.tools, p)
 	}
 	known := messageKinds
 	if events {
@@ -107,7 +108,7 @@ func (f filter) inRange(at time.Time) bool {
 
 func (f filter) tool(name string) bool {
 	for _, p := range f.tools {
-		if ok, _ := path.Match(p, name); ok || p == name {
+		if p.Match(name) {
 			return true
 		}
 	}

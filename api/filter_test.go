@@ -53,6 +53,7 @@ func TestMessageFilters(t *testing.T) {
 			{"tool=web_fetch", "calling page"},
 			{"tool=web_*", "calling page fetching-again hits"},
 			{"tool=ping,web_search", "calling pong fetching-again hits"},
+			{"tool=mcp:web", ""}, // web__*, as a permission rule reads it: none here
 			{"tool=nothing", ""},
 			{"type=tool_result", "page pong hits"},
 			{"type=tool_call", "calling fetching-again"},
@@ -91,7 +92,8 @@ func TestMessageFilters(t *testing.T) {
 			{"since=" + ts(4) + "&until=" + ts(2), "until must be after since"},
 			{"role=robot", `role "robot" is not a role`},
 			{"type=image", `type "image" is not one of text, tool_call`},
-			{"tool=web_[", `tool "web_[" is not a tool name or pattern`},
+			{"tool=mcp:", `tool "mcp:": write mcp:<server> or mcp:<server>/<tool>`},
+			{"tool=web%20fetch", `tool "web fetch": tool names have no spaces`},
 		} {
 			r := e.do(t, "GET", "/v1/sessions/"+string(s.ID)+"/messages?"+tc.q, "")
 			if r.status != 400 || r.errorCode(t) != api.CodeBadRequest || !strings.Contains(errorMessage(t, r), tc.says) {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -458,8 +458,8 @@ func (a *Agent) validate(ck *checker, p string) {
 		}
 	}
 	for i, name := range a.History.OmitToolResults {
-		if _, err := path.Match(name, ""); err != nil || strings.TrimSpace(name) == "" {
-			ck.add(fmt.Sprintf("%shistory.omit_tool_results[%d]", p, i), fmt.Sprintf("%q is not a tool name or pattern; name a tool such as web_fetch, or a pattern such as \"files__*\"", name))
+		if _, err := permissions.CompileToolPattern(name); err != nil {
+			ck.add(fmt.Sprintf("%shistory.omit_tool_results[%d]", p, i), fmt.Sprintf("%v; name a tool such as web_fetch, a pattern such as \"files__*\", or mcp:<server>", err))
 		}
 	}
 }

@@ -313,3 +313,30 @@ func defaultFor(external bool) Decision {
 
 // IsMCP reports whether a tool name is an MCP server's ("<server>__<tool>").
 func IsMCP(tool string) bool { return strings.Contains(tool, MCPSep) }
+
+// ToolPattern is a tool name pattern as rules write one: an exact name, a
+// pattern with * and ? (such as files__*), or mcp:<server> and
+// mcp:<server>/<tool>. Whatever else names tools by pattern (a history's
+// omitted results, the API's tool filter) matches them as rules do.
+type ToolPattern struct{ p pattern }
+
+// CompileToolPattern reads s, saying what is wrong with it when it is not
+// a tool name or pattern.
+func CompileToolPattern(s string) (ToolPattern, error) {
+	p, err := compilePattern(s)
+	return ToolPattern{p}, err
+}
+
+// Match reports whether the tool called name is one the pattern covers.
+func (t ToolPattern) Match(name string) bool { return t.p.match(name) }
+
+// MatchAnyTool reports whether name is covered by one of patterns; one that
+// doesn't compile covers nothing.
+func MatchAnyTool(patterns []string, name string) bool {
+	for _, s := range patterns {
+		if p, err := compilePattern(s); err == nil && p.match(name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1565,7 +1565,7 @@ type StreamEventsParams struct {
 	// Until Only what is before this time (RFC 3339).
 	Until *Until `form:"until,omitempty" json:"until,omitempty"`
 
-	// Tool Only the calls and results of these tools: names, or patterns with * and ?; several separated by commas.
+	// Tool Only the calls and results of these tools, named as permission rules name them: names, patterns with * and ?, or mcp:<server>; several separated by commas.
 	Tool *ToolFilter `form:"tool,omitempty" json:"tool,omitempty"`
 
 	// Type Only events of these types (such as tool.completed); several separated by commas.
@@ -1603,7 +1603,7 @@ type ListMessagesParams struct {
 	// Role Only these roles: user, assistant, tool, system; several separated by commas.
 	Role *string `form:"role,omitempty" json:"role,omitempty"`
 
-	// Tool Only the calls and results of these tools: names, or patterns with * and ?; several separated by commas.
+	// Tool Only the calls and results of these tools, named as permission rules name them: names, patterns with * and ?, or mcp:<server>; several separated by commas.
 	Tool *ToolFilter `form:"tool,omitempty" json:"tool,omitempty"`
 
 	// Type Only messages of these kinds: text, tool_call, tool_result, file, summary, synthetic; several separated by commas.
