@@ -18,7 +18,8 @@ import (
 // the sessions store beyond sessions.Store (the SQL store has it).
 type sessionControl interface {
 	Update(ctx context.Context, id sessions.ID, u sessions.Update) (sessions.Session, error)
-	RewindFrom(ctx context.Context, id sessions.ID, from sessions.MessageID) (sessions.RewindResult, error)
+	RewindFromOnce(ctx context.Context, id sessions.ID, from sessions.MessageID, key string) (sessions.RewindResult, error)
+	RewoundBy(ctx context.Context, id sessions.ID, key string) (sessions.Message, bool, error)
 }
 
 // editBarrier is the barrier of an edited message: weighed on the lane,
@@ -191,7 +192,8 @@ func (g *Gateway) lastUserMessage(ctx context.Context, id sessions.ID) (sessions
 
 // takeBack hides the session's last exchange, from its last message on,
 // and returns that message; text is what to say instead when there is
-// none or it failed.
+// none or it failed. It does so once for j: run again after a crash, it
+// returns the message its first run took back, and takes back no other.
 func (g *Gateway) takeBack(ctx context.Context, j job, what string) (last sessions.Message, text string) {
 	ctl, ok := g.control()
 	if !ok {
@@ -203,6 +205,12 @@ func (g *Gateway) takeBack(ctx context.Context, j job, what string) (last sessio
 	}
 	var found bool
 	if err == nil {
+		last, found, err = ctl.RewoundBy(ctx, s.ID, j.inboundID)
+		if found {
+			return last, ""
+		}
+	}
+	if err == nil {
 		last, found, err = g.lastUserMessage(ctx, s.ID)
 	}
 	if err != nil {
@@ -212,7 +220,7 @@ func (g *Gateway) takeBack(ctx context.Context, j job, what string) (last sessio
 	if !found {
 		return sessions.Message{}, "Nothing to " + what + " yet."
 	}
-	if _, err := ctl.RewindFrom(ctx, s.ID, last.ID); err != nil {
+	if _, err := ctl.RewindFromOnce(ctx, s.ID, last.ID, j.inboundID); err != nil {
 		_, text := g.failed(ctx, j.key, "rewind for /"+what, err, "Sorry, /"+what+" didn't work", "session_id", s.ID)
 		return sessions.Message{}, text
 	}
@@ -322,7 +330,15 @@ func (g *Gateway) edit(ctx context.Context, j job) {
 		return
 	}
 	var last sessions.Message
-	var found bool
+	var found, rewound bool
+	if err == nil && serr == nil {
+		// Run again after a crash: its rewind is made; answer it.
+		_, rewound, err = ctl.RewoundBy(ctx, s.ID, j.inboundID)
+	}
+	if rewound {
+		g.runTurn(ctx, []job{j}, nil)
+		return
+	}
 	if err == nil && serr == nil {
 		last, found, err = g.lastUserMessage(ctx, s.ID)
 	}
@@ -335,7 +351,7 @@ func (g *Gateway) edit(ctx context.Context, j job) {
 		return
 	}
 	if found && string(last.ID) == rec.ID {
-		if _, err := ctl.RewindFrom(ctx, s.ID, last.ID); err != nil {
+		if _, err := ctl.RewindFromOnce(ctx, s.ID, last.ID, j.inboundID); err != nil {
 			_, text := g.failed(ctx, j.key, "rewind to an edited message", err, "Sorry, I couldn't take your edit", "session_id", s.ID)
 			done(text, err.Error())
 			return

@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/dbutil/dbtest"
@@ -142,6 +145,96 @@ func TestChatControls(t *testing.T) {
 		}
 		if got := live(); got != before {
 			t.Fatalf("edits of messages that aren't there changed the history: %s", got)
+		}
+	})
+}
+
+// A /retry or an edit cut short by a crash after its rewind, before its
+// turn stored anything, is run again on recovery without taking back a
+// second exchange: the retry answers the message it retried, the edit is
+// answered from its new text, and the earlier exchange stays. (Run again,
+// each had rewound once more: the retry took back "one" and answered it,
+// the edit was only noted as an edit of an older message.)
+func TestRetryAndEditRunAgainAfterACrashRewindOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		for _, c := range []struct {
+			name, text, edits, stall, want, live string
+		}{
+			{"retry", "/retry", "", "two", "echo: two", "one | echo: one | two | echo: two"},
+			{"edit", "two, edited", "2", "two, edited", "echo: two, edited", "one | echo: one | two, edited | echo: two, edited"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				db := open(t)
+				store := sessions.NewStore(db)
+				ctx := context.Background()
+				turns := make(chan string, 4)
+				stall := false
+				// The turn stores its message and reply, as the agent does;
+				// the stalled one stores nothing until the shutdown cuts it.
+				run := func(ctx context.Context, in gateway.TurnInput) (string, error) {
+					if stall && in.Messages[0].Text == c.stall {
+						turns <- "stalled"
+						<-ctx.Done()
+						return "", ctx.Err()
+					}
+					reply, _ := echoRun(ctx, in)
+					for i, m := range in.Messages {
+						if _, err := store.Append(ctx, in.Session.ID, sessions.Message{ID: sessions.MessageID(in.IDs[i]), Role: sessions.RoleUser, Content: m.Text}); err != nil {
+							return "", err
+						}
+					}
+					_, err := store.Append(ctx, in.Session.ID, sessions.Message{Role: sessions.RoleAssistant, Content: reply})
+					turns <- reply
+					return reply, err
+				}
+				gw, err := gateway.New(gateway.Options{Store: gateway.NewStore(db, nil), Sessions: store,
+					Agents: []gateway.Agent{{ID: "default"}}, Runner: gateway.RunFunc(run)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, text := range []string{"one", "two"} {
+					if err := gw.Deliver(ctx, msg(fmt.Sprint(i+1), text)); err != nil {
+						t.Fatal(err)
+					}
+					<-turns
+				}
+				stall = true
+				in := msg("3", c.text)
+				in.Edits = c.edits
+				if err := gw.Deliver(ctx, in); err != nil {
+					t.Fatal(err)
+				}
+				<-turns
+				closeCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+				if err := gw.Close(closeCtx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Close = %v", err)
+				}
+
+				stall = false
+				r := newRig(t, db, run, func(o *gateway.Options) { o.Sessions = store })
+				if n, err := r.gw.Recover(r.ctx); err != nil || n != 1 {
+					t.Fatalf("Recover = %d, %v", n, err)
+				}
+				if got := r.sent(3)[2]; got != c.want {
+					t.Fatalf("answered after the restart with %q, want %q", got, c.want)
+				}
+				s, err := store.Active(ctx, gateway.SessionKey(msg("0", ""), "default"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				msgs, err := store.Messages(ctx, s.ID, sessions.MessagesOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var live []string
+				for _, m := range msgs {
+					live = append(live, m.Content)
+				}
+				if got := strings.Join(live, " | "); got != c.live {
+					t.Fatalf("live after the restart: %s; want %s", got, c.live)
+				}
+			})
 		}
 	})
 }

@@ -68,8 +68,12 @@ const (
 	insertRewindQuery = `INSERT INTO session_rewinds (id, session_id, message_id, hidden_at, last_seq, restored, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
+	// Stamps grow within a session (each is past the last), so the latest
+	// rewind is the one with the latest stamp, whatever its id.
 	latestRewindQuery = `SELECT id, hidden_at, last_seq, restored FROM session_rewinds
-	WHERE session_id = $1 AND undone_at IS NULL ORDER BY id DESC LIMIT 1`
+	WHERE session_id = $1 AND undone_at IS NULL ORDER BY hidden_at DESC LIMIT 1`
+
+	rewindByKeyQuery = `SELECT message_id FROM session_rewinds WHERE session_id = $1 AND id = $2`
 
 	undoRewindQuery = `UPDATE session_rewinds SET undone_at = $2 WHERE id = $1`
 )
@@ -102,19 +106,65 @@ type RewindResult struct {
 // back into the live context and their summaries are hidden in the archive.
 // Unrewind undoes the latest rewind.
 func (s *SQLStore) Rewind(ctx context.Context, id ID, to MessageID) (RewindResult, error) {
-	return s.rewind(ctx, id, to, false)
+	return s.rewind(ctx, id, to, false, "")
 }
 
 // RewindFrom is Rewind that hides user message from as well: the session
 // goes back to before it was sent (/undo, /retry, an edit answered again).
 // Unrewind undoes it as it undoes a rewind.
 func (s *SQLStore) RewindFrom(ctx context.Context, id ID, from MessageID) (RewindResult, error) {
-	return s.rewind(ctx, id, from, true)
+	return s.rewind(ctx, id, from, true, "")
 }
 
-func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bool) (RewindResult, error) {
+// RewindFromOnce is RewindFrom made once under key (a chat command's or an
+// edit's inbound id): a command run again after a crash finds its rewind
+// made (RewoundBy) and doesn't take back a second exchange. A rewind
+// already made under key fails with ErrConflict.
+func (s *SQLStore) RewindFromOnce(ctx context.Context, id ID, from MessageID, key string) (RewindResult, error) {
+	if key == "" {
+		return RewindResult{}, fmt.Errorf("%w: a rewind made once needs a key", ErrInvalidMessage)
+	}
+	return s.rewind(ctx, id, from, true, key)
+}
+
+// RewoundBy returns the message the rewind made under key took back from
+// (RewindFromOnce), hidden or not; ok is false when session id has no
+// rewind under key.
+func (s *SQLStore) RewoundBy(ctx context.Context, id ID, key string) (m Message, ok bool, err error) {
+	var from MessageID
+	err = s.db.Read().QueryRowContext(ctx, rewindByKeyQuery, id, rewindKey(key)).Scan(&from)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Message{}, false, nil
+	}
+	if err == nil {
+		m, err = scanMessage(s.db.Read().QueryRowContext(ctx, sessionMessageQuery, from, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			m, err = scanMessage(s.db.Read().QueryRowContext(ctx, archivedMessageQuery, from, id))
+		}
+	}
+	if err != nil {
+		return Message{}, false, fmt.Errorf("session %s's rewind %s: %w", id, key, err)
+	}
+	return m, true, nil
+}
+
+// rewindKey is the id a rewind made once under key is kept as: apart
+// from the ids rewinds are given (newID).
+func rewindKey(key string) string { return "once:" + key }
+
+func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bool, key string) (RewindResult, error) {
 	var snapshot string
 	res, err := s.changeLive(ctx, "rewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
+		if key != "" {
+			var from MessageID
+			err := tx.QueryRowContext(ctx, rewindByKeyQuery, id, rewindKey(key)).Scan(&from)
+			if err == nil {
+				return 0, 0, fmt.Errorf("%w: rewind %s was made already (from message %s)", ErrConflict, key, from)
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return 0, 0, err
+			}
+		}
 		var last int64
 		if err := tx.QueryRowContext(ctx, lastRewindStampQuery, id).Scan(&last); err != nil {
 			return 0, 0, err
@@ -152,9 +202,11 @@ func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bo
 		if n == 0 && len(restored) == 0 {
 			return 0, 0, fmt.Errorf("%w: nothing follows message %s", ErrInvalidMessage, to)
 		}
-		rid, err := newID()
-		if err != nil {
-			return 0, 0, err
+		rid := rewindKey(key)
+		if key == "" {
+			if rid, err = newID(); err != nil {
+				return 0, 0, err
+			}
 		}
 		restoredJSON, err := json.Marshal(restored)
 		if err != nil {

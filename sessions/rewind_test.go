@@ -411,3 +411,52 @@ func TestRewindFrom(t *testing.T) {
 		}
 	})
 }
+
+// RewindFromOnce makes its rewind once under its key: RewoundBy finds the
+// message it took back from, hidden, a second rewind under the key is a
+// conflict that changes nothing, and Unrewind still undoes the latest
+// rewind first whatever the rewinds' ids.
+func TestRewindFromOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		st := sessions.NewStore(open(t))
+		s := newSession(t, st)
+		m := conversation(t, st, s.ID, "u1", "a1", "u2", "a2", "u3", "a3")
+		if _, ok, err := st.RewoundBy(ctx, s.ID, "inbound-1"); ok || err != nil {
+			t.Fatalf("RewoundBy before the rewind = %v, %v", ok, err)
+		}
+		if _, err := st.RewindFromOnce(ctx, s.ID, m["u3"].ID, "inbound-1"); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := st.RewoundBy(ctx, s.ID, "inbound-1")
+		if err != nil || !ok || got.ID != m["u3"].ID || got.Content != "u3" || got.HiddenAt.IsZero() {
+			t.Fatalf("RewoundBy = %+v, %v, %v; want u3, hidden", got, ok, err)
+		}
+		if _, err := st.RewindFromOnce(ctx, s.ID, m["u2"].ID, "inbound-1"); !errors.Is(err, sessions.ErrConflict) {
+			t.Fatalf("a second rewind under the key: %v", err)
+		}
+		if got := contents(t, st, s.ID, sessions.MessagesOptions{}); got != "u1 a1 u2 a2" {
+			t.Fatalf("live after a refused second rewind: %s", got)
+		}
+		// A plain rewind after it (a uuid id, sorting before "once:…"), then
+		// two unrewinds: the latest goes first.
+		if _, err := st.RewindFrom(ctx, s.ID, m["u2"].ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Unrewind(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := contents(t, st, s.ID, sessions.MessagesOptions{}); got != "u1 a1 u2 a2" {
+			t.Fatalf("after one unrewind: %s", got)
+		}
+		if _, err := st.Unrewind(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := contents(t, st, s.ID, sessions.MessagesOptions{}); got != "u1 a1 u2 a2 u3 a3" {
+			t.Fatalf("after both unrewinds: %s", got)
+		}
+		if _, err := st.RewindFromOnce(ctx, s.ID, m["u3"].ID, ""); !errors.Is(err, sessions.ErrInvalidMessage) {
+			t.Fatalf("a rewind made once without a key: %v", err)
+		}
+	})
+}
