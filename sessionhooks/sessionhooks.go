@@ -21,6 +21,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,7 +95,35 @@ type Hooks struct {
 	opts     Options
 	instance string
 	wake     chan struct{}
+
+	// missed holds, by message id, the synchronous hooks whose POST of
+	// the message failed (Before), for Append to queue it for them.
+	missedMu sync.Mutex
+	missed   map[sessions.MessageID]missedPost
 }
+
+// missedPost is the synchronous hooks a message's POST failed for, and
+// when.
+type missedPost struct {
+	urls []string
+	at   time.Time
+}
+
+// missedFor is how long a failed synchronous POST waits for its message's
+// append to queue it: an append takes far less, and one that never comes
+// (refused, say) leaves nothing behind past it.
+const missedFor = 10 * time.Minute
+
+// deliveryID is the delivery id of message id's message.user to the
+// synchronous hook at url: the same for its POST and, if that failed, for
+// the queued event sent after it, so a receiver that did get the late
+// POST sees the same X-Parley-Delivery twice.
+func deliveryID(id sessions.MessageID, url string) string {
+	return uuid.NewSHA1(deliverySpace, []byte(string(id)+"\x00"+url)).String()
+}
+
+// deliverySpace names synchronous message.user deliveries' ids.
+var deliverySpace = uuid.MustParse("3f6d2a1e-8b7c-4e59-a0d3-5c2b9e7f1a64")
 
 // New returns Hooks over opts.
 func New(opts Options) *Hooks {
@@ -153,7 +183,7 @@ type Message struct {
 func (h *Hooks) Lifecycle(ctx context.Context, q dbutil.Querier, l sessions.Lifecycle) error {
 	ev := Event{Event: string(l.Type), At: l.At.UTC(), SessionID: string(l.Session), OldSessionID: string(l.Old),
 		Reason: l.Reason, Compaction: l.Compacted}
-	return h.queue(ctx, q, ev, l.Key, false)
+	return h.queue(ctx, q, ev, l.Key, nil)
 }
 
 // Append queues message.user for a user's message, in the transaction
@@ -165,10 +195,22 @@ func (h *Hooks) Append(ctx context.Context, q dbutil.Querier, m sessions.Message
 	}
 	ev := Event{Event: "message.user", At: m.CreatedAt.UTC(), SessionID: string(m.SessionID),
 		Message: &Message{ID: string(m.ID), Content: m.Content, CreatedAt: m.CreatedAt.UTC(), Metadata: m.Metadata}}
-	return h.queue(ctx, q, ev, sessions.Key{}, true)
+	h.missedMu.Lock()
+	missed := h.missed[m.ID].urls
+	h.missedMu.Unlock()
+	return h.queue(ctx, q, ev, sessions.Key{}, func(hook config.SessionHook) (string, bool) {
+		if hook.SyncTimeout <= 0 {
+			return "", true
+		}
+		// A synchronous hook has had it, unless its POST failed: then it
+		// is queued, under that POST's delivery id.
+		return deliveryID(m.ID, hook.URL), slices.Contains(missed, hook.URL)
+	})
 }
 
-func (h *Hooks) queue(ctx context.Context, q dbutil.Querier, ev Event, key sessions.Key, queuedOnly bool) error {
+// queue queues ev for every hook that wants it and that take (nil: every
+// one) takes, with the id take gives ("": a new one).
+func (h *Hooks) queue(ctx context.Context, q dbutil.Querier, ev Event, key sessions.Key, take func(config.SessionHook) (string, bool)) error {
 	hooks := h.opts.Hooks()
 	if len(hooks) == 0 {
 		return nil
@@ -184,14 +226,24 @@ func (h *Hooks) queue(ctx context.Context, q dbutil.Querier, ev Event, key sessi
 	now := dbutil.Millis(h.opts.Now())
 	queued := false
 	for _, hook := range hooks {
-		if !hook.Wants(ev.Event, key.AgentID) || (queuedOnly && hook.SyncTimeout > 0) {
+		if !hook.Wants(ev.Event, key.AgentID) {
 			continue
 		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return err
+		ev.ID = ""
+		if take != nil {
+			id, ok := take(hook)
+			if !ok {
+				continue
+			}
+			ev.ID = id
 		}
-		ev.ID = id.String()
+		if ev.ID == "" {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return err
+			}
+			ev.ID = id.String()
+		}
 		body, err := json.Marshal(ev)
 		if err != nil {
 			return err
@@ -218,8 +270,9 @@ func (h *Hooks) Wake() {
 // Before posts message.user to each synchronous hook that wants it, before
 // the message is stored (a sessions.BeforeAppendHook), and keeps a
 // snapshot_id its answer gives in the message's metadata. A hook that
-// fails or doesn't answer in its sync_timeout is logged, and the message
-// is stored as it is.
+// fails or doesn't answer in its sync_timeout is logged, the message is
+// stored as it is, and the event is queued for that hook in the append's
+// transaction (Append), to be sent as the rest are.
 func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message) {
 	hooks := h.opts.Hooks()
 	for _, hook := range hooks {
@@ -231,7 +284,7 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 			&key.SurfaceID, &key.WorkspaceID); err != nil || !hook.Wants("message.user", key.AgentID) {
 			continue
 		}
-		ev := Event{ID: string(m.ID), Event: "message.user", At: h.opts.Now().UTC(), SessionID: string(id), AgentID: key.AgentID,
+		ev := Event{ID: deliveryID(m.ID, hook.URL), Event: "message.user", At: h.opts.Now().UTC(), SessionID: string(id), AgentID: key.AgentID,
 			UserID: key.UserID, Surface: key.Surface, SurfaceID: key.SurfaceID, WorkspaceID: key.WorkspaceID,
 			Message: &Message{ID: string(m.ID), Content: m.Content, Metadata: m.Metadata}}
 		body, err := json.Marshal(ev)
@@ -242,8 +295,9 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 		code, answer, err := h.post(pctx, hook, ev.ID, ev.Event, body)
 		cancel()
 		if err != nil {
-			h.opts.Log.WarnContext(ctx, "a synchronous message.user hook failed; the message is stored without its snapshot",
+			h.opts.Log.WarnContext(ctx, "a synchronous message.user hook failed; the message is stored without its snapshot, and the event queued for the hook",
 				"session_id", id, "message_id", m.ID, "url", config.RedactURL(hook.URL), "status", code, "error", err)
+			h.miss(m.ID, hook.URL)
 			continue
 		}
 		var got struct {
@@ -253,6 +307,28 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 			m.Metadata = withKey(m.Metadata, "snapshot_id", got.SnapshotID)
 		}
 	}
+}
+
+// miss notes that message id's synchronous POST to url failed, and lets
+// go of those older than missedFor.
+func (h *Hooks) miss(id sessions.MessageID, url string) {
+	now := h.opts.Now()
+	h.missedMu.Lock()
+	defer h.missedMu.Unlock()
+	if h.missed == nil {
+		h.missed = map[sessions.MessageID]missedPost{}
+	}
+	for k, p := range h.missed {
+		if now.Sub(p.at) > missedFor {
+			delete(h.missed, k)
+		}
+	}
+	p := h.missed[id]
+	if !slices.Contains(p.urls, url) {
+		p.urls = append(p.urls, url)
+	}
+	p.at = now
+	h.missed[id] = p
 }
 
 // withKey is the JSON object meta with key set to v.

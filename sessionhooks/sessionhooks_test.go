@@ -383,3 +383,44 @@ func TestDeletingASessionForgetsItsMessageEvents(t *testing.T) {
 		}
 	})
 }
+
+// A synchronous message.user POST that fails is not lost: the message is
+// stored without a snapshot and the event is queued for that hook in the
+// append's transaction, then sent as the rest are, under the failed POST's
+// delivery id; a POST that succeeded is not queued again.
+func TestFailedSyncMessageUserIsQueued(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		recv := newReceiver(t)
+		recv.fails["message.user"] = 1
+		r := newRig(t, open(t), hook(recv.srv.URL, func(h *config.SessionHook) {
+			h.Events = []string{"message.user"}
+			h.SyncTimeout = config.Duration(2 * time.Second)
+		}))
+		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "first"})
+		if err != nil || len(lost.Metadata) != 0 {
+			t.Fatalf("append after a failed synchronous POST: %v, metadata %s", err, lost.Metadata)
+		}
+		if _, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "second"}); err != nil {
+			t.Fatal(err)
+		}
+		sendAll(t, r.hooks)
+		got := recv.events()
+		if len(got) != 3 || got[0].Message.Content != "first" || got[1].Message.Content != "second" || got[2].Message.Content != "first" {
+			t.Fatalf("POSTs %+v; want first (failed), second (synchronous), first (queued)", got)
+		}
+		if got[2].ID != got[0].ID || got[2].Message.ID != string(lost.ID) {
+			t.Fatalf("the queued POST's delivery id %s, the failed one's %s", got[2].ID, got[0].ID)
+		}
+		recv.mu.Lock()
+		took, bad := len(recv.took), recv.badSigns
+		recv.mu.Unlock()
+		if took != 2 || bad != 0 {
+			t.Fatalf("%d POSTs taken (want 2), %d badly signed", took, bad)
+		}
+	})
+}
