@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -46,12 +45,14 @@ const (
 
 	sessionKeyQuery = `SELECT agent_id, user_id, surface, surface_id, workspace_id FROM sessions WHERE id = $1`
 
-	// The due events, each the first of its session not yet done, claimed
-	// with a lease as the outbox claims replies: no other sender, here or
-	// on another replica, takes one until the lease lapses.
+	// The due events, each the first of its session not yet done for its
+	// hook, claimed with a lease as the outbox claims replies: no other
+	// sender, here or on another replica, takes one until the lease
+	// lapses. Each hook has its own order: one that is down holds back
+	// only its own events.
 	claimQuery = `UPDATE session_hook_events SET attempts = attempts + 1, lease_until = $2, claim_instance = $3, updated_at = $1
 	WHERE id IN (SELECT e.id FROM session_hook_events e WHERE e.status = 'pending' AND e.next_attempt_at <= $1 AND e.lease_until <= $1
-		AND NOT EXISTS (SELECT 1 FROM session_hook_events p WHERE p.session_id = e.session_id AND p.status = 'pending' AND p.id < e.id)
+		AND NOT EXISTS (SELECT 1 FROM session_hook_events p WHERE p.session_id = e.session_id AND p.url = e.url AND p.status = 'pending' AND p.id < e.id)
 		ORDER BY e.id LIMIT 20%s)
 	RETURNING id, session_id, event, url, body, attempts`
 	claimLock = ` FOR UPDATE SKIP LOCKED`
@@ -102,28 +103,17 @@ type Hooks struct {
 	missed   map[sessions.MessageID]missedPost
 }
 
-// missedPost is the synchronous hooks a message's POST failed for, and
-// when.
+// missedPost is the delivery ids, by hook URL, of the synchronous POSTs
+// of a message that failed, and when the last failed.
 type missedPost struct {
-	urls []string
-	at   time.Time
+	ids map[string]string
+	at  time.Time
 }
 
 // missedFor is how long a failed synchronous POST waits for its message's
 // append to queue it: an append takes far less, and one that never comes
 // (refused, say) leaves nothing behind past it.
 const missedFor = 10 * time.Minute
-
-// deliveryID is the delivery id of message id's message.user to the
-// synchronous hook at url: the same for its POST and, if that failed, for
-// the queued event sent after it, so a receiver that did get the late
-// POST sees the same X-Parley-Delivery twice.
-func deliveryID(id sessions.MessageID, url string) string {
-	return uuid.NewSHA1(deliverySpace, []byte(string(id)+"\x00"+url)).String()
-}
-
-// deliverySpace names synchronous message.user deliveries' ids.
-var deliverySpace = uuid.MustParse("3f6d2a1e-8b7c-4e59-a0d3-5c2b9e7f1a64")
 
 // New returns Hooks over opts.
 func New(opts Options) *Hooks {
@@ -196,15 +186,18 @@ func (h *Hooks) Append(ctx context.Context, q dbutil.Querier, m sessions.Message
 	ev := Event{Event: "message.user", At: m.CreatedAt.UTC(), SessionID: string(m.SessionID),
 		Message: &Message{ID: string(m.ID), Content: m.Content, CreatedAt: m.CreatedAt.UTC(), Metadata: m.Metadata}}
 	h.missedMu.Lock()
-	missed := h.missed[m.ID].urls
+	missed := h.missed[m.ID].ids
 	h.missedMu.Unlock()
 	return h.queue(ctx, q, ev, sessions.Key{}, func(hook config.SessionHook) (string, bool) {
 		if hook.SyncTimeout <= 0 {
 			return "", true
 		}
 		// A synchronous hook has had it, unless its POST failed: then it
-		// is queued, under that POST's delivery id.
-		return deliveryID(m.ID, hook.URL), slices.Contains(missed, hook.URL)
+		// is queued under that POST's delivery id (a time-ordered one,
+		// from just before the append), so a receiver that did get the
+		// late POST sees the same X-Parley-Delivery twice.
+		id, ok := missed[hook.URL]
+		return id, ok
 	})
 }
 
@@ -284,7 +277,11 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 			&key.SurfaceID, &key.WorkspaceID); err != nil || !hook.Wants("message.user", key.AgentID) {
 			continue
 		}
-		ev := Event{ID: deliveryID(m.ID, hook.URL), Event: "message.user", At: h.opts.Now().UTC(), SessionID: string(id), AgentID: key.AgentID,
+		did, err := uuid.NewV7()
+		if err != nil {
+			continue
+		}
+		ev := Event{ID: did.String(), Event: "message.user", At: h.opts.Now().UTC(), SessionID: string(id), AgentID: key.AgentID,
 			UserID: key.UserID, Surface: key.Surface, SurfaceID: key.SurfaceID, WorkspaceID: key.WorkspaceID,
 			Message: &Message{ID: string(m.ID), Content: m.Content, Metadata: m.Metadata}}
 		body, err := json.Marshal(ev)
@@ -297,7 +294,7 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 		if err != nil {
 			h.opts.Log.WarnContext(ctx, "a synchronous message.user hook failed; the message is stored without its snapshot, and the event queued for the hook",
 				"session_id", id, "message_id", m.ID, "url", config.RedactURL(hook.URL), "status", code, "error", err)
-			h.miss(m.ID, hook.URL)
+			h.miss(m.ID, hook.URL, ev.ID)
 			continue
 		}
 		var got struct {
@@ -309,9 +306,9 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 	}
 }
 
-// miss notes that message id's synchronous POST to url failed, and lets
-// go of those older than missedFor.
-func (h *Hooks) miss(id sessions.MessageID, url string) {
+// miss notes that message id's synchronous POST to url, delivery, failed,
+// and lets go of those older than missedFor.
+func (h *Hooks) miss(id sessions.MessageID, url, delivery string) {
 	now := h.opts.Now()
 	h.missedMu.Lock()
 	defer h.missedMu.Unlock()
@@ -324,10 +321,10 @@ func (h *Hooks) miss(id sessions.MessageID, url string) {
 		}
 	}
 	p := h.missed[id]
-	if !slices.Contains(p.urls, url) {
-		p.urls = append(p.urls, url)
+	if p.ids == nil {
+		p.ids = map[string]string{}
 	}
-	p.at = now
+	p.ids[url], p.at = delivery, now
 	h.missed[id] = p
 }
 

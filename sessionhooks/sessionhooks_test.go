@@ -424,3 +424,58 @@ func TestFailedSyncMessageUserIsQueued(t *testing.T) {
 		}
 	})
 }
+
+// A hook that is down holds back only its own events: another hook gets
+// the same session's events, in order, while the first's wait to be
+// retried, and the first still gets them in order when it is back.
+func TestAHookThatIsDownHoldsBackOnlyItsOwn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		down, up := newReceiver(t), newReceiver(t)
+		down.fails["session.created"] = 1
+		now := time.Now()
+		r := newRig(t, open(t), hook(down.srv.URL, nil), hook(up.srv.URL, nil))
+		var clock sync.Mutex
+		r.hooks = sessionhooks.New(sessionhooks.Options{DB: r.db, Hooks: func() []config.SessionHook { return r.cfg },
+			Backoff: func(int) time.Duration { return time.Hour }, Lease: 2 * time.Second,
+			Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+		r.store = sessions.NewStore(r.db, sessions.WithLifecycleHook(r.hooks.Lifecycle), sessions.WithAppendHook(r.hooks.Append))
+		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"one", "two"} {
+			if _, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: text}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := func(rv *receiver) string {
+			rv.mu.Lock()
+			defer rv.mu.Unlock()
+			var out []string
+			for _, ev := range rv.took {
+				what := ev.Event
+				if ev.Message != nil {
+					what += ":" + ev.Message.Content
+				}
+				out = append(out, what)
+			}
+			return strings.Join(out, " ")
+		}
+		sendAll(t, r.hooks)
+		const all = "session.created message.user:one message.user:two"
+		if got := seen(up); got != all {
+			t.Fatalf("the hook that is up got %q while the other was down; want %q", got, all)
+		}
+		if got := seen(down); got != "" {
+			t.Fatalf("the hook that is down took %q past its failed first event", got)
+		}
+		clock.Lock()
+		now = now.Add(2 * time.Hour)
+		clock.Unlock()
+		sendAll(t, r.hooks)
+		if got := seen(down); got != all {
+			t.Fatalf("the hook back up got %q; want %q", got, all)
+		}
+	})
+}
