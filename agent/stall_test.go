@@ -36,7 +36,7 @@ func TestStalledModelTurnEndsWithinItsDeadlines(t *testing.T) {
 			stalled := stalltest.Stall(t, way, 20*time.Millisecond)
 			good := stalltest.Reply(t, "the fallback answers")
 			models := map[string]llm.Model{
-				"openai/stalled": openai.New(openai.Options{BaseURL: stalled.BaseURL(), Timeouts: stallTimeouts}),
+				"openai/stalled": openai.New(openai.Options{BaseURL: stalled.BaseURL(), Timeouts: stalltest.Timeouts(way, stallTimeouts)}),
 				"openai/good":    openai.New(openai.Options{BaseURL: good.BaseURL(), Timeouts: stallTimeouts}),
 			}
 			e := newEnv(t, nil, func(o *Options) {

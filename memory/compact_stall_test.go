@@ -35,7 +35,7 @@ func TestStalledFlushAndSummary(t *testing.T) {
 			t.Run(string(way)+"/through the fallback", func(t *testing.T) {
 				stalled := stalltest.Stall(t, way, 20*time.Millisecond)
 				e := newCompactEnv(t, open)
-				e.models = map[string]llm.Model{"openai/stalled": openai.New(openai.Options{BaseURL: stalled.BaseURL(), Timeouts: short})}
+				e.models = map[string]llm.Model{"openai/stalled": openai.New(openai.Options{BaseURL: stalled.BaseURL(), Timeouts: stalltest.Timeouts(way, short)})}
 				e.cfg.MaxContextTokens = 100_000
 				e.fill(8)
 				cfg := e.cfg

@@ -30,7 +30,7 @@ func TestStalledCallEndsByItsDeadline(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(string(tc.way), func(t *testing.T) {
 			s := stalltest.Stall(t, tc.way, 20*time.Millisecond)
-			m := openai.New(openai.Options{APIKey: apiKey, BaseURL: s.BaseURL(), Timeouts: short})
+			m := openai.New(openai.Options{APIKey: apiKey, BaseURL: s.BaseURL(), Timeouts: stalltest.Timeouts(tc.way, short)})
 			checkTimeout(t, m, context.Background(), tc.phase, tc.limit)
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/llm"
 )
 
 // Way is how a server stalls.
@@ -31,6 +33,17 @@ const (
 
 // Ways are every way a Server stalls.
 var Ways = []Way{NeverAnswers, HeadersOnly, StopsMidStream, Drips}
+
+// Timeouts is t as a test of way uses it. For Drips, the idle deadline is
+// put past the total one: the drips are to keep the idle deadline from
+// firing, so that the total deadline ends the call, and on a loaded
+// machine a drip can come later than a short idle deadline.
+func Timeouts(way Way, t llm.Timeouts) llm.Timeouts {
+	if way == Drips {
+		t.Idle = 10 * t.Total
+	}
+	return t
+}
 
 // Server is a provider's fake that answers as its Way says (or with Reply).
 type Server struct {
