@@ -76,6 +76,10 @@ type FileRef struct {
 	// Seconds is how long a voice note or audio lasts, where the
 	// platform says.
 	Seconds int `json:"seconds,omitempty"`
+	// Spoken marks a video whose sound is someone talking (a Telegram
+	// video note, a WhatsApp video note): transcribed as a voice note is
+	// (IsSpeech).
+	Spoken bool `json:"spoken,omitempty"`
 	// Data is the file's bytes when they were fetched already (a voice
 	// note, to transcribe it), so its turn doesn't fetch it again. It is
 	// never stored: a message run again after a restart fetches its files.

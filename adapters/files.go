@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// IsSpeech reports whether a file is someone talking, to be transcribed:
+// audio, or a video marked Spoken (a video note).
+func IsSpeech(f FileRef) bool { return f.Spoken || IsAudio(f) }
+
 // IsAudio reports whether a file is audio (a voice note, a recording),
 // by its media type or else its name.
 func IsAudio(f FileRef) bool {

@@ -147,3 +147,90 @@ func TestTelegramVoiceNoteTranscriptionFails(t *testing.T) {
 		t.Fatalf("the model was called %d times for a voice note nobody heard", n)
 	}
 }
+
+// What a person shares on Telegram besides text, voice and files reaches
+// the model: a video note is transcribed as a voice note is (its video
+// kept as the message's file part), and a place, a contact and a sticker
+// come as a line each, all answered.
+func TestTelegramVideoNotesAndSharedThings(t *testing.T) {
+	sp := speechtest.New(t)
+	sp.Transcripts["video-note"] = "show me the way to the station"
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	d, stop := runWithTelegram(t, tg, "speech:\n  base_url: "+sp.BaseURL()+"\n  api_key: sk-test\n")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	const chat = 601
+	from := &telegramtest.User{ID: chat, FirstName: "Ann"}
+	inject := func(mod func(*telegramtest.Message)) {
+		m := &telegramtest.Message{MessageID: tg.NextMessageID(fmt.Sprint(chat)), From: from,
+			Chat: telegramtest.Chat{ID: chat, Type: "private", FirstName: "Ann"}, Date: time.Now().Unix()}
+		mod(m)
+		tg.Inject(telegramtest.Update{Message: m})
+	}
+	tg.AddFile("vn-1", []byte("video-note"))
+	for i, c := range []struct {
+		mod  func(*telegramtest.Message)
+		want string
+	}{
+		{func(m *telegramtest.Message) {
+			m.VideoNote = &telegramtest.VideoNote{FileID: "vn-1", FileUniqueID: "uvn-1", Length: 384, Duration: 4, FileSize: len("video-note")}
+		}, "show me the way to the station"},
+		{func(m *telegramtest.Message) {
+			m.Venue = &telegramtest.Venue{Location: telegramtest.Location{Latitude: 52.525084, Longitude: 13.369402}, Title: "Berlin Hauptbahnhof", Address: "Europaplatz 1"}
+			m.Location = &m.Venue.Location
+		}, "[shared a place: Berlin Hauptbahnhof, Europaplatz 1 (52.525084, 13.369402)]"},
+		{func(m *telegramtest.Message) {
+			m.Contact = &telegramtest.Contact{PhoneNumber: "+4930123456", FirstName: "Bob"}
+		}, "[shared a contact: Bob, +4930123456]"},
+		{func(m *telegramtest.Message) {
+			m.Sticker = &telegramtest.Sticker{FileID: "st-1", FileUniqueID: "ust-1", Type: "regular", Width: 512, Height: 512, Emoji: "🙏"}
+		}, "[sent a sticker: 🙏]"},
+	} {
+		inject(c.mod)
+		sent, err := tg.WaitSent(ctx, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sent[i].Text; !strings.Contains(got, c.want) {
+			t.Fatalf("reply %d is %q; want one answering %q", i+1, got, c.want)
+		}
+	}
+	if got := sp.Files(); len(got) != 1 || got[0] != "video_note.mp4 video/mp4" {
+		t.Fatalf("the speech server was sent %q; want the video note as video_note.mp4, video/mp4", got)
+	}
+	ss, err := d.sessions.ActiveInChat(ctx, "telegram", fmt.Sprint(chat))
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %v, %v", ss, err)
+	}
+	msgs, err := d.sessions.Messages(ctx, ss[0].ID, sessions.MessagesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note *sessions.Message
+	for i, m := range msgs {
+		if m.Role == sessions.RoleUser && m.Content == "show me the way to the station" {
+			note = &msgs[i]
+		}
+	}
+	if note == nil {
+		t.Fatalf("no stored message holds the video note's transcript: %+v", msgs)
+	}
+	if fd, ok := note.Parts[0].File(); !ok || note.Parts[0].MediaType != "video/mp4" || fd.Note != gateway.TranscribedNote {
+		t.Fatalf("stored part %+v (%+v), want the video note marked as transcribed", note.Parts[0], fd)
+	}
+	// A live location moving on is no message: nothing more is answered.
+	tg.Inject(telegramtest.Update{EditedMessage: &telegramtest.Message{MessageID: 1, From: from, EditDate: time.Now().Unix(),
+		Chat: telegramtest.Chat{ID: chat, Type: "private", FirstName: "Ann"}, Date: time.Now().Unix(),
+		Location: &telegramtest.Location{Latitude: 52.5, Longitude: 13.4, LivePeriod: 600}}})
+	tg.InjectText(chat, chat, "done")
+	sent, err := tg.WaitSent(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 5 || !strings.Contains(sent[4].Text, "done") {
+		t.Fatalf("after a live location's move, replies %+v; want only the answer to \"done\"", sent)
+	}
+}

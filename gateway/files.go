@@ -13,9 +13,9 @@ func fileParts(in adapters.Inbound) []sessions.Part {
 	for _, f := range in.Files {
 		note := "sent in the group before the assistant was addressed; not read"
 		switch {
-		case adapters.IsAudio(f) && in.VoiceFailed != "":
+		case adapters.IsSpeech(f) && in.VoiceFailed != "":
 			note = VoiceFailedNote
-		case adapters.IsAudio(f) && in.Transcribed:
+		case adapters.IsSpeech(f) && in.Transcribed:
 			note = TranscribedNote
 		}
 		parts = append(parts, sessions.FilePart(f.Name, f.MediaType, sessions.FileData{ID: f.ID, Size: f.Size, Note: note}, ""))

@@ -39,7 +39,7 @@ func (g *Gateway) transcribe(ctx context.Context, in adapters.Inbound) adapters.
 	var failure error
 	in.Files = slices.Clone(in.Files) // the fetched audio goes on this copy
 	for i, f := range in.Files {
-		if !adapters.IsAudio(f) {
+		if !adapters.IsSpeech(f) {
 			continue
 		}
 		text, err := g.transcribeFile(ctx, tr, in, &in.Files[i])

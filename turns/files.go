@@ -160,10 +160,10 @@ func (b *Bridge) readFile(ctx context.Context, ft *turnFetch, i, j int, budget *
 	}
 	kind := kindOfFile(f)
 	switch {
-	case adapters.IsAudio(f) && m.Transcribed:
+	case adapters.IsSpeech(f) && m.Transcribed:
 		data.Note = gateway.TranscribedNote
 		return part(""), problemNone
-	case adapters.IsAudio(f) && m.VoiceFailed != "":
+	case adapters.IsSpeech(f) && m.VoiceFailed != "":
 		data.Note = gateway.VoiceFailedNote
 		return part(""), problemVoice
 	case kind == fileImage:

@@ -196,7 +196,7 @@ func (b *Bridge) speaks(a config.Agent, in gateway.TurnInput) bool {
 	case "when_spoken":
 		for _, m := range in.Messages {
 			for _, f := range m.Files {
-				if adapters.IsAudio(f) {
+				if adapters.IsSpeech(f) {
 					return true
 				}
 			}

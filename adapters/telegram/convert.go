@@ -74,11 +74,17 @@ func parseChatID(s string) (chat string, thread int, err error) {
 }
 
 // toInbound converts an update. ok is false for updates that are not new
-// messages, and for messages with nothing the gateway can take (service
-// messages such as members joining, stickers, polls, locations).
+// messages or edits, for a live location's moves, and for messages with
+// nothing the gateway can take (service messages such as members joining,
+// polls). A place, a contact or a sticker becomes a line of text (shared);
+// a video note, a file transcribed as a voice note is.
 func toInbound(adapter adapters.ID, me identity, u *update) (adapters.Inbound, bool) {
 	m := u.Message
 	if m == nil && u.EditedMessage != nil {
+		if u.EditedMessage.Location != nil {
+			// A live location moving: not an edit anyone typed.
+			return adapters.Inbound{}, false
+		}
 		in, ok := messageInbound(adapter, me, u.EditedMessage)
 		if ok {
 			// Each edit is its own message, naming the one it edits.
@@ -98,6 +104,9 @@ func messageInbound(adapter adapters.ID, me identity, m *message) (adapters.Inbo
 	text, entities := m.Text, m.Entities
 	if text == "" {
 		text, entities = m.Caption, m.CaptionEntities
+	}
+	if text == "" {
+		text = shared(&m.Message)
 	}
 	files := fileRefs(&m.Message)
 	if text == "" && len(files) == 0 {
@@ -205,7 +214,32 @@ func fileRefs(m *tgbotapi.Message) []adapters.FileRef {
 	if v := m.Video; v != nil {
 		out = append(out, adapters.FileRef{ID: v.FileID, Name: v.FileName, MediaType: orDefault(v.MimeType, "video/mp4"), Size: int64(v.FileSize)})
 	}
+	if v := m.VideoNote; v != nil {
+		// A round video message: someone talking to the camera, heard as
+		// a voice note is.
+		out = append(out, adapters.FileRef{ID: v.FileID, Name: "video_note.mp4", MediaType: "video/mp4", Size: int64(v.FileSize),
+			Seconds: v.Duration, Spoken: true})
+	}
 	return out
+}
+
+// shared is the text of a message that shares something other than text
+// or a file (a place, a contact, a sticker), as a line the model reads;
+// "" for any other.
+func shared(m *tgbotapi.Message) string {
+	switch {
+	case m.Venue != nil:
+		v := m.Venue
+		return adapters.SharedPlace(v.Title, v.Address, v.Location.Latitude, v.Location.Longitude)
+	case m.Location != nil:
+		return adapters.SharedLocation(m.Location.Latitude, m.Location.Longitude, m.Location.LivePeriod > 0)
+	case m.Contact != nil:
+		c := m.Contact
+		return adapters.SharedContact(c.FirstName+" "+c.LastName, c.PhoneNumber)
+	case m.Sticker != nil:
+		return adapters.SentSticker(m.Sticker.Emoji)
+	}
+	return ""
 }
 
 func orDefault(s, def string) string {

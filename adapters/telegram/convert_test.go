@@ -102,7 +102,31 @@ func TestToInbound(t *testing.T) {
 		{name: "anonymous admin", u: msg(group, tt.User{ID: 1087968824, IsBot: true, FirstName: "Group", Username: "GroupAnonymousBot"}, "from the admins", func(m *tt.Message) {
 			m.SenderChat = &group
 		}), want: with(base("-4001", "-4001", "from the admins"), func(in *adapters.Inbound) { in.Group, in.DisplayName = true, "Friends" })},
-		{name: "sticker only", skip: true, u: msg(tt.PrivateChat(ann), ann, "")},
+		{name: "sticker", u: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.Sticker = &tt.Sticker{FileID: "st1", Type: "regular", Width: 512, Height: 512, Emoji: "👍"}
+		}), want: base("42", "42", "[sent a sticker: 👍]")},
+		{name: "location", u: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.Location = &tt.Location{Latitude: 52.520008, Longitude: 13.404954}
+		}), want: base("42", "42", "[shared a location: 52.520008, 13.404954]")},
+		{name: "live location", u: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.Location = &tt.Location{Latitude: 48.8584, Longitude: 2.2945, LivePeriod: 900}
+		}), want: base("42", "42", "[shared a live location (where they were when they shared it): 48.858400, 2.294500]")},
+		{name: "a live location moving is no edit", skip: true, u: tt.Update{UpdateID: 1, EditedMessage: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.Location, m.EditDate = &tt.Location{Latitude: 48.8585, Longitude: 2.2946, LivePeriod: 900}, 1700000060
+		}).Message}},
+		{name: "venue", u: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.Venue = &tt.Venue{Location: tt.Location{Latitude: 51.5007, Longitude: -0.1246}, Title: "Big Ben", Address: "London SW1A 0AA"}
+			m.Location = &m.Venue.Location
+		}), want: base("42", "42", "[shared a place: Big Ben, London SW1A 0AA (51.500700, -0.124600)]")},
+		{name: "contact", u: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.Contact = &tt.Contact{PhoneNumber: "+441234567890", FirstName: "Bob", LastName: "Stone"}
+		}), want: base("42", "42", "[shared a contact: Bob Stone, +441234567890]")},
+		{name: "video note", u: msg(tt.PrivateChat(ann), ann, "", func(m *tt.Message) {
+			m.VideoNote = &tt.VideoNote{FileID: "vn1", Length: 384, Duration: 7, FileSize: 210000}
+		}), want: with(base("42", "42", ""), func(in *adapters.Inbound) {
+			in.Files = []adapters.FileRef{{ID: "vn1", Name: "video_note.mp4", MediaType: "video/mp4", Size: 210000, Seconds: 7, Spoken: true}}
+		})},
+		{name: "poll", skip: true, u: msg(tt.PrivateChat(ann), ann, "")},
 		{name: "service message", skip: true, u: msg(group, ann, "", func(m *tt.Message) { m.NewChatMembers = []tt.User{bob} })},
 		{name: "edited message", u: tt.Update{UpdateID: 1, EditedMessage: msg(tt.PrivateChat(ann), ann, "fixed", func(m *tt.Message) { m.EditDate = 1700000060 }).Message},
 			want: with(base("42", "42", "fixed"), func(in *adapters.Inbound) { in.MessageID, in.Edits = "10:edit:1700000060", "10" })},

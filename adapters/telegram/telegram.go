@@ -15,10 +15,11 @@
 // and presses on the bot's own buttons are taken (allowed_updates
 // ["message", "edited_message", "callback_query"]): an edit is a message
 // of its own (MessageID "<id>:edit:<edit date>") whose Edits names the
-// message it edits. Channel posts and service messages are not taken,
-// nor messages with neither text, caption nor a file (stickers, polls,
-// locations). A press goes to the sink's adapters.PressSink and is
-// answered with its note (answerCallbackQuery).
+// message it edits, but for a live location's moves. Channel posts and
+// service messages are not taken, nor polls; a shared place, contact or
+// sticker is taken as a line of text, and a video note as a file
+// transcribed as a voice note is. A press goes to the sink's
+// adapters.PressSink and is answered with its note (answerCallbackQuery).
 package telegram
 
 import (

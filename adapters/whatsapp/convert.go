@@ -126,7 +126,52 @@ func content(msgID string, m *waE2E.Message) (text string, files []adapters.File
 		caption("", v.GetContextInfo())
 		files = append(files, fileRef(msgID, "sticker", v, "", v.GetMimetype(), "image/webp", v.GetFileLength()))
 	}
+	if v := m.GetPtvMessage(); v != nil {
+		// A video note: someone talking to the camera, heard as a voice
+		// note is.
+		caption("", v.GetContextInfo())
+		f := fileRef(msgID, "video", v, "video_note", v.GetMimetype(), "video/mp4", v.GetFileLength())
+		f.Seconds, f.Spoken = int(v.GetSeconds()), true
+		files = append(files, f)
+	}
+	if v := m.GetLocationMessage(); v != nil {
+		line := adapters.SharedLocation(v.GetDegreesLatitude(), v.GetDegreesLongitude(), false)
+		if v.GetName() != "" || v.GetAddress() != "" {
+			line = adapters.SharedPlace(v.GetName(), v.GetAddress(), v.GetDegreesLatitude(), v.GetDegreesLongitude())
+		}
+		caption(line, v.GetContextInfo())
+	}
+	if v := m.GetLiveLocationMessage(); v != nil {
+		caption(adapters.SharedLocation(v.GetDegreesLatitude(), v.GetDegreesLongitude(), true), v.GetContextInfo())
+	}
+	if v := m.GetContactMessage(); v != nil {
+		caption(contactLine(v), v.GetContextInfo())
+	}
+	if v := m.GetContactsArrayMessage(); v != nil {
+		var lines []string
+		for _, c := range v.GetContacts() {
+			lines = append(lines, contactLine(c))
+		}
+		caption(strings.Join(lines, "\n"), v.GetContextInfo())
+	}
 	return text, files, ci
+}
+
+// contactLine is the line a shared contact reads as: its name and the
+// phone numbers its vCard gives.
+func contactLine(c *waE2E.ContactMessage) string {
+	var phones []string
+	for line := range strings.SplitSeq(c.GetVcard(), "\n") {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, _, _ := strings.Cut(key, ";")
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:] // "item1.TEL"
+		}
+		if ok && strings.EqualFold(name, "TEL") && strings.TrimSpace(value) != "" {
+			phones = append(phones, strings.TrimSpace(value))
+		}
+	}
+	return adapters.SharedContact(c.GetDisplayName(), phones...)
 }
 
 // fileRef describes one attachment. Its ID carries what a later download

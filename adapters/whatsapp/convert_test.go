@@ -135,6 +135,25 @@ func TestConvert(t *testing.T) {
 			Mimetype: proto.String("audio/ogg; codecs=opus"), PTT: proto.Bool(true), FileLength: proto.Uint64(7000),
 		}}), want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice",
 			files: []adapters.FileRef{{Name: "voice.ogg", MediaType: "audio/ogg", Size: 7000}}}},
+		{name: "video note", evt: dm("M6", &waE2E.Message{PtvMessage: &waE2E.VideoMessage{
+			Mimetype: proto.String("video/mp4"), Seconds: proto.Uint32(6), FileLength: proto.Uint64(180000),
+		}}), want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice",
+			files: []adapters.FileRef{{Name: "video_note.mp4", MediaType: "video/mp4", Size: 180000, Seconds: 6, Spoken: true}}}},
+		{name: "location", evt: dm("M7", &waE2E.Message{LocationMessage: &waE2E.LocationMessage{
+			DegreesLatitude: proto.Float64(52.520008), DegreesLongitude: proto.Float64(13.404954),
+		}}), want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a location: 52.520008, 13.404954]"}},
+		{name: "place", evt: dm("M8", &waE2E.Message{LocationMessage: &waE2E.LocationMessage{
+			DegreesLatitude: proto.Float64(51.5007), DegreesLongitude: proto.Float64(-0.1246), Name: proto.String("Big Ben"), Address: proto.String("London SW1A 0AA"),
+		}}), want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a place: Big Ben, London SW1A 0AA (51.500700, -0.124600)]"}},
+		{name: "live location", evt: dm("M9", &waE2E.Message{LiveLocationMessage: &waE2E.LiveLocationMessage{
+			DegreesLatitude: proto.Float64(48.8584), DegreesLongitude: proto.Float64(2.2945),
+		}}), want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a live location (where they were when they shared it): 48.858400, 2.294500]"}},
+		{name: "contact", evt: dm("M10", &waE2E.Message{ContactMessage: &waE2E.ContactMessage{DisplayName: proto.String("Bob Stone"),
+			Vcard: proto.String("BEGIN:VCARD\nVERSION:3.0\nFN:Bob Stone\nitem1.TEL;waid=441234567890:+44 1234 567890\nitem1.X-ABLabel:Mobile\nTEL;type=WORK:+44 20 7946 0000\nEND:VCARD")}}),
+			want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a contact: Bob Stone, +44 1234 567890, +44 20 7946 0000]"}},
+		{name: "contacts", evt: dm("M11", &waE2E.Message{ContactsArrayMessage: &waE2E.ContactsArrayMessage{Contacts: []*waE2E.ContactMessage{
+			{DisplayName: proto.String("Ann"), Vcard: proto.String("BEGIN:VCARD\nTEL:+1 555 0100\nEND:VCARD")}, {DisplayName: proto.String("Cy")}}}}),
+			want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a contact: Ann, +1 555 0100]\n[shared a contact: Cy]"}},
 
 		{name: "own message", evt: withInfo(dm("S1", text("sent from my phone")), func(i *types.MessageInfo) { i.IsFromMe = true }), skip: "own message"},
 		{name: "status broadcast", evt: withInfo(dm("S2", text("my status")), func(i *types.MessageInfo) { i.Chat = types.StatusBroadcastJID }), skip: "status update"},

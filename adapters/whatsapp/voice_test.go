@@ -33,8 +33,10 @@ func (waChannels) Streams(adapters.ID) bool                          { return fa
 func TestVoiceNoteIsTranscribed(t *testing.T) {
 	sp := speechtest.New(t)
 	sp.Transcripts["wa-voice"] = "book a table for two at eight"
+	sp.Transcripts["wa-ptv"] = "and a taxi at half past seven"
 	fc := newFakeClient()
 	fc.downloads["/v/t62/voice-1"] = []byte("wa-voice")
+	fc.downloads["/v/t62/ptv-1"] = []byte("wa-ptv")
 	a, _ := testAdapter(t, "", fc, newFakeClock(true), adapters.Deps{})
 	db := dbtest.SQLite(t)
 	store := gateway.NewStore(db, nil)
@@ -92,5 +94,23 @@ func TestVoiceNoteIsTranscribed(t *testing.T) {
 	}
 	if heard := sp.Heard(); len(heard) != 1 {
 		t.Fatalf("the transcription server heard %d notes, want 1", len(heard))
+	}
+
+	// A video note (PTV) is heard as a voice note is.
+	fc.emit(dm("V2", &waE2E.Message{PtvMessage: &waE2E.VideoMessage{
+		Mimetype: proto.String("video/mp4"), Seconds: proto.Uint32(5), FileLength: proto.Uint64(6),
+		DirectPath: proto.String("/v/t62/ptv-1"), MediaKey: []byte("k"), FileEncSHA256: []byte("e"), FileSHA256: []byte("s"),
+	}}))
+	want = sp.Transcripts["wa-ptv"]
+	fc.waitFor(t, "the video note's reply", func(f *fakeClient) bool {
+		for _, m := range f.sent {
+			if strings.Contains(m.msg.GetConversation()+m.msg.GetExtendedTextMessage().GetText(), "heard: "+want) {
+				return true
+			}
+		}
+		return false
+	})
+	if files := sp.Files(); len(files) != 2 || files[1] != "video_note.mp4 video/mp4" {
+		t.Fatalf("the transcription server was sent %q; want the video note as video_note.mp4, video/mp4", files)
 	}
 }

@@ -23,6 +23,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	heard      []string // the audio of each transcription request
+	files      []string // each transcription request's file name and type
 	spoken     []string // the input of each speech request
 	languages  []string
 	authorized []string
@@ -50,7 +51,7 @@ func (s *Server) Add(audio, text string) {
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
 func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
-	f, _, err := r.FormFile("file")
+	f, fh, err := r.FormFile("file")
 	if err != nil || r.FormValue("model") == "" {
 		http.Error(w, `{"error":{"message":"file and model are required"}}`, http.StatusBadRequest)
 		return
@@ -58,6 +59,7 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	audio, _ := io.ReadAll(f)
 	s.mu.Lock()
 	s.heard = append(s.heard, string(audio))
+	s.files = append(s.files, fh.Filename+" "+fh.Header.Get("Content-Type"))
 	s.languages = append(s.languages, r.FormValue("language"))
 	s.authorized = append(s.authorized, r.Header.Get("Authorization"))
 	fail := s.Fail
@@ -89,6 +91,14 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "audio/ogg")
 	_, _ = w.Write(audio)
+}
+
+// Files is each transcription request's file name and media type, as
+// "name type", in order: what a provider tells the audio's format by.
+func (s *Server) Files() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.files...)
 }
 
 // Heard is the audio of each transcription request, in order.

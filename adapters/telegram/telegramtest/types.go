@@ -37,6 +37,11 @@ type Message struct {
 	Document        *Document   `json:"document,omitempty"`
 	Voice           *Voice      `json:"voice,omitempty"`
 	Audio           *Audio      `json:"audio,omitempty"`
+	VideoNote       *VideoNote  `json:"video_note,omitempty"`
+	Sticker         *Sticker    `json:"sticker,omitempty"`
+	Location        *Location   `json:"location,omitempty"`
+	Venue           *Venue      `json:"venue,omitempty"`
+	Contact         *Contact    `json:"contact,omitempty"`
 	NewChatMembers  []User      `json:"new_chat_members,omitempty"`
 	// ForumTopicCreated marks a topic's first message, e.g.
 	// json.RawMessage(`{"name":"Ideas","icon_color":7322096}`).
@@ -97,6 +102,49 @@ type Voice struct {
 	Duration     int    `json:"duration"`
 	MimeType     string `json:"mime_type,omitempty"`
 	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// VideoNote is a round video message (MPEG-4).
+type VideoNote struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Length       int    `json:"length"`
+	Duration     int    `json:"duration"`
+	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// Sticker is a sticker, with the emoji it stands for.
+type Sticker struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Type         string `json:"type"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	IsAnimated   bool   `json:"is_animated"`
+	IsVideo      bool   `json:"is_video"`
+	Emoji        string `json:"emoji,omitempty"`
+}
+
+// Location is a point on the map; LivePeriod is set for a live one.
+type Location struct {
+	Latitude   float64 `json:"latitude"`
+	Longitude  float64 `json:"longitude"`
+	LivePeriod int     `json:"live_period,omitempty"`
+}
+
+// Venue is a named place.
+type Venue struct {
+	Location Location `json:"location"`
+	Title    string   `json:"title"`
+	Address  string   `json:"address"`
+}
+
+// Contact is a phone contact.
+type Contact struct {
+	PhoneNumber string `json:"phone_number"`
+	FirstName   string `json:"first_name"`
+	LastName    string `json:"last_name,omitempty"`
+	UserID      int64  `json:"user_id,omitempty"`
 }
 
 // Audio is an audio file sent as music.
