@@ -141,7 +141,8 @@ func content(msgID string, m *waE2E.Message) (text string, files []adapters.File
 		}
 		caption(line, v.GetContextInfo())
 	}
-	if v := m.GetLiveLocationMessage(); v != nil {
+	if v := m.GetLiveLocationMessage(); v != nil && v.GetSequenceNumber() == 0 {
+		// The share itself; its moves after it (numbered) are no messages.
 		caption(adapters.SharedLocation(v.GetDegreesLatitude(), v.GetDegreesLongitude(), true), v.GetContextInfo())
 	}
 	if v := m.GetContactMessage(); v != nil {
