@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
-
 	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/sessions"
 )

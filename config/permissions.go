@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/permissions"
 )
 
@@ -74,57 +75,61 @@ func (c *Config) PermissionPolicy() (*permissions.Policy, error) {
 	return permissions.NewPolicy(manifest, project)
 }
 
-// checkPermissions reports bad rules where they are written and fills in
-// the ask timeout's default.
-func (c *Config) checkPermissions(ck *checker) {
-	if c.Permissions.AskTimeout == 0 {
-		c.Permissions.AskTimeout = DefaultAskTimeout
+// SetDefaults fills in the ask timeout's default.
+func (p *Permissions) SetDefaults(section.Set) {
+	if p.AskTimeout == 0 {
+		p.AskTimeout = DefaultAskTimeout
 	}
-	if d := c.Permissions.AskTimeout; d < 0 || d.Std() > 24*time.Hour {
-		ck.add("permissions.ask_timeout", fmt.Sprintf(`%s is out of range; use a duration from 1s to 24h, such as "5m"`, d))
+}
+
+// Check reports the ask timeout's and the project rules' problems; the
+// agents the rules name are the root's to check.
+func (p Permissions) Check(r section.Reporter) {
+	if d := p.AskTimeout; d < 0 || d.Std() > 24*time.Hour {
+		r.Add("ask_timeout", fmt.Sprintf(`%s is out of range; use a duration from 1s to 24h, such as "5m"`, d))
 	}
-	for i, a := range c.Agents {
-		for j, r := range a.Permissions {
-			checkRule(ck, fmt.Sprintf("agents[%d].permissions[%d].", i, j), r.Rule())
+	for i, rule := range p.Rules {
+		key := fmt.Sprintf("rules[%d]", i)
+		pr := rule.Rule()
+		if pr.User != "" && !strings.Contains(pr.User, ":") {
+			r.Add(key+".user", fmt.Sprintf(`%q names no channel; write "<channel type>:<user id>", e.g. "telegram:123456789"`, pr.User))
 		}
+		checkRule(section.Prefixed(r, key), pr.Rule)
 	}
+}
+
+// Check reports a bad rule of an agent's where it is written.
+func (p PermissionRule) Check(r section.Reporter) { checkRule(r, p.Rule()) }
+
+// checkProjectRuleAgents reports the project rules naming an agent there
+// is none of.
+func (c *Config) checkProjectRuleAgents(ck *checker) {
 	for i, r := range c.Permissions.Rules {
-		p := fmt.Sprintf("permissions.rules[%d].", i)
-		pr := r.Rule()
-		if pr.Agent != "" {
+		if pr := r.Rule(); pr.Agent != "" {
 			if _, ok := c.Agent(pr.Agent); !ok {
-				ck.add(p+"agent", fmt.Sprintf("%q is not an agent in agents; name one, or leave it out for every agent", pr.Agent))
+				ck.add(fmt.Sprintf("permissions.rules[%d].agent", i), fmt.Sprintf("%q is not an agent in agents; name one, or leave it out for every agent", pr.Agent))
 			}
 		}
-		if pr.User != "" && !strings.Contains(pr.User, ":") {
-			ck.add(p+"user", fmt.Sprintf(`%q names no channel; write "<channel type>:<user id>", e.g. "telegram:123456789"`, pr.User))
-		}
-		checkRule(ck, p, pr.Rule)
-	}
-	for i, j := range c.Cron.Jobs {
-		checkAllowTools(ck, fmt.Sprintf("cron.jobs[%d].allow_tools", i), j.AllowTools)
-	}
-	for i, h := range c.Hooks {
-		checkAllowTools(ck, fmt.Sprintf("hooks[%d].allow_tools", i), h.AllowTools)
 	}
 }
 
-func checkRule(ck *checker, p string, r permissions.Rule) {
-	if !r.Decision.Valid() {
-		ck.add(p+"action", fmt.Sprintf("%q is not an action; use allow, ask or deny", r.Decision))
+func checkRule(r section.Reporter, rule permissions.Rule) {
+	if !rule.Decision.Valid() {
+		r.Add("action", fmt.Sprintf("%q is not an action; use allow, ask or deny", rule.Decision))
 		return
 	}
-	if _, err := permissions.Compile([]permissions.Rule{r}); err != nil {
+	if _, err := permissions.Compile([]permissions.Rule{rule}); err != nil {
 		_, msg, _ := strings.Cut(err.Error(), ": ")
-		ck.add(p+"tool", msg)
+		r.Add("tool", msg)
 	}
 }
 
-func checkAllowTools(ck *checker, key string, tools []string) {
+// checkAllowTools reports the bad patterns of an allow_tools list at key.
+func checkAllowTools(r section.Reporter, key string, tools []string) {
 	for i, t := range tools {
 		if _, err := permissions.Compile([]permissions.Rule{{Tool: t, Decision: permissions.Allow}}); err != nil {
 			_, msg, _ := strings.Cut(err.Error(), ": ")
-			ck.add(fmt.Sprintf("%s[%d]", key, i), msg)
+			r.Add(fmt.Sprintf("%s[%d]", key, i), msg)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package memory_test
 import (
 	"bytes"
 	"context"
-	"github.com/parleyd/parley/signing"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
+	"github.com/parleyd/parley/signing"
 	"github.com/parleyd/parley/webhooks"
 )
 

@@ -1,0 +1,272 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/llm"
+)
+
+// Defaults of the gateway, memory and providers sections.
+const (
+	DefaultRecovery        = "rerun"
+	DefaultQueueCap        = 20
+	DefaultDebounce        = 500 * time.Millisecond
+	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultReplicaLease and DefaultReplicaHeartbeat give failover within
+	// about six seconds of a replica's last heartbeat.
+	DefaultReplicaLease     = 5 * time.Second
+	DefaultReplicaHeartbeat = time.Second
+
+	DefaultMemoryIndex         = "builtin"
+	DefaultTypesenseCollection = "parley_memory"
+	DefaultTypesenseTimeout    = 5 * time.Second
+)
+
+// Memory configures long-term memory's search index.
+type Memory struct {
+	// Index is "builtin" (full-text search in the database) or "typesense".
+	Index     string    `yaml:"index"`
+	Typesense Typesense `yaml:"typesense"`
+}
+
+// Typesense is how to reach a Typesense server.
+type Typesense struct {
+	URL        string   `yaml:"url"`
+	APIKey     Secret   `yaml:"api_key"`
+	Collection string   `yaml:"collection"`
+	Timeout    Duration `yaml:"timeout"`
+}
+
+// Timeouts bound each model call (one attempt; each retry gets them anew).
+// See llm.Timeouts.
+type Timeouts struct {
+	// Connect bounds reaching the provider (TCP and TLS).
+	Connect Duration `yaml:"connect"`
+	// FirstByte bounds the wait, once connected, for the reply's first
+	// byte.
+	FirstByte Duration `yaml:"first_byte"`
+	// Idle bounds the silence between two chunks of the stream.
+	Idle Duration `yaml:"idle"`
+	// Total bounds the whole call.
+	Total Duration `yaml:"total"`
+}
+
+// LLM is t as the model clients take it.
+func (t Timeouts) LLM() llm.Timeouts {
+	return llm.Timeouts{Connect: t.Connect.Std(), FirstByte: t.FirstByte.Std(), Idle: t.Idle.Std(), Total: t.Total.Std()}
+}
+
+// Providers holds the settings of each model provider, by its name in
+// model specs ("openai", "anthropic", or any other registered with
+// llm.Register).
+type Providers map[string]Provider
+
+// Provider is how to reach one model provider's API.
+type Provider struct {
+	// APIKey is the provider's API key; empty when not configured.
+	APIKey Secret `yaml:"api_key"`
+	// BaseURL optionally replaces the provider's API address, e.g. for an
+	// OpenAI-compatible server such as Ollama (http://localhost:11434/v1),
+	// vLLM or OpenRouter. It is an http:// or https:// URL when set.
+	BaseURL string `yaml:"base_url"`
+	// MaxConcurrent caps the calls in flight to this provider, so a burst
+	// of chats waits its turn instead of tripping the provider's rate
+	// limits; 0: no cap.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// Timeouts bound each call to the provider; a call past one is
+	// retried, then handed to the agent's fallback_models.
+	Timeouts Timeouts `yaml:"timeouts"`
+}
+
+// Configured reports whether the provider has an API key or a base URL.
+func (p Provider) Configured() bool { return p.APIKey != "" || p.BaseURL != "" }
+
+// Lookup returns the settings of the provider named in a model spec, and
+// whether the name is a provider parley knows (registered with
+// llm.Register); an unset section is a known provider not configured.
+func (p Providers) Lookup(name string) (Provider, bool) {
+	if _, ok := llm.Lookup(name); !ok {
+		return Provider{}, false
+	}
+	return p[name], true
+}
+
+// Settings are the provider's settings as its client takes them.
+func (p Provider) Settings() llm.Settings {
+	return llm.Settings{APIKey: p.APIKey.Reveal(), BaseURL: p.BaseURL, Timeouts: p.Timeouts.LLM()}
+}
+
+// Gateway tunes how messages are queued and answered.
+type Gateway struct {
+	// Recovery is what to do on start with messages accepted before a crash
+	// but never answered: "rerun" answers them, "mark" marks them failed.
+	Recovery string `yaml:"recovery"`
+	// QueueCap is how many messages may wait per session before the sender
+	// is told to wait.
+	QueueCap int `yaml:"queue_cap"`
+	// Debounce is the window within which a burst of messages is answered as
+	// one turn; 0 turns it off.
+	Debounce Duration `yaml:"debounce"`
+	// ShutdownTimeout is how long running turns get to finish on SIGTERM.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// ReplicaID names this process among replicas sharing one PostgreSQL
+	// database. Set, no two live processes may share it; unset, each
+	// process gets the host name and a random suffix.
+	ReplicaID string `yaml:"replica_id"`
+	// ReplicaIDSet reports that the config named the replica.
+	ReplicaIDSet bool `yaml:"-"`
+	// ReplicaLease is how long a replica stays live without a heartbeat:
+	// a survivor takes a dead replica's sessions and channels over within
+	// it and one heartbeat. ReplicaHeartbeat is how often a replica renews.
+	ReplicaLease     Duration `yaml:"replica_lease"`
+	ReplicaHeartbeat Duration `yaml:"replica_heartbeat"`
+	// AdvertiseURL is where the other replicas reach this one's API (a
+	// request for a session another replica runs is passed to it).
+	// Default: http:// and http.listen, with the host name for an
+	// unspecified address.
+	AdvertiseURL string `yaml:"advertise_url"`
+}
+
+// SetDefaults drops the providers left empty and fills in each one's
+// timeouts.
+func (ps *Providers) SetDefaults(set section.Set) {
+	for name, p := range *ps {
+		p.APIKey = Secret(strings.TrimSpace(string(p.APIKey)))
+		p.BaseURL = strings.TrimSpace(p.BaseURL)
+		if bare := (Provider{APIKey: p.APIKey, BaseURL: p.BaseURL, MaxConcurrent: p.MaxConcurrent}); bare == (Provider{}) {
+			// A section left empty (an unset ${VAR}), or with only its
+			// timeouts, is no section: nothing calls the provider.
+			delete(*ps, name)
+			continue
+		}
+		k, d := name+".timeouts.", llm.DefaultTimeouts
+		section.Default(&p.Timeouts.Connect, set, k+"connect", Duration(d.Connect))
+		section.Default(&p.Timeouts.FirstByte, set, k+"first_byte", Duration(d.FirstByte))
+		section.Default(&p.Timeouts.Idle, set, k+"idle", Duration(d.Idle))
+		section.Default(&p.Timeouts.Total, set, k+"total", Duration(d.Total))
+		(*ps)[name] = p
+	}
+	if len(*ps) == 0 {
+		*ps = nil
+	}
+}
+
+// Check reports each provider's problems, by its name.
+func (ps Providers) Check(r section.Reporter) {
+	for _, name := range slices.Sorted(maps.Keys(ps)) {
+		if _, ok := llm.Lookup(name); !ok {
+			r.Add(name, fmt.Sprintf("%q is not a provider parley knows; use one of %s", name, strings.Join(llm.Providers()[1:], ", ")))
+			continue
+		}
+		ps[name].check(section.Prefixed(r, name))
+	}
+}
+
+func (p Provider) check(r section.Reporter) {
+	if strings.ContainsAny(p.APIKey.Reveal(), " \t\r\n") {
+		// Never quote the key itself.
+		r.Add("api_key", "contains spaces or line breaks; an API key is a single word, e.g. ${OPENAI_API_KEY}")
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"connect", p.Timeouts.Connect}, {"first_byte", p.Timeouts.FirstByte}, {"idle", p.Timeouts.Idle}, {"total", p.Timeouts.Total}} {
+		if d.v <= 0 {
+			r.Add("timeouts."+d.key, fmt.Sprintf(`%s is not allowed: every model call needs a deadline; use a duration above 0 such as "2m"`, d.v))
+		}
+	}
+	if p.MaxConcurrent < 0 || p.MaxConcurrent > 10000 {
+		r.Add("max_concurrent", fmt.Sprintf("%d is out of range; use 1-10000, or 0 for no cap", p.MaxConcurrent))
+	}
+	if p.BaseURL == "" {
+		return
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL may hold a password, so show it redacted.
+		r.Add("base_url", fmt.Sprintf(`%q is not an http:// or https:// URL; use one such as "http://localhost:11434/v1" (Ollama) `+
+			`or "https://openrouter.ai/api/v1", or leave it empty for the provider's own API`, DSN(p.BaseURL).String()))
+	}
+}
+
+// SetDefaults fills in the gateway section's absent settings.
+func (g *Gateway) SetDefaults(set section.Set) {
+	g.Recovery = section.Normalize(g.Recovery, DefaultRecovery)
+	section.Default(&g.QueueCap, set, "queue_cap", DefaultQueueCap)
+	section.Default(&g.Debounce, set, "debounce", Duration(DefaultDebounce))
+	section.Default(&g.ShutdownTimeout, set, "shutdown_timeout", Duration(DefaultShutdownTimeout))
+	section.Default(&g.ReplicaLease, set, "replica_lease", Duration(DefaultReplicaLease))
+	section.Default(&g.ReplicaHeartbeat, set, "replica_heartbeat", Duration(DefaultReplicaHeartbeat))
+	g.ReplicaID = strings.TrimSpace(g.ReplicaID)
+	g.ReplicaIDSet = g.ReplicaID != ""
+	if g.ReplicaID == "" {
+		g.ReplicaID, _ = os.Hostname()
+	}
+	g.AdvertiseURL = strings.TrimRight(strings.TrimSpace(g.AdvertiseURL), "/")
+}
+
+// Check reports the gateway section's problems.
+func (g Gateway) Check(r section.Reporter) {
+	switch g.Recovery {
+	case "rerun", "mark":
+	default:
+		r.Add("recovery", fmt.Sprintf(`%q is not allowed; use "rerun" (answer messages left unanswered by a crash) `+
+			`or "mark" (mark them failed without answering)`, g.Recovery))
+	}
+	if n := g.QueueCap; n < 1 || n > 1000 {
+		r.Add("queue_cap", fmt.Sprintf("%d is out of range; use 1-1000", n))
+	}
+	if d := g.Debounce; d < 0 || d.Std() > 10*time.Second {
+		r.Add("debounce", fmt.Sprintf(`%s is out of range; use a duration from 0 (off) to 10s, such as "500ms"`, d))
+	}
+	if g.ShutdownTimeout <= 0 {
+		r.Add("shutdown_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "30s"`, g.ShutdownTimeout))
+	}
+	if g.ReplicaHeartbeat < Duration(100*time.Millisecond) {
+		r.Add("replica_heartbeat", fmt.Sprintf(`%s is too short; use 100ms or more, such as "1s"`, g.ReplicaHeartbeat))
+	} else if g.ReplicaLease < 3*g.ReplicaHeartbeat {
+		r.Add("replica_lease", fmt.Sprintf(`%s is too short for a heartbeat of %s; use at least three heartbeats, such as "5s" with "1s"`, g.ReplicaLease, g.ReplicaHeartbeat))
+	}
+	if u := g.AdvertiseURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		r.Add("advertise_url", fmt.Sprintf(`%q is not an http:// or https:// URL; give the address other replicas reach this one's API at, such as "http://10.0.0.5:8080"`, u))
+	}
+}
+
+// SetDefaults fills in the memory section's absent settings.
+func (m *Memory) SetDefaults(set section.Set) {
+	m.Index = section.Normalize(m.Index, DefaultMemoryIndex)
+	m.Typesense.URL = strings.TrimSpace(m.Typesense.URL)
+	m.Typesense.APIKey = Secret(strings.TrimSpace(string(m.Typesense.APIKey)))
+	if strings.TrimSpace(m.Typesense.Collection) == "" {
+		m.Typesense.Collection = DefaultTypesenseCollection
+	}
+	section.Default(&m.Typesense.Timeout, set, "typesense.timeout", Duration(DefaultTypesenseTimeout))
+}
+
+// Check reports the memory section's problems.
+func (m Memory) Check(r section.Reporter) {
+	switch m.Index {
+	case "builtin":
+	case "typesense":
+		if m.Typesense.URL == "" {
+			r.Add("typesense.url", `required when memory.index is "typesense"; use the server's address, such as "http://127.0.0.1:8108"`)
+		} else if u, err := url.Parse(m.Typesense.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			r.Add("typesense.url", fmt.Sprintf(`%q is not an http(s) URL; use the server's address, such as "http://127.0.0.1:8108"`, m.Typesense.URL))
+		}
+		if m.Typesense.APIKey == "" {
+			r.Add("typesense.api_key", `required when memory.index is "typesense"; set it from the environment, such as "${TYPESENSE_API_KEY}"`)
+		}
+	default:
+		r.Add("index", fmt.Sprintf(`%q is not allowed; use "builtin" (full-text search in the database) or "typesense"`, m.Index))
+	}
+	if m.Typesense.Timeout <= 0 {
+		r.Add("typesense.timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, m.Typesense.Timeout))
+	}
+}
