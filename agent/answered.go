@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/dbutil"
+
 	"github.com/parleyd/parley/internal/sleep"
 	"github.com/parleyd/parley/sessions"
 )

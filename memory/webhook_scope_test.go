@@ -3,6 +3,7 @@ package memory_test
 import (
 	"bytes"
 	"context"
+	"github.com/parleyd/parley/signing"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/memory"
 	"github.com/parleyd/parley/sessions"
-	"github.com/parleyd/parley/signing"
 	"github.com/parleyd/parley/webhooks"
 )
 
