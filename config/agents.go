@@ -138,7 +138,7 @@ type Agent struct {
 	// model calls; 0s keeps the provider's.
 	Timeouts Timeouts `yaml:"timeouts"`
 	// Permissions are the agent's own tool permission rules.
-	Permissions []PermissionRule `yaml:"permissions"`
+	Permissions []permissions.ConfigRule `yaml:"permissions"`
 	// Subagents lists the other agents this one may hand tasks to with
 	// sessions_spawn; empty (the default) allows only itself.
 	Subagents []string `yaml:"subagents"`

@@ -20,6 +20,7 @@ import (
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
 
 	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
 	"github.com/parleyd/parley/telemetry"
@@ -53,7 +54,7 @@ type Config struct {
 	Cron    Cron    `yaml:"cron"`
 	// Permissions hold the ask timeout and project rules of tool
 	// permissions (agents have their own rules).
-	Permissions Permissions `yaml:"permissions"`
+	Permissions permissions.Config `yaml:"permissions"`
 	// Sessions says how long archived sessions are kept.
 	Sessions Sessions `yaml:"sessions"`
 	// Skills are the shared skills folders.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/permissions"
 )
 
 func TestDefault(t *testing.T) {
@@ -275,7 +277,7 @@ func TestExampleFile(t *testing.T) {
 		}
 		want.Budgets = c.Budgets
 		// Its project rule is an example; the ask timeout is the default.
-		if len(c.Permissions.Rules) != 1 || c.Permissions.AskTimeout != DefaultAskTimeout {
+		if len(c.Permissions.Rules) != 1 || c.Permissions.AskTimeout != Duration(permissions.DefaultAskTimeout) {
 			t.Errorf("example permissions = %+v", c.Permissions)
 		}
 		want.Permissions = c.Permissions

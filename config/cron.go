@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/permissions"
 )
 
 // Cron holds the scheduled jobs written in the config. Jobs can also be
@@ -55,7 +56,7 @@ func (j *CronJob) SetDefaults(section.Set) {
 // problem is reported once; what needs the rest of the config is the
 // root's (checkCronRefs).
 func (j CronJob) Check(r section.Reporter) {
-	checkAllowTools(r, "allow_tools", j.AllowTools)
+	permissions.CheckAllowTools(r, "allow_tools", j.AllowTools)
 }
 
 // checkCronRefs reports what the jobs refer to that is not there: a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/permissions"
 )
 
 // Hook is an incoming webhook served at /hooks/{id}: a request that passes
@@ -98,7 +99,7 @@ func (h *Hook) Check(r section.Reporter) {
 			r.Add(fmt.Sprintf("notify[%d]", j), fmt.Sprintf(`%q is not a target; use "<adapter id>:<chat id>", such as "tg-main:123456"`, n))
 		}
 	}
-	checkAllowTools(r, "allow_tools", h.AllowTools)
+	permissions.CheckAllowTools(r, "allow_tools", h.AllowTools)
 }
 
 // checkHookRefs reports what the hooks refer to that is not there: a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
 	"github.com/parleyd/parley/telemetry"
@@ -101,7 +102,7 @@ func TestSectionDefaults(t *testing.T) {
 		{"sessions.sql.max_rows", d.Sessions.SQL.MaxRows, DefaultSQLMaxRows},
 		{"sessions.kv.max_keys", d.Sessions.KV.MaxKeys, DefaultKVMaxKeys},
 		{"database.sqlite.busy_timeout", d.Database.SQLite.BusyTimeout.Std(), DefaultBusyTimeout},
-		{"permissions.ask_timeout", d.Permissions.AskTimeout, DefaultAskTimeout},
+		{"permissions.ask_timeout", d.Permissions.AskTimeout, Duration(permissions.DefaultAskTimeout)},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.want) {
 			t.Errorf("Default: %s = %v, want %v", tc.key, tc.got, tc.want)

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/kv"
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/turns"
 )
 
@@ -154,7 +155,7 @@ func reloadCases(dir string) []reloadCase {
 			}
 		}},
 		{key: "permissions.rules", change: func(c *config.Config) {
-			c.Permissions.Rules = []config.ProjectPermission{{Tool: "memory_write", Action: "deny"}}
+			c.Permissions.Rules = []permissions.ConfigProjectRule{{Tool: "memory_write", Action: "deny"}}
 		}, applied: running(func(c *config.Config) any { return len(c.Permissions.Rules) }, 1)},
 		{key: "permissions.shared_group_grants", change: func(c *config.Config) { c.Permissions.SharedGroupGrants = true }, applied: func(t *testing.T, d *Daemon) {
 			if !d.perms.SharedGroupGrants() {
