@@ -20,6 +20,7 @@ import (
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
 
 	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
@@ -33,9 +34,9 @@ type Duration = section.Duration
 
 // Config is the whole of parley's configuration.
 type Config struct {
-	Database Database `yaml:"database"`
-	HTTP     HTTP     `yaml:"http"`
-	Log      Log      `yaml:"log"`
+	Database dbutil.Config `yaml:"database"`
+	HTTP     HTTP          `yaml:"http"`
+	Log      Log           `yaml:"log"`
 	// Agents always holds at least one agent after Parse or Default.
 	Agents    []Agent   `yaml:"agents"`
 	Providers Providers `yaml:"providers"`

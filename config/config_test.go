@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/permissions"
 )
 
@@ -99,7 +100,7 @@ func TestDatabaseHelpers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			d := Database{URL: DSN(tc.url)}
+			d := dbutil.Config{URL: DSN(tc.url)}
 			if got := d.Engine(); got != tc.engine {
 				t.Errorf("Engine() = %q, want %q", got, tc.engine)
 			}

@@ -3,23 +3,14 @@ package config
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/parleyd/parley/config/section"
-	"github.com/parleyd/parley/dbutil"
 )
 
-// Defaults of the database, http and log sections.
+// Defaults of the http and log sections.
 const (
-	DefaultDatabaseURL      = "data/parley.db"
-	DefaultSynchronous      = "full"
-	DefaultBusyTimeout      = 5 * time.Second
-	DefaultPostgresMaxConns = 10
-	DefaultMinFreeMB        = 100
-	DefaultHistoryCacheMB   = 8
 	DefaultListen           = "127.0.0.1:8080"
 	DefaultEventLogMB       = 4
 	DefaultMaxTitleChars    = 200
@@ -27,38 +18,6 @@ const (
 	DefaultLogLevel         = "info"
 	DefaultLogFormat        = "text"
 )
-
-// Database selects and tunes the message store.
-type Database struct {
-	// URL is a postgres:// or postgresql:// URL for PostgreSQL; anything else
-	// is a SQLite file path, optionally prefixed with "file:" or "sqlite:".
-	URL DSN `yaml:"url"`
-	// HistoryCacheMB bounds, in MiB, the recent histories kept in memory,
-	// so a turn reads one row of its session instead of its messages
-	// (0 turns it off).
-	HistoryCacheMB int      `yaml:"history_cache_mb"`
-	SQLite         SQLite   `yaml:"sqlite"`
-	Postgres       Postgres `yaml:"postgres"`
-}
-
-// SQLite tunes the SQLite engine.
-type SQLite struct {
-	// Synchronous is "full" or "normal". FULL fsyncs every commit, so an
-	// acknowledged message survives power loss. NORMAL (in WAL mode) is
-	// faster, but the last commits can be lost on power loss; never on a
-	// process crash.
-	Synchronous string `yaml:"synchronous"`
-	// BusyTimeout is how long a writer waits for a lock before giving up.
-	BusyTimeout Duration `yaml:"busy_timeout"`
-	// MinFreeMB is the free space, in MiB, the database's filesystem must
-	// keep for /readyz to say ready.
-	MinFreeMB int `yaml:"min_free_mb"`
-}
-
-// Postgres tunes the PostgreSQL engine.
-type Postgres struct {
-	MaxConns int `yaml:"max_conns"`
-}
 
 // HTTP configures the API and webhook listener.
 type HTTP struct {
@@ -94,69 +53,6 @@ type HTTP struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug, info, warn or error
 	Format string `yaml:"format"` // text or json
-}
-
-// Engine returns "postgres" for a postgres:// or postgresql:// URL and
-// "sqlite" otherwise (validation rejects URLs that are neither).
-func (d Database) Engine() string {
-	if t, err := dbutil.ParseURL(string(d.URL)); err == nil && t.Dialect == dbutil.Postgres {
-		return "postgres"
-	}
-	return "sqlite"
-}
-
-// SQLitePath returns the SQLite file path: the URL without a "file:" or
-// "sqlite:" prefix and query. It is "" for PostgreSQL or an invalid URL.
-func (d Database) SQLitePath() string {
-	t, err := dbutil.ParseURL(string(d.URL))
-	if err != nil {
-		return ""
-	}
-	return t.Path
-}
-
-// SetDefaults fills in the database section's absent settings.
-func (d *Database) SetDefaults(set section.Set) {
-	if strings.TrimSpace(string(d.URL)) == "" {
-		d.URL = DefaultDatabaseURL
-	}
-	d.SQLite.Synchronous = section.Normalize(d.SQLite.Synchronous, DefaultSynchronous)
-	section.Default(&d.SQLite.BusyTimeout, set, "sqlite.busy_timeout", Duration(DefaultBusyTimeout))
-	section.Default(&d.Postgres.MaxConns, set, "postgres.max_conns", DefaultPostgresMaxConns)
-	section.Default(&d.SQLite.MinFreeMB, set, "sqlite.min_free_mb", DefaultMinFreeMB)
-	section.Default(&d.HistoryCacheMB, set, "history_cache_mb", DefaultHistoryCacheMB)
-}
-
-// Check reports the database section's problems.
-func (d Database) Check(r section.Reporter) {
-	raw := strings.TrimSpace(d.URL.Reveal())
-	if _, err := dbutil.ParseURL(raw); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "database.url ")
-		if _, perr := url.Parse(raw); perr != nil && d.Engine() == "sqlite" && strings.Contains(strings.ToLower(raw), "postgres") {
-			msg = "not a valid PostgreSQL URL: " + describeURLError(perr) +
-				`; use postgres://user:password@host:5432/dbname, with special characters in the password %-escaped`
-		}
-		r.Add("url", msg)
-	}
-
-	switch d.SQLite.Synchronous {
-	case "full", "normal":
-	default:
-		r.Add("sqlite.synchronous", fmt.Sprintf(`%q is not allowed; use "full" (an acknowledged message survives power loss) `+
-			`or "normal" (faster, but the last commits can be lost on power loss)`, d.SQLite.Synchronous))
-	}
-	if d.SQLite.BusyTimeout <= 0 {
-		r.Add("sqlite.busy_timeout", fmt.Sprintf(`%s is not allowed; use a duration above 0 such as "5s"`, d.SQLite.BusyTimeout))
-	}
-	if n := d.HistoryCacheMB; n < 0 || n > 4096 {
-		r.Add("history_cache_mb", fmt.Sprintf("%d is out of range; use 0-4096 (0 keeps no history in memory)", n))
-	}
-	if d.SQLite.MinFreeMB < 0 {
-		r.Add("sqlite.min_free_mb", fmt.Sprintf("%d is below 0; use 0 to turn the check off", d.SQLite.MinFreeMB))
-	}
-	if n := d.Postgres.MaxConns; n < 1 || n > 1000 {
-		r.Add("postgres.max_conns", fmt.Sprintf("%d is out of range; use 1-1000", n))
-	}
 }
 
 // SetDefaults fills in the http section's absent settings.

@@ -1,10 +1,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -101,31 +99,6 @@ func (c *Config) validate(ck *checker) {
 			ck.add(fmt.Sprintf("bindings[%d].agent", i), fmt.Sprintf("%q is not an agent; %s", b.Agent, known))
 		}
 	}
-}
-
-// describeURLError says what is wrong with a URL without quoting it: net/url
-// errors include the whole URL, and an escape error a piece of the password.
-func describeURLError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	var ee url.EscapeError
-	if errors.As(err, &ee) {
-		return `a "%" is not followed by two hex digits (write a literal % as %25)`
-	}
-	var he url.InvalidHostError
-	if errors.As(err, &he) {
-		return "invalid character in the host name"
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "port") {
-		return "invalid port"
-	}
-	if strings.Contains(msg, "userinfo") {
-		return "invalid user name or password (%-escape special characters)"
-	}
-	return "it does not parse"
 }
 
 // MinSecretLen is the fewest bytes an API token or a signing secret (a

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
@@ -101,7 +102,7 @@ func TestSectionDefaults(t *testing.T) {
 		{"agents[0].images.max_per_turn", d.Agents[0].Images.MaxPerTurn, DefaultMaxImagesPerTurn},
 		{"sessions.sql.max_rows", d.Sessions.SQL.MaxRows, DefaultSQLMaxRows},
 		{"sessions.kv.max_keys", d.Sessions.KV.MaxKeys, DefaultKVMaxKeys},
-		{"database.sqlite.busy_timeout", d.Database.SQLite.BusyTimeout.Std(), DefaultBusyTimeout},
+		{"database.sqlite.busy_timeout", d.Database.SQLite.BusyTimeout.Std(), dbutil.DefaultBusyTimeout},
 		{"permissions.ask_timeout", d.Permissions.AskTimeout, Duration(permissions.DefaultAskTimeout)},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.want) {
