@@ -136,7 +136,7 @@ type Agent struct {
 	ReasoningEffort string `yaml:"reasoning_effort"`
 	// Timeouts override, key by key, the provider's for this agent's
 	// model calls; 0s keeps the provider's.
-	Timeouts Timeouts `yaml:"timeouts"`
+	Timeouts llm.TimeoutsConfig `yaml:"timeouts"`
 	// Permissions are the agent's own tool permission rules.
 	Permissions []permissions.ConfigRule `yaml:"permissions"`
 	// Subagents lists the other agents this one may hand tasks to with

@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
@@ -38,9 +39,9 @@ type Config struct {
 	HTTP     HTTP          `yaml:"http"`
 	Log      Log           `yaml:"log"`
 	// Agents always holds at least one agent after Parse or Default.
-	Agents    []Agent   `yaml:"agents"`
-	Providers Providers `yaml:"providers"`
-	Gateway   Gateway   `yaml:"gateway"`
+	Agents    []Agent             `yaml:"agents"`
+	Providers llm.ProvidersConfig `yaml:"providers"`
+	Gateway   Gateway             `yaml:"gateway"`
 	// Bindings route incoming messages to agents; see Route.
 	Bindings []Binding `yaml:"bindings"`
 	Memory   Memory    `yaml:"memory"`

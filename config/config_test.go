@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/permissions"
 )
 
@@ -53,7 +54,7 @@ func TestDefault(t *testing.T) {
 		{"agents[0].max_steps", c.Agents[0].MaxSteps, 10},
 		{"agents[0].queue_mode", c.Agents[0].QueueMode, "followup"},
 		{"agents[0].max_output_tokens", c.Agents[0].MaxOutputTokens, 4096},
-		{"providers", c.Providers, Providers(nil)},
+		{"providers", c.Providers, llm.ProvidersConfig(nil)},
 		{"gateway.recovery", c.Gateway.Recovery, "rerun"},
 		{"gateway.queue_cap", c.Gateway.QueueCap, 20},
 		{"gateway.debounce", c.Gateway.Debounce.Std(), 500 * time.Millisecond},

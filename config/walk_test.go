@@ -76,7 +76,7 @@ func TestWalkReachesEverySection(t *testing.T) {
 	for _, want := range []reflect.Type{
 		reflect.TypeFor[speech.Config](), reflect.TypeFor[telemetry.Config](), reflect.TypeFor[Compaction](),
 		reflect.TypeFor[History](), reflect.TypeFor[AgentImages](), reflect.TypeFor[SessionSQL](),
-		reflect.TypeFor[MCPServer](), reflect.TypeFor[SessionHook](), reflect.TypeFor[Providers](),
+		reflect.TypeFor[MCPServer](), reflect.TypeFor[SessionHook](), reflect.TypeFor[llm.ProvidersConfig](),
 	} {
 		if !reached[want] {
 			t.Errorf("%s is not reached by the walk", want)
