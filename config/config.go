@@ -3,9 +3,11 @@
 // The root Config holds the sections; each section's type declares its
 // own defaults and checks (section.Defaulter, section.Checker), and this
 // package calls them on every section it reaches in the decoded tree. A
-// section owned by the package that uses it (speech.Config,
-// telemetry.Config) lives there. The root keeps what crosses sections:
-// the agents, harnesses and adapters one section names in another.
+// section whose package this one may import lives with the code that
+// uses it (dbutil.Config, llm.ProvidersConfig, permissions.Config,
+// speech.Config, telemetry.Config); the others are here, each in its own
+// file. The root keeps what crosses sections: the agents, harnesses,
+// adapters and servers one section names in another, and unique ids.
 //
 // Parse and Load decode strictly: unknown keys, duplicate keys, values of the
 // wrong type and invalid settings are all reported together as Problems, each
