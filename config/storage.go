@@ -56,7 +56,7 @@ type SessionSQL struct {
 const (
 	DefaultSQLMaxBytes         = 10 << 20
 	DefaultSQLMaxRows          = 100
-	DefaultSQLStatementTimeout = Duration(5 * time.Second)
+	DefaultSQLStatementTimeout = 5 * time.Second
 )
 
 // SetDefaults fills in the SQL limits the file leaves out; an explicit
@@ -64,7 +64,7 @@ const (
 func (q *SessionSQL) SetDefaults(set section.Set) {
 	section.Default(&q.MaxBytes, set, "max_bytes", DefaultSQLMaxBytes)
 	section.Default(&q.MaxRows, set, "max_rows", DefaultSQLMaxRows)
-	section.Default(&q.StatementTimeout, set, "statement_timeout", DefaultSQLStatementTimeout)
+	section.Default(&q.StatementTimeout, set, "statement_timeout", Duration(DefaultSQLStatementTimeout))
 }
 
 // Check reports the SQL limits' problems.
