@@ -16,7 +16,6 @@
 package config
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
@@ -25,7 +24,6 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/permissions"
-	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
 	"github.com/parleyd/parley/telemetry"
 )
@@ -107,18 +105,6 @@ func (b *Binding) SetDefaults(section.Set) {
 	b.Chat = strings.TrimSpace(b.Chat)
 	b.User = strings.TrimSpace(b.User)
 	b.Workspace = strings.TrimSpace(b.Workspace)
-}
-
-// Check reports the binding's own problems; its agent and harness are
-// the root's to check.
-func (b Binding) Check(r section.Reporter) {
-	if b.Workspace != "" && !sessions.ValidWorkspaceID(b.Workspace) {
-		r.Add("workspace", fmt.Sprintf("%q is not a workspace id; %s", b.Workspace, sessions.WorkspaceIDRule))
-	}
-	if b.Adapter == "" && b.Chat == "" && b.User == "" {
-		r.Add("", "sets none of adapter, chat and user, so it matches everything; "+
-			"put that agent first in agents instead, or name the adapter, chat or user it is for")
-	}
 }
 
 // matches reports whether the binding applies to a message, and how specific

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyd/parley/internal/lazyregexp"
+	"github.com/parleyd/parley/sessions"
 )
 
 var agentID = idPattern{max: 64, more: "_-"}
@@ -45,12 +46,14 @@ const agentIDRule = `use 1-64 characters from a-z, 0-9, "_" and "-", starting wi
 // own (walkChecks, which also caches each agent's time zone), then those
 // that refer from one section to another.
 func (c *Config) validate(ck *checker) {
+	// Ids first: where a list entry's problems share a line, its id's
+	// come first, as they always did.
+	c.checkAdapterIDs(ck)
+	c.checkMCPIDs(ck)
 	walkChecks(reflect.ValueOf(c).Elem(), "", reporter{ck})
 	c.noSecretRefs(ck)
-	c.checkAdapterIDs(ck)
 	c.checkHookRefs(ck)
 	c.checkCronRefs(ck)
-	c.checkMCPIDs(ck)
 	c.checkSessionHookAgents(ck)
 	c.checkHarnessRefs(ck)
 	c.checkProjectRuleAgents(ck)
@@ -92,11 +95,19 @@ func (c *Config) validate(ck *checker) {
 		}
 	}
 	for i, b := range c.Bindings {
+		p := fmt.Sprintf("bindings[%d]", i)
 		switch _, ok := firstUse[b.Agent]; {
 		case b.Agent == "":
-			ck.add(fmt.Sprintf("bindings[%d].agent", i), "required; "+known)
+			ck.add(p+".agent", "required; "+known)
 		case !ok:
-			ck.add(fmt.Sprintf("bindings[%d].agent", i), fmt.Sprintf("%q is not an agent; %s", b.Agent, known))
+			ck.add(p+".agent", fmt.Sprintf("%q is not an agent; %s", b.Agent, known))
+		}
+		if b.Workspace != "" && !sessions.ValidWorkspaceID(b.Workspace) {
+			ck.add(p+".workspace", fmt.Sprintf("%q is not a workspace id; %s", b.Workspace, sessions.WorkspaceIDRule))
+		}
+		if b.Adapter == "" && b.Chat == "" && b.User == "" {
+			ck.add(p, "sets none of adapter, chat and user, so it matches everything; "+
+				"put that agent first in agents instead, or name the adapter, chat or user it is for")
 		}
 	}
 }
