@@ -47,7 +47,7 @@ const agentIDRule = `use 1-64 characters from a-z, 0-9, "_" and "-", starting wi
 // that refer from one section to another.
 func (c *Config) validate(ck *checker) {
 	// Ids first: where a list entry's problems share a line, its id's
-	// come first, as they always did.
+	// come first.
 	c.checkAdapterIDs(ck)
 	c.checkMCPIDs(ck)
 	walkChecks(reflect.ValueOf(c).Elem(), "", reporter{ck})

@@ -19,8 +19,9 @@ type Defaulter interface {
 }
 
 // Checker is a section that reports its own problems. Check runs after
-// every section's defaults are in place; it may still normalise a value
-// (trim it, drop an empty list) but must not fill in a default.
+// every section's defaults are in place, outer sections before the
+// sections within them; it may keep what it worked out (a parsed
+// template, a loaded time zone) but fills in no default.
 type Checker interface {
 	Check(r Reporter)
 }
