@@ -78,13 +78,20 @@ type Compaction struct {
 // Compaction defaults: the config fills them in, and the compaction code
 // (agent, memory) falls back on them for a setting left zero.
 const (
+	// DefaultCompactionThreshold is the share of the context window at
+	// which a session is compacted.
 	DefaultCompactionThreshold = 0.70
-	DefaultTailTurns           = 2
-	DefaultTailBudgetPct       = 30
-	DefaultSummaryMaxTokens    = 1024
-	DefaultSummaryRetries      = 2
-	DefaultFlushTimeout        = 2 * time.Minute
-	DefaultSummaryTimeout      = 3 * time.Minute
+	// DefaultTailTurns is how many of the latest turns stay verbatim.
+	DefaultTailTurns = 2
+	// DefaultTailBudgetPct caps the kept turns' share of the usable window.
+	DefaultTailBudgetPct    = 30
+	DefaultSummaryMaxTokens = 1024
+	DefaultSummaryRetries   = 2
+	// DefaultFlushTimeout and DefaultSummaryTimeout bound the memory flush
+	// and the summary: shorter than a model call's total deadline, so a
+	// stalled one never holds the session long.
+	DefaultFlushTimeout   = 2 * time.Minute
+	DefaultSummaryTimeout = 3 * time.Minute
 )
 
 // Agent is one assistant persona with its own model and session rules.
