@@ -16,6 +16,7 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/metrics"
 	"github.com/parleyd/parley/sessions"
 )
@@ -163,7 +164,7 @@ func TestDashboardPages(t *testing.T) {
 		cfg := config.Default()
 		cfg.Agents = []config.Agent{{ID: "helper", Model: "openai/gpt-a", FallbackModels: []string{"echo"}, Tools: []string{"memory_search"}},
 			{ID: "ops", Model: "anthropic/claude-b"}}
-		cfg.Providers = config.Providers{"openai": {APIKey: "sk-secret-key-value", BaseURL: "https://user:pw@llm.example/v1", MaxConcurrent: 4}}
+		cfg.Providers = llm.ProvidersConfig{"openai": {APIKey: "sk-secret-key-value", BaseURL: "https://user:pw@llm.example/v1", MaxConcurrent: 4}}
 		cfg.Adapters = []config.Adapter{{ID: "tg", Type: "telegram"}}
 		cfg.Budgets.Prices = []config.Price{{Model: "openai/gpt-a", Input: 1000, Output: 1000}} // 200 in, 30 out: $0.23
 		m := metrics.New()

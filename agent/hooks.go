@@ -8,22 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/telemetry"
 	"github.com/parleyd/parley/tools"
 )
 
-// Compaction defaults.
+// Compaction limits.
 const (
-	// DefaultCompactionThreshold is the share of the context window at which
-	// a session is compacted.
-	DefaultCompactionThreshold = 0.70
 	// MaxOutputReserve caps the room kept free for the reply: a session is
 	// also compacted at window - min(MaxOutputReserve, max output tokens).
 	MaxOutputReserve = 20_000
-	// defaultOutputReserve stands in for an unset MaxOutputTokens.
-	defaultOutputReserve = 4096
 	// forecastTurns is how many recent turns the forecast averages.
 	forecastTurns = 5
 )
@@ -51,7 +47,7 @@ var (
 // CompactionConfig is an agent's compaction settings.
 type CompactionConfig struct {
 	// Threshold is the share of MaxContextTokens at which the session is
-	// compacted; 0 means DefaultCompactionThreshold.
+	// compacted; 0 means config.DefaultCompactionThreshold.
 	Threshold float64
 	// Model writes the summary (a cheaper model); "" means the agent's own.
 	Model string
@@ -188,7 +184,7 @@ func Threshold(cfg AgentConfig, window int) int64 {
 	}
 	share := cfg.Compaction.Threshold
 	if share <= 0 {
-		share = DefaultCompactionThreshold
+		share = config.DefaultCompactionThreshold
 	}
 	return max(0, min(int64(share*float64(window)), int64(window-Reserve(cfg))))
 }
@@ -199,7 +195,7 @@ func Reserve(cfg AgentConfig) int {
 	if cfg.Compaction.ReserveTokens > 0 {
 		return cfg.Compaction.ReserveTokens
 	}
-	return min(MaxOutputReserve, cmp.Or(max(cfg.MaxOutputTokens, 0), defaultOutputReserve))
+	return min(MaxOutputReserve, cmp.Or(max(cfg.MaxOutputTokens, 0), config.DefaultMaxOutputTokens))
 }
 
 // knownWindows are context windows of well-known models, for a per-message

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/media"
 	"github.com/parleyd/parley/sessions"
@@ -19,7 +20,7 @@ func (t *turn) attachStoredImages(msgs []sessions.Message) {
 	if t.side != nil || !cfg.Vision || t.r.opts.StoredFile == nil || cfg.MaxImageBytes <= 0 {
 		return
 	}
-	count := cmp.Or(cfg.MaxImages, media.MaxImagesPerPrompt)
+	count := cmp.Or(cfg.MaxImages, config.DefaultMaxImagesPerTurn)
 	// The prompt's user messages, in order, as toLLM made them: one per
 	// stored user message.
 	var users []int

@@ -92,18 +92,6 @@ func environment(p Prompt) string {
 	return b.String()
 }
 
-// historyTurns is the default number of user turns kept, by session kind.
-func historyTurns(kind string) int {
-	switch kind {
-	case sessions.SurfaceCron, sessions.SurfaceWebhook:
-		return 10
-	case sessions.SurfaceCLI, sessions.SurfaceAPI, sessions.SurfaceMCP:
-		return 50
-	default: // channels, and subagents until they can inherit their root's limit
-		return 30
-	}
-}
-
 // capTurns keeps the last n user turns of msgs. A turn starts at a user
 // message, so the cut never separates a tool call from its results.
 // Compaction summaries before the cut are kept in front.

@@ -189,7 +189,7 @@ func TestHistoryDefaultsByKind(t *testing.T) {
 		{sessions.MCPKey("default", "a"), 50},
 	}
 	for _, tc := range tests {
-		if got := historyTurns(tc.key.Kind()); got != tc.want {
+		if got := sessions.DefaultHistoryTurns(tc.key.Kind()); got != tc.want {
 			t.Errorf("%s: %d turns, want %d", tc.key, got, tc.want)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/clienttools"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
@@ -41,8 +42,6 @@ const (
 )
 
 const (
-	// DefaultMaxSteps caps the model calls of one run.
-	DefaultMaxSteps = 10
 	// MaxParallelTools caps the tool calls of one step running at once.
 	MaxParallelTools = 10
 )
@@ -168,10 +167,10 @@ type AgentConfig struct {
 	Prompt       string
 	WorkspaceDir string
 	Model        string
-	// MaxSteps caps model calls per run; 0 means DefaultMaxSteps.
+	// MaxSteps caps model calls per run; 0 means config.DefaultMaxSteps.
 	MaxSteps int
 	// HistoryTurns caps the user turns sent; 0 means the session kind's
-	// default (channels 30, cron and webhook 10, cli and api 50).
+	// default (sessions.DefaultHistoryTurns).
 	HistoryTurns int
 	// OmitToolResults names tools (exactly, or by a pattern with * and ?)
 	// whose results earlier turns got are left out of the prompt: each is
@@ -207,7 +206,7 @@ type AgentConfig struct {
 	// the run's own, within MaxImages and MaxImageBytes.
 	Vision bool
 	// MaxImages caps the images of one prompt (the run's own included);
-	// 0 means media.MaxImagesPerPrompt.
+	// 0 means config.DefaultMaxImagesPerTurn.
 	MaxImages int
 	// MaxImageBytes caps the bytes of earlier messages' images added to a
 	// prompt; 0 adds none.
@@ -517,4 +516,4 @@ func minimalMode(cfg AgentConfig, kind string) bool {
 	return cfg.Minimal || kind == sessions.SurfaceCron || kind == sessions.SurfaceWebhook
 }
 
-func maxSteps(cfg AgentConfig) int { return cmp.Or(max(cfg.MaxSteps, 0), DefaultMaxSteps) }
+func maxSteps(cfg AgentConfig) int { return cmp.Or(max(cfg.MaxSteps, 0), config.DefaultMaxSteps) }

@@ -29,7 +29,7 @@ func spawnEnv(t *testing.T, model llm.Model, roots *[]sessions.Key, childTools .
 			mu.Lock()
 			*roots = append(*roots, root)
 			mu.Unlock()
-			return AgentConfig{ID: agentID, Model: "echo", Tools: append([]string{"sessions_spawn"}, childTools...), HistoryTurns: historyTurns(root.Kind())}, agentID == "a"
+			return AgentConfig{ID: agentID, Model: "echo", Tools: append([]string{"sessions_spawn"}, childTools...), HistoryTurns: sessions.DefaultHistoryTurns(root.Kind())}, agentID == "a"
 		},
 	}))
 	return e

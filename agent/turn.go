@@ -250,7 +250,7 @@ func (t *turn) selectTools() ([]tools.Tool, error) {
 // and what follows it, never the archive. Side turns' messages are left
 // out; a side turn's own prompt goes last.
 func (t *turn) loadHistory() error {
-	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), historyTurns(t.req.Session.Key.Kind()))
+	turns := cmp.Or(max(t.req.Agent.HistoryTurns, 0), sessions.DefaultHistoryTurns(t.req.Session.Key.Kind()))
 	// Only what the prompt can hold is read: the summary and the last
 	// turns, however long the live context has grown. A short session is
 	// read whole: one plain query is cheaper than finding where its last

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
@@ -26,8 +27,8 @@ const (
 )
 
 // DefaultTimeout is how long a run waits for a client's result when the
-// config sets no sessions.client_tools.timeout.
-const DefaultTimeout = 5 * time.Minute
+// config sets no sessions.client_tools.timeout: the config's default.
+const DefaultTimeout = config.DefaultClientToolTimeout
 
 // Options configure a Hub.
 type Options struct {

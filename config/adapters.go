@@ -3,11 +3,13 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/sessions"
 )
 
@@ -137,77 +139,93 @@ var adapterID = idPattern{max: 64, more: "_.-"}
 
 const adapterIDRule = `use 1-64 characters from a-z, 0-9, "_", "-" and ".", starting with a letter or digit, such as "tg-main"`
 
-func (c *Config) adapterDefaults(file string) {
-	for i := range c.Adapters {
-		a := &c.Adapters[i]
-		a.file, a.path = file, fmt.Sprintf("adapters[%d]", i)
-		a.ID = strings.TrimSpace(a.ID)
-		a.Type = strings.ToLower(strings.TrimSpace(a.Type))
-		a.DMPolicy = normalize(a.DMPolicy, DefaultDMPolicy)
-		a.Workspace = strings.TrimSpace(a.Workspace)
-		a.AckReaction = strings.TrimSpace(a.AckReaction)
-		a.GroupPolicy = normalize(a.GroupPolicy, DefaultGroupPolicy)
-		for j := range a.Allow {
-			a.Allow[j] = strings.TrimSpace(a.Allow[j])
+// SetDefaults fills in the entry's absent access settings; the channel's
+// own keys are its factory's to default.
+func (a *Adapter) SetDefaults(section.Set) {
+	a.ID = strings.TrimSpace(a.ID)
+	a.Type = strings.ToLower(strings.TrimSpace(a.Type))
+	a.DMPolicy = section.Normalize(a.DMPolicy, DefaultDMPolicy)
+	a.Workspace = strings.TrimSpace(a.Workspace)
+	a.AckReaction = strings.TrimSpace(a.AckReaction)
+	a.GroupPolicy = section.Normalize(a.GroupPolicy, DefaultGroupPolicy)
+	for j := range a.Allow {
+		a.Allow[j] = strings.TrimSpace(a.Allow[j])
+	}
+	a.Groups.Policy = section.Normalize(a.Groups.Policy, DefaultGroupsPolicy)
+	for j := range a.Groups.Allow {
+		a.Groups.Allow[j] = strings.TrimSpace(a.Groups.Allow[j])
+	}
+}
+
+// reservedAdapterIDs are the channels parley has of its own.
+var reservedAdapterIDs = []string{"cli", "cron", "webhook", "api", "mcp"}
+
+// Check reports the entry's problems but its id's uniqueness, which is
+// the root's to check; the channel's own keys are its factory's.
+func (a Adapter) Check(r section.Reporter) {
+	switch {
+	case a.ID == "":
+		r.Add("id", "required; "+adapterIDRule)
+	case !adapterID.MatchString(a.ID):
+		r.Add("id", fmt.Sprintf("%q is not a valid adapter id; %s", a.ID, adapterIDRule))
+	case slices.Contains(reservedAdapterIDs, a.ID):
+		r.Add("id", fmt.Sprintf("%q is parley's own; choose another id, such as \"%s-main\"", a.ID, a.Type))
+	}
+	if a.Workspace != "" && !sessions.ValidWorkspaceID(a.Workspace) {
+		r.Add("workspace", fmt.Sprintf("%q is not a workspace id; %s", a.Workspace, sessions.WorkspaceIDRule))
+	}
+	if ack := a.AckReaction; ack != "" && (len(ack) > maxAckReaction || strings.ContainsFunc(ack, unicode.IsSpace)) {
+		r.Add("ack_reaction", fmt.Sprintf(`%q is not a reaction; give one emoji, such as "👀" (Discord also takes a server's emoji as name:id), or leave it out for none`, a.AckReaction))
+	}
+	if a.Type == "" {
+		r.Add("type", `required; the kind of channel, such as "telegram", "discord" or "whatsapp"`)
+	}
+	switch a.DMPolicy {
+	case "open", "allowlist", "pairing":
+	default:
+		r.Add("dm_policy", fmt.Sprintf(`%q is not allowed; use "open" (anyone), "allowlist" (only the users in allow) or "pairing" (allow, plus users an operator approves)`, a.DMPolicy))
+	}
+	switch a.GroupPolicy {
+	case "mention", "always", "never":
+	default:
+		r.Add("group_policy", fmt.Sprintf(`%q is not allowed; use "mention" (answer when addressed), "always" or "never"`, a.GroupPolicy))
+	}
+	for j, u := range a.Allow {
+		if u == "" {
+			r.Add(fmt.Sprintf("allow[%d]", j), "empty; list platform user ids, such as \"123456789\"")
 		}
-		a.Groups.Policy = normalize(a.Groups.Policy, DefaultGroupsPolicy)
-		for j := range a.Groups.Allow {
-			a.Groups.Allow[j] = strings.TrimSpace(a.Groups.Allow[j])
+	}
+	switch a.Groups.Policy {
+	case "pairing", "allowlist", "open":
+	default:
+		r.Add("groups.policy", fmt.Sprintf(`%q is not allowed; use "pairing" (groups.allow, plus groups an approved person pairs with /pair), "allowlist" (only groups.allow) or "open" (any group)`, a.Groups.Policy))
+	}
+	for j, g := range a.Groups.Allow {
+		if g == "" {
+			r.Add(fmt.Sprintf("groups.allow[%d]", j), "empty; list the groups' platform chat ids, such as \"-1001234567890\"")
 		}
 	}
 }
 
-func (c *Config) validateAdapters(ck *checker) {
+// placeAdapters tells each entry where it is, for the messages of its
+// factory's own checks.
+func (c *Config) placeAdapters(file string) {
+	for i := range c.Adapters {
+		c.Adapters[i].file, c.Adapters[i].path = file, fmt.Sprintf("adapters[%d]", i)
+	}
+}
+
+// checkAdapterIDs reports two entries of one id.
+func (c *Config) checkAdapterIDs(ck *checker) {
 	first := map[string]int{}
 	for i, a := range c.Adapters {
-		p := fmt.Sprintf("adapters[%d].", i)
-		switch {
-		case a.ID == "":
-			ck.add(p+"id", "required; "+adapterIDRule)
-		case !adapterID.MatchString(a.ID):
-			ck.add(p+"id", fmt.Sprintf("%q is not a valid adapter id; %s", a.ID, adapterIDRule))
-		case a.ID == "cli" || a.ID == "cron" || a.ID == "webhook" || a.ID == "api" || a.ID == "mcp":
-			ck.add(p+"id", fmt.Sprintf("%q is parley's own; choose another id, such as \"%s-main\"", a.ID, a.Type))
-		default:
-			if j, dup := first[a.ID]; dup {
-				ck.add(p+"id", fmt.Sprintf("%q is used by adapters[%d] too; adapter ids must be unique", a.ID, j))
-			}
-			first[a.ID] = i
+		if a.ID == "" || !adapterID.MatchString(a.ID) || slices.Contains(reservedAdapterIDs, a.ID) {
+			continue
 		}
-		if a.Workspace != "" && !sessions.ValidWorkspaceID(a.Workspace) {
-			ck.add(p+"workspace", fmt.Sprintf("%q is not a workspace id; %s", a.Workspace, sessions.WorkspaceIDRule))
+		if j, dup := first[a.ID]; dup {
+			ck.add(fmt.Sprintf("adapters[%d].id", i), fmt.Sprintf("%q is used by adapters[%d] too; adapter ids must be unique", a.ID, j))
 		}
-		if r := a.AckReaction; r != "" && (len(r) > maxAckReaction || strings.ContainsFunc(r, unicode.IsSpace)) {
-			ck.add(p+"ack_reaction", fmt.Sprintf(`%q is not a reaction; give one emoji, such as "👀" (Discord also takes a server's emoji as name:id), or leave it out for none`, a.AckReaction))
-		}
-		if a.Type == "" {
-			ck.add(p+"type", `required; the kind of channel, such as "telegram", "discord" or "whatsapp"`)
-		}
-		switch a.DMPolicy {
-		case "open", "allowlist", "pairing":
-		default:
-			ck.add(p+"dm_policy", fmt.Sprintf(`%q is not allowed; use "open" (anyone), "allowlist" (only the users in allow) or "pairing" (allow, plus users an operator approves)`, a.DMPolicy))
-		}
-		switch a.GroupPolicy {
-		case "mention", "always", "never":
-		default:
-			ck.add(p+"group_policy", fmt.Sprintf(`%q is not allowed; use "mention" (answer when addressed), "always" or "never"`, a.GroupPolicy))
-		}
-		for j, u := range a.Allow {
-			if u == "" {
-				ck.add(fmt.Sprintf("%sallow[%d]", p, j), "empty; list platform user ids, such as \"123456789\"")
-			}
-		}
-		switch a.Groups.Policy {
-		case "pairing", "allowlist", "open":
-		default:
-			ck.add(p+"groups.policy", fmt.Sprintf(`%q is not allowed; use "pairing" (groups.allow, plus groups an approved person pairs with /pair), "allowlist" (only groups.allow) or "open" (any group)`, a.Groups.Policy))
-		}
-		for j, g := range a.Groups.Allow {
-			if g == "" {
-				ck.add(fmt.Sprintf("%sgroups.allow[%d]", p, j), "empty; list the groups' platform chat ids, such as \"-1001234567890\"")
-			}
-		}
+		first[a.ID] = i
 	}
 }
 

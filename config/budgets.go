@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/parleyd/parley/config/section"
 )
 
 // Budgets are the spend caps: what a user, a session or an agent may use
@@ -59,24 +61,30 @@ func (b Budgets) Price(spec string) (Price, bool) {
 	return Price{}, false
 }
 
-func (b *Budgets) validate(ck *checker) {
+// SetDefaults trims the prices' models.
+func (b *Budgets) SetDefaults(section.Set) {
+	for i := range b.Prices {
+		b.Prices[i].Model = strings.TrimSpace(b.Prices[i].Model)
+	}
+}
+
+// Check reports the caps and prices that can't be.
+func (b Budgets) Check(r section.Reporter) {
 	for key, v := range map[string]float64{
 		"user_daily_tokens": float64(b.UserDailyTokens), "session_daily_tokens": float64(b.SessionDailyTokens),
 		"agent_daily_tokens": float64(b.AgentDailyTokens), "user_daily_usd": b.UserDailyUSD,
 		"session_daily_usd": b.SessionDailyUSD, "agent_daily_usd": b.AgentDailyUSD,
 	} {
 		if v < 0 {
-			ck.add("budgets."+key, "must not be negative; 0 is no cap")
+			r.Add(key, "must not be negative; 0 is no cap")
 		}
 	}
-	for i := range b.Prices {
-		p := &b.Prices[i]
-		p.Model = strings.TrimSpace(p.Model)
+	for i, p := range b.Prices {
 		if !strings.Contains(p.Model, "/") {
-			ck.add(fmt.Sprintf("budgets.prices[%d].model", i), fmt.Sprintf("%q is not a model; write it as the agents do, e.g. openai/gpt-4o-mini", p.Model))
+			r.Add(fmt.Sprintf("prices[%d].model", i), fmt.Sprintf("%q is not a model; write it as the agents do, e.g. openai/gpt-4o-mini", p.Model))
 		}
 		if p.Input < 0 || p.Output < 0 {
-			ck.add(fmt.Sprintf("budgets.prices[%d]", i), "prices must not be negative")
+			r.Add(fmt.Sprintf("prices[%d]", i), "prices must not be negative")
 		}
 	}
 }

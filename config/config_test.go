@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/dbutil"
+	"github.com/parleyd/parley/llm"
+	"github.com/parleyd/parley/permissions"
 )
 
 func TestDefault(t *testing.T) {
@@ -50,7 +54,7 @@ func TestDefault(t *testing.T) {
 		{"agents[0].max_steps", c.Agents[0].MaxSteps, 10},
 		{"agents[0].queue_mode", c.Agents[0].QueueMode, "followup"},
 		{"agents[0].max_output_tokens", c.Agents[0].MaxOutputTokens, 4096},
-		{"providers", c.Providers, Providers(nil)},
+		{"providers", c.Providers, llm.ProvidersConfig(nil)},
 		{"gateway.recovery", c.Gateway.Recovery, "rerun"},
 		{"gateway.queue_cap", c.Gateway.QueueCap, 20},
 		{"gateway.debounce", c.Gateway.Debounce.Std(), 500 * time.Millisecond},
@@ -97,7 +101,7 @@ func TestDatabaseHelpers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			d := Database{URL: DSN(tc.url)}
+			d := dbutil.Config{URL: DSN(tc.url)}
 			if got := d.Engine(); got != tc.engine {
 				t.Errorf("Engine() = %q, want %q", got, tc.engine)
 			}
@@ -275,7 +279,7 @@ func TestExampleFile(t *testing.T) {
 		}
 		want.Budgets = c.Budgets
 		// Its project rule is an example; the ask timeout is the default.
-		if len(c.Permissions.Rules) != 1 || c.Permissions.AskTimeout != DefaultAskTimeout {
+		if len(c.Permissions.Rules) != 1 || c.Permissions.AskTimeout != Duration(permissions.DefaultAskTimeout) {
 			t.Errorf("example permissions = %+v", c.Permissions)
 		}
 		want.Permissions = c.Permissions

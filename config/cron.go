@@ -3,6 +3,9 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/permissions"
 )
 
 // Cron holds the scheduled jobs written in the config. Jobs can also be
@@ -38,24 +41,27 @@ type CronJob struct {
 // IsEnabled reports whether the job fires.
 func (j CronJob) IsEnabled() bool { return j.Enabled == nil || *j.Enabled }
 
-func (c *Config) cronDefaults() {
-	for i := range c.Cron.Jobs {
-		j := &c.Cron.Jobs[i]
-		j.ID = strings.TrimSpace(j.ID)
-		j.Schedule = strings.TrimSpace(j.Schedule)
-		j.Timezone = strings.TrimSpace(j.Timezone)
-		j.Agent = strings.TrimSpace(j.Agent)
-		if j.Agent == "" && len(c.Agents) > 0 {
-			j.Agent = c.Agents[0].ID
-		}
-	}
+// SetDefaults trims the job's keys; its agent's default, the first
+// agent, is the root's to fill in.
+func (j *CronJob) SetDefaults(section.Set) {
+	j.ID = strings.TrimSpace(j.ID)
+	j.Schedule = strings.TrimSpace(j.Schedule)
+	j.Timezone = strings.TrimSpace(j.Timezone)
+	j.Agent = strings.TrimSpace(j.Agent)
 }
 
-// validateCron checks what needs the rest of the config; the job itself
-// (its schedule, prompt, durations) is checked by the cron package, which
-// cmd/parley runs at start and in config check, so each problem is
-// reported once.
-func (c *Config) validateCron(ck *checker) {
+// Check reports the job's allow_tools patterns that don't compile. The
+// job itself (its schedule, prompt, durations) is checked by the cron
+// package, which cmd/parley runs at start and in config check, so each
+// problem is reported once; what needs the rest of the config is the
+// root's (checkCronRefs).
+func (j CronJob) Check(r section.Reporter) {
+	permissions.CheckAllowTools(r, "allow_tools", j.AllowTools)
+}
+
+// checkCronRefs reports what the jobs refer to that is not there: a
+// second job of the same id, an agent, a notify target's adapter.
+func (c *Config) checkCronRefs(ck *checker) {
 	first := map[string]int{}
 	for i, j := range c.Cron.Jobs {
 		p := fmt.Sprintf("cron.jobs[%d].", i)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/llm"
 )
 
@@ -60,18 +61,41 @@ func (c *Config) Harness(id string) (Harness, bool) {
 	return Harness{}, false
 }
 
-// checkHarnesses reports the harnesses' problems, and those of the
-// harnesses agents and bindings name.
-func (c *Config) checkHarnesses(ck *checker) {
+// SetDefaults trims the harness's id and drops its empty lists.
+func (h *Harness) SetDefaults(section.Set) {
+	h.ID = strings.TrimSpace(h.ID)
+	if len(h.Tools) == 0 {
+		h.Tools = nil
+	}
+	if len(h.Capabilities) == 0 {
+		h.Capabilities = nil
+	}
+}
+
+// Check reports the harness's own problems; its id's uniqueness and the
+// MCP servers its capabilities name are the root's to check.
+func (h Harness) Check(r section.Reporter) {
+	if !agentID.MatchString(h.ID) {
+		r.Add("id", fmt.Sprintf("%q is not a harness id; use 1-64 characters from a-z, 0-9, '_' and '-'", h.ID))
+	}
+	if mp, mm, ok := strings.Cut(h.Model, "/"); h.Model != "" && h.Model != "echo" {
+		if _, known := llm.Lookup(mp); !ok || !known || mm == "" || strings.ContainsAny(h.Model, " \t\r\n") {
+			r.Add("model", fmt.Sprintf(`%q is not a model; %s`, h.Model, modelRule))
+		}
+	}
+	if h.MaxSteps < 0 || h.MaxSteps > 100 {
+		r.Add("max_steps", fmt.Sprintf("%d is out of range; use 1-100, or leave it out for the agent's", h.MaxSteps))
+	}
+}
+
+// checkHarnessRefs reports two harnesses of one id, capabilities naming
+// no MCP server, and the harnesses agents and bindings name that are not
+// there.
+func (c *Config) checkHarnessRefs(ck *checker) {
 	seen := map[string]bool{}
-	for i := range c.Harnesses {
-		h := &c.Harnesses[i]
+	for i, h := range c.Harnesses {
 		p := fmt.Sprintf("harnesses[%d].", i)
-		h.ID = strings.TrimSpace(h.ID)
-		switch {
-		case !agentID.MatchString(h.ID):
-			ck.add(p+"id", fmt.Sprintf("%q is not a harness id; use 1-64 characters from a-z, 0-9, '_' and '-'", h.ID))
-		case seen[h.ID]:
+		if agentID.MatchString(h.ID) && seen[h.ID] {
 			ck.add(p+"id", fmt.Sprintf("two harnesses are called %q; give each its own id", h.ID))
 		}
 		seen[h.ID] = true
@@ -79,20 +103,6 @@ func (c *Config) checkHarnesses(ck *checker) {
 			if msg := c.CapabilityProblem(name); msg != "" {
 				ck.add(fmt.Sprintf("%scapabilities[%d]", p, j), msg)
 			}
-		}
-		if mp, mm, ok := strings.Cut(h.Model, "/"); h.Model != "" && h.Model != "echo" {
-			if _, known := llm.Lookup(mp); !ok || !known || mm == "" || strings.ContainsAny(h.Model, " \t\r\n") {
-				ck.add(p+"model", fmt.Sprintf(`%q is not a model; %s`, h.Model, modelRule))
-			}
-		}
-		if h.MaxSteps < 0 || h.MaxSteps > 100 {
-			ck.add(p+"max_steps", fmt.Sprintf("%d is out of range; use 1-100, or leave it out for the agent's", h.MaxSteps))
-		}
-		if len(h.Tools) == 0 {
-			h.Tools = nil
-		}
-		if len(h.Capabilities) == 0 {
-			h.Capabilities = nil
 		}
 	}
 	for i, a := range c.Agents {

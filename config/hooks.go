@@ -6,6 +6,9 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/parleyd/parley/config/section"
+	"github.com/parleyd/parley/permissions"
 )
 
 // Hook is an incoming webhook served at /hooks/{id}: a request that passes
@@ -44,70 +47,78 @@ const (
 // Template is the hook's parsed prompt template.
 func (h Hook) Template() *template.Template { return h.tmpl }
 
-func (c *Config) hookDefaults() {
-	for i := range c.Hooks {
-		h := &c.Hooks[i]
-		h.ID = strings.TrimSpace(h.ID)
-		h.Auth = strings.ToLower(strings.TrimSpace(h.Auth))
-		h.Agent = strings.TrimSpace(h.Agent)
-		h.Mode = normalize(h.Mode, DefaultHookMode)
-		if h.Timeout == 0 {
-			h.Timeout = Duration(DefaultHookTimeout)
-		}
-		if h.Agent == "" && len(c.Agents) > 0 {
-			h.Agent = c.Agents[0].ID
-		}
+// SetDefaults fills in the hook's absent settings; its agent's default,
+// the first agent, is the root's to fill in.
+func (h *Hook) SetDefaults(section.Set) {
+	h.ID = strings.TrimSpace(h.ID)
+	h.Auth = strings.ToLower(strings.TrimSpace(h.Auth))
+	h.Agent = strings.TrimSpace(h.Agent)
+	h.Mode = section.Normalize(h.Mode, DefaultHookMode)
+	if h.Timeout == 0 {
+		h.Timeout = Duration(DefaultHookTimeout)
 	}
 }
 
-func (c *Config) validateHooks(ck *checker) {
+// Check reports the hook's own problems, and parses its template; its
+// id's uniqueness, its agent and its notify targets' adapters are the
+// root's to check.
+func (h *Hook) Check(r section.Reporter) {
+	switch {
+	case h.ID == "":
+		r.Add("id", "required; "+adapterIDRule)
+	case !adapterID.MatchString(h.ID):
+		r.Add("id", fmt.Sprintf("%q is not a valid hook id; %s", h.ID, adapterIDRule))
+	}
+	switch h.Auth {
+	case "hmac", "github", "token":
+	default:
+		r.Add("auth", fmt.Sprintf(`%q is not allowed; use "hmac" (X-Parley-Signature), "github" (X-Hub-Signature-256) or "token" (Authorization: Bearer)`, h.Auth))
+	}
+	if h.Secret == "" {
+		r.Add("secret", `required; make one with "openssl rand -hex 32" and set it from the environment, such as "${CI_HOOK_SECRET}"`)
+	} else if msg := weakSecret(h.Secret.Reveal(), "CI_HOOK_SECRET"); msg != "" {
+		r.Add("secret", msg)
+	}
+	if strings.TrimSpace(h.Prompt) == "" {
+		r.Add("prompt", `required; a template over the payload, such as "New PR {{.pull_request.title}} by {{.sender.login}}"`)
+	} else if t, err := template.New(h.ID).Option("missingkey=zero").Parse(h.Prompt); err != nil {
+		r.Add("prompt", fmt.Sprintf("the template doesn't parse: %s", strings.TrimPrefix(err.Error(), "template: ")))
+	} else {
+		h.tmpl = t
+	}
+	switch h.Mode {
+	case "async", "sync":
+	default:
+		r.Add("mode", fmt.Sprintf(`%q is not allowed; use "async" (answer 202 at once) or "sync" (wait for the agent's reply)`, h.Mode))
+	}
+	if h.Timeout <= 0 || h.Timeout.Std() > 10*time.Minute {
+		r.Add("timeout", fmt.Sprintf(`%s is out of range; use a duration above 0 and at most 10m, such as "60s"`, h.Timeout))
+	}
+	for j, n := range h.Notify {
+		if a, chat, ok := strings.Cut(n, ":"); !ok || a == "" || chat == "" {
+			r.Add(fmt.Sprintf("notify[%d]", j), fmt.Sprintf(`%q is not a target; use "<adapter id>:<chat id>", such as "tg-main:123456"`, n))
+		}
+	}
+	permissions.CheckAllowTools(r, "allow_tools", h.AllowTools)
+}
+
+// checkHookRefs reports what the hooks refer to that is not there: a
+// second hook of the same id, an agent, a notify target's adapter.
+func (c *Config) checkHookRefs(ck *checker) {
 	first := map[string]int{}
-	for i := range c.Hooks {
-		h := &c.Hooks[i]
+	for i, h := range c.Hooks {
 		p := fmt.Sprintf("hooks[%d].", i)
-		switch {
-		case h.ID == "":
-			ck.add(p+"id", "required; "+adapterIDRule)
-		case !adapterID.MatchString(h.ID):
-			ck.add(p+"id", fmt.Sprintf("%q is not a valid hook id; %s", h.ID, adapterIDRule))
-		default:
+		if adapterID.MatchString(h.ID) {
 			if j, dup := first[h.ID]; dup {
 				ck.add(p+"id", fmt.Sprintf("%q is used by hooks[%d] too; hook ids must be unique", h.ID, j))
 			}
 			first[h.ID] = i
 		}
-		switch h.Auth {
-		case "hmac", "github", "token":
-		default:
-			ck.add(p+"auth", fmt.Sprintf(`%q is not allowed; use "hmac" (X-Parley-Signature), "github" (X-Hub-Signature-256) or "token" (Authorization: Bearer)`, h.Auth))
-		}
-		if h.Secret == "" {
-			ck.add(p+"secret", `required; make one with "openssl rand -hex 32" and set it from the environment, such as "${CI_HOOK_SECRET}"`)
-		} else if msg := weakSecret(h.Secret.Reveal(), "CI_HOOK_SECRET"); msg != "" {
-			ck.add(p+"secret", msg)
-		}
 		if _, ok := c.Agent(h.Agent); !ok {
 			ck.add(p+"agent", fmt.Sprintf("%q is not an agent in agents", h.Agent))
 		}
-		if strings.TrimSpace(h.Prompt) == "" {
-			ck.add(p+"prompt", `required; a template over the payload, such as "New PR {{.pull_request.title}} by {{.sender.login}}"`)
-		} else if t, err := template.New(h.ID).Option("missingkey=zero").Parse(h.Prompt); err != nil {
-			ck.add(p+"prompt", fmt.Sprintf("the template doesn't parse: %s", strings.TrimPrefix(err.Error(), "template: ")))
-		} else {
-			h.tmpl = t
-		}
-		switch h.Mode {
-		case "async", "sync":
-		default:
-			ck.add(p+"mode", fmt.Sprintf(`%q is not allowed; use "async" (answer 202 at once) or "sync" (wait for the agent's reply)`, h.Mode))
-		}
-		if h.Timeout <= 0 || h.Timeout.Std() > 10*time.Minute {
-			ck.add(p+"timeout", fmt.Sprintf(`%s is out of range; use a duration above 0 and at most 10m, such as "60s"`, h.Timeout))
-		}
 		for j, n := range h.Notify {
-			if a, chat, ok := strings.Cut(n, ":"); !ok || a == "" || chat == "" {
-				ck.add(fmt.Sprintf("%snotify[%d]", p, j), fmt.Sprintf(`%q is not a target; use "<adapter id>:<chat id>", such as "tg-main:123456"`, n))
-			} else {
+			if a, chat, ok := strings.Cut(n, ":"); ok && a != "" && chat != "" {
 				c.checkNotifyAdapter(ck, fmt.Sprintf("%snotify[%d]", p, j), n)
 			}
 		}

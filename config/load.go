@@ -194,9 +194,7 @@ func parse(data []byte, filename string, getenv func(string) (string, bool)) (*C
 		}
 	}
 	c.applyDefaults(ck.set)
-	c.adapterDefaults(filename)
-	c.hookDefaults()
-	c.cronDefaults()
+	c.placeAdapters(filename)
 	c.file, c.lines = filename, ck.lines
 	c.validate(ck)
 	ck.problems.sortByLine()

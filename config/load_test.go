@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/parleyd/parley/dbutil"
 )
 
 func TestParseStructureProblems(t *testing.T) {
@@ -206,7 +208,7 @@ func TestParseEnvExpansion(t *testing.T) {
 			equal(t, c.Database.URL.Reveal(), "postgres://u:pw@db/parley")
 		}},
 		{"empty variable", "database:\n  url: ${EMPTY}\n", func(t *testing.T, c *Config) {
-			equal(t, c.Database.URL.Reveal(), DefaultDatabaseURL)
+			equal(t, c.Database.URL.Reveal(), dbutil.DefaultURL)
 		}},
 		{"unset variable with an empty fallback inside text", "database:\n  url: data/${NOPE:-}parley.db\n", func(t *testing.T, c *Config) {
 			equal(t, c.Database.URL.Reveal(), "data/parley.db")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/secret"
 )
@@ -100,9 +101,8 @@ func (s MCPServer) For(tool string) Retry {
 	return s.Retry
 }
 
-// checkRetry reports the problems of a retry policy at p, filling what it
-// leaves unset from def.
-func checkRetry(ck *checker, p string, r *Retry, def Retry) {
+// fill fills what the policy leaves unset from def.
+func (r *Retry) fill(def Retry) {
 	if r.Attempts == 0 {
 		r.Attempts = def.Attempts
 	}
@@ -112,15 +112,19 @@ func checkRetry(ck *checker, p string, r *Retry, def Retry) {
 	if r.On == nil {
 		r.On = slices.Clone(def.On)
 	}
+}
+
+// check reports the policy's problems.
+func (r Retry) check(rep section.Reporter) {
 	if r.Attempts < 1 || r.Attempts > 10 {
-		ck.add(p+"attempts", fmt.Sprintf("%d is out of range; use 1 (no retry) to 10 tries in all, such as 3", r.Attempts))
+		rep.Add("attempts", fmt.Sprintf("%d is out of range; use 1 (no retry) to 10 tries in all, such as 3", r.Attempts))
 	}
 	if r.Backoff < 0 || r.Backoff > Duration(5*time.Minute) {
-		ck.add(p+"backoff", fmt.Sprintf("%s is out of range; use 0s to 5m, such as 1s", r.Backoff))
+		rep.Add("backoff", fmt.Sprintf("%s is out of range; use 0s to 5m, such as 1s", r.Backoff))
 	}
 	for j, c := range r.On {
 		if !slices.Contains(RetryClasses, c) {
-			ck.add(fmt.Sprintf("%son[%d]", p, j), fmt.Sprintf("%q is not a failure class; use %s", c, strings.Join(RetryClasses, ", ")))
+			rep.Add(fmt.Sprintf("on[%d]", j), fmt.Sprintf("%q is not a failure class; use %s", c, strings.Join(RetryClasses, ", ")))
 		}
 	}
 }
@@ -256,137 +260,151 @@ func mcpIDProblem(id string) string {
 	return ""
 }
 
-// checkMCP reports the servers' problems and fills in defaults.
-func (c *Config) checkMCP(ck *checker) {
+// SetDefaults fills in the server's absent settings: its limits, its
+// retry policy, and each tool's policy from the server's.
+func (s *MCPServer) SetDefaults(section.Set) {
+	s.ID = strings.TrimSpace(s.ID)
+	s.Command, s.URL = strings.TrimSpace(s.Command), strings.TrimSpace(s.URL)
+	if s.InheritEnv == nil && s.URL == "" {
+		s.InheritEnv = slices.Clone(DefaultMCPInheritEnv)
+	}
+	s.RunAs = strings.TrimSpace(s.RunAs)
+	u := &s.UserToken
+	u.Provider, u.Env, u.Header = strings.TrimSpace(u.Provider), strings.TrimSpace(u.Env), strings.TrimSpace(u.Header)
+	if u.Provider != "" && u.Format == "" {
+		u.Format = "%s"
+	}
+	if s.MaxResultKB == 0 {
+		s.MaxResultKB = DefaultMCPMaxResultKB
+	}
+	if s.MaxMessageMB == 0 {
+		s.MaxMessageMB = DefaultMCPMaxMessageMB
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultMCPTimeout
+	}
+	s.Retry.fill(Retry{Attempts: DefaultRetryAttempts, Backoff: DefaultRetryBackoff, On: slices.Clone(RetryClasses)})
+	for j := range s.ToolRetry {
+		t := &s.ToolRetry[j]
+		t.Tool = strings.TrimSpace(t.Tool)
+		r := Retry{Attempts: t.Attempts, Backoff: t.Backoff, On: t.On}
+		r.fill(s.Retry)
+		t.Attempts, t.Backoff, t.On = r.Attempts, r.Backoff, r.On
+	}
+}
+
+// Check reports the server's problems but its id's uniqueness, which is
+// the root's to check.
+func (s MCPServer) Check(r section.Reporter) {
+	if msg := mcpIDProblem(s.ID); msg != "" {
+		r.Add("id", msg)
+	}
+	switch {
+	case s.Command == "" && s.URL == "":
+		r.Add("command", "give either command (a stdio server parley starts) or url (a streamable HTTP server)")
+	case s.Command != "" && s.URL != "":
+		r.Add("url", "give command or url, not both")
+	case s.URL != "":
+		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			r.Add("url", fmt.Sprintf("%q is not an http:// or https:// URL", s.URL))
+		}
+	}
+	for j, e := range s.Env {
+		if name, _, ok := strings.Cut(e, "="); !ok || !envName.MatchString(name) {
+			r.Add(fmt.Sprintf("env[%d]", j), "write NAME=value, e.g. GITHUB_TOKEN=${GITHUB_TOKEN}")
+		}
+	}
+	for j, h := range s.Headers {
+		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
+			r.Add(fmt.Sprintf("headers[%d]", j), "write Name: value, e.g. \"Authorization: Bearer ${API_TOKEN}\"")
+		}
+	}
+	s.checkProcess(r)
+	s.checkUserToken(section.Prefixed(r, "user_token"))
+	if s.MaxResultKB < 0 {
+		r.Add("max_result_kb", "must not be negative")
+	}
+	if s.MaxMessageMB < 0 {
+		r.Add("max_message_mb", "must not be negative")
+	}
+	if s.MaxMessageMB<<10 < s.MaxResultKB {
+		r.Add("max_message_mb", fmt.Sprintf("%d MiB is less than max_result_kb (%d KiB): a result that large would end the connection instead of being cut; raise max_message_mb", s.MaxMessageMB, s.MaxResultKB))
+	}
+	if s.Timeout < 0 {
+		r.Add("timeout", "must not be negative")
+	}
+	s.Retry.check(section.Prefixed(r, "retry"))
+	tools := map[string]bool{}
+	for j, t := range s.ToolRetry {
+		tp := fmt.Sprintf("tool_retry[%d]", j)
+		switch {
+		case t.Tool == "":
+			r.Add(tp+".tool", "name one of the server's tools, as the server names it (without "+s.ID+"__)")
+		case tools[t.Tool]:
+			r.Add(tp+".tool", fmt.Sprintf("%q has two retry policies; keep one", t.Tool))
+		}
+		tools[t.Tool] = true
+		Retry{Attempts: t.Attempts, Backoff: t.Backoff, On: t.On}.check(section.Prefixed(r, tp))
+	}
+}
+
+// checkMCPIDs reports two servers of one id.
+func (c *Config) checkMCPIDs(ck *checker) {
 	seen := map[string]bool{}
-	for i := range c.MCP.Servers {
-		s := &c.MCP.Servers[i]
-		p := fmt.Sprintf("mcp.servers[%d].", i)
-		s.ID = strings.TrimSpace(s.ID)
-		switch msg := mcpIDProblem(s.ID); {
-		case msg != "":
-			ck.add(p+"id", msg)
-		case seen[s.ID]:
-			ck.add(p+"id", fmt.Sprintf("two servers are called %q; give each its own id", s.ID))
+	for i, s := range c.MCP.Servers {
+		if mcpIDProblem(s.ID) == "" && seen[s.ID] {
+			ck.add(fmt.Sprintf("mcp.servers[%d].id", i), fmt.Sprintf("two servers are called %q; give each its own id", s.ID))
 		}
 		seen[s.ID] = true
-		s.Command, s.URL = strings.TrimSpace(s.Command), strings.TrimSpace(s.URL)
-		switch {
-		case s.Command == "" && s.URL == "":
-			ck.add(p+"command", "give either command (a stdio server parley starts) or url (a streamable HTTP server)")
-		case s.Command != "" && s.URL != "":
-			ck.add(p+"url", "give command or url, not both")
-		case s.URL != "":
-			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				ck.add(p+"url", fmt.Sprintf("%q is not an http:// or https:// URL", s.URL))
-			}
-		}
-		for j, e := range s.Env {
-			if name, _, ok := strings.Cut(e, "="); !ok || !envName.MatchString(name) {
-				ck.add(fmt.Sprintf("%senv[%d]", p, j), "write NAME=value, e.g. GITHUB_TOKEN=${GITHUB_TOKEN}")
-			}
-		}
-		for j, h := range s.Headers {
-			if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
-				ck.add(fmt.Sprintf("%sheaders[%d]", p, j), "write Name: value, e.g. \"Authorization: Bearer ${API_TOKEN}\"")
-			}
-		}
-		s.checkProcess(ck, p)
-		s.checkUserToken(ck, p+"user_token.")
-		switch {
-		case s.MaxResultKB < 0:
-			ck.add(p+"max_result_kb", "must not be negative")
-		case s.MaxResultKB == 0:
-			s.MaxResultKB = DefaultMCPMaxResultKB
-		}
-		switch {
-		case s.MaxMessageMB < 0:
-			ck.add(p+"max_message_mb", "must not be negative")
-		case s.MaxMessageMB == 0:
-			s.MaxMessageMB = DefaultMCPMaxMessageMB
-		}
-		if s.MaxMessageMB<<10 < s.MaxResultKB {
-			ck.add(p+"max_message_mb", fmt.Sprintf("%d MiB is less than max_result_kb (%d KiB): a result that large would end the connection instead of being cut; raise max_message_mb", s.MaxMessageMB, s.MaxResultKB))
-		}
-		if s.Timeout < 0 {
-			ck.add(p+"timeout", "must not be negative")
-		}
-		if s.Timeout == 0 {
-			s.Timeout = DefaultMCPTimeout
-		}
-		checkRetry(ck, p+"retry.", &s.Retry, Retry{Attempts: DefaultRetryAttempts, Backoff: DefaultRetryBackoff, On: slices.Clone(RetryClasses)})
-		tools := map[string]bool{}
-		for j := range s.ToolRetry {
-			t := &s.ToolRetry[j]
-			tp := fmt.Sprintf("%stool_retry[%d].", p, j)
-			switch t.Tool = strings.TrimSpace(t.Tool); {
-			case t.Tool == "":
-				ck.add(tp+"tool", "name one of the server's tools, as the server names it (without "+s.ID+"__)")
-			case tools[t.Tool]:
-				ck.add(tp+"tool", fmt.Sprintf("%q has two retry policies; keep one", t.Tool))
-			}
-			tools[t.Tool] = true
-			r := Retry{Attempts: t.Attempts, Backoff: t.Backoff, On: t.On}
-			checkRetry(ck, tp, &r, s.Retry)
-			t.Attempts, t.Backoff, t.On = r.Attempts, r.Backoff, r.On
-		}
 	}
 }
 
 // checkProcess reports the problems of a stdio server's process keys.
-func (s *MCPServer) checkProcess(ck *checker, p string) {
+func (s MCPServer) checkProcess(r section.Reporter) {
 	if s.URL != "" {
 		if len(s.InheritEnv) > 0 {
-			ck.add(p+"inherit_env", "only a stdio server (command) has an environment; drop it for a url")
+			r.Add("inherit_env", "only a stdio server (command) has an environment; drop it for a url")
 		}
 		if s.RunAs != "" {
-			ck.add(p+"run_as", "only a stdio server (command) runs as a user; drop it for a url")
+			r.Add("run_as", "only a stdio server (command) runs as a user; drop it for a url")
 		}
-	}
-	if s.InheritEnv == nil && s.URL == "" {
-		s.InheritEnv = slices.Clone(DefaultMCPInheritEnv)
 	}
 	for j, name := range s.InheritEnv {
 		if !envName.MatchString(name) {
-			ck.add(fmt.Sprintf("%sinherit_env[%d]", p, j), fmt.Sprintf("%q is not an environment variable name; name one such as PATH", name))
+			r.Add(fmt.Sprintf("inherit_env[%d]", j), fmt.Sprintf("%q is not an environment variable name; name one such as PATH", name))
 		}
 	}
-	s.RunAs = strings.TrimSpace(s.RunAs)
 	if s.RunAs != "" && !runAs.MatchString(s.RunAs) {
-		ck.add(p+"run_as", fmt.Sprintf("%q is not a user; write a user name such as mcp, or uid[:gid] such as 1001:1001", s.RunAs))
+		r.Add("run_as", fmt.Sprintf("%q is not a user; write a user name such as mcp, or uid[:gid] such as 1001:1001", s.RunAs))
 	}
 }
 
 var headerName = lazyregexp.New(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)
 
 // checkUserToken reports the problems of a server's user_token.
-func (s *MCPServer) checkUserToken(ck *checker, p string) {
-	u := &s.UserToken
-	u.Provider, u.Env, u.Header = strings.TrimSpace(u.Provider), strings.TrimSpace(u.Env), strings.TrimSpace(u.Header)
+func (s MCPServer) checkUserToken(r section.Reporter) {
+	u := s.UserToken
 	if u.Provider == "" {
 		if u.Env != "" || u.Header != "" {
-			ck.add(p+"provider", "required with env or header: name the connection people make with /connect <provider>, e.g. github")
+			r.Add("provider", "required with env or header: name the connection people make with /connect <provider>, e.g. github")
 		}
 		return
 	}
 	if !mcpID.MatchString(u.Provider) {
-		ck.add(p+"provider", fmt.Sprintf("%q is not a provider name; use up to 32 lower-case letters, digits, '-' or '_', such as github", u.Provider))
-	}
-	if u.Format == "" {
-		u.Format = "%s"
+		r.Add("provider", fmt.Sprintf("%q is not a provider name; use up to 32 lower-case letters, digits, '-' or '_', such as github", u.Provider))
 	}
 	if strings.Count(u.Format, "%s") != 1 || strings.Count(u.Format, "%") != 1 {
-		ck.add(p+"format", fmt.Sprintf("%q must hold %%s once, where the token goes, and no other %%, e.g. \"Bearer %%s\"", u.Format))
+		r.Add("format", fmt.Sprintf("%q must hold %%s once, where the token goes, and no other %%, e.g. \"Bearer %%s\"", u.Format))
 	}
 	switch {
 	case s.Command != "" && u.Header != "":
-		ck.add(p+"header", "a stdio server (command) takes the token in env, not a header")
+		r.Add("header", "a stdio server (command) takes the token in env, not a header")
 	case s.URL != "" && u.Env != "":
-		ck.add(p+"env", "an HTTP server (url) takes the token in a header, not env")
+		r.Add("env", "an HTTP server (url) takes the token in a header, not env")
 	case s.Command != "" && !envName.MatchString(u.Env):
-		ck.add(p+"env", fmt.Sprintf("%q is not an environment variable name; name the one the server reads its token from, e.g. GITHUB_TOKEN", u.Env))
+		r.Add("env", fmt.Sprintf("%q is not an environment variable name; name the one the server reads its token from, e.g. GITHUB_TOKEN", u.Env))
 	case s.URL != "" && !headerName.MatchString(u.Header):
-		ck.add(p+"header", fmt.Sprintf("%q is not a header name; name the one the server reads its token from, e.g. Authorization", u.Header))
+		r.Add("header", fmt.Sprintf("%q is not a header name; name the one the server reads its token from, e.g. Authorization", u.Header))
 	}
 }
 

@@ -56,7 +56,7 @@ func TestPermissionsConfig(t *testing.T) {
 			}
 		})
 	}
-	if d := Default(); d.Permissions.AskTimeout != DefaultAskTimeout {
+	if d := Default(); d.Permissions.AskTimeout != Duration(permissions.DefaultAskTimeout) {
 		t.Errorf("default ask timeout %s", d.Permissions.AskTimeout)
 	}
 }

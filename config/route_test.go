@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyd/parley/llm"
 )
 
 func TestRoute(t *testing.T) {
@@ -108,17 +110,17 @@ func TestMissingKeys(t *testing.T) {
 }
 
 func TestProviderHelpers(t *testing.T) {
-	ps := Providers{"openai": Provider{APIKey: "k"}, "anthropic": Provider{BaseURL: "http://x"}}
+	ps := llm.ProvidersConfig{"openai": llm.ProviderConfig{APIKey: "k"}, "anthropic": llm.ProviderConfig{BaseURL: "http://x"}}
 	tests := []struct {
 		name       string
-		want       Provider
+		want       llm.ProviderConfig
 		ok         bool
 		configured bool
 	}{
 		{"openai", ps["openai"], true, true},
 		{"anthropic", ps["anthropic"], true, true},
-		{"echo", Provider{}, false, false},
-		{"OpenAI", Provider{}, false, false},
+		{"echo", llm.ProviderConfig{}, false, false},
+		{"OpenAI", llm.ProviderConfig{}, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

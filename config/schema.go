@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/parleyd/parley/config/section"
 )
 
 // checker walks a YAML node tree against the Config struct, collecting
@@ -250,7 +252,7 @@ func joinKey(path, key string) string {
 func expected(t reflect.Type) string {
 	switch {
 	case t == durationType:
-		return durationHint
+		return section.DurationHint
 	case t.Kind() == reflect.Struct:
 		return "a mapping of keys"
 	case t.Kind() == reflect.Slice:

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/parleyd/parley/config/section"
 	"github.com/parleyd/parley/internal/lazyregexp"
 )
 
@@ -18,6 +19,9 @@ type Secrets struct {
 	// keygen prints it; readable by parley only.
 	KeyFile string `yaml:"key_file"`
 }
+
+// SetDefaults trims the key file's path.
+func (s *Secrets) SetDefaults(section.Set) { s.KeyFile = strings.TrimSpace(s.KeyFile) }
 
 // secretRefPrefix starts a reference to a stored secret: ${secret:NAME}.
 const secretRefPrefix = "${secret:"

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/parleyd/parley/config/section"
 )
 
 // SessionHook posts a session's lifecycle events to an integrator's URL:
@@ -34,41 +36,49 @@ func (h SessionHook) Wants(event, agent string) bool {
 	return (len(h.Events) == 0 || slices.Contains(h.Events, event)) && (len(h.Agents) == 0 || agent == "" || slices.Contains(h.Agents, agent))
 }
 
-// checkSessionHooks reports the session hooks' problems.
-func (c *Config) checkSessionHooks(ck *checker) {
-	for i := range c.SessionHooks {
-		h := &c.SessionHooks[i]
-		p := fmt.Sprintf("session_hooks[%d].", i)
-		h.URL = strings.TrimSpace(h.URL)
-		if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			ck.add(p+"url", fmt.Sprintf("%q is not an http:// or https:// URL; give the address that receives the events", RedactURL(h.URL)))
+// SetDefaults trims the hook's URL and drops its empty lists.
+func (h *SessionHook) SetDefaults(section.Set) {
+	h.URL = strings.TrimSpace(h.URL)
+	if len(h.Events) == 0 {
+		h.Events = nil
+	}
+	if len(h.Agents) == 0 {
+		h.Agents = nil
+	}
+}
+
+// Check reports the session hook's own problems; the agents it names are
+// the root's to check.
+func (h SessionHook) Check(r section.Reporter) {
+	if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.Add("url", fmt.Sprintf("%q is not an http:// or https:// URL; give the address that receives the events", RedactURL(h.URL)))
+	}
+	if s := h.Secret.Reveal(); s == "" {
+		r.Add("secret", "is empty; every event is signed with it: set one made with openssl rand -hex 32, such as ${PARLEY_HOOK_SECRET}")
+	} else if msg := weakSecret(s, "PARLEY_HOOK_SECRET"); msg != "" {
+		r.Add("secret", msg)
+	}
+	for j, e := range h.Events {
+		if !slices.Contains(SessionHookEvents, e) {
+			r.Add(fmt.Sprintf("events[%d]", j), fmt.Sprintf("%q is not an event; use %s", e, strings.Join(SessionHookEvents, ", ")))
 		}
-		if s := h.Secret.Reveal(); s == "" {
-			ck.add(p+"secret", "is empty; every event is signed with it: set one made with openssl rand -hex 32, such as ${PARLEY_HOOK_SECRET}")
-		} else if msg := weakSecret(s, "PARLEY_HOOK_SECRET"); msg != "" {
-			ck.add(p+"secret", msg)
-		}
-		for j, e := range h.Events {
-			if !slices.Contains(SessionHookEvents, e) {
-				ck.add(fmt.Sprintf("%sevents[%d]", p, j), fmt.Sprintf("%q is not an event; use %s", e, strings.Join(SessionHookEvents, ", ")))
-			}
-		}
+	}
+	switch d := h.SyncTimeout.Std(); {
+	case d < 0 || d > time.Minute:
+		r.Add("sync_timeout", fmt.Sprintf(`%s is out of range; use 0 (queue message.user like the rest) or up to 1m, such as "3s" (the message waits for it)`, h.SyncTimeout))
+	case d > 0 && len(h.Events) > 0 && !slices.Contains(h.Events, "message.user"):
+		r.Add("sync_timeout", "applies to message.user, which events leaves out; add it, or drop sync_timeout")
+	}
+}
+
+// checkSessionHookAgents reports the agents session hooks name that are
+// not there.
+func (c *Config) checkSessionHookAgents(ck *checker) {
+	for i, h := range c.SessionHooks {
 		for j, a := range h.Agents {
 			if _, ok := c.Agent(a); !ok {
-				ck.add(fmt.Sprintf("%sagents[%d]", p, j), fmt.Sprintf("%q is not an agent; name one of agents[].id", a))
+				ck.add(fmt.Sprintf("session_hooks[%d].agents[%d]", i, j), fmt.Sprintf("%q is not an agent; name one of agents[].id", a))
 			}
-		}
-		switch d := h.SyncTimeout.Std(); {
-		case d < 0 || d > time.Minute:
-			ck.add(p+"sync_timeout", fmt.Sprintf(`%s is out of range; use 0 (queue message.user like the rest) or up to 1m, such as "3s" (the message waits for it)`, h.SyncTimeout))
-		case d > 0 && len(h.Events) > 0 && !slices.Contains(h.Events, "message.user"):
-			ck.add(p+"sync_timeout", "applies to message.user, which events leaves out; add it, or drop sync_timeout")
-		}
-		if len(h.Events) == 0 {
-			h.Events = nil
-		}
-		if len(h.Agents) == 0 {
-			h.Agents = nil
 		}
 	}
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/parleyd/parley/config/section"
 )
 
 // Sessions configures how long sessions are kept.
@@ -22,9 +24,10 @@ type Sessions struct {
 	SQL SessionSQL `yaml:"sql"`
 }
 
-func (s *Sessions) validate(ck *checker) {
-	s.checkStorage(ck)
+// Check reports the archive's age that can't be; the storage sections
+// check themselves.
+func (s Sessions) Check(r section.Reporter) {
 	if d := s.PruneArchivedAfter; d < 0 || (d > 0 && d.Std() < time.Hour) {
-		ck.add("sessions.prune_archived_after", fmt.Sprintf(`%s is out of range; use 0 to keep archived sessions, or an age of 1h or more, such as "720h" (30 days)`, d))
+		r.Add("prune_archived_after", fmt.Sprintf(`%s is out of range; use 0 to keep archived sessions, or an age of 1h or more, such as "720h" (30 days)`, d))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/parleyd/parley/config/section"
 )
 
 // Defaults of session storage and client tools.
@@ -54,29 +56,27 @@ type SessionSQL struct {
 const (
 	DefaultSQLMaxBytes         = 10 << 20
 	DefaultSQLMaxRows          = 100
-	DefaultSQLStatementTimeout = Duration(5 * time.Second)
+	DefaultSQLStatementTimeout = 5 * time.Second
 )
 
-// checkSQL fills in the SQL limits' defaults and reports bad ones.
-func (s *Sessions) checkSQL(ck *checker) {
-	q := &s.SQL
-	if q.MaxBytes == 0 && !ck.set["sessions.sql.max_bytes"] {
-		q.MaxBytes = DefaultSQLMaxBytes
-	}
-	if q.MaxRows == 0 && !ck.set["sessions.sql.max_rows"] {
-		q.MaxRows = DefaultSQLMaxRows
-	}
-	if q.StatementTimeout == 0 && !ck.set["sessions.sql.statement_timeout"] {
-		q.StatementTimeout = DefaultSQLStatementTimeout
-	}
+// SetDefaults fills in the SQL limits the file leaves out; an explicit
+// 0 is a problem, not a default.
+func (q *SessionSQL) SetDefaults(set section.Set) {
+	section.Default(&q.MaxBytes, set, "max_bytes", DefaultSQLMaxBytes)
+	section.Default(&q.MaxRows, set, "max_rows", DefaultSQLMaxRows)
+	section.Default(&q.StatementTimeout, set, "statement_timeout", Duration(DefaultSQLStatementTimeout))
+}
+
+// Check reports the SQL limits' problems.
+func (q SessionSQL) Check(r section.Reporter) {
 	if n := q.MaxBytes; n < 64<<10 || n > 1<<30 {
-		ck.add("sessions.sql.max_bytes", fmt.Sprintf("%d is out of range; use %d (64 KiB) to %d (1 GiB)", n, 64<<10, 1<<30))
+		r.Add("max_bytes", fmt.Sprintf("%d is out of range; use %d (64 KiB) to %d (1 GiB)", n, 64<<10, 1<<30))
 	}
 	if n := q.MaxRows; n < 1 || n > 10000 {
-		ck.add("sessions.sql.max_rows", fmt.Sprintf("%d is out of range; use 1-10000", n))
+		r.Add("max_rows", fmt.Sprintf("%d is out of range; use 1-10000", n))
 	}
 	if d := q.StatementTimeout.Std(); d < 100*time.Millisecond || d > 5*time.Minute {
-		ck.add("sessions.sql.statement_timeout", fmt.Sprintf(`%s is out of range; use 100ms to 5m, such as "5s"`, q.StatementTimeout))
+		r.Add("statement_timeout", fmt.Sprintf(`%s is out of range; use 100ms to 5m, such as "5s"`, q.StatementTimeout))
 	}
 }
 
@@ -96,76 +96,97 @@ type Skills struct {
 	Dirs []string `yaml:"dirs"`
 }
 
-// checkStorage reports session storage's and client tools' problems and
-// fills in their defaults; an explicit 0 is a problem, not a default.
-func (s *Sessions) checkStorage(ck *checker) {
-	intDefault := func(v *int, key string, def int) {
-		if *v == 0 && !ck.set[key] {
-			*v = def
-		}
-	}
-	kv := &s.KV
-	intDefault(&kv.MaxValueBytes, "sessions.kv.max_value_bytes", DefaultKVMaxValueBytes)
-	intDefault(&kv.MaxSessionBytes, "sessions.kv.max_session_bytes", DefaultKVMaxSessionBytes)
-	intDefault(&kv.MaxKeys, "sessions.kv.max_keys", DefaultKVMaxKeys)
+// SetDefaults fills in the kv limits the file leaves out; an explicit 0
+// is a problem, not a default.
+func (kv *SessionKV) SetDefaults(set section.Set) {
+	section.Default(&kv.MaxValueBytes, set, "max_value_bytes", DefaultKVMaxValueBytes)
+	section.Default(&kv.MaxSessionBytes, set, "max_session_bytes", DefaultKVMaxSessionBytes)
+	section.Default(&kv.MaxKeys, set, "max_keys", DefaultKVMaxKeys)
+}
+
+// Check reports the kv limits' problems.
+func (kv SessionKV) Check(r section.Reporter) {
 	if n := kv.MaxValueBytes; n < 1 || n > 16<<20 {
-		ck.add("sessions.kv.max_value_bytes", fmt.Sprintf("%d is out of range; use 1 to %d (16 MiB)", n, 16<<20))
+		r.Add("max_value_bytes", fmt.Sprintf("%d is out of range; use 1 to %d (16 MiB)", n, 16<<20))
 	}
 	switch n := kv.MaxSessionBytes; {
 	case n < 1 || n > 1<<30:
-		ck.add("sessions.kv.max_session_bytes", fmt.Sprintf("%d is out of range; use 1 to %d (1 GiB)", n, 1<<30))
+		r.Add("max_session_bytes", fmt.Sprintf("%d is out of range; use 1 to %d (1 GiB)", n, 1<<30))
 	case n < kv.MaxValueBytes:
-		ck.add("sessions.kv.max_session_bytes", fmt.Sprintf("%d is below max_value_bytes (%d): one value could never be stored whole; raise it, or lower max_value_bytes", n, kv.MaxValueBytes))
+		r.Add("max_session_bytes", fmt.Sprintf("%d is below max_value_bytes (%d): one value could never be stored whole; raise it, or lower max_value_bytes", n, kv.MaxValueBytes))
 	}
 	if n := kv.MaxKeys; n < 1 || n > 100000 {
-		ck.add("sessions.kv.max_keys", fmt.Sprintf("%d is out of range; use 1-100000", n))
-	}
-	s.checkFiles(ck)
-	s.checkSQL(ck)
-	if s.ClientTools.Timeout == 0 && !ck.set["sessions.client_tools.timeout"] {
-		s.ClientTools.Timeout = Duration(DefaultClientToolTimeout)
-	}
-	if d := s.ClientTools.Timeout.Std(); d < time.Second || d > time.Hour {
-		ck.add("sessions.client_tools.timeout", fmt.Sprintf(`%s is out of range; use a duration from 1s to 1h, such as "5m" (the session's other messages wait while a run waits)`, s.ClientTools.Timeout))
+		r.Add("max_keys", fmt.Sprintf("%d is out of range; use 1-100000", n))
 	}
 }
 
-// check trims the skills folders and reports blank ones.
-func (s *Skills) check(ck *checker) {
+// SetDefaults fills in the client tools' timeout when the file leaves it
+// out.
+func (ct *ClientTools) SetDefaults(set section.Set) {
+	section.Default(&ct.Timeout, set, "timeout", Duration(DefaultClientToolTimeout))
+}
+
+// Check reports a client tools' timeout out of range.
+func (ct ClientTools) Check(r section.Reporter) {
+	if d := ct.Timeout.Std(); d < time.Second || d > time.Hour {
+		r.Add("timeout", fmt.Sprintf(`%s is out of range; use a duration from 1s to 1h, such as "5m" (the session's other messages wait while a run waits)`, ct.Timeout))
+	}
+}
+
+// SetDefaults trims the skills folders.
+func (s *Skills) SetDefaults(section.Set) {
 	for i := range s.Dirs {
 		s.Dirs[i] = strings.TrimSpace(s.Dirs[i])
-		if s.Dirs[i] == "" {
-			ck.add(fmt.Sprintf("skills.dirs[%d]", i), "is empty; give a folder of skills, such as /srv/parley/skills, or remove the entry")
-		}
 	}
 	if len(s.Dirs) == 0 {
 		s.Dirs = nil // "dirs: []" is the same as leaving it out
 	}
 }
 
-// checkFiles fills the file store's defaults and reports its problems.
-func (s *Sessions) checkFiles(ck *checker) {
-	f := &s.Files
-	for _, l := range []struct {
+// Check reports blank skills folders.
+func (s Skills) Check(r section.Reporter) {
+	for i, d := range s.Dirs {
+		if d == "" {
+			r.Add(fmt.Sprintf("dirs[%d]", i), "is empty; give a folder of skills, such as /srv/parley/skills, or remove the entry")
+		}
+	}
+}
+
+// limits are the file store's limits, by key.
+func (f *SessionFiles) limits() []struct {
+	v   *int64
+	key string
+	def int64
+} {
+	return []struct {
 		v   *int64
 		key string
 		def int64
 	}{
-		{&f.MaxFileBytes, "sessions.files.max_file_bytes", DefaultFilesMaxFileBytes},
-		{&f.MaxSessionBytes, "sessions.files.max_session_bytes", DefaultFilesMaxSessionBytes},
-		{&f.MaxTotalBytes, "sessions.files.max_total_bytes", DefaultFilesMaxTotalBytes},
-	} {
-		if *l.v == 0 && !ck.set[l.key] {
-			*l.v = l.def
-		}
+		{&f.MaxFileBytes, "max_file_bytes", DefaultFilesMaxFileBytes},
+		{&f.MaxSessionBytes, "max_session_bytes", DefaultFilesMaxSessionBytes},
+		{&f.MaxTotalBytes, "max_total_bytes", DefaultFilesMaxTotalBytes},
+	}
+}
+
+// SetDefaults fills in the file store's limits the file leaves out.
+func (f *SessionFiles) SetDefaults(set section.Set) {
+	for _, l := range f.limits() {
+		section.Default(l.v, set, l.key, l.def)
+	}
+}
+
+// Check reports the file store's limits' problems.
+func (f SessionFiles) Check(r section.Reporter) {
+	for _, l := range f.limits() {
 		if *l.v < 1 || *l.v > 1<<40 {
-			ck.add(l.key, fmt.Sprintf("%d is out of range; use 1 to %d (1 TiB)", *l.v, int64(1)<<40))
+			r.Add(l.key, fmt.Sprintf("%d is out of range; use 1 to %d (1 TiB)", *l.v, int64(1)<<40))
 		}
 	}
 	if f.MaxSessionBytes < f.MaxFileBytes {
-		ck.add("sessions.files.max_session_bytes", fmt.Sprintf("%d is below max_file_bytes (%d): one file could never be stored whole; raise it, or lower max_file_bytes", f.MaxSessionBytes, f.MaxFileBytes))
+		r.Add("max_session_bytes", fmt.Sprintf("%d is below max_file_bytes (%d): one file could never be stored whole; raise it, or lower max_file_bytes", f.MaxSessionBytes, f.MaxFileBytes))
 	}
 	if f.MaxTotalBytes < f.MaxSessionBytes {
-		ck.add("sessions.files.max_total_bytes", fmt.Sprintf("%d is below max_session_bytes (%d); raise it, or lower max_session_bytes", f.MaxTotalBytes, f.MaxSessionBytes))
+		r.Add("max_total_bytes", fmt.Sprintf("%d is below max_session_bytes (%d); raise it, or lower max_session_bytes", f.MaxTotalBytes, f.MaxSessionBytes))
 	}
 }

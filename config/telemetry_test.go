@@ -2,14 +2,16 @@ package config
 
 import (
 	"testing"
+
+	"github.com/parleyd/parley/telemetry"
 )
 
 // The telemetry section: off by default, every trace kept once on, and
 // each bad setting named with what to write instead.
 func TestTelemetry(t *testing.T) {
 	c := mustParse(t, "log:\n  level: info\n", nil)
-	if c.Telemetry.Enabled() || c.Telemetry.SampleRatio != DefaultSampleRatio || c.Telemetry.RecordContent {
-		t.Fatalf("default telemetry = %+v; want off, sample_ratio %v, no content", c.Telemetry, DefaultSampleRatio)
+	if c.Telemetry.Enabled() || c.Telemetry.SampleRatio != telemetry.DefaultSampleRatio || c.Telemetry.RecordContent {
+		t.Fatalf("default telemetry = %+v; want off, sample_ratio %v, no content", c.Telemetry, telemetry.DefaultSampleRatio)
 	}
 	c = mustParse(t, "telemetry:\n  otlp:\n    endpoint: ${OTLP}\n  sample_ratio: 0\n  resource_attributes:\n    deployment.environment: ${ENV_NAME}\n  record_content: true\n",
 		map[string]string{"OTLP": " grpc://tempo:4317 ", "ENV_NAME": "staging"})

@@ -16,7 +16,7 @@ import (
 
 func TestModelFactory(t *testing.T) {
 	cfg := config.Default()
-	cfg.Providers = config.Providers{"openai": {APIKey: "sk-test"}}
+	cfg.Providers = llm.ProvidersConfig{"openai": {APIKey: "sk-test"}}
 	models := turns.Models(cfg)
 	first, err := models("openai/gpt-4o-mini")
 	if err != nil {
@@ -45,7 +45,7 @@ func TestModelFactory(t *testing.T) {
 	if _, err := models("carrier/pigeon"); err == nil {
 		t.Fatal("an unknown provider was accepted")
 	}
-	cfg.Providers = config.Providers{"anthropic": {APIKey: "sk-ant"}}
+	cfg.Providers = llm.ProvidersConfig{"anthropic": {APIKey: "sk-ant"}}
 	if m, _ := turns.Models(cfg)("anthropic/claude-sonnet-4-5"); m == nil {
 		t.Fatal("anthropic with a key gave nothing")
 	} else if _, ok := m.(*anthropic.Model); !ok {

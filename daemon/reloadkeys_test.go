@@ -15,7 +15,9 @@ import (
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/cron"
 	"github.com/parleyd/parley/kv"
+	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/mcptools"
+	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/turns"
 )
 
@@ -91,7 +93,7 @@ func reloadCases(dir string) []reloadCase {
 		{key: "agents", change: func(c *config.Config) { c.Agents[0].Prompt = "a new prompt" },
 			applied: running(func(c *config.Config) any { return c.Agents[0].Prompt }, "a new prompt")},
 		restart("providers", func(c *config.Config) {
-			c.Providers = config.Providers{"openai": {APIKey: sec("sk-other"), BaseURL: "http://127.0.0.1:3/v1", MaxConcurrent: 3}}
+			c.Providers = llm.ProvidersConfig{"openai": {APIKey: sec("sk-other"), BaseURL: "http://127.0.0.1:3/v1", MaxConcurrent: 3}}
 		}),
 		restart("gateway.recovery", func(c *config.Config) { c.Gateway.Recovery = "mark" }),
 		restart("gateway.queue_cap", func(c *config.Config) { c.Gateway.QueueCap = 5 }),
@@ -154,7 +156,7 @@ func reloadCases(dir string) []reloadCase {
 			}
 		}},
 		{key: "permissions.rules", change: func(c *config.Config) {
-			c.Permissions.Rules = []config.ProjectPermission{{Tool: "memory_write", Action: "deny"}}
+			c.Permissions.Rules = []permissions.ConfigProjectRule{{Tool: "memory_write", Action: "deny"}}
 		}, applied: running(func(c *config.Config) any { return len(c.Permissions.Rules) }, 1)},
 		{key: "permissions.shared_group_grants", change: func(c *config.Config) { c.Permissions.SharedGroupGrants = true }, applied: func(t *testing.T, d *Daemon) {
 			if !d.perms.SharedGroupGrants() {

@@ -38,9 +38,9 @@ type Options struct {
 	// Synchronous is SQLite's synchronous level: "full" (default) or "normal".
 	Synchronous string
 	// BusyTimeout is how long SQLite waits for a lock held by another
-	// process before giving up. Default 5s.
+	// process before giving up. Default DefaultBusyTimeout.
 	BusyTimeout time.Duration
-	// MaxConns caps the PostgreSQL pool. Default 10.
+	// MaxConns caps the PostgreSQL pool. Default DefaultMaxConns.
 	MaxConns int
 	// ReadConns is the number of SQLite reader connections. Default 4.
 	ReadConns int
@@ -196,7 +196,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	busy := opts.BusyTimeout
 	if busy <= 0 {
-		busy = 5 * time.Second
+		busy = DefaultBusyTimeout
 	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, dataDirMode); err != nil {
@@ -306,7 +306,7 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = int32(opts.MaxConns)
 	} else {
-		cfg.MaxConns = 10
+		cfg.MaxConns = DefaultMaxConns
 	}
 	stuck := opts.StuckAfter
 	if stuck <= 0 {

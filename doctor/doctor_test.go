@@ -21,7 +21,7 @@ func TestProviderBase(t *testing.T) {
 	if got := providerBase(cfg, "doctortest"); got != "https://doctortest.example/v1" {
 		t.Fatalf("a registered provider without a base_url is reached at %q", got)
 	}
-	cfg.Providers = config.Providers{"doctortest": {BaseURL: "http://127.0.0.1:9/v1"}}
+	cfg.Providers = llm.ProvidersConfig{"doctortest": {BaseURL: "http://127.0.0.1:9/v1"}}
 	if got := providerBase(cfg, "doctortest"); got != "http://127.0.0.1:9/v1" {
 		t.Fatalf("a base_url is not followed: %q", got)
 	}

@@ -16,14 +16,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyd/parley/adapters"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/sessions"
 )
 
-// Defaults of Limits.
+// Defaults of Limits: the config's (sessions.files).
 const (
-	DefaultMaxFileBytes    = 20 << 20
-	DefaultMaxSessionBytes = 100 << 20
-	DefaultMaxTotalBytes   = 2 << 30
+	DefaultMaxFileBytes    = config.DefaultFilesMaxFileBytes
+	DefaultMaxSessionBytes = config.DefaultFilesMaxSessionBytes
+	DefaultMaxTotalBytes   = config.DefaultFilesMaxTotalBytes
 	// MaxNameBytes caps a file's name.
 	MaxNameBytes = 255
 )

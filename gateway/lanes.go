@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/parleyd/parley/config"
 )
 
 // Mode says what a lane does with messages that arrive while it is busy.
@@ -34,10 +36,11 @@ func (m Mode) Valid() bool {
 	return false
 }
 
-// Defaults for a lane's queue.
+// Defaults for a lane's queue: the config's (gateway.queue_cap,
+// gateway.debounce).
 const (
-	DefaultQueueCap = 20
-	DefaultDebounce = 500 * time.Millisecond
+	DefaultQueueCap = config.DefaultQueueCap
+	DefaultDebounce = config.DefaultDebounce
 )
 
 // Turn is one run of a lane's turn function.

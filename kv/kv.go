@@ -12,13 +12,15 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/parleyd/parley/config"
 )
 
-// Defaults of Limits.
+// Defaults of Limits: the config's (sessions.kv).
 const (
-	DefaultMaxValueBytes   = 64 << 10
-	DefaultMaxSessionBytes = 1 << 20
-	DefaultMaxKeys         = 1000
+	DefaultMaxValueBytes   = config.DefaultKVMaxValueBytes
+	DefaultMaxSessionBytes = config.DefaultKVMaxSessionBytes
+	DefaultMaxKeys         = config.DefaultKVMaxKeys
 	// MaxKeyBytes caps a key.
 	MaxKeyBytes = 256
 	// MaxListLimit caps one page of List.

@@ -8,11 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	_ "image/gif" // decodes GIF photos
 	"image/jpeg"
 	"image/png"
 	"strings"
-
-	_ "image/gif" // decodes GIF photos
 
 	"github.com/parleyd/parley/llm"
 )
@@ -27,8 +26,6 @@ const (
 	// MaxSide is the longest side, in pixels, an image keeps; providers
 	// scale larger ones down anyway, and pay for the pixels first.
 	MaxSide = 2048
-	// MaxImagesPerPrompt is the most images one prompt carries.
-	MaxImagesPerPrompt = 10
 )
 
 var (

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/llm"
@@ -22,22 +23,11 @@ import (
 // EventContextCompacted is published after a compaction commits.
 const EventContextCompacted events.Type = "context.compacted" // Data: ContextCompacted
 
-// Compaction limits, and the defaults of an agent's compaction settings
-// left zero (agent.CompactionConfig).
-const (
-	// MinLiveMessages is the fewest live messages a session needs before it
-	// is compacted.
-	MinLiveMessages = 6
-	// DefaultTailTurns is how many of the latest turns stay verbatim.
-	DefaultTailTurns = 2
-	// DefaultTailBudgetPct caps the kept turns' share of the usable window.
-	DefaultTailBudgetPct = 30
-	// DefaultFlushTimeout and DefaultSummaryTimeout bound the memory flush
-	// and the summary: shorter than a model call's total deadline, so a
-	// stalled one never holds the session long.
-	DefaultFlushTimeout   = 2 * time.Minute
-	DefaultSummaryTimeout = 3 * time.Minute
-)
+// MinLiveMessages is the fewest live messages a session needs before it
+// is compacted. The defaults of an agent's compaction settings left zero
+// (agent.CompactionConfig) are the config's (config.DefaultTailTurns and
+// the rest), written once there.
+const MinLiveMessages = 6
 
 // excerptRunes is how much of a message /compact quotes.
 const excerptRunes = 40
@@ -138,7 +128,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 		return agent.CompactionResult{}, fmt.Errorf("compact session %s: %w", id, err)
 	}
 	cc := req.Agent.Compaction
-	tail, budget := cmp.Or(cc.TailTurns, DefaultTailTurns), tailBudget(req)
+	tail, budget := cmp.Or(cc.TailTurns, config.DefaultTailTurns), tailBudget(req)
 	p := planCompaction(live, tail, budget)
 	if reason := p.skip(); reason != "" {
 		return c.skip(ctx, req, reason, nil)
@@ -152,7 +142,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 	// compaction failed still counts, and its messages are archived now.
 	memories := 0
 	if !p.flushed && c.opts.Memory != nil && req.Side != nil {
-		limit := cmp.Or(cc.FlushTimeout, DefaultFlushTimeout)
+		limit := cmp.Or(cc.FlushTimeout, config.DefaultFlushTimeout)
 		fctx, cancel := context.WithTimeout(ctx, limit)
 		res, saved, err := c.flush(fctx, req)
 		timedOut := fctx.Err() != nil
@@ -174,7 +164,7 @@ func (c *Compactor) Compact(ctx context.Context, req agent.CompactionRequest) (a
 
 	// Step 2: the summary, within its deadline (retries included). Past
 	// it nothing has been written: the history stays as it was.
-	limit := cmp.Or(cc.SummaryTimeout, DefaultSummaryTimeout)
+	limit := cmp.Or(cc.SummaryTimeout, config.DefaultSummaryTimeout)
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	text, usage, err := c.summarize(sctx, req, p.summarized)
 	timedOut := sctx.Err() != nil
@@ -395,7 +385,7 @@ func tailBudget(req agent.CompactionRequest) int64 {
 	if req.Window <= 0 || usable <= 0 {
 		return 0
 	}
-	pct := cmp.Or(req.Agent.Compaction.TailBudgetPct, DefaultTailBudgetPct)
+	pct := cmp.Or(req.Agent.Compaction.TailBudgetPct, config.DefaultTailBudgetPct)
 	return int64(usable) * int64(pct) / 100
 }
 

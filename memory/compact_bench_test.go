@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/llm"
@@ -84,7 +85,7 @@ func benchCompaction(b *testing.B, db *dbutil.DB, n int) {
 		sess := seed(i)
 		b.StartTimer()
 		res, err := r.Compact(ctx, sess, cfg)
-		if err != nil || !res.Compacted || res.Summarized != n-2*DefaultTailTurns { // alternating user and assistant: two messages a turn
+		if err != nil || !res.Compacted || res.Summarized != n-2*config.DefaultTailTurns { // alternating user and assistant: two messages a turn
 			b.Fatalf("Compact = %+v, %v", res, err)
 		}
 		archived += res.Archived

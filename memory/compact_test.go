@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/events"
@@ -662,7 +663,7 @@ func TestSummarizerOverItsWindow(t *testing.T) {
 		var parts, merges int
 		for _, r := range e.summaryReqs {
 			text := r.Messages[0].Content
-			if r.Model != "cheap" || r.MaxTokens != summaryMaxTokens || r.Temperature == nil || *r.Temperature != 0.3 {
+			if r.Model != "cheap" || r.MaxTokens != config.DefaultSummaryMaxTokens || r.Temperature == nil || *r.Temperature != 0.3 {
 				t.Fatalf("summarizer request %+v", r)
 			}
 			if est := sessions.EstimateTokens(text); est > inputBudget(1200)+100 {

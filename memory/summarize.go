@@ -11,15 +11,13 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/agent"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/llm"
 	"github.com/parleyd/parley/sessions"
 )
 
 const (
 	summaryTemperature = 0.3
-	// summaryMaxTokens is the summary's length cap unless the agent sets
-	// its own (compaction.summary_max_tokens).
-	summaryMaxTokens = 1024
 	// summaryHeadTail is how much of a long tool result the summarizer sees
 	// once the transcript is over its budget.
 	summaryHeadTail = 1500
@@ -149,7 +147,7 @@ func (c *Compactor) summarize(ctx context.Context, req agent.CompactionRequest, 
 	ctx = llm.WithCallTimeouts(ctx, req.Agent.Timeouts)
 
 	entries := transcript(msgs)
-	maxTokens := cmp.Or(req.Agent.Compaction.SummaryMaxTokens, summaryMaxTokens)
+	maxTokens := cmp.Or(req.Agent.Compaction.SummaryMaxTokens, config.DefaultSummaryMaxTokens)
 	budget := inputBudgetFor(req.SummaryWindow, maxTokens)
 	var usage llm.Usage
 	for shrink := 0; ; shrink++ {
@@ -198,7 +196,7 @@ func (f *fallbackChain) Stream(ctx context.Context, req llm.Request, onDelta fun
 
 // inputBudget is how many transcript tokens one summarizer call may take,
 // with the default summary length.
-func inputBudget(window int) int64 { return inputBudgetFor(window, summaryMaxTokens) }
+func inputBudget(window int) int64 { return inputBudgetFor(window, config.DefaultSummaryMaxTokens) }
 
 // inputBudgetFor is inputBudget for a summary of up to maxTokens.
 func inputBudgetFor(window, maxTokens int) int64 {

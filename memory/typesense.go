@@ -18,12 +18,14 @@ import (
 	"github.com/typesense/typesense-go/v3/typesense/api"
 	"github.com/typesense/typesense-go/v3/typesense/api/pointer"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/internal/lazyregexp"
 	"github.com/parleyd/parley/textcut"
 )
 
-// DefaultTypesenseCollection is the collection used when none is configured.
-const DefaultTypesenseCollection = "parley_memory"
+// DefaultTypesenseCollection is the collection used when none is
+// configured: the config's default.
+const DefaultTypesenseCollection = config.DefaultTypesenseCollection
 
 // TypesenseOptions configures the Typesense index.
 type TypesenseOptions struct {

@@ -74,6 +74,22 @@ func (k Key) Kind() string {
 	return "channel"
 }
 
+// DefaultHistoryTurns is how many user turns of history a session of kind
+// (a Key.Kind) puts in the prompt when its agent sets no limit: few for
+// unattended runs (cron, webhook), many where a person works at length
+// (cli, api, mcp), and the channels' for every other kind (subagents
+// until they can inherit their root's limit).
+func DefaultHistoryTurns(kind string) int {
+	switch kind {
+	case SurfaceCron, SurfaceWebhook:
+		return 10
+	case SurfaceCLI, SurfaceAPI, SurfaceMCP:
+		return 50
+	default:
+		return 30
+	}
+}
+
 // WorkspaceIDRule says what a workspace id may be (bindings, adapters,
 // the API).
 const WorkspaceIDRule = `use 1-64 characters from a-z, 0-9, "_", "." and "-", starting with a letter or digit`

@@ -20,15 +20,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/sessions"
 )
 
-// The limits when the config sets none.
+// The limits when the config sets none: the config's (sessions.sql).
 const (
-	DefaultMaxBytes = 10 << 20 // 10 MiB
-	DefaultMaxRows  = 100
-	DefaultTimeout  = 5 * time.Second
+	DefaultMaxBytes = config.DefaultSQLMaxBytes
+	DefaultMaxRows  = config.DefaultSQLMaxRows
+	DefaultTimeout  = config.DefaultSQLStatementTimeout
 )
 
 // pageSize is the databases' page size: MaxBytes counts pages of it.

@@ -28,7 +28,7 @@ func (b *Bridge) turnImages(ctx context.Context, a config.Agent, ft *turnFetch) 
 		notices = append(notices, s)
 	}
 	total := 0
-	limit := cmp.Or(a.Images.MaxPerTurn, media.MaxImagesPerPrompt)
+	limit := cmp.Or(a.Images.MaxPerTurn, config.DefaultMaxImagesPerTurn)
 	for i, m := range msgs {
 		if countImages(m) == 0 {
 			continue

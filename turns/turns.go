@@ -315,7 +315,7 @@ func AgentConfig(a config.Agent, key sessions.Key) agent.AgentConfig {
 		HistoryTurns: historyTurns(a, key), OmitToolResults: a.History.OmitToolResults, Location: a.Location(), Tools: a.Tools,
 		MaxOutputTokens: a.MaxOutputTokens, MaxContextTokens: a.MaxContextTokens,
 		Compaction:     compactionConfig(a.Compaction),
-		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.LLM(),
+		FallbackModels: a.FallbackModels, ReasoningEffort: a.ReasoningEffort, Timeouts: a.Timeouts.Timeouts(),
 		Vision: a.Vision, MaxImages: a.Images.MaxPerTurn, MaxImageBytes: a.Images.MaxBytesPerTurn,
 	}
 }

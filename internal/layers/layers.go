@@ -13,7 +13,7 @@ const Module = "github.com/parleyd/parley"
 // (so a channel's test fake sits with its channel).
 var Floors = [][]string{
 	// Foundations: no parley package but each other.
-	{"internal", "secret", "signing", "textcut", "events", "commands", "dbutil", "migrations", "cluster", "telemetry"},
+	{"internal", "secret", "signing", "textcut", "events", "commands", "dbutil", "migrations", "cluster", "telemetry", "config/section"},
 	// Records and their rules: sessions, permissions, secrets, the model
 	// interface and its providers, the config, the API client.
 	{"sessions", "permissions", "vault", "llm", "config", "client", "speech", "runfile"},

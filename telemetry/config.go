@@ -1,4 +1,4 @@
-package config
+package telemetry
 
 import (
 	"fmt"
@@ -6,16 +6,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/parleyd/parley/telemetry"
+	"github.com/parleyd/parley/config/section"
 )
 
 // DefaultSampleRatio is telemetry.sample_ratio's default: every trace.
 const DefaultSampleRatio = 1.0
 
-// Telemetry is tracing: OpenTelemetry spans of each turn, sent to an OTLP
-// collector (Jaeger, Tempo, an OpenTelemetry Collector). Off without an
-// endpoint.
-type Telemetry struct {
+// Config is the telemetry section of parley's config: OpenTelemetry
+// spans of each turn, sent to an OTLP collector (Jaeger, Tempo, an
+// OpenTelemetry Collector). Off without an endpoint.
+type Config struct {
 	OTLP OTLP `yaml:"otlp"`
 	// SampleRatio is the share of traces kept, 0 to 1. A trace an API
 	// caller began (its traceparent) keeps the caller's choice.
@@ -39,33 +39,33 @@ type OTLP struct {
 }
 
 // Enabled says whether spans are sent anywhere.
-func (t Telemetry) Enabled() bool { return t.OTLP.Endpoint != "" }
+func (t Config) Enabled() bool { return t.OTLP.Endpoint != "" }
 
-// checkTelemetry fills the telemetry section's defaults and reports its
-// problems.
-func (c *Config) checkTelemetry(ck *checker) {
-	t := &c.Telemetry
+// SetDefaults fills in the section's absent settings.
+func (t *Config) SetDefaults(set section.Set) {
 	t.OTLP.Endpoint = strings.TrimSpace(t.OTLP.Endpoint)
 	t.OTLP.Protocol = strings.TrimSpace(t.OTLP.Protocol)
-	if t.SampleRatio == 0 && !ck.set["telemetry.sample_ratio"] {
-		t.SampleRatio = DefaultSampleRatio
-	}
-	if r := t.SampleRatio; r < 0 || r > 1 {
-		ck.add("telemetry.sample_ratio", fmt.Sprintf("%g is out of range; use a share from 0 (no traces) to 1 (every trace), such as 0.1", r))
+	section.Default(&t.SampleRatio, set, "sample_ratio", DefaultSampleRatio)
+}
+
+// Check reports the section's problems.
+func (t Config) Check(r section.Reporter) {
+	if x := t.SampleRatio; x < 0 || x > 1 {
+		r.Add("sample_ratio", fmt.Sprintf("%g is out of range; use a share from 0 (no traces) to 1 (every trace), such as 0.1", x))
 	}
 	if t.OTLP.Endpoint != "" {
-		if _, err := telemetry.ParseEndpoint(t.OTLP.Endpoint, t.OTLP.Protocol); err != nil {
-			ck.add("telemetry.otlp.endpoint", err.Error())
+		if _, err := ParseEndpoint(t.OTLP.Endpoint, t.OTLP.Protocol); err != nil {
+			r.Add("otlp.endpoint", err.Error())
 		}
 	} else if t.OTLP.Protocol != "" {
-		ck.add("telemetry.otlp.protocol", "set without an endpoint; set telemetry.otlp.endpoint to the collector's address, or remove the protocol")
+		r.Add("otlp.protocol", "set without an endpoint; set telemetry.otlp.endpoint to the collector's address, or remove the protocol")
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.ResourceAttributes)) {
 		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t") {
-			ck.add("telemetry.resource_attributes."+k, fmt.Sprintf("%q is not an attribute name; use a dotted name without spaces, such as deployment.environment", k))
+			r.Add("resource_attributes."+k, fmt.Sprintf("%q is not an attribute name; use a dotted name without spaces, such as deployment.environment", k))
 		}
 		if k == "service.name" {
-			ck.add("telemetry.resource_attributes."+k, "service.name is always parley; tell replicas or deployments apart with service.instance.id or deployment.environment")
+			r.Add("resource_attributes."+k, "service.name is always parley; tell replicas or deployments apart with service.instance.id or deployment.environment")
 		}
 	}
 }
