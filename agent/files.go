@@ -40,6 +40,16 @@ func userContent(text string, parts []sessions.Part) string {
 	return b.String()
 }
 
+// hasFile says whether parts carry a file, whose line userContent adds.
+func hasFile(parts []sessions.Part) bool {
+	for _, p := range parts {
+		if p.Type == sessions.PartFile {
+			return true
+		}
+	}
+	return false
+}
+
 // renderCache remembers the prompt text of user messages that carry
 // files: a turn renders every message of its history, and a file part's
 // line needs its data decoded, again each turn for the same messages (a
@@ -53,7 +63,12 @@ type renderCache struct {
 const maxRendered = 1024
 
 func (c *renderCache) userContent(m sessions.Message) string {
-	if c == nil || len(m.Parts) == 0 || m.ID == "" {
+	if !hasFile(m.Parts) {
+		// Nothing to decode: every user message has parts (its turn's
+		// settings), and only a file's asks for the cache.
+		return m.Content
+	}
+	if c == nil || m.ID == "" {
 		return userContent(m.Content, m.Parts)
 	}
 	c.mu.Lock()

@@ -93,6 +93,12 @@ func TestRenderCache(t *testing.T) {
 	if got := c.userContent(sessions.Message{ID: "m2", Content: "plain"}); got != "plain" || len(c.m) != 1 {
 		t.Fatalf("a message without files: %q, %d remembered; want it rendered, not kept", got, len(c.m))
 	}
+	// Every stored user message has parts (its turn's settings): without
+	// a file among them, it is its text, and nothing is kept.
+	settings := sessions.Message{ID: "m3", Content: "plain", Parts: []sessions.Part{{Type: PartTurn, Data: json.RawMessage(`{"model":"echo"}`)}}}
+	if got := c.userContent(settings); got != "plain" || got != userContent(settings.Content, settings.Parts) || len(c.m) != 1 {
+		t.Fatalf("a message with parts but no file: %q, %d remembered; want its text, not kept", got, len(c.m))
+	}
 	for i := range maxRendered + 1 {
 		m.ID = sessions.MessageID(fmt.Sprint("id", i))
 		c.userContent(m)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/parleyd/parley/clienttools"
+	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/harness"
@@ -114,6 +115,10 @@ type Options struct {
 	// AgentModels, if set, gives an agent's allowed models (its own
 	// first) and its reasoning effort, for GET /v1/sessions/{id}/models.
 	AgentModels func(agentID string) (models []string, effort string)
+	// Config, if set, is the running config, read at each request (so a
+	// reload changes what it gives): Limits, KnownAgent and AgentModels
+	// left nil are taken from it.
+	Config func() *config.Config
 	// Heartbeat is the SSE keep-alive interval; 0 means 15 s.
 	Heartbeat time.Duration
 	Log       *slog.Logger
@@ -194,6 +199,7 @@ func New(opts Options) http.Handler {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
 	}
+	opts.fromConfig()
 	s := &server{opts: opts, log: opts.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

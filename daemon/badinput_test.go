@@ -84,7 +84,7 @@ func badInputDaemon(t *testing.T, dbURL string) (string, *errorLog) {
 	}
 	// As parley run serves it: the API, the daemon's own routes and the
 	// dashboard.
-	hs := httptest.NewServer(d.metricsHandler(d.withStatus(httpserve.Handler(d.db, d.adapters, d.apiHandler()))))
+	hs := httptest.NewServer(httpserve.AppHandler(d.routes(d.APIHandler())))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

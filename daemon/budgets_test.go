@@ -57,7 +57,7 @@ func TestSpendCapRefusesTheTurnPastIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := httptest.NewServer(d.apiHandler())
+		hs := httptest.NewServer(d.APIHandler())
 		defer hs.Close()
 		req, _ := http.NewRequest("GET", hs.URL+"/v1/sessions/"+string(s.ID)+"/budget", nil)
 		req.Header.Set("Authorization", "Bearer "+apiToken)

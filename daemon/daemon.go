@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,9 +21,10 @@ import (
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/events"
 	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/harness"
+	"github.com/parleyd/parley/httpserve"
 	"github.com/parleyd/parley/internal/trim"
 	// The model providers parley ships: each registers itself.
-	"github.com/parleyd/parley/harness"
 	_ "github.com/parleyd/parley/llm/anthropic"
 	"github.com/parleyd/parley/llm/echo"
 	_ "github.com/parleyd/parley/llm/openai"
@@ -102,13 +102,12 @@ type Daemon struct {
 	ready chan struct{}
 	// liveMu guards what status reads while Start and reload write it.
 	liveMu      sync.Mutex
-	started     time.Time    // when Start began
-	listen      string       // the app server's address, once listening
-	reloadedAt  time.Time    // the last reload, ok or not
-	reloadErr   string       // why it failed
-	srv, ops    *http.Server // the app's server and the optional ops server
-	serveErr    chan error   // the app server's end
-	loops       []stopper    // background loops, stopped last to first
+	started     time.Time          // when Start began
+	listen      string             // the app server's address, once listening
+	reloadedAt  time.Time          // the last reload, ok or not
+	reloadErr   string             // why it failed
+	http        *httpserve.Servers // the app's server and the optional ops server
+	loops       []stopper          // background loops, stopped last to first
 	adapterStop context.CancelFunc
 	adapterWG   sync.WaitGroup
 	allStopped  chan struct{}   // closed when every adapter has stopped
@@ -188,8 +187,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 	// transaction of each change (nothing while no hook is configured).
 	d.sessionHooks = sessionhooks.New(sessionhooks.Options{DB: db, Hooks: func() []config.SessionHook { return d.cfg().SessionHooks },
 		Log: d.named("session_hooks")})
-	storeOpts = append(storeOpts, sessions.WithLifecycleHook(d.sessionHooks.Lifecycle), sessions.WithAppendHook(d.sessionHooks.Append),
-		sessions.WithBeforeAppendHook(d.sessionHooks.Before), sessions.WithDeleteHook(sessionhooks.ForgetSessions))
+	storeOpts = append(storeOpts, d.sessionHooks.StoreOptions()...)
 	// d.sessions is the one store the daemon writes sessions through; on
 	// a SQLite file it holds (above), it then reads no remembered session.
 	storeOpts = append(storeOpts, sessions.WithSoleWriter())
@@ -264,34 +262,29 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, ads map[ad
 
 	store := gateway.NewStore(db, nil, d.storeOptions(cfg)...)
 	d.store = store
+	transcriber, speaker := gateway.SpeechOf(cfg)
 	d.sender = gateway.NewSender(store, gateway.SenderOptions{Adapter: d.adapter, Log: d.named("outbox"),
 		OnSend:  func(id adapters.ID, took time.Duration, err error) { d.metrics.SendObserved(string(id), took, err) },
 		OnRetry: func(adapters.ID) { d.metrics.OutboxRetry() }, OnReclaim: d.metrics.OutboxReclaimed, Alive: d.replicas.Alive(), Files: d.files,
-		Speaker: speaker(cfg)})
+		Speaker: speaker})
 
-	streams := map[adapters.ID]bool{}
-	for _, a := range cfg.Adapters {
-		streams[adapters.ID(a.ID)] = a.Stream
-	}
 	d.harnesses = harness.New(db, d.cfg)
 	d.bridge = turns.New(turns.Options{Config: d.cfg, Runner: d.runner, Sessions: d.sessions, MCP: d.mcp, Caps: d.budget, Harnesses: d.harnesses,
 		Desk: d.desk, Perms: d.perms, Channel: d.adapter, AbortElsewhere: d.abortOnHolder, Files: d.files, Log: d.named("turns")})
+	route, workspace, surface := gateway.ConfigRoutes(d.cfg)
 	gwOpts := gateway.Options{
 		Store: store, Sessions: d.sessions, Sender: d.sender,
-		Runner:   d.bridge,
-		Channels: channelSet{d: d, streams: streams},
-		Route:    func(in adapters.Inbound) string { return d.cfg().Route(string(in.Adapter), in.ChatID, in.UserID) },
-		Workspace: func(in adapters.Inbound) string {
-			_, ws := d.cfg().RouteTo(string(in.Adapter), in.ChatID, in.UserID)
-			return ws
-		},
+		Runner:      d.bridge,
+		Channels:    gateway.ChannelsOf(cfg, d.adapter),
+		Route:       route,
+		Workspace:   workspace,
 		Agents:      gateway.AgentsOf(cfg),
 		Recovery:    gateway.Recovery(cfg.Gateway.Recovery),
-		Surface:     d.channelType,
+		Surface:     surface,
 		Access:      gateway.AccessOf(cfg),
 		OnDuplicate: d.metrics.DuplicateDropped,
 		Connections: mcptools.Connections{Vault: d.vault, Config: d.cfg},
-		Transcriber: transcriber(cfg),
+		Transcriber: transcriber,
 		Speaks:      cfg.Speech.Enabled(),
 		Lanes:       gateway.LaneOptions[string]{Cap: cfg.Gateway.QueueCap, Debounce: cfg.Gateway.Debounce.Std()},
 		Tracer:      d.tracer,
@@ -324,37 +317,6 @@ func (d *Daemon) limit(id adapters.ID) int {
 	return d.caps.Of(id, d.adapters[id]).MaxMessageLength
 }
 
-// channelSet is the daemon's channels as the gateway sees them.
-type channelSet struct {
-	d       *Daemon
-	streams map[adapters.ID]bool // channels whose replies show as they are written
-}
-
-var _ gateway.Channels = channelSet{}
-
-func (c channelSet) Adapter(id adapters.ID) (adapters.Adapter, bool) { return c.d.adapter(id) }
-
-// Streams says whether id's replies show as they are written: the config
-// says for a configured channel; a channel of the daemon's own (the
-// terminal) says for itself.
-func (c channelSet) Streams(id adapters.ID) bool {
-	if s, ok := c.d.adapters[id].(interface{ Streams() bool }); ok {
-		return s.Streams()
-	}
-	return c.streams[id]
-}
-
-// channelType is the type of the configured channel id (telegram), or ""
-// for a source of the daemon's own.
-func (d *Daemon) channelType(id adapters.ID) string {
-	for _, a := range d.cfg().Adapters {
-		if a.ID == string(id) {
-			return a.Type
-		}
-	}
-	return ""
-}
-
 // named is the logger of one part of the daemon, carrying its name as
 // "component", as every line it writes does.
 func (d *Daemon) named(component string) *slog.Logger {
@@ -368,9 +330,6 @@ func (d *Daemon) named(component string) *slog.Logger {
 // sending to o's exporter instead when it has one.
 func newTracer(ctx context.Context, cfg *config.Config, o options, scrubber *secret.Scrubber, log *slog.Logger) (*telemetry.Tracer, error) {
 	t := cfg.Telemetry
-	if !t.Enabled() && o.spans == nil {
-		return nil, nil
-	}
 	return telemetry.New(ctx, telemetry.Options{Endpoint: t.OTLP.Endpoint, Protocol: t.OTLP.Protocol, SampleRatio: t.SampleRatio,
 		Resource: t.ResourceAttributes, RecordContent: t.RecordContent, Version: o.version, Scrub: scrubber.Scrub,
 		Exporter: o.spans, Log: log.With("component", "telemetry")})

@@ -34,7 +34,7 @@ func testDaemonAt(tb testing.TB, path string, channels func(d *Daemon) map[adapt
 		tb.Fatal(err)
 	}
 	d.adapters = channels(d)
-	hs := httptest.NewServer(d.metricsHandler(httpserve.Handler(d.db, d.adapters, d.apiHandler())))
+	hs := httptest.NewServer(httpserve.AppHandler(d.routes(d.APIHandler())))
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()

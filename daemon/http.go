@@ -45,26 +45,18 @@ func (d *Daemon) statusSources() status.Sources {
 	return src
 }
 
-// apiHandler is the /v1 API over this daemon.
-func (d *Daemon) apiHandler() http.Handler { return d.apiHandlerFor(d.cfg()) }
+// APIHandler is the /v1 API over this daemon, with the tokens of the
+// config it was built from, for a front door in this process that speaks
+// to parley as an API client does (`parley acp` reaches it through
+// acpserve.InMemory, never a port).
+func (d *Daemon) APIHandler() http.Handler { return d.apiHandlerFor(d.cfg()) }
 
-// apiHandlerFor is the API's handler with cfg's tokens; its limits are the
-// running config's, read at each request.
+// apiHandlerFor is the API's handler with cfg's tokens; its limits and
+// agents are the running config's, read at each request.
 func (d *Daemon) apiHandlerFor(cfg *config.Config) http.Handler {
 	return api.New(api.Options{Store: d.sessions, Authenticated: d.replicas.ToHolder, Runner: d.bridge.APIRunner(), Events: d.events, Tokens: secret.Reveal(cfg.HTTP.Tokens),
 		Memory: d.memory, Callbacks: d.callbacks, Operator: apiOperator{d}, Permissions: d.bridge.APIPermissions(), KV: d.kv, Files: d.files, SQL: d.sql, Harnesses: d.harnesses, SessionHooks: d.sessionHooks, ClientTools: d.clientTools, ToolTaken: d.toolTaken,
-		Limits: func() api.Limits {
-			h := d.cfg().HTTP
-			return api.Limits{MaxTitleChars: h.MaxTitleChars, MaxMetadataBytes: h.MaxMetadataBytes}
-		},
-		DefaultAgent: cfg.Agents[0].ID, KnownAgent: func(id string) bool { _, ok := d.cfg().Agent(id); return ok },
-		AgentModels: func(id string) ([]string, string) {
-			a, ok := d.cfg().Agent(id)
-			if !ok {
-				return nil, ""
-			}
-			return a.AllowedModels(), a.ReasoningEffort
-		}, Log: d.named("api")})
+		DefaultAgent: cfg.Agents[0].ID, Config: d.cfg, Log: d.named("api")})
 }
 
 // lazyAPI is the API's handler, built on its first request (registering
@@ -75,9 +67,9 @@ func (d *Daemon) lazyAPI() http.Handler {
 	return httpserve.Lazy(func() http.Handler { return d.apiHandlerFor(cfg) })
 }
 
-// metricsHandler adds /metrics (Prometheus, open like /healthz) and the
-// daemon's gauges to h.
-func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
+// routes are what the daemon serves over HTTP around the API v1, its
+// gauges set for /metrics.
+func (d *Daemon) routes(v1 http.Handler) httpserve.Routes {
 	d.metrics.SetQueue(d.gw.QueueDepth)
 	d.metrics.SetActiveLanes(d.gw.ActiveLanes)
 	d.metrics.SetHistoryCache(d.sessions.HistoryCacheStats)
@@ -88,23 +80,10 @@ func (d *Daemon) metricsHandler(h http.Handler) http.Handler {
 		})
 	})
 	d.metrics.SetPrice(func(spec string, in, out int64) (float64, bool) { return d.cfg().Budgets.Cost(spec, in, out) }) // reloadable
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", d.metrics.Handler())
-	mux.Handle("/", h)
-	return httpserve.SecurityHeaders(mux)
-}
-
-// withStatus serves /mcp (to a request with an admin token) and the
-// dashboard at /admin beside h.
-func (d *Daemon) withStatus(h http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mcpserve.Route(mux, d.MCPServer, func() bool { return d.cfg().HTTP.MCP }, httpserve.AdminCheck(secret.Reveal(d.cfg().HTTP.Tokens)))
-	// The dashboard's pages are parsed on its first request, not at start.
-	dash := httpserve.Lazy(d.adminHandler)
-	mux.Handle("/admin", dash)
-	mux.Handle("/admin/", dash)
-	mux.Handle("/", h)
-	return mux
+	// /mcp answers a request with an admin token.
+	mcp := mcpserve.Handler(d.MCPServer, func() bool { return d.cfg().HTTP.MCP }, httpserve.AdminCheck(secret.Reveal(d.cfg().HTTP.Tokens)))
+	return httpserve.Routes{DB: d.db, Channels: d.adapters, V1: v1, Ready: d.readyOptions(), Metrics: d.metrics.Handler(), MCP: mcp,
+		Admin: d.adminHandler, Tracer: d.tracer, Log: d.named("http")}
 }
 
 // MCPServer is parley as an MCP server over this daemon: send_message
@@ -113,14 +92,7 @@ func (d *Daemon) withStatus(h http.Handler) http.Handler {
 // serve` serves it over stdio; /mcp over streamable HTTP.
 func (d *Daemon) MCPServer() *mcp.Server {
 	return mcpserve.New(mcpserve.Options{Version: d.version, Submit: d.gw.Submit, Bus: d.bus, Sessions: d.sessions,
-		Agents: func() []string {
-			agents := d.cfg().Agents
-			ids := make([]string, len(agents))
-			for i, a := range agents {
-				ids[i] = a.ID
-			}
-			return ids
-		},
+		Agents: func() []string { return d.cfg().AgentIDs() },
 		Record: func(ctx context.Context, in adapters.Inbound) (gateway.InboundRecord, error) {
 			return d.store.InboundOf(ctx, in.Adapter, in.ChatID, in.MessageID)
 		},

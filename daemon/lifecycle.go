@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -128,40 +126,19 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.liveMu.Lock()
 	d.started = time.Now()
 	d.liveMu.Unlock()
+	if d.serve {
+		if d.http, err = httpserve.Listen(d.cfg().HTTP.Listen, d.cfg().HTTP.OpsListen); err != nil {
+			return err
+		}
+	}
 	defer func() {
 		if err != nil {
 			d.stopLoops()
-			if d.srv != nil {
-				d.srv.Close()
-			}
-			if d.ops != nil {
-				d.ops.Close()
-			}
+			d.http.Close()
 		}
 	}()
-	var ln, opsLn net.Listener
-	if d.serve {
-		if ln, err = net.Listen("tcp", d.cfg().HTTP.Listen); err != nil {
-			return fmt.Errorf("listen on %s: %w; set http.listen in the config to a free address", d.cfg().HTTP.Listen, err)
-		}
-		defer func() {
-			if err != nil {
-				ln.Close()
-			}
-		}()
-		if d.cfg().HTTP.OpsListen != "" {
-			if opsLn, err = net.Listen("tcp", d.cfg().HTTP.OpsListen); err != nil {
-				return fmt.Errorf("listen on %s: %w; set http.ops_listen in the config to a free address", d.cfg().HTTP.OpsListen, err)
-			}
-			defer func() {
-				if err != nil {
-					opsLn.Close()
-				}
-			}()
-		}
-	}
 
-	if err := d.replicas.Join(ctx, d.cfg().Gateway.AdvertiseURL, ln, d.version); err != nil {
+	if err := d.replicas.Join(ctx, d.cfg().Gateway.AdvertiseURL, d.http.Listener(), d.version); err != nil {
 		return err
 	}
 	if d.replicas != nil {
@@ -201,7 +178,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.adviseWhenBare()
 
 	if d.serve {
-		d.startHTTP(ctx, ln, opsLn)
+		d.startHTTP(ctx)
 	}
 	// Once start-up is over, and after each busy spell, hand back what
 	// only it used.
@@ -296,31 +273,16 @@ func (d *Daemon) adviseWhenBare() {
 
 // startHTTP serves the API, the web chat, the webhooks and the health and
 // metrics routes (on http.ops_listen when it is set).
-func (d *Daemon) startHTTP(ctx context.Context, ln, opsLn net.Listener) {
+func (d *Daemon) startHTTP(ctx context.Context) {
+	addr := d.http.Listener().Addr().String()
 	d.liveMu.Lock()
-	d.listen = ln.Addr().String()
+	d.listen = addr
 	d.liveMu.Unlock()
-	v1 := d.lazyAPI()
-	d.srv = httpserve.NewServer(d.metricsHandler(d.withStatus(httpserve.Handler(d.db, d.adapters, v1, d.readyOptions()))))
-	if opsLn != nil {
-		app := http.NewServeMux()
-		httpserve.AppRoutes(app, d.adapters, v1)
-		d.srv.Handler = httpserve.SecurityHeaders(d.withStatus(app))
-		health := http.NewServeMux()
-		httpserve.Health(health, d.db, d.adapters, d.readyOptions())
-		d.ops = httpserve.NewServer(httpserve.AccessLog(d.named("http"), d.metricsHandler(health)))
-		go func() { _ = d.ops.Serve(opsLn) }()
-	}
-	// A span for each API request and webhook, under the caller's
-	// traceparent; the turns they start hang under it.
-	// the request's access log line carries its trace_id.
-	d.srv.Handler = d.tracer.Serve(httpserve.AccessLog(d.named("http"), d.srv.Handler), "/v1/", "/hooks/")
 	d.writeRunFile()
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
-		"listen", ln.Addr().String(), "agents", len(d.cfg().Agents), "web_chat", httpserve.LocalURL(ln.Addr().String())+"/", "dashboard", httpserve.LocalURL(ln.Addr().String())+"/admin")
-	d.serveErr = make(chan error, 1)
-	go func() { d.serveErr <- d.srv.Serve(ln) }()
+		"listen", addr, "agents", len(d.cfg().Agents), "web_chat", httpserve.LocalURL(addr)+"/", "dashboard", httpserve.LocalURL(addr)+"/admin")
+	d.http.Serve(d.routes(d.lazyAPI()))
 }
 
 // Done is closed when the daemon can't go on by itself: every channel has
@@ -334,7 +296,7 @@ func (d *Daemon) Done() <-chan struct{} {
 }
 
 // ServeErr reports the HTTP server's failure; nil without one.
-func (d *Daemon) ServeErr() <-chan error { return d.serveErr }
+func (d *Daemon) ServeErr() <-chan error { return d.http.Failed() }
 
 // Stop shuts parley down in the order that loses nothing: stop accepting
 // (the HTTP listeners close; requests in flight get shutdownGrace), drain
@@ -345,19 +307,7 @@ func (d *Daemon) ServeErr() <-chan error { return d.serveErr }
 func (d *Daemon) Stop(ctx context.Context) error {
 	var httpErr error
 	httpDone := make(chan struct{})
-	go func() {
-		defer close(httpDone)
-		if d.srv == nil {
-			return
-		}
-		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-		defer cancel()
-		if err := d.srv.Shutdown(shutCtx); err != nil {
-			httpErr = fmt.Errorf("http shutdown: %w", err)
-		} else if err := <-d.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			httpErr = fmt.Errorf("http server: %w", err)
-		}
-	}()
+	go func() { defer close(httpDone); httpErr = d.http.Shutdown(ctx, shutdownGrace) }()
 
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg().Gateway.ShutdownTimeout.Std())
 	defer cancel()
@@ -384,9 +334,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	}
 	d.stopLoops()
 	d.mcp.Close()
-	if d.ops != nil {
-		d.ops.Close()
-	}
+	d.http.Close()
 	d.failMu.Lock()
 	defer d.failMu.Unlock()
 	return errors.Join(httpErr, d.failed)
@@ -423,7 +371,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-d.Done():
 	case err := <-d.ServeErr():
 		serveErr = fmt.Errorf("http server: %w", err)
-		d.serveErr <- err // Stop reads the server's end too
 	case <-d.replicas.Fenced():
 		// Fenced: the other replicas have this one's work, so it stops
 		// at once, writing nothing (draining would answer twice), its

@@ -29,7 +29,7 @@ func mcpChannels(*Daemon) map[adapters.ID]adapters.Adapter {
 // (/mcp among them) too.
 func mcpTestServer(t *testing.T, d *Daemon) string {
 	t.Helper()
-	hs := httptest.NewServer(d.withStatus(httpserve.Handler(d.db, d.adapters, d.apiHandler())))
+	hs := httptest.NewServer(httpserve.AppHandler(d.routes(d.APIHandler())))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }

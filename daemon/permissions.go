@@ -2,10 +2,8 @@ package daemon
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/parleyd/parley/config"
-	"github.com/parleyd/parley/mcptools"
 	"github.com/parleyd/parley/permissions"
 	"github.com/parleyd/parley/tools"
 )
@@ -18,14 +16,11 @@ func (d *Daemon) openPermissions(cfg *config.Config, reg *tools.Registry) error 
 		return fmt.Errorf("permission rules: %w", err)
 	}
 	d.perms = permissions.NewChecker(permissions.Options{Policy: pol, Store: permissions.NewStore(d.db),
-		AskTimeout: cfg.Permissions.AskTimeout.Std(), External: isMCPTool, SharedGroupGrants: cfg.Permissions.SharedGroupGrants, Log: d.named("permissions")})
+		AskTimeout: cfg.Permissions.AskTimeout.Std(), External: permissions.IsMCP, SharedGroupGrants: cfg.Permissions.SharedGroupGrants, Log: d.named("permissions")})
 	d.desk = permissions.NewDesk()
 	reg.SetPermissions(d.perms)
 	return nil
 }
-
-// isMCPTool says whether a tool is an MCP server's: those ask by default.
-func isMCPTool(name string) bool { return strings.Contains(name, mcptools.Sep) }
 
 // reloadPermissions puts a reloaded config's rules and ask timeout in place.
 func (d *Daemon) reloadPermissions(cfg *config.Config) {

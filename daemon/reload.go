@@ -21,7 +21,7 @@ import (
 // running config stays whole.
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config, loadErr error) error {
 	if loadErr == nil {
-		loadErr = ResolveSecrets(ctx, cfg, d.vault)
+		loadErr = d.vault.ResolveConfig(ctx, cfg)
 	}
 	if loadErr == nil {
 		loadErr = Check(cfg)

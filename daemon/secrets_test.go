@@ -133,7 +133,7 @@ func TestSecretsNeverShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(d.withStatus(d.metricsHandler(httpserve.Handler(d.db, d.adapters, d.apiHandler()))))
+	hs := httptest.NewServer(httpserve.AppHandler(d.routes(d.APIHandler())))
 	defer hs.Close()
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -1,6 +1,8 @@
 // Package httpserve is the daemon's HTTP server around the API: /healthz
-// and /readyz, the web chat and the webhooks beside /v1, the server's
-// timeouts, the security headers every answer carries, and the access log.
+// and /readyz, the web chat and the webhooks beside /v1, /metrics, /mcp
+// and the dashboard's mount, the app and ops servers (listening, serving,
+// shutting down), their timeouts, the security headers every answer
+// carries, and the access log.
 package httpserve
 
 import (

@@ -9,11 +9,10 @@ import (
 	"github.com/parleyd/parley/httpserve"
 )
 
-// Route serves /mcp on mux: the server build makes, over streamable HTTP,
-// to requests admin lets through (an admin token), while on says the
-// server is on (http.mcp, read at each request, so a reload turns it on
-// or off).
-func Route(mux *http.ServeMux, build func() *mcp.Server, on func() bool, admin func(*http.Request) bool) {
+// Handler is /mcp: the server build makes, over streamable HTTP, to
+// requests admin lets through (an admin token), while on says the server
+// is on (http.mcp, read at each request, so a reload turns it on or off).
+func Handler(build func() *mcp.Server, on func() bool, admin func(*http.Request) bool) http.Handler {
 	// Built on the first request: the tools' schemas come from reflection.
 	//
 	// Stateless: each request stands alone, so any replica can answer it
@@ -26,7 +25,7 @@ func Route(mux *http.ServeMux, build func() *mcp.Server, on func() bool, admin f
 		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 			&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
 	})
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !on() {
 			httpserve.WriteError(w, http.StatusNotFound, "not_found", "the MCP server is off here (http.mcp: false in the config)")
 			return

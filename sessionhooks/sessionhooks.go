@@ -168,6 +168,14 @@ type Message struct {
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
 }
 
+// StoreOptions hook h into the sessions store: each lifecycle event and
+// user message is queued in the transaction of its change, and deleting
+// a session deletes its queued messages.
+func (h *Hooks) StoreOptions() []sessions.Option {
+	return []sessions.Option{sessions.WithLifecycleHook(h.Lifecycle), sessions.WithAppendHook(h.Append),
+		sessions.WithBeforeAppendHook(h.Before), sessions.WithDeleteHook(ForgetSessions)}
+}
+
 // Lifecycle queues l for every hook that wants it, in q's transaction
 // (a sessions.LifecycleHook).
 func (h *Hooks) Lifecycle(ctx context.Context, q dbutil.Querier, l sessions.Lifecycle) error {

@@ -262,14 +262,19 @@ func (c *historyCache) appended(id ID, m Message, at stamp) {
 			u := *m.Usage
 			m.Usage = &u
 		}
+		grown := cap(e.msgs)
 		e.msgs = append(e.msgs, m)
+		grown = cap(e.msgs) - grown
+		c.size -= e.size
 		// The messages before the window stay until they are half the
-		// entry, then go in one copy: not a copy per append.
+		// entry, then go in one copy: not a copy per append. Otherwise the
+		// size grows by m's, not by sizing every message again.
 		if e.turns > 0 && 2*windowStart(e.msgs, e.turns) > len(e.msgs) {
 			e.msgs = recentWindow(e.msgs, e.turns)
+			e.size = entrySize(e.msgs)
+		} else {
+			e.size += grown*perMessage + messageSize(m)
 		}
-		c.size -= e.size
-		e.size = entrySize(e.msgs)
 		c.size += e.size
 	}
 	c.lru.MoveToFront(el)
@@ -360,24 +365,31 @@ func (c *historyCache) evict() {
 	}
 }
 
+const (
+	perEntry   = 160 // an entry, its list element and map slot
+	perMessage = 320 // a message's struct, its strings' headers, a time, a slice header
+)
+
 // entrySize estimates the memory an entry holding msgs takes.
 func entrySize(msgs []Message) int {
-	const (
-		perEntry   = 160 // the entry, its list element and map slot
-		perMessage = 320 // the struct, its strings' headers, a time, a slice header
-	)
 	n := perEntry + cap(msgs)*perMessage
 	for _, m := range msgs {
-		n += len(m.ID) + len(m.SessionID) + len(m.Content) + len(m.ToolCallID) + len(m.Model) + len(m.CompactionID)
-		for _, p := range m.Parts {
-			n += 96 + len(p.Type) + len(p.Text) + len(p.MediaType) + len(p.URL) + len(p.Name) + len(p.Data)
-		}
-		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-		}
-		if m.Usage != nil {
-			n += 64
-		}
+		n += messageSize(m)
+	}
+	return n
+}
+
+// messageSize estimates what m holds beyond its struct.
+func messageSize(m Message) int {
+	n := len(m.ID) + len(m.SessionID) + len(m.Content) + len(m.ToolCallID) + len(m.Model) + len(m.CompactionID)
+	for _, p := range m.Parts {
+		n += 96 + len(p.Type) + len(p.Text) + len(p.MediaType) + len(p.URL) + len(p.Name) + len(p.Data)
+	}
+	for _, tc := range m.ToolCalls {
+		n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+	}
+	if m.Usage != nil {
+		n += 64
 	}
 	return n
 }

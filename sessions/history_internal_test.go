@@ -2,7 +2,9 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,5 +255,78 @@ func TestActiveCacheRefusesAReadOlderThanAnAppend(t *testing.T) {
 	c.put(s, 7)
 	if _, rev, ok := c.get(s.Key); !ok || rev != 7 {
 		t.Fatalf("a read at revision 7: remembered %v at %d", ok, rev)
+	}
+}
+
+// An append grows its entry's size by the message's, never by sizing the
+// whole entry again, and the sizes stay what sizing it would give: with
+// the window's trims, of a whole context and of a window of turns.
+func TestHistoryCacheSizeFollowsAppends(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.SQLite(t)
+	st := NewStore(db)
+	for _, turns := range []int{0, 2} {
+		s, _, err := st.Resolve(ctx, ChatKey("telegram", fmt.Sprint(turns), "1", "a"), Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // read twice, the history is cached
+			if _, err := st.Messages(ctx, s.ID, MessagesOptions{Turns: turns}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 40 {
+			m := Message{Role: RoleUser, Content: fmt.Sprint("message ", i), Parts: []Part{{Type: "text", Text: strings.Repeat("x", i)}}}
+			if i%2 == 1 {
+				m = Message{Role: RoleAssistant, Content: fmt.Sprint("reply ", i), Usage: &Usage{Input: 1}}
+			}
+			if _, err := st.Append(ctx, s.ID, m); err != nil {
+				t.Fatal(err)
+			}
+			st.history.mu.Lock()
+			el, ok := st.history.entries[s.ID]
+			if !ok {
+				st.history.mu.Unlock()
+				t.Fatalf("turns %d: the history is not cached after append %d", turns, i)
+			}
+			e := el.Value.(*historyEntry)
+			got, want := e.size, entrySize(e.msgs)
+			total := 0
+			for el := st.history.lru.Front(); el != nil; el = el.Next() {
+				total += el.Value.(*historyEntry).size
+			}
+			cached := st.history.size
+			st.history.mu.Unlock()
+			if got != want || cached != total {
+				t.Fatalf("turns %d, append %d: entry size %d, sizing it gives %d; cache size %d, its entries' %d", turns, i, got, want, cached, total)
+			}
+		}
+	}
+}
+
+// A message's metadata is a JSON object or nothing; what is refused says
+// why.
+func TestCheckMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		raw string
+		ok  bool
+	}{
+		{"", true}, {"null", true}, {" null ", true}, {`{}`, true}, {` {"a": [1, {"b": null}]} `, true},
+		{`{"a":1,"a":2}`, true}, {`[]`, false}, {`"x"`, false}, {`1`, false}, {`{`, false}, {`{"a":}`, false},
+		{`{} {}`, false}, {`{}x`, false}, {`true`, false},
+	} {
+		t.Run(tc.raw, func(t *testing.T) {
+			err := checkMetadata(json.RawMessage(tc.raw))
+			if (err == nil) != tc.ok {
+				t.Fatalf("checkMetadata(%q) = %v, want ok %v", tc.raw, err, tc.ok)
+			}
+			var obj map[string]json.RawMessage
+			if decodeErr := json.Unmarshal([]byte(tc.raw), &obj); tc.raw != "" && (decodeErr == nil) != tc.ok {
+				t.Fatalf("%q: checked ok %v, but decoding it gives %v", tc.raw, tc.ok, decodeErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "metadata must be a JSON object") {
+				t.Fatalf("refused as %q", err)
+			}
+		})
 	}
 }

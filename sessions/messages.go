@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -268,6 +269,11 @@ func nullMetadata(raw json.RawMessage) sql.NullString {
 // JSON object, or nothing.
 func checkMetadata(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	// An object is valid JSON that starts with a brace: checked without
+	// decoding it; what fails is decoded, for the error's detail.
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(raw) {
 		return nil
 	}
 	var obj map[string]json.RawMessage

@@ -196,7 +196,7 @@ func resolveSecrets(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer db.Close()
-	return daemon.ResolveSecrets(ctx, cfg, v)
+	return v.ResolveConfig(ctx, cfg)
 }
 
 // openVault opens cfg's existing database and the secrets store in it;
