@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,31 @@ type HTTP struct {
 	// MCP serves parley as an MCP server at /mcp, to requests with one of
 	// Tokens; true unless set to false.
 	MCP bool `yaml:"mcp"`
+	// TrustedProxies are the reverse proxies (IP addresses or CIDR
+	// networks) whose X-Forwarded-For names the client: the guess
+	// throttles and the logs use that address for their requests. None by
+	// default: each request is its peer's.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// TrustedProxyPrefixes reads TrustedProxies: an address is a network of
+// one host.
+func (h HTTP) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range h.TrustedProxies {
+		s = strings.TrimSpace(s)
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an IP address (10.0.0.2) nor a CIDR network (10.0.0.0/8)", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // Log configures the daemon's logger.
@@ -69,6 +95,9 @@ func (h *HTTP) SetDefaults(set section.Set) {
 	if len(h.CallbackAllow) == 0 {
 		h.CallbackAllow = nil
 	}
+	if len(h.TrustedProxies) == 0 {
+		h.TrustedProxies = nil
+	}
 	if !set.Has("mcp") {
 		h.MCP = true
 	}
@@ -76,6 +105,9 @@ func (h *HTTP) SetDefaults(set section.Set) {
 
 // Check reports the http section's problems.
 func (h HTTP) Check(r section.Reporter) {
+	if _, err := h.TrustedProxyPrefixes(); err != nil {
+		r.Add("trusted_proxies", err.Error())
+	}
 	for i, t := range h.Tokens {
 		if msg := weakSecret(t.Reveal(), "PARLEY_API_TOKEN"); msg != "" {
 			r.Add(fmt.Sprintf("tokens[%d]", i), msg)

@@ -219,3 +219,33 @@ func TestCallbackAllowEntries(t *testing.T) {
 		}
 	}
 }
+
+// http.trusted_proxies takes addresses and CIDR networks; anything else is
+// a problem naming the key and the value, with the forms it takes.
+func TestTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		ok    bool
+		want  string
+	}{
+		{"10.0.0.0/8", true, "10.0.0.0/8"}, {"127.0.0.1", true, "127.0.0.1/32"}, {"::1", true, "::1/128"},
+		{"10.1.2.3/8", true, "10.0.0.0/8"}, {"::ffff:10.0.0.2", true, "10.0.0.2/32"},
+		{"proxy.internal", false, ""}, {"10.0.0.1:80", false, ""}, {"10.0.0.0/33", false, ""}, {"", false, ""},
+	} {
+		cfg, err := Parse([]byte("http:\n  trusted_proxies: [\""+tc.entry+"\"]\n"), "parley.yaml", nil)
+		if !tc.ok {
+			if err == nil || !strings.Contains(err.Error(), "parley.yaml:2: http.trusted_proxies") || !strings.Contains(err.Error(), "CIDR network") {
+				t.Errorf("%q: %v; want a problem at http.trusted_proxies saying what it takes", tc.entry, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.entry, err)
+			continue
+		}
+		got, err := cfg.HTTP.TrustedProxyPrefixes()
+		if err != nil || len(got) != 1 || got[0].String() != tc.want {
+			t.Errorf("%q read as %v, %v; want %s", tc.entry, got, err, tc.want)
+		}
+	}
+}

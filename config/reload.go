@@ -32,6 +32,7 @@ var ReloadKeys = map[string]ReloadClass{
 	"http.max_metadata_bytes":       ReloadLive,
 	"http.callback_allow":           ReloadLive,
 	"http.mcp":                      ReloadLive,
+	"http.trusted_proxies":          ReloadRestart,
 	"log":                           ReloadRestart,
 	"agents":                        ReloadLive,
 	"providers":                     ReloadRestart,

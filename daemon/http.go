@@ -82,8 +82,9 @@ func (d *Daemon) routes(v1 http.Handler) httpserve.Routes {
 	d.metrics.SetPrice(func(spec string, in, out int64) (float64, bool) { return d.cfg().Budgets.Cost(spec, in, out) }) // reloadable
 	// /mcp answers a request with an admin token.
 	mcp := mcpserve.Handler(d.MCPServer, func() bool { return d.cfg().HTTP.MCP }, httpserve.AdminCheck(secret.Reveal(d.cfg().HTTP.Tokens)))
+	proxies, _ := d.cfg().HTTP.TrustedProxyPrefixes() // config.Check refused a bad one
 	return httpserve.Routes{DB: d.db, Channels: d.adapters, V1: v1, Ready: d.readyOptions(), Metrics: d.metrics.Handler(), MCP: mcp,
-		Admin: d.adminHandler, Tracer: d.tracer, Log: d.named("http")}
+		Admin: d.adminHandler, Tracer: d.tracer, Log: d.named("http"), TrustedProxies: proxies}
 }
 
 // MCPServer is parley as an MCP server over this daemon: send_message

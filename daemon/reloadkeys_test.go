@@ -63,6 +63,7 @@ func reloadCases(dir string) []reloadCase {
 		restart("http.tokens", func(c *config.Config) { c.HTTP.Tokens = append(c.HTTP.Tokens, sec(strings.Repeat("b", 64))) }),
 		restart("http.ops_listen", func(c *config.Config) { c.HTTP.OpsListen = "127.0.0.1:2" }),
 		restart("http.callback_secret", func(c *config.Config) { c.HTTP.CallbackSecret = sec(strings.Repeat("c", 64)) }),
+		restart("http.trusted_proxies", func(c *config.Config) { c.HTTP.TrustedProxies = []string{"10.0.0.0/8"} }),
 		{key: "http.event_log_mb", change: func(c *config.Config) { c.HTTP.EventLogMB = 9 }, applied: func(t *testing.T, d *Daemon) {
 			if got := d.events.MaxBytes(); got != 9<<20 {
 				t.Fatalf("the event log is bounded at %d bytes, want %d", got, 9<<20)

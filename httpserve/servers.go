@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/parleyd/parley/adapters"
@@ -32,6 +33,9 @@ type Routes struct {
 	Tracer *telemetry.Tracer
 	// Log is the access log's.
 	Log *slog.Logger
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (ClientAddr).
+	TrustedProxies []netip.Prefix
 }
 
 // AppHandler serves every route of r: the app server's handler when no
@@ -115,7 +119,9 @@ func (s *Servers) Serve(r Routes) {
 	// A span for each API request and webhook, under the caller's
 	// traceparent; the turns they start hang under it, and the request's
 	// access log line carries its trace_id.
-	s.app.Handler = r.Tracer.Serve(AccessLog(r.Log, s.app.Handler), "/v1/", "/hooks/")
+	// Outermost, so the spans, the access log and every handler see the
+	// client behind a trusted proxy.
+	s.app.Handler = ClientAddr(r.Tracer.Serve(AccessLog(r.Log, s.app.Handler), "/v1/", "/hooks/"), r.TrustedProxies)
 	s.failed, s.done = make(chan error, 1), make(chan struct{})
 	go func() {
 		s.err = s.app.Serve(s.ln)
