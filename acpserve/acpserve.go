@@ -36,6 +36,9 @@ type Options struct {
 	// Agent is the parley agent of the sessions session/new creates; ""
 	// means parley's default agent.
 	Agent string
+	// Harness is the harness (harnesses[] in parley's config) the sessions
+	// session/new creates run on; "" means their agent's or none.
+	Harness string
 	// Version is the build's, for the agent's implementation info.
 	Version string
 	Log     *slog.Logger
@@ -171,13 +174,21 @@ func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	if a.o.Agent != "" {
 		body["agent"] = a.o.Agent
 	}
+	if a.o.Harness != "" {
+		body["harness"] = a.o.Harness
+	}
 	var sess struct {
 		ID string `json:"id"`
 	}
 	if err := a.call(ctx, "POST", "/v1/sessions", body, &sess); err != nil {
 		var se *client.StatusError
-		if errors.As(err, &se) && se.Status == http.StatusBadRequest && a.o.Agent != "" && strings.Contains(se.Message, "agent") {
-			return acp.NewSessionResponse{}, invalid("parley refused to create a session: %s; start parley acp with an --agent of the daemon's config", se.Message)
+		if errors.As(err, &se) && se.Status == http.StatusBadRequest {
+			switch {
+			case a.o.Harness != "" && strings.Contains(se.Message, "harness"):
+				return acp.NewSessionResponse{}, invalid("parley refused to create a session: %s; start parley acp with a --harness of the daemon's config", se.Message)
+			case a.o.Agent != "" && strings.Contains(se.Message, "agent"):
+				return acp.NewSessionResponse{}, invalid("parley refused to create a session: %s; start parley acp with an --agent of the daemon's config", se.Message)
+			}
 		}
 		return acp.NewSessionResponse{}, a.apiError(ctx, "create a session", err)
 	}

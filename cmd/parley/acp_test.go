@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -499,5 +500,41 @@ func TestACPBesideARunningDaemon(t *testing.T) {
 	p.stop()
 	if strings.Contains(p.stderr.String(), "not-a-token-of-this-daemon") {
 		t.Fatalf("the token reached the log:\n%s", p.stderr)
+	}
+}
+
+// parley acp --harness starts the editor's sessions on that harness: its
+// prompt and its capabilities' tools reach the model. A harness the
+// config doesn't have stops parley acp before it serves, naming the ones
+// it has.
+func TestACPOnAHarness(t *testing.T) {
+	model := llmtest.NewOpenAIEcho(t, 0)
+	path, _ := writeConfig(t, "gateway:\n  debounce: 0s\n"+model.ConfigYAML()+
+		"agents:\n  - id: default\n    model: openai/gpt-test\n"+
+		"harnesses:\n  - id: notebook\n    prompt: NOTEBOOK-HARNESS\n    capabilities: [sql]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	code, _, errOut := parley(t, ctx, "acp", "--config", path, "--harness", "diary")
+	if code == 0 || !strings.Contains(errOut, `--harness "diary" is not a harness of this config; its harnesses are notebook`) {
+		t.Fatalf("an unknown --harness: exit %d, %q", code, errOut)
+	}
+
+	ed := &acpEditor{}
+	p := startACP(t, ed, "--config", path, "--harness", "notebook")
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v; stderr:\n%s", err, p.stderr)
+	}
+	sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v; stderr:\n%s", err, p.stderr)
+	}
+	if res, err := p.conn.Prompt(ctx, textPrompt(sess.SessionId, "start a reading list")); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v, %v; stderr:\n%s", res, err, p.stderr)
+	}
+	p.stop()
+	reqs := model.Requests()
+	if len(reqs) == 0 || !strings.HasPrefix(reqs[0].System, "NOTEBOOK-HARNESS") || !slices.Contains(reqs[0].Tools, "sql_exec") {
+		t.Fatalf("the model was asked %+v; want the notebook harness's prompt and its sql tools", reqs)
 	}
 }

@@ -29,6 +29,7 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	server := fs.String("server", "", "talk to a running parley at this address (default: the one this config's daemon records, if it runs)")
 	token := fs.String("token", "", "an API token of that daemon (default: $PARLEY_API_TOKEN, then the config's first)")
 	agentID := fs.String("agent", "", "the agent of the sessions the editor starts (default: the config's first)")
+	harnessID := fs.String("harness", "", "the harness (harnesses[] in the config) the sessions the editor starts run on (default: their agent's)")
 	cfg, err := fs.load(args, 0)
 	if err != nil {
 		return err
@@ -40,7 +41,7 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		defer func() { os.Stdout = f }()
 	}
 	log := newLogger(stderr, cfg.Log)
-	opts := acpserve.Options{Agent: *agentID, Version: version(), Log: log.With("component", "acp")}
+	opts := acpserve.Options{Agent: *agentID, Harness: *harnessID, Version: version(), Log: log.With("component", "acp")}
 	if c, ok := runningDaemon(cfg, *server, *token); ok {
 		return forwardACP(ctx, c, opts, stdin, stdout, stderr)
 	}
@@ -50,6 +51,18 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *agentID != "" {
 		if _, ok := cfg.Agent(*agentID); !ok {
 			return fmt.Errorf("--agent %q is not an agent of this config; the agents are %s", *agentID, strings.Join(cfg.AgentIDs(), ", "))
+		}
+	}
+	if *harnessID != "" {
+		if _, ok := cfg.Harness(*harnessID); !ok {
+			var ids []string
+			for _, h := range cfg.Harnesses {
+				ids = append(ids, h.ID)
+			}
+			if len(ids) == 0 {
+				return fmt.Errorf("--harness %q: this config has no harnesses; add one under harnesses, or leave --harness out", *harnessID)
+			}
+			return fmt.Errorf("--harness %q is not a harness of this config; its harnesses are %s", *harnessID, strings.Join(ids, ", "))
 		}
 	}
 	own, err := randomToken()
