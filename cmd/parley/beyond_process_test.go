@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/gateway"
+	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
 	"github.com/parleyd/parley/speech/speechtest"
 )
@@ -64,8 +67,13 @@ func BenchmarkVoiceBeyondProviderCall(b *testing.B) {
 	b.Run("transcribed", func(b *testing.B) {
 		sp := speechtest.New(b)
 		speechYAML := "speech:\n  base_url: " + sp.BaseURL() + "\n  api_key: sk-speech-test\n"
+		// The text the model reads of a voice note is its transcript and a
+		// line naming its file, and the echo model answers with all of it:
+		// the text messages say the same, so both daemons build the same
+		// prompts and send the same replies, and only the voice note's own
+		// work differs (checked below).
 		text := newBeyondDaemon(b, "text", speechYAML, func(d *beyondDaemon, k int, chat int64) {
-			d.tg.InjectText(chat, chat, beyondText(k, chat))
+			d.tg.InjectText(chat, chat, beyondText(k, chat)+"\n"+voiceFileLine(k, chat))
 		})
 		voice := newBeyondDaemon(b, "voice", speechYAML, func(d *beyondDaemon, k int, chat int64) {
 			audio := beyondAudio(k, chat)
@@ -82,6 +90,11 @@ func BenchmarkVoiceBeyondProviderCall(b *testing.B) {
 			}
 		}
 		runBeyond(b, text, voice, func(first, n int) time.Duration {
+			if first == 0 { // after the warm-up: the same messages answered
+				if t, v := replies(text.tg), replies(voice.tg); !slices.Equal(t, v) {
+					b.Fatalf("the text messages' replies %q are not the voice notes' %q: the two daemons do different work", t, v)
+				}
+			}
 			prepare(first, n)
 			return ex.run(exchangeCommand{Kind: "transcribe", First: first, N: n})
 		})
@@ -117,6 +130,22 @@ func BenchmarkVoiceBeyondProviderCall(b *testing.B) {
 func beyondText(k int, chat int64) string { return fmt.Sprintf("message %d from chat %d", k, chat) }
 func beyondAudio(k int, chat int64) []byte {
 	return []byte("OggS voice: " + beyondText(k, chat))
+}
+
+// replies are the texts tg was sent, sorted.
+func replies(tg *telegramtest.Server) []string {
+	var out []string
+	for _, m := range tg.Sent() {
+		out = append(out, m.Text)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// voiceFileLine is the line the model reads, below its transcript, of the
+// k-th voice note (agent.userContent's).
+func voiceFileLine(k int, chat int64) string {
+	return "[File: voice.ogg, audio/ogg, " + sessions.ByteSize(int64(len(beyondAudio(k, chat)))) + "; " + gateway.TranscribedNote + "]"
 }
 func beyondChat(k int) int64      { return int64(1000 + k%beyondChats) }
 func exchangeFileID(k int) string { return "exchange-" + strconv.Itoa(k) }
