@@ -181,13 +181,7 @@ func (c *Client) Synthesize(ctx context.Context, text string) ([]byte, string, e
 func (c *Client) post(ctx context.Context, path, contentType string, pieces ...[]byte) ([]byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	body := func() io.Reader {
-		readers := make([]io.Reader, len(pieces))
-		for i, p := range pieces {
-			readers[i] = bytes.NewReader(p)
-		}
-		return io.MultiReader(readers...)
-	}
+	body := func() io.Reader { return &piecesReader{p: pieces} }
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+path, body())
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: speech.base_url %q is not a usable URL", ErrRefused, c.o.BaseURL)
@@ -225,6 +219,39 @@ func (c *Client) post(ctx context.Context, path, contentType string, pieces ...[
 	}
 	typ, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
 	return raw, strings.TrimSpace(typ), nil
+}
+
+// piecesReader reads its byte slices one after the other, leaving them
+// as they are. Its WriteTo writes each as it is: io.MultiReader's
+// allocates a 32 KiB buffer per request to copy through.
+type piecesReader struct {
+	p   [][]byte
+	off int // into p[0]
+}
+
+func (r *piecesReader) Read(b []byte) (int, error) {
+	for len(r.p) > 0 && r.off == len(r.p[0]) {
+		r.p, r.off = r.p[1:], 0
+	}
+	if len(r.p) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.p[0][r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
+	var sum int64
+	for ; len(r.p) > 0; r.p, r.off = r.p[1:], 0 {
+		n, err := w.Write(r.p[0][r.off:])
+		sum += int64(n)
+		r.off += n
+		if err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
 }
 
 // scrub keeps the API key out of an error's text.
