@@ -372,6 +372,11 @@ func serveExchanges(path string) error {
 		}
 		return fmt.Errorf("unknown kind %q", c.Kind)
 	}
+	// PARLEY_TEST_EXCHANGES_PACE=DURATION makes each of the process's
+	// callers wait that long before each exchange, as the daemon's calls
+	// come one at a time between other work rather than back to back (the
+	// wait's own CPU then counts too).
+	pace, _ := time.ParseDuration(os.Getenv("PARLEY_TEST_EXCHANGES_PACE"))
 	in := bufio.NewScanner(os.Stdin)
 	out := json.NewEncoder(os.Stdout)
 	for in.Scan() {
@@ -396,6 +401,9 @@ func serveExchanges(path string) error {
 			go func() {
 				defer wg.Done()
 				for i := int(next.Add(1)) - 1; i < c.N; i = int(next.Add(1)) - 1 {
+					if pace > 0 {
+						time.Sleep(pace)
+					}
 					if err := one(ctx, c, c.First+i); err != nil {
 						errOnce.Do(func() { failure = err })
 						return
