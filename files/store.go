@@ -23,9 +23,12 @@ const (
 	// locks the session's row (lockSuffix), so two writes in one session
 	// count its usage one after the other; SQLite's single writer already
 	// does.
+	// It also says whether the file it replaces is kept in chunks: only
+	// then are there chunks to drop.
 	usageForWriteQuery = `SELECT s.id,
 	COALESCE(u.bytes, 0) - COALESCE((SELECT f.size FROM session_files f WHERE f.session_id = s.id AND f.name = $2), 0),
-	(SELECT t.bytes FROM file_store_usage t WHERE t.id = 1)
+	(SELECT t.bytes FROM file_store_usage t WHERE t.id = 1),
+	COALESCE((SELECT f.chunked FROM session_files f WHERE f.session_id = s.id AND f.name = $2), 0)
 	FROM sessions s LEFT JOIN session_file_usage u ON u.session_id = s.id
 	WHERE s.id = $1`
 	lockSuffix = ` FOR UPDATE OF s`
@@ -37,7 +40,8 @@ const (
 	ON CONFLICT (session_id, name) DO UPDATE SET media_type = excluded.media_type, size = excluded.size,
 	data = excluded.data, created_at = excluded.created_at, chunked = excluded.chunked`
 
-	// A file written again drops the chunks it had.
+	// A file written again drops the chunks it had (only one kept in
+	// chunks has any).
 	deleteChunksQuery = `DELETE FROM session_file_chunks WHERE session_id = $1 AND name = $2`
 	insertChunkQuery  = `INSERT INTO session_file_chunks (session_id, name, seq, data) VALUES ($1, $2, $3, $4)`
 	chunksQuery       = `SELECT data FROM session_file_chunks WHERE session_id = $1 AND name = $2 ORDER BY seq`
@@ -142,8 +146,9 @@ func (s *Store) put(ctx context.Context, id sessions.ID, name, mediaType string,
 		var (
 			found       string
 			used, total int64
+			chunked     int
 		)
-		if err := q.QueryRowContext(ctx, query, string(id), name).Scan(&found, &used, &total); errors.Is(err, sql.ErrNoRows) {
+		if err := q.QueryRowContext(ctx, query, string(id), name).Scan(&found, &used, &total, &chunked); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrNoSession, id)
 		} else if err != nil {
 			return err
@@ -156,7 +161,7 @@ func (s *Store) put(ctx context.Context, id sessions.ID, name, mediaType string,
 			return fmt.Errorf("%w: parley's file store holds %d bytes, and %d more would pass its limit of %d bytes (sessions.files.max_total_bytes); ask the operator",
 				ErrStoreFull, total, size, lim.MaxTotalBytes)
 		}
-		return s.write(ctx, q, id, name, mediaType, data, r, size, now)
+		return s.write(ctx, q, id, name, mediaType, data, r, size, now, chunked != 0)
 	})
 	if err != nil {
 		if errors.Is(err, ErrNoSession) || errors.Is(err, ErrSessionFull) || errors.Is(err, ErrStoreFull) {
@@ -170,9 +175,12 @@ func (s *Store) put(ctx context.Context, id sessions.ID, name, mediaType string,
 // write stores the file's row and data in q's transaction: a small one
 // whole, a large one in chunks, read from r a chunk at a time. data, when
 // not nil, is the file in memory, stored as it is (r is not read).
-func (s *Store) write(ctx context.Context, q dbutil.Querier, id sessions.ID, name, mediaType string, data []byte, r io.Reader, size int64, now time.Time) error {
-	if _, err := q.ExecContext(ctx, deleteChunksQuery, string(id), name); err != nil {
-		return err
+// hadChunks says the file it replaces was kept in chunks, which go.
+func (s *Store) write(ctx context.Context, q dbutil.Querier, id sessions.ID, name, mediaType string, data []byte, r io.Reader, size int64, now time.Time, hadChunks bool) error {
+	if hadChunks {
+		if _, err := q.ExecContext(ctx, deleteChunksQuery, string(id), name); err != nil {
+			return err
+		}
 	}
 	if data != nil {
 		r = bytes.NewReader(data)

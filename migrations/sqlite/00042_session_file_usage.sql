@@ -3,21 +3,20 @@
 -- file checks sessions.files.max_session_bytes, and a session's usage is
 -- read, without adding up the session's files (which grew with them).
 -- Triggers keep it as file_store_usage's total is kept (migration 00040):
--- every insert, delete (a session's deletion included) and resize. (Not
--- INSERT OR IGNORE: in a trigger, the outer upsert's policy overrides it.)
+-- every insert, delete (a session's deletion included) and resize. A row
+-- lives in its key's b-tree (WITHOUT ROWID): a change writes one page.
 CREATE TABLE session_file_usage (
     session_id  TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
     files       INTEGER NOT NULL,
     bytes       INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 INSERT INTO session_file_usage (session_id, files, bytes)
 SELECT session_id, count(*), SUM(size) FROM session_files GROUP BY session_id;
 -- +goose StatementBegin
 CREATE TRIGGER session_files_session_usage_insert AFTER INSERT ON session_files
 BEGIN
-    INSERT INTO session_file_usage (session_id, files, bytes) SELECT NEW.session_id, 0, 0
-    WHERE NOT EXISTS (SELECT 1 FROM session_file_usage WHERE session_id = NEW.session_id);
-    UPDATE session_file_usage SET files = files + 1, bytes = bytes + NEW.size WHERE session_id = NEW.session_id;
+    INSERT INTO session_file_usage (session_id, files, bytes) VALUES (NEW.session_id, 1, NEW.size)
+    ON CONFLICT (session_id) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
@@ -30,9 +29,8 @@ END;
 CREATE TRIGGER session_files_session_usage_update AFTER UPDATE OF size, session_id ON session_files
 BEGIN
     UPDATE session_file_usage SET files = files - 1, bytes = bytes - OLD.size WHERE session_id = OLD.session_id;
-    INSERT INTO session_file_usage (session_id, files, bytes) SELECT NEW.session_id, 0, 0
-    WHERE NOT EXISTS (SELECT 1 FROM session_file_usage WHERE session_id = NEW.session_id);
-    UPDATE session_file_usage SET files = files + 1, bytes = bytes + NEW.size WHERE session_id = NEW.session_id;
+    INSERT INTO session_file_usage (session_id, files, bytes) VALUES (NEW.session_id, 1, NEW.size)
+    ON CONFLICT (session_id) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
 END;
 -- +goose StatementEnd
 -- Nothing adds up a session's sizes any more (migration 00041's reason).
