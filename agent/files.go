@@ -54,10 +54,15 @@ func hasFile(parts []sessions.Part) bool {
 // files: a turn renders every message of its history, and a file part's
 // line needs its data decoded, again each turn for the same messages (a
 // chat of voice notes). A message never changes, so its id is the key. It
-// holds at most maxRendered texts, forgetting all of them when full.
+// keeps two generations of at most maxRendered texts each: when the
+// current one is full it becomes the old one, and a text found in the old
+// one moves to the current, so the messages turns keep reading stay
+// however many others pass through (forgetting every text at once made
+// each history be rendered again whenever the active chats' histories
+// together held more than the cap).
 type renderCache struct {
-	mu sync.Mutex
-	m  map[sessions.MessageID]string
+	mu       sync.Mutex
+	cur, old map[sessions.MessageID]string
 }
 
 const maxRendered = 1024
@@ -72,17 +77,28 @@ func (c *renderCache) userContent(m sessions.Message) string {
 		return userContent(m.Content, m.Parts)
 	}
 	c.mu.Lock()
-	s, ok := c.m[m.ID]
+	s, ok := c.cur[m.ID]
+	if !ok {
+		if s, ok = c.old[m.ID]; ok {
+			c.keepLocked(m.ID, s)
+		}
+	}
 	c.mu.Unlock()
 	if ok {
 		return s
 	}
 	s = userContent(m.Content, m.Parts)
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxRendered {
-		c.m = make(map[sessions.MessageID]string, 64)
-	}
-	c.m[m.ID] = s
+	c.keepLocked(m.ID, s)
 	c.mu.Unlock()
 	return s
+}
+
+// keepLocked puts s in the current generation, starting a new one when it
+// is full.
+func (c *renderCache) keepLocked(id sessions.MessageID, s string) {
+	if c.cur == nil || len(c.cur) >= maxRendered {
+		c.old, c.cur = c.cur, make(map[sessions.MessageID]string, 64)
+	}
+	c.cur[id] = s
 }

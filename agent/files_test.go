@@ -76,7 +76,7 @@ func TestRetryStatusHidesTheAddress(t *testing.T) {
 
 // A user message with files is rendered for the prompt once, then taken
 // from the cache by its id (a message never changes); the cache holds at
-// most maxRendered texts.
+// most two generations of maxRendered texts.
 func TestRenderCache(t *testing.T) {
 	var c renderCache
 	part := sessions.Part{Type: sessions.PartFile, Name: "voice.ogg", MediaType: "audio/ogg", Data: json.RawMessage(`{"size":2048}`)}
@@ -90,20 +90,28 @@ func TestRenderCache(t *testing.T) {
 	if got := c.userContent(changed); got != want {
 		t.Fatalf("the same id rendered again: %q, want the remembered %q", got, want)
 	}
-	if got := c.userContent(sessions.Message{ID: "m2", Content: "plain"}); got != "plain" || len(c.m) != 1 {
-		t.Fatalf("a message without files: %q, %d remembered; want it rendered, not kept", got, len(c.m))
+	if got := c.userContent(sessions.Message{ID: "m2", Content: "plain"}); got != "plain" || len(c.cur)+len(c.old) != 1 {
+		t.Fatalf("a message without files: %q, %d remembered; want it rendered, not kept", got, len(c.cur)+len(c.old))
 	}
 	// Every stored user message has parts (its turn's settings): without
 	// a file among them, it is its text, and nothing is kept.
 	settings := sessions.Message{ID: "m3", Content: "plain", Parts: []sessions.Part{{Type: PartTurn, Data: json.RawMessage(`{"model":"echo"}`)}}}
-	if got := c.userContent(settings); got != "plain" || got != userContent(settings.Content, settings.Parts) || len(c.m) != 1 {
-		t.Fatalf("a message with parts but no file: %q, %d remembered; want its text, not kept", got, len(c.m))
+	if got := c.userContent(settings); got != "plain" || got != userContent(settings.Content, settings.Parts) || len(c.cur)+len(c.old) != 1 {
+		t.Fatalf("a message with parts but no file: %q, %d remembered; want its text, not kept", got, len(c.cur)+len(c.old))
 	}
-	for i := range maxRendered + 1 {
-		m.ID = sessions.MessageID(fmt.Sprint("id", i))
-		c.userContent(m)
-	}
-	if len(c.m) > maxRendered {
-		t.Fatalf("%d texts remembered, past the cap of %d", len(c.m), maxRendered)
+	// A message read now and then (each turn of its chat) stays remembered
+	// however many others pass through; the cache stays within its cap.
+	other := m
+	for i := range 5 * maxRendered {
+		other.ID = sessions.MessageID(fmt.Sprint("id", i))
+		c.userContent(other)
+		if i%(maxRendered/2) == 0 {
+			if got := c.userContent(changed); got != want {
+				t.Fatalf("after %d others, m1 rendered again: %q, want the remembered %q", i+1, got, want)
+			}
+		}
+		if n := len(c.cur) + len(c.old); n > 2*maxRendered {
+			t.Fatalf("%d texts remembered, past the cap of %d", n, 2*maxRendered)
+		}
 	}
 }

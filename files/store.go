@@ -16,26 +16,32 @@ import (
 )
 
 const (
-	// lockSessionQuery finds the session; on PostgreSQL it also locks its
-	// row (lockSuffix), so two writes in one session count its usage one
-	// after the other. SQLite's single writer already does.
-	lockSessionQuery = `SELECT id FROM sessions WHERE id = $1`
-	lockSuffix       = ` FOR UPDATE`
+	// usageForWriteQuery finds the session, with what its files hold but
+	// the one named $2 (which a write replaces) and what every session's
+	// files hold: all kept by triggers as files come and go (migrations
+	// 00040 and 00042), so no file row is added up. On PostgreSQL it also
+	// locks the session's row (lockSuffix), so two writes in one session
+	// count its usage one after the other; SQLite's single writer already
+	// does.
+	// It also says whether the file it replaces is kept in chunks: only
+	// then are there chunks to drop.
+	usageForWriteQuery = `SELECT s.id,
+	COALESCE(u.bytes, 0) - COALESCE((SELECT f.size FROM session_files f WHERE f.session_id = s.id AND f.name = $2), 0),
+	(SELECT t.bytes FROM file_store_usage t WHERE t.id = 1),
+	COALESCE((SELECT f.chunked FROM session_files f WHERE f.session_id = s.id AND f.name = $2), 0)
+	FROM sessions s LEFT JOIN session_file_usage u ON u.session_id = s.id
+	WHERE s.id = $1`
+	lockSuffix = ` FOR UPDATE OF s`
 
-	sessionUsageExceptQuery = `SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files
-	WHERE session_id = $1 AND name <> $2`
-
-	// Kept by triggers as files come and go (migration 00040).
-	totalUsageQuery = `SELECT bytes FROM file_store_usage WHERE id = 1`
-
-	usageQuery = `SELECT count(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files WHERE session_id = $1`
+	usageQuery = `SELECT files, bytes FROM session_file_usage WHERE session_id = $1`
 
 	upsertFileQuery = `INSERT INTO session_files (session_id, name, media_type, size, data, created_at, chunked)
 	VALUES ($1, $2, $3, $4, $5, $6, $7)
 	ON CONFLICT (session_id, name) DO UPDATE SET media_type = excluded.media_type, size = excluded.size,
 	data = excluded.data, created_at = excluded.created_at, chunked = excluded.chunked`
 
-	// A file written again drops the chunks it had.
+	// A file written again drops the chunks it had (only one kept in
+	// chunks has any).
 	deleteChunksQuery = `DELETE FROM session_file_chunks WHERE session_id = $1 AND name = $2`
 	insertChunkQuery  = `INSERT INTO session_file_chunks (session_id, name, seq, data) VALUES ($1, $2, $3, $4)`
 	chunksQuery       = `SELECT data FROM session_file_chunks WHERE session_id = $1 AND name = $2 ORDER BY seq`
@@ -106,13 +112,21 @@ func (s *Store) CheckSize(n int64) error {
 // name. A file over a limit is refused with an error naming it, and
 // nothing changes.
 func (s *Store) Put(ctx context.Context, id sessions.ID, name, mediaType string, data []byte) (File, error) {
-	return s.PutFrom(ctx, id, name, mediaType, bytes.NewReader(data), int64(len(data)))
+	if data == nil {
+		data = []byte{} // an empty file, not a NULL
+	}
+	return s.put(ctx, id, name, mediaType, data, nil, int64(len(data)))
 }
 
 // PutFrom is Put of the size bytes r gives (a spooled upload): a file over
 // ChunkSize is read and stored a chunk at a time, never whole. r giving
 // other than size bytes is an error, and nothing changes.
 func (s *Store) PutFrom(ctx context.Context, id sessions.ID, name, mediaType string, r io.Reader, size int64) (File, error) {
+	return s.put(ctx, id, name, mediaType, nil, r, size)
+}
+
+// put is Put of data when it is in memory, else PutFrom of r.
+func (s *Store) put(ctx context.Context, id sessions.ID, name, mediaType string, data []byte, r io.Reader, size int64) (File, error) {
 	if err := CheckName(name); err != nil {
 		return File{}, err
 	}
@@ -124,33 +138,30 @@ func (s *Store) PutFrom(ctx context.Context, id sessions.ID, name, mediaType str
 	}
 	lim := s.Limits()
 	now := s.now()
-	lock := lockSessionQuery
+	query := usageForWriteQuery
 	if s.db.Dialect == dbutil.Postgres {
-		lock += lockSuffix
+		query += lockSuffix
 	}
 	err := s.db.Tx(ctx, func(q dbutil.Querier) error {
-		var found string
-		if err := q.QueryRowContext(ctx, lock, string(id)).Scan(&found); errors.Is(err, sql.ErrNoRows) {
+		var (
+			found       string
+			used, total int64
+			chunked     int
+		)
+		if err := q.QueryRowContext(ctx, query, string(id), name).Scan(&found, &used, &total, &chunked); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrNoSession, id)
 		} else if err != nil {
-			return err
-		}
-		var used, total int64
-		if err := q.QueryRowContext(ctx, sessionUsageExceptQuery, string(id), name).Scan(&used); err != nil {
 			return err
 		}
 		if used+size > lim.MaxSessionBytes {
 			return fmt.Errorf("%w: the session's files hold %d bytes, and %d more would pass its limit of %d bytes (sessions.files.max_session_bytes); delete a file first",
 				ErrSessionFull, used, size, lim.MaxSessionBytes)
 		}
-		if err := q.QueryRowContext(ctx, totalUsageQuery).Scan(&total); err != nil {
-			return err
-		}
 		if total+size > lim.MaxTotalBytes {
 			return fmt.Errorf("%w: parley's file store holds %d bytes, and %d more would pass its limit of %d bytes (sessions.files.max_total_bytes); ask the operator",
 				ErrStoreFull, total, size, lim.MaxTotalBytes)
 		}
-		return s.write(ctx, q, id, name, mediaType, r, size, now)
+		return s.write(ctx, q, id, name, mediaType, data, r, size, now, chunked != 0)
 	})
 	if err != nil {
 		if errors.Is(err, ErrNoSession) || errors.Is(err, ErrSessionFull) || errors.Is(err, ErrStoreFull) {
@@ -162,15 +173,24 @@ func (s *Store) PutFrom(ctx context.Context, id sessions.ID, name, mediaType str
 }
 
 // write stores the file's row and data in q's transaction: a small one
-// whole, a large one in chunks, read from r a chunk at a time.
-func (s *Store) write(ctx context.Context, q dbutil.Querier, id sessions.ID, name, mediaType string, r io.Reader, size int64, now time.Time) error {
-	if _, err := q.ExecContext(ctx, deleteChunksQuery, string(id), name); err != nil {
-		return err
+// whole, a large one in chunks, read from r a chunk at a time. data, when
+// not nil, is the file in memory, stored as it is (r is not read).
+// hadChunks says the file it replaces was kept in chunks, which go.
+func (s *Store) write(ctx context.Context, q dbutil.Querier, id sessions.ID, name, mediaType string, data []byte, r io.Reader, size int64, now time.Time, hadChunks bool) error {
+	if hadChunks {
+		if _, err := q.ExecContext(ctx, deleteChunksQuery, string(id), name); err != nil {
+			return err
+		}
+	}
+	if data != nil {
+		r = bytes.NewReader(data)
 	}
 	if size <= ChunkSize {
-		data := make([]byte, size)
-		if _, err := io.ReadFull(r, data); err != nil {
-			return fmt.Errorf("read the file: %w", err)
+		if data == nil {
+			data = make([]byte, size)
+			if _, err := io.ReadFull(r, data); err != nil {
+				return fmt.Errorf("read the file: %w", err)
+			}
 		}
 		_, err := q.ExecContext(ctx, upsertFileQuery, string(id), name, mediaType, size, data, dbutil.Millis(now), 0)
 		return err
@@ -360,7 +380,8 @@ func CopyIn(ctx context.Context, q dbutil.Querier, from, to sessions.ID) error {
 // Usage is what the session stores, against the limits.
 func (s *Store) Usage(ctx context.Context, id sessions.ID) (Usage, error) {
 	u := Usage{Limits: s.Limits()}
-	if err := s.db.Read().QueryRowContext(ctx, usageQuery, string(id)).Scan(&u.Files, &u.Bytes); err != nil {
+	err := s.db.Read().QueryRowContext(ctx, usageQuery, string(id)).Scan(&u.Files, &u.Bytes)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: no file yet
 		return Usage{}, fmt.Errorf("usage of session %s's files: %w", id, err)
 	}
 	return u, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/files"
 	"github.com/parleyd/parley/sessions"
@@ -165,15 +166,18 @@ func TestLargeFilesInChunks(t *testing.T) {
 	})
 }
 
-// The store's total, which the max_total_bytes check reads instead of
-// adding up every file, follows every change: a file stored, replaced,
-// deleted, copied to a branch, and a session deleted with its files.
-func TestTotalUsageFollowsEveryChange(t *testing.T) {
+// The store's total and each session's usage, which the limits' checks and
+// Usage read instead of adding up files, follow every change: a file
+// stored (whole and in chunks), replaced, refused, deleted, copied to
+// another session and to a branch as it is made, and a session deleted
+// with its files.
+func TestUsageFollowsEveryChange(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
 		ctx := context.Background()
 		db := open(t)
 		ss := sessions.NewStore(db)
-		store := files.NewStore(db, files.Limits{}, nil)
+		store := files.NewStore(db, files.Limits{MaxSessionBytes: 3 * files.ChunkSize}, nil)
+		var all []sessions.ID
 		check := func(what string) {
 			t.Helper()
 			var kept, sum int64
@@ -186,12 +190,33 @@ func TestTotalUsageFollowsEveryChange(t *testing.T) {
 			if kept != sum {
 				t.Fatalf("after %s: the kept total is %d, the files add up to %d", what, kept, sum)
 			}
+			for _, id := range all {
+				var files, bytes int64
+				if err := db.Reader().QueryRowContext(ctx, `SELECT count(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM session_files WHERE session_id = $1`, string(id)).Scan(&files, &bytes); err != nil {
+					t.Fatal(err)
+				}
+				u, err := store.Usage(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.Files != int(files) || u.Bytes != bytes {
+					t.Fatalf("after %s: session %s's usage is %d files, %d bytes; its files are %d, %d bytes", what, id, u.Files, u.Bytes, files, bytes)
+				}
+			}
+			var orphans int
+			if err := db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM session_file_usage u WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = u.session_id)`).Scan(&orphans); err != nil {
+				t.Fatal(err)
+			}
+			if orphans != 0 {
+				t.Fatalf("after %s: %d usage rows of deleted sessions", what, orphans)
+			}
 		}
 		session := func(chat string) sessions.ID {
 			s, _, err := ss.Resolve(ctx, sessions.ChatKey("telegram", chat, "u"+chat, "default"), sessions.Policy{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			all = append(all, s.ID)
 			return s.ID
 		}
 		a, b := session("1"), session("2")
@@ -205,7 +230,15 @@ func TestTotalUsageFollowsEveryChange(t *testing.T) {
 		if _, err := store.Put(ctx, a, "f1", "", make([]byte, 7)); err != nil {
 			t.Fatal(err)
 		}
-		check("a file replaced")
+		check("a file replaced by a smaller one")
+		if _, err := store.Put(ctx, a, "f2", "", make([]byte, 2*files.ChunkSize)); err != nil {
+			t.Fatal(err)
+		}
+		check("a chunked file replaced by a larger one")
+		if _, err := store.Put(ctx, a, "f3", "", make([]byte, files.ChunkSize)); !errors.Is(err, files.ErrSessionFull) {
+			t.Fatalf("past the session's limit: %v", err)
+		}
+		check("a file refused")
 		if _, err := store.Delete(ctx, a, "f0"); err != nil {
 			t.Fatal(err)
 		}
@@ -214,9 +247,35 @@ func TestTotalUsageFollowsEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("the files copied to another session")
+		m, err := ss.Append(ctx, a, sessions.Message{Role: sessions.RoleUser, Content: "hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		branch, err := ss.Branch(ctx, a, m.ID, sessions.BranchOptions{Also: func(ctx context.Context, q dbutil.Querier, parent, branch sessions.ID) error {
+			return files.CopyIn(ctx, q, parent, branch)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, branch.ID)
+		check("a branch made with the files")
+		if u, err := store.Usage(ctx, branch.ID); err != nil || u.Files != 2 {
+			t.Fatalf("the branch's usage = %+v, %v; want its two files", u, err)
+		}
 		if err := ss.Delete(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		check("a session deleted with its files")
+		if u, err := store.Usage(ctx, a); err != nil || u.Files != 0 || u.Bytes != 0 {
+			t.Fatalf("a deleted session's usage = %+v, %v", u, err)
+		}
+		// The branch's own files stay, and count against its own limit.
+		if _, err := store.Put(ctx, branch.ID, "f3", "", make([]byte, files.ChunkSize)); !errors.Is(err, files.ErrSessionFull) {
+			t.Fatalf("the branch past its limit: %v", err)
+		}
+		if _, err := store.Put(ctx, branch.ID, "f2", "", make([]byte, 3*files.ChunkSize-7)); err != nil {
+			t.Fatalf("the branch replacing its file up to its limit: %v", err)
+		}
+		check("the branch's file replaced")
 	})
 }

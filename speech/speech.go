@@ -83,9 +83,26 @@ func New(o Options) *Client {
 	o.MaxBytes = cmp.Or(o.MaxBytes, DefaultMaxBytes)
 	o.MaxSeconds = cmp.Or(o.MaxSeconds, DefaultMaxSeconds)
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+		o.HTTPClient = defaultClient
 	}
 	return &Client{o: o}
+}
+
+// defaultClient is every Client's when Options gives none. It keeps up to
+// 64 idle connections per host (net/http's default is 2), so voice notes
+// arriving together don't each open, and tear down, a connection to the
+// speech server. Each call's deadline is its context's.
+var defaultClient = &http.Client{Transport: keepAliveTransport()}
+
+func keepAliveTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return t
 }
 
 // MaxBytes is the largest audio Transcribe takes.
@@ -110,25 +127,26 @@ func (c *Client) Transcribe(ctx context.Context, audio []byte, name, mediaType s
 	if err := c.CheckLimits(int64(len(audio)), 0); err != nil {
 		return "", err
 	}
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, cmp.Or(name, "audio.ogg")))
-	h.Set("Content-Type", cmp.Or(mediaType, "application/octet-stream"))
-	fw, err := w.CreatePart(h)
-	if err != nil {
-		return "", fmt.Errorf("build transcription request: %w", err)
-	}
-	_, _ = fw.Write(audio)
+	// The form's fields, then the file's part, whose bytes are audio's
+	// own (not copied into the body), then the form's end.
+	var form bytes.Buffer
+	w := multipart.NewWriter(&form)
 	_ = w.WriteField("model", c.o.Model)
 	_ = w.WriteField("response_format", "json")
 	if c.o.Language != "" {
 		_ = w.WriteField("language", c.o.Language)
 	}
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, cmp.Or(name, "audio.ogg")))
+	h.Set("Content-Type", cmp.Or(mediaType, "application/octet-stream"))
+	if _, err := w.CreatePart(h); err != nil {
+		return "", fmt.Errorf("build transcription request: %w", err)
+	}
+	head := form.Len()
 	if err := w.Close(); err != nil {
 		return "", fmt.Errorf("build transcription request: %w", err)
 	}
-	raw, _, err := c.post(ctx, "/audio/transcriptions", w.FormDataContentType(), &body)
+	raw, _, err := c.post(ctx, "/audio/transcriptions", w.FormDataContentType(), form.Bytes()[:head], audio, form.Bytes()[head:])
 	if err != nil {
 		return "", fmt.Errorf("transcribe %s: %w", cmp.Or(name, "audio"), err)
 	}
@@ -145,7 +163,7 @@ func (c *Client) Transcribe(ctx context.Context, audio []byte, name, mediaType s
 // WhatsApp): the audio and its media type.
 func (c *Client) Synthesize(ctx context.Context, text string) ([]byte, string, error) {
 	req, _ := json.Marshal(map[string]string{"model": c.o.SpeechModel, "voice": c.o.Voice, "input": text, "response_format": "opus"})
-	raw, typ, err := c.post(ctx, "/audio/speech", "application/json", bytes.NewReader(req))
+	raw, typ, err := c.post(ctx, "/audio/speech", "application/json", req)
 	if err != nil {
 		return nil, "", fmt.Errorf("synthesize speech: %w", err)
 	}
@@ -158,15 +176,21 @@ func (c *Client) Synthesize(ctx context.Context, text string) ([]byte, string, e
 	return raw, typ, nil
 }
 
-// post sends one request within the timeout and returns the answer's
-// body and media type.
-func (c *Client) post(ctx context.Context, path, contentType string, body io.Reader) ([]byte, string, error) {
+// post sends one request, its body the pieces one after the other, within
+// the timeout and returns the answer's body and media type.
+func (c *Client) post(ctx context.Context, path, contentType string, pieces ...[]byte) ([]byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+path, body)
+	body := func() io.Reader { return &piecesReader{p: pieces} }
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+path, body())
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: speech.base_url %q is not a usable URL", ErrRefused, c.o.BaseURL)
 	}
+	for _, p := range pieces {
+		req.ContentLength += int64(len(p))
+	}
+	// Sent again as it was when a kept connection turns out closed.
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	req.Header.Set("Content-Type", contentType)
 	if c.o.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.o.APIKey)
@@ -195,6 +219,39 @@ func (c *Client) post(ctx context.Context, path, contentType string, body io.Rea
 	}
 	typ, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
 	return raw, strings.TrimSpace(typ), nil
+}
+
+// piecesReader reads its byte slices one after the other, leaving them
+// as they are. Its WriteTo writes each as it is: io.MultiReader's
+// allocates a 32 KiB buffer per request to copy through.
+type piecesReader struct {
+	p   [][]byte
+	off int // into p[0]
+}
+
+func (r *piecesReader) Read(b []byte) (int, error) {
+	for len(r.p) > 0 && r.off == len(r.p[0]) {
+		r.p, r.off = r.p[1:], 0
+	}
+	if len(r.p) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.p[0][r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
+	var sum int64
+	for ; len(r.p) > 0; r.p, r.off = r.p[1:], 0 {
+		n, err := w.Write(r.p[0][r.off:])
+		sum += int64(n)
+		r.off += n
+		if err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
 }
 
 // scrub keeps the API key out of an error's text.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,5 +56,37 @@ func TestTranscribeFailures(t *testing.T) {
 	c = speech.New(speech.Options{BaseURL: slow.BaseURL(), Timeout: 50 * time.Millisecond})
 	if _, err := c.Transcribe(ctx, []byte("x"), "v.ogg", "audio/ogg"); !errors.Is(err, speech.ErrUnavailable) || !strings.Contains(err.Error(), "speech.timeout") {
 		t.Fatalf("a server that never answers: %v, want ErrUnavailable naming speech.timeout", err)
+	}
+}
+
+// Voice notes transcribed together reuse the client's connections to the
+// speech server, wave after wave, rather than opening one per call beyond
+// net/http's two kept per host.
+func TestConcurrentCallsReuseConnections(t *testing.T) {
+	ctx := context.Background()
+	srv := speechtest.New(t)
+	srv.Transcripts["voice"] = "hello"
+	c := speech.New(speech.Options{BaseURL: srv.BaseURL()})
+	const waves, together = 5, 16
+	for range waves {
+		var wg sync.WaitGroup
+		errs := make(chan error, together)
+		for range together {
+			wg.Go(func() {
+				if _, err := c.Transcribe(ctx, []byte("voice"), "voice.ogg", "audio/ogg"); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	// The first wave opens up to one each; later waves find them idle
+	// (allowing for a few not yet back when the next wave began).
+	if n := srv.Connections(); n > 2*together {
+		t.Fatalf("%d connections for %d waves of %d calls at once, want at most %d", n, waves, together, 2*together)
 	}
 }

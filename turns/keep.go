@@ -70,7 +70,9 @@ func (f *turnFetch) fetch(i, j int) *fetched {
 	}
 	store := f.b.o.Files
 	name := storedName(ref, id, j)
-	if f.keeps() {
+	// A file in hand (a voice note's audio, fetched to transcribe it) is
+	// the one an earlier try would have kept: no need to look.
+	if f.keeps() && ref.Data == nil {
 		if kept, err := store.Get(f.ctx, f.session, name); err == nil {
 			return &fetched{data: kept.Data, typ: kept.MediaType, stored: name}
 		} else if !errors.Is(err, files.ErrNotFound) {

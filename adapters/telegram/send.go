@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -215,6 +216,9 @@ func splitMessage(text string, limit int) []string {
 	}
 }
 
+// maxDownloadBytes is the largest file the Bot API lets a bot download.
+const maxDownloadBytes = 20 << 20
+
 // OpenFile streams the file a FileRef of this adapter points at: getFile,
 // then a download from the file endpoint next to api_endpoint (Telegram
 // serves bots files of up to 20 MB). The caller closes it and limits what
@@ -240,10 +244,14 @@ func (a *Adapter) Fetch(ctx context.Context, ref adapters.FileRef, maxBytes int6
 	if maxBytes > 0 {
 		r = io.LimitReader(rc, maxBytes+1)
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
+	// Read into room for the size the message gave (at most what Telegram
+	// serves a bot), so the file is read without growing, and copying,
+	// the buffer.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(ref.Size, 0), maxDownloadBytes)+bytes.MinRead))
+	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, "", fmt.Errorf("telegram file download: %s", a.api.redact(err.Error()))
 	}
+	data := buf.Bytes()
 	return adapters.Fetched("telegram file "+ref.ID, data, ref.MediaType, maxBytes)
 }
 

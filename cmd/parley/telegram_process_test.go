@@ -217,8 +217,9 @@ func BenchmarkTelegramDaemonProcess(b *testing.B) {
 	})
 	// Each message a voice note, transcribed by an instant fake speech
 	// server (in this process), answered by echo: against "echo", what a
-	// voice note costs parley beyond the provider's call (fetching it,
-	// keeping its audio with the message, the transcription request).
+	// voice note costs parley (fetching it, keeping its audio with the
+	// message, the transcription request), its HTTP exchanges included;
+	// BenchmarkVoiceBeyondProviderCall tells them apart.
 	b.Run("voice-transcribed", func(b *testing.B) {
 		sp := speechtest.New(b)
 		benchTelegramDaemonProcess(b, "speech:\n  base_url: "+sp.BaseURL()+"\n  api_key: sk-speech-test\n", func(tg *telegramtest.Server) func(int64, string) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,6 +21,13 @@ const envRunMain = "PARLEY_TEST_RUN_MAIN"
 func TestMain(m *testing.M) {
 	if os.Getenv(envMCPServer) == "1" {
 		serveMCP()
+		os.Exit(0)
+	}
+	if path := os.Getenv(envExchanges); path != "" {
+		if err := serveExchanges(path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 		os.Exit(0)
 	}
 	if os.Getenv(envRunMain) == "1" {

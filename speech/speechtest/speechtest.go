@@ -6,9 +6,11 @@ package speechtest
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 )
 
 // Server is the fake. Set its fields before the first request.
@@ -20,6 +22,8 @@ type Server struct {
 	Fail int
 	// Audio is what every /audio/speech answers.
 	Audio []byte
+
+	connections atomic.Int64
 
 	mu         sync.Mutex
 	heard      []string // the audio of each transcription request
@@ -35,7 +39,13 @@ func New(t interface{ Cleanup(func()) }) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
 	mux.HandleFunc("POST /v1/audio/speech", s.speak)
-	s.Server = httptest.NewServer(mux)
+	s.Server = httptest.NewUnstartedServer(mux)
+	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.connections.Add(1)
+		}
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -100,6 +110,9 @@ func (s *Server) Files() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.files...)
 }
+
+// Connections is how many connections clients have opened to the fake.
+func (s *Server) Connections() int { return int(s.connections.Load()) }
 
 // Heard is the audio of each transcription request, in order.
 func (s *Server) Heard() []string {
