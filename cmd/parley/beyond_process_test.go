@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/parleyd/parley/adapters"
 	"github.com/parleyd/parley/adapters/telegram/telegramtest"
 	"github.com/parleyd/parley/config"
+	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/gateway"
 	"github.com/parleyd/parley/sessions"
 	"github.com/parleyd/parley/speech"
@@ -35,8 +37,9 @@ import (
 const envExchanges = "PARLEY_TEST_EXCHANGES_CONFIG"
 
 // beyondChats and beyondWindow are how the benchmark's messages spread:
-// over this many private chats, with up to this many unanswered in each.
-const beyondChats, beyondWindow = 20, 10
+// over this many private chats, with up to this many unanswered in each;
+// beyondWarmUp is how many messages each part answers before it counts.
+const beyondChats, beyondWindow, beyondWarmUp = 20, 10, 2 * beyondChats
 
 // BenchmarkVoiceBeyondProviderCall measures what issue 36 claims: a voice
 // note, and a spoken reply, cost parley no CPU beyond the provider calls
@@ -58,6 +61,14 @@ const beyondChats, beyondWindow = 20, 10
 // for a spoken reply the synthesis and sendVoice, less the sendMessage it
 // replaces. The fake servers run in this process, so none of their CPU is
 // counted.
+//
+// transcribed-vs-file sets a voice note beside what any file costs: its
+// first parley answers, in place of text messages, the same messages as
+// documents with the voice notes' bytes and their transcripts as captions
+// (file-cpu-ms/msg). Parley fetches and keeps every file of a message, so
+// both daemons make getFile and the download and keep the bytes; the
+// exchanges process makes only the transcription, and beyond-cpu-ms/msg is
+// what transcribing costs parley beyond its provider call.
 //
 //	go test -run '^$' -bench BenchmarkVoiceBeyondProviderCall -benchtime 3000x ./cmd/parley
 func BenchmarkVoiceBeyondProviderCall(b *testing.B) {
@@ -100,6 +111,49 @@ func BenchmarkVoiceBeyondProviderCall(b *testing.B) {
 		})
 		if heard := len(sp.Heard()); heard < 2*b.N {
 			b.Fatalf("%d transcriptions for %d voice notes and %d exchanges", heard, b.N, b.N)
+		}
+	})
+	b.Run("transcribed-vs-file", func(b *testing.B) {
+		sp := speechtest.New(b)
+		speechYAML := "speech:\n  base_url: " + sp.BaseURL() + "\n  api_key: sk-speech-test\n"
+		// Files are named, never read (max_text_bytes: 0): the document is
+		// kept and named in one line, as a voice note is, and the chat is
+		// told nothing of it. Its name makes that line as long as a voice
+		// note's, so the prompts and replies are the same size, and differ
+		// only in that line (checked below).
+		agentYAML := speechYAML + "agents:\n  - id: default\n    files:\n      max_text_bytes: 0\n"
+		name := keptFileName()
+		file := newBeyondDaemon(b, "file", agentYAML, func(d *beyondDaemon, k int, chat int64) {
+			d.tg.InjectDocument(chat, chat, name, "text/plain", beyondAudio(k, chat), beyondText(k, chat))
+		})
+		voice := newBeyondDaemon(b, "voice", agentYAML, func(d *beyondDaemon, k int, chat int64) {
+			audio := beyondAudio(k, chat)
+			sp.Add(string(audio), beyondText(k, chat))
+			d.tg.InjectVoice(chat, chat, 0, audio)
+		})
+		ex := startExchanges(b, speechYAML)
+		file.baseline = "file"
+		runBeyond(b, file, voice, func(first, n int) time.Duration {
+			if first == 0 { // after the warm-up: the same messages answered
+				checkKeptFileReplies(b, replies(file.tg), replies(voice.tg))
+			}
+			for k := first; k < first+n; k++ {
+				chat := beyondChat(k)
+				sp.Add(string(beyondAudio(k, chat)), beyondText(k, chat))
+			}
+			return ex.run(exchangeCommand{Kind: "transcription", First: first, N: n})
+		})
+		if heard := len(sp.Heard()); heard < 2*b.N {
+			b.Fatalf("%d transcriptions for %d voice notes and %d exchanges", heard, b.N, b.N)
+		}
+		// Both kept every file, and each daemon fetched each file once.
+		for _, d := range []*beyondDaemon{file, voice} {
+			if kept := d.keptFiles(); kept != beyondWarmUp+b.N {
+				b.Fatalf("%d files kept of %d messages", kept, beyondWarmUp+b.N)
+			}
+			if got := d.tg.Calls("getFile"); got != beyondWarmUp+b.N {
+				b.Fatalf("%d getFile calls for %d messages", got, beyondWarmUp+b.N)
+			}
 		}
 	})
 	b.Run("spoken", func(b *testing.B) {
@@ -147,6 +201,45 @@ func replies(tg *telegramtest.Server) []string {
 func voiceFileLine(k int, chat int64) string {
 	return "[File: voice.ogg, audio/ogg, " + sessions.ByteSize(int64(len(beyondAudio(k, chat)))) + "; " + gateway.TranscribedNote + "]"
 }
+
+// notReadNote is the note on a file whose text the turn's allowance
+// leaves out (turns.readFile's).
+const notReadNote = "not read: past this turn's allowance of file text (files.max_text_bytes)"
+
+// keptFileName is the name of the documents of transcribed-vs-file: as
+// long as makes the line the model reads of one as long as a voice
+// note's.
+func keptFileName() string {
+	pad := len("voice.ogg, audio/ogg; "+gateway.TranscribedNote) - len("note.txt, text/plain; "+notReadNote)
+	return "note" + strings.Repeat("_", max(pad, 0)) + ".txt"
+}
+
+// checkKeptFileReplies fails b unless the voice daemon's replies, with
+// each voice note's line replaced by the document's, are the file
+// daemon's, of the same size, and name the document.
+func checkKeptFileReplies(b *testing.B, file, voice []string) {
+	b.Helper()
+	as := strings.NewReplacer(
+		"[File: voice.ogg, audio/ogg, ", "[File: "+keptFileName()+", text/plain, ",
+		"; "+gateway.TranscribedNote+"]", "; "+notReadNote+"]")
+	var swapped []string
+	for i, r := range voice {
+		swapped = append(swapped, as.Replace(r))
+		if i < len(file) && len(file[i]) != len(r) {
+			b.Fatalf("a file's reply %q is not the size of a voice note's %q", file[i], r)
+		}
+	}
+	slices.Sort(swapped)
+	if !slices.Equal(file, swapped) {
+		b.Fatalf("the files' replies %q are not the voice notes' %q with the voice note's line as the file's", file, voice)
+	}
+	for _, r := range file {
+		if !strings.Contains(r, "[File: "+keptFileName()+", text/plain, ") {
+			b.Fatalf("a file's reply %q doesn't name the file", r)
+		}
+	}
+}
+
 func beyondChat(k int) int64      { return int64(1000 + k%beyondChats) }
 func exchangeFileID(k int) string { return "exchange-" + strconv.Itoa(k) }
 func perMessage(d time.Duration, n int) float64 {
@@ -157,8 +250,12 @@ func perMessage(d time.Duration, n int) float64 {
 type beyondDaemon struct {
 	tg       *telegramtest.Server
 	p        *parleyProcess
+	db       string
 	inject   func(d *beyondDaemon, k int, chat int64)
 	answered func() int
+	// baseline names the figure of the first daemon of runBeyond ("text"
+	// when empty).
+	baseline string
 }
 
 func newBeyondDaemon(b *testing.B, part, extraYAML string, inject func(d *beyondDaemon, k int, chat int64)) *beyondDaemon {
@@ -174,11 +271,27 @@ func newBeyondDaemon(b *testing.B, part, extraYAML string, inject func(d *beyond
 		os.Setenv("PARLEY_TEST_CPUPROFILE", filepath.Join(dir, name))
 		defer os.Setenv("PARLEY_TEST_CPUPROFILE", restore)
 	}
-	d.p = startParley(b, tg, "database:\n  url: "+filepath.Join(b.TempDir(), "data", "parley.db")+"\n"+
+	d.db = filepath.Join(b.TempDir(), "data", "parley.db")
+	d.p = startParley(b, tg, "database:\n  url: "+d.db+"\n"+
 		"http:\n  listen: 127.0.0.1:0\n"+
 		"gateway:\n  debounce: 0s\n"+extraYAML+
 		"adapters:\n  - id: tg-main\n    type: telegram\n    dm_policy: open\n"+indentYAML(tg.ConfigYAML(), "    "))
 	return d
+}
+
+// keptFiles is how many files the daemon's session file store holds.
+func (d *beyondDaemon) keptFiles() int {
+	ctx := context.Background()
+	db, err := dbutil.Open(ctx, dbutil.Options{URL: d.db})
+	if err != nil {
+		d.p.fatalf("open the database: %v", err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM session_files").Scan(&n); err != nil {
+		d.p.fatalf("count the kept files: %v", err)
+	}
+	return n
 }
 
 // drive sends messages first to first+n-1 and returns the CPU parley used
@@ -206,14 +319,13 @@ func (d *beyondDaemon) drive(ctx context.Context, first, n int) time.Duration {
 func runBeyond(b *testing.B, text, voice *beyondDaemon, exchanges func(first, n int) time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	const warmUp = 2 * beyondChats
-	text.drive(ctx, 0, warmUp)
-	voice.drive(ctx, 0, warmUp)
-	exchanges(0, warmUp)
+	text.drive(ctx, 0, beyondWarmUp)
+	voice.drive(ctx, 0, beyondWarmUp)
+	exchanges(0, beyondWarmUp)
 	b.ResetTimer()
 	var textCPU, voiceCPU, exchangesCPU time.Duration
 	rounds := min(b.N, 5)
-	first := warmUp
+	first := beyondWarmUp
 	for r := range rounds {
 		n := b.N / rounds
 		if r < b.N%rounds {
@@ -225,7 +337,7 @@ func runBeyond(b *testing.B, text, voice *beyondDaemon, exchanges func(first, n 
 		first += n
 	}
 	b.StopTimer()
-	b.ReportMetric(perMessage(textCPU, b.N), "text-cpu-ms/msg")
+	b.ReportMetric(perMessage(textCPU, b.N), cmp.Or(text.baseline, "text")+"-cpu-ms/msg")
 	b.ReportMetric(perMessage(voiceCPU, b.N), "voice-cpu-ms/msg")
 	b.ReportMetric(perMessage(exchangesCPU, b.N), "exchanges-cpu-ms/msg")
 	b.ReportMetric(perMessage(voiceCPU-textCPU-exchangesCPU, b.N), "beyond-cpu-ms/msg")
@@ -235,6 +347,7 @@ func runBeyond(b *testing.B, text, voice *beyondDaemon, exchanges func(first, n 
 
 // exchangeCommand asks the exchanges process for N exchanges, numbered
 // First on: "transcribe" (getFile, the download, the transcription),
+// "transcription" (the transcription alone),
 // "speak" (the synthesis of Text and sendVoice) or "send" (sendMessage of
 // Text).
 type exchangeCommand struct {
@@ -354,6 +467,16 @@ func serveExchanges(path string) error {
 				return err
 			}
 			text, err := sp.Transcribe(ctx, data, ref.Name, ref.MediaType)
+			if err == nil && text != beyondText(k, chat) {
+				err = fmt.Errorf("transcribed %q, want %q", text, beyondText(k, chat))
+			}
+			return err
+		case "transcription": // as gateway.transcribeFile, given the audio
+			audio := beyondAudio(k, chat)
+			if err := sp.CheckLimits(int64(len(audio)), 3); err != nil {
+				return err
+			}
+			text, err := sp.Transcribe(ctx, audio, "voice.ogg", "audio/ogg")
 			if err == nil && text != beyondText(k, chat) {
 				err = fmt.Errorf("transcribed %q, want %q", text, beyondText(k, chat))
 			}

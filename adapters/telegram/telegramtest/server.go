@@ -324,6 +324,27 @@ func (s *Server) InjectPhoto(chatID, userID int64, data []byte, caption string) 
 	}})
 }
 
+// InjectDocument queues a document (data, stored as a file the bot can
+// fetch with getFile) named name, of mediaType, with caption, from user
+// userID in chat chatID, as InjectText does. It returns the update id.
+func (s *Server) InjectDocument(chatID, userID int64, name, mediaType string, data []byte, caption string) int {
+	chat := Chat{ID: chatID, Type: "private", FirstName: "User"}
+	if chatID != userID {
+		chat = Chat{ID: chatID, Type: "supergroup", Title: "Group"}
+	}
+	id := s.NextMessageID(strconv.FormatInt(chatID, 10))
+	fileID := fmt.Sprintf("document-%d-%d", chatID, id)
+	s.AddFile(fileID, data)
+	return s.Inject(Update{Message: &Message{
+		MessageID: id,
+		From:      &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
+		Chat:      chat,
+		Date:      time.Now().Unix(),
+		Caption:   caption,
+		Document:  &Document{FileID: fileID, FileUniqueID: "u" + fileID, FileName: name, MimeType: mediaType, FileSize: len(data)},
+	}})
+}
+
 // NextMessageID hands out the next message id of a chat, shared with the
 // ids sendMessage gives, as in one Telegram chat.
 func (s *Server) NextMessageID(chatID string) int {
