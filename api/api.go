@@ -45,6 +45,7 @@ type Store interface {
 	Branch(ctx context.Context, id sessions.ID, from sessions.MessageID, opts sessions.BranchOptions) (sessions.Session, error)
 	Append(ctx context.Context, id sessions.ID, m sessions.Message) (sessions.Message, error)
 	Archive(ctx context.Context, id sessions.ID, reason string) (bool, error)
+	Unarchive(ctx context.Context, id sessions.ID) (sessions.Session, error)
 }
 
 var _ Store = (*sessions.SQLStore)(nil)
@@ -146,6 +147,7 @@ func (s *server) routes() []route {
 		{"PATCH /v1/sessions/{id}", s.patchSession},
 		{"DELETE /v1/sessions/{id}", s.deleteSession},
 		{"POST /v1/sessions/{id}/archive", s.archiveSession},
+		{"POST /v1/sessions/{id}/unarchive", s.unarchiveSession},
 		{"GET /v1/sessions/{id}/messages", s.listMessages},
 		{"GET /v1/sessions/{id}/sql/schema", s.sqlSchema},
 		{"POST /v1/sessions/{id}/messages", needs(s.runner, s.sendMessage)},

@@ -243,6 +243,26 @@ func TestSessionRoutes(t *testing.T) {
 			if r := e.do(t, "POST", "/v1/sessions/01900000-0000-7000-8000-000000000000/archive", ""); r.status != 404 || r.errorCode(t) != api.CodeNotFound {
 				t.Fatalf("archive a missing session: %d %s", r.status, r.body)
 			}
+
+			// Unarchived, it is active again, with its title, and takes
+			// messages; a second unarchive changes nothing.
+			for i := range 2 {
+				var got sessions.Session
+				r := e.do(t, "POST", "/v1/sessions/"+string(a.ID)+"/unarchive", "")
+				if r.status != 200 {
+					t.Fatalf("unarchive %d: %d %s", i, r.status, r.body)
+				}
+				r.decode(t, &got)
+				if got.ID != a.ID || got.Status != sessions.StatusActive || !got.ArchivedAt.IsZero() || got.Title != "to archive" {
+					t.Fatalf("unarchive %d: %+v", i, got)
+				}
+			}
+			if r := e.do(t, "POST", "/v1/sessions/"+string(a.ID)+"/messages", `{"content":"hi again"}`); r.status != 202 {
+				t.Fatalf("a message to the unarchived session: %d %s", r.status, r.body)
+			}
+			if r := e.do(t, "POST", "/v1/sessions/01900000-0000-7000-8000-000000000000/unarchive", ""); r.status != 404 || r.errorCode(t) != api.CodeNotFound {
+				t.Fatalf("unarchive a missing session: %d %s", r.status, r.body)
+			}
 		})
 	})
 }

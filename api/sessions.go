@@ -376,6 +376,17 @@ func (s *server) archiveSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// unarchiveSession makes an archived session its conversation's active
+// one again (409 while the conversation has another).
+func (s *server) unarchiveSession(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.opts.Store.Unarchive(r.Context(), sessions.ID(r.PathValue("id")))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sess)
+	return nil
+}
+
 // busy reports whether the runner has a run in progress for id.
 func (s *server) busy(id sessions.ID) bool {
 	if s.opts.Runner == nil {

@@ -29,7 +29,7 @@ type SessionHook struct {
 }
 
 // SessionHookEvents are the events a session hook may post.
-var SessionHookEvents = []string{"session.created", "session.reset", "session.archived", "session.deleted", "session.compacted", "message.user"}
+var SessionHookEvents = []string{"session.created", "session.reset", "session.archived", "session.unarchived", "session.deleted", "session.compacted", "message.user"}
 
 // Wants reports whether the hook posts event for a session of agent.
 func (h SessionHook) Wants(event, agent string) bool {

@@ -40,7 +40,7 @@ func listed(t *testing.T, p *browsertest.Page) []string {
 // The sidebar lists the person's conversations, latest first, titled by
 // their first messages; opening an earlier one shows its history, and
 // coming back shows the other's; the open one survives a reload; rename,
-// search and archive act on the server's sessions.
+// search, archive and restore act on the server's sessions.
 func TestWebChatConversations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
@@ -140,6 +140,15 @@ func TestWebChatConversations(t *testing.T) {
 	p.WaitTrue(`document.getElementById("archived").getAttribute("aria-pressed") === "true" && document.querySelectorAll("#convs li[data-id]").length === 1 && document.querySelector('#convs li[data-id=`+browsertest.JSString(first)+`]')`, 30*time.Second)
 	open(first)
 	p.WaitTrue(`sessionID === `+browsertest.JSString(first)+` && document.querySelectorAll(".msg.user[data-id]").length === 1 && document.getElementById("text").disabled`, 30*time.Second)
+	// Restore brings it back: off the archived list, active on the
+	// server, and, open, taking messages again.
+	p.Eval(`document.querySelector('#convs li[data-id=`+browsertest.JSString(first)+`] .arc').click()`, nil)
+	p.WaitTrue(`document.querySelectorAll("#convs li[data-id]").length === 0 && !document.getElementById("text").disabled`, 30*time.Second)
+	if s, err := d.sessions.Session(ctx, sessions.ID(first)); err != nil || s.Status != sessions.StatusActive {
+		t.Fatalf("after Restore the session is %+v (%v)", s, err)
+	}
+	p.Eval(`document.getElementById("archived").click()`, nil)
+	p.WaitTrue(`document.getElementById("archived").getAttribute("aria-pressed") === "false" && document.querySelectorAll("#convs li[data-id]").length === 2 && document.querySelector('#convs li[data-id=`+browsertest.JSString(first)+`] .arc').textContent === "Archive"`, 30*time.Second)
 }
 
 // Replies render Markdown as elements: headings (a reply's top heading an

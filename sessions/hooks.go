@@ -51,15 +51,16 @@ func (s *SQLStore) runDeleteHooks(ctx context.Context, q dbutil.Querier, ids []I
 // Lifecycle events beyond the bus's: an archived session, and a
 // compaction. Lifecycle hooks see these and the bus's session events.
 const (
-	EventSessionArchived  events.Type = "session.archived"
-	EventSessionCompacted events.Type = "session.compacted"
+	EventSessionArchived   events.Type = "session.archived"
+	EventSessionUnarchived events.Type = "session.unarchived"
+	EventSessionCompacted  events.Type = "session.compacted"
 )
 
 // Lifecycle is a change in a session's life as a LifecycleHook sees it,
 // inside the transaction that makes it.
 type Lifecycle struct {
 	// Type is session.created, session.reset, session.archived,
-	// session.deleted or session.compacted.
+	// session.unarchived, session.deleted or session.compacted.
 	Type    events.Type
 	Session ID
 	Key     Key

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -17,6 +18,12 @@ const (
 	archiveSessionQuery = `UPDATE sessions SET status = 'archived', archived_at = $2, updated_at = $2, reset_reason = $3,
 	revision = revision + 1
 	WHERE id = $1 AND status = 'active'`
+
+	// Only an archived session, and only while its conversation has no
+	// other active one (the unique index would refuse it too).
+	unarchiveSessionQuery = `UPDATE sessions SET status = 'active', archived_at = NULL, updated_at = $2, reset_reason = '',
+	last_active_at = $2, revision = revision + 1
+	WHERE id = $1 AND status = 'archived'`
 
 	// The oldest archived sessions archived before $1, a batch at a time.
 	prunableSessionsQuery = `SELECT id FROM sessions
@@ -58,6 +65,46 @@ func (s *SQLStore) Archive(ctx context.Context, id ID, reason string) (bool, err
 		return false, fmt.Errorf("archive session %s: %w", id, err)
 	}
 	return n > 0, nil
+}
+
+// Unarchive makes an archived session active again, as it was, so its
+// conversation goes on in it: its key's next message joins it. A session
+// already active is left as it is. It fails with ErrConflict, changing
+// nothing, while its conversation has another active session (a newer
+// one, begun after it was archived): archive that one first. A chat's
+// idle or daily reset may archive it again at its next message, as it
+// would any session that old.
+func (s *SQLStore) Unarchive(ctx context.Context, id ID) (Session, error) {
+	now := s.now()
+	var out Session
+	err := s.db.Tx(ctx, func(tx dbutil.Querier) error {
+		cur, err := sessionByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if cur.Status == StatusActive {
+			out = cur
+			return nil
+		}
+		switch other, err := active(ctx, tx, cur.Key); {
+		case err == nil:
+			return fmt.Errorf("%w: its conversation has another active session, %s; archive that one first", ErrConflict, other.ID)
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, unarchiveSessionQuery, string(id), dbutil.Millis(now)); err != nil {
+			return err
+		}
+		if err := s.lifecycle(ctx, tx, Lifecycle{Type: EventSessionUnarchived, Session: id, Key: cur.Key, At: now}); err != nil {
+			return err
+		}
+		out, err = sessionByID(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("unarchive session %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // PruneResult is what PruneArchived deleted.

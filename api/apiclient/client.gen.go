@@ -2305,6 +2305,18 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	PutClientTools(ctx context.Context, id SessionID, body PutClientToolsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UnarchiveSession Make an archived session active again.
+	//
+	// The session becomes its conversation's active session again, with its
+	// history, and takes new messages. Unarchiving an active session changes
+	// nothing. While the conversation has another active session (one begun
+	// after this one was archived) it is 409 `conflict` naming that session:
+	// archive it first. A chat's idle or daily reset may archive it again at
+	// its next message, as it would any session that old.
+	//
+	// Corresponds with POST /v1/sessions/{id}/unarchive (the `UnarchiveSession` operationId).
+	UnarchiveSession(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UnrewindSessionWithBody performs a POST /v1/sessions/{id}/unrewind (the `UnrewindSession` operationId) request,
 	// with any type of body and a specified content type.
 	UnrewindSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3017,6 +3029,28 @@ func (c *Client) PutClientToolsWithBody(ctx context.Context, id SessionID, conte
 // Takes a body of the `application/json` content type.
 func (c *Client) PutClientTools(ctx context.Context, id SessionID, body PutClientToolsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutClientToolsRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnarchiveSession Make an archived session active again.
+//
+// The session becomes its conversation's active session again, with its
+// history, and takes new messages. Unarchiving an active session changes
+// nothing. While the conversation has another active session (one begun
+// after this one was archived) it is 409 `conflict` naming that session:
+// archive it first. A chat's idle or daily reset may archive it again at
+// its next message, as it would any session that old.
+//
+// Corresponds with POST /v1/sessions/{id}/unarchive (the `UnarchiveSession` operationId).
+func (c *Client) UnarchiveSession(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnarchiveSessionRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4953,6 +4987,40 @@ func NewPutClientToolsRequestWithBody(server string, id SessionID, contentType s
 	return req, nil
 }
 
+// NewUnarchiveSessionRequest constructs an http.Request for the UnarchiveSession method
+func NewUnarchiveSessionRequest(server string, id SessionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/unarchive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewUnrewindSessionRequest calls the generic UnrewindSession builder with application/json body
 func NewUnrewindSessionRequest(server string, id SessionID, body UnrewindSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5470,6 +5538,20 @@ type ClientWithResponsesInterface interface {
 	// PutClientToolsWithResponse performs a PUT /v1/sessions/{id}/tools (the `PutClientTools` operationId) request.
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	PutClientToolsWithResponse(ctx context.Context, id SessionID, body PutClientToolsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutClientToolsResponse, error)
+
+	// UnarchiveSessionWithResponse Make an archived session active again.
+	//
+	// The session becomes its conversation's active session again, with its
+	// history, and takes new messages. Unarchiving an active session changes
+	// nothing. While the conversation has another active session (one begun
+	// after this one was archived) it is 409 `conflict` naming that session:
+	// archive it first. A chat's idle or daily reset may archive it again at
+	// its next message, as it would any session that old.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/{id}/unarchive (the `UnarchiveSession` operationId).
+	UnarchiveSessionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*UnarchiveSessionResponse, error)
 
 	// UnrewindSessionWithBodyWithResponse performs a POST /v1/sessions/{id}/unrewind (the `UnrewindSession` operationId) request,
 	// with any type of body and a specified content type.
@@ -8852,6 +8934,96 @@ func (r PutClientToolsResponse) ContentType() string {
 	return ""
 }
 
+// UnarchiveSessionResponse401Headers the declared response headers of an HTTP 401 response for UnarchiveSession
+type UnarchiveSessionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UnarchiveSessionResponse503Headers the declared response headers of an HTTP 503 response for UnarchiveSession
+type UnarchiveSessionResponse503Headers struct {
+	RetryAfter *string
+}
+
+type UnarchiveSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Session
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnarchiveSessionResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UnarchiveSessionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UnarchiveSessionResponse) GetJSON200() *Session {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnarchiveSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UnarchiveSessionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UnarchiveSessionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UnarchiveSessionResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnarchiveSessionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UnarchiveSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnarchiveSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnarchiveSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnarchiveSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UnrewindSessionResponse401Headers the declared response headers of an HTTP 401 response for UnrewindSession
 type UnrewindSessionResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9805,6 +9977,26 @@ func (c *ClientWithResponses) PutClientToolsWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParsePutClientToolsResponse(rsp)
+}
+
+// UnarchiveSessionWithResponse Make an archived session active again.
+//
+// The session becomes its conversation's active session again, with its
+// history, and takes new messages. Unarchiving an active session changes
+// nothing. While the conversation has another active session (one begun
+// after this one was archived) it is 409 `conflict` naming that session:
+// archive it first. A chat's idle or daily reset may archive it again at
+// its next message, as it would any session that old.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/{id}/unarchive (the `UnarchiveSession` operationId).
+func (c *ClientWithResponses) UnarchiveSessionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*UnarchiveSessionResponse, error) {
+	rsp, err := c.UnarchiveSession(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnarchiveSessionResponse(rsp)
 }
 
 // UnrewindSessionWithBodyWithResponse performs a POST /v1/sessions/{id}/unrewind (the `UnrewindSession` operationId) request,
@@ -13000,6 +13192,90 @@ func ParsePutClientToolsResponse(rsp *http.Response) (*PutClientToolsResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers PutClientToolsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnarchiveSessionResponse parses an HTTP response from a UnarchiveSessionWithResponse call
+func ParseUnarchiveSessionResponse(rsp *http.Response) (*UnarchiveSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnarchiveSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UnarchiveSessionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers UnarchiveSessionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
