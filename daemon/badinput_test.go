@@ -139,7 +139,7 @@ func badInputCases(session string) []badRequestCase {
 		{"POST", "/rewind"}, {"POST", "/unrewind"}, {"POST", "/branch"}, {"GET", "/callbacks"},
 		{"GET", "/budget"}, {"GET", "/tools"}, {"PUT", "/tools"}, {"POST", "/tool_results"}, {"GET", "/kv"}, {"GET", "/kv/k"},
 		{"POST", "/permissions/r1"}, {"GET", "/models"}, {"POST", "/files"}, {"GET", "/files"}, {"GET", "/files/f.csv"}, {"DELETE", "/files/f.csv"},
-		{"POST", "/archive"}, {"GET", "/sql/schema"}, {"GET", "/hook_events"},
+		{"POST", "/archive"}, {"POST", "/unarchive"}, {"GET", "/sql/schema"}, {"GET", "/hook_events"},
 	}
 	for _, r := range idRoutes {
 		for i, v := range badTexts {
