@@ -417,10 +417,13 @@ func sideRegistry(ts []tools.Tool) (*tools.Registry, error) {
 	return reg, nil
 }
 
-// isSide reports whether m was written by a side turn.
-func isSide(m sessions.Message) bool {
-	for _, p := range m.Parts {
-		if p.Type == PartSideTurn {
+// isSide reports whether m was written by a side turn. It takes a
+// pointer and indexes the parts: each turn asks it of every message of
+// its history, and a copy of each message and part would cost more than
+// the check.
+func isSide(m *sessions.Message) bool {
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartSideTurn {
 			return true
 		}
 	}
@@ -429,14 +432,14 @@ func isSide(m sessions.Message) bool {
 
 // withoutSide drops side-turn messages, which no prompt shows again.
 func withoutSide(msgs []sessions.Message) []sessions.Message {
-	for i, m := range msgs {
-		if !isSide(m) {
+	for i := range msgs {
+		if !isSide(&msgs[i]) {
 			continue
 		}
 		out := append(make([]sessions.Message, 0, len(msgs)), msgs[:i]...)
-		for _, m := range msgs[i+1:] {
-			if !isSide(m) {
-				out = append(out, m)
+		for j := i + 1; j < len(msgs); j++ {
+			if !isSide(&msgs[j]) {
+				out = append(out, msgs[j])
 			}
 		}
 		return out

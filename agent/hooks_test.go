@@ -237,7 +237,7 @@ func TestSideTurn(t *testing.T) {
 	}
 	msgs := e.messages(sess.ID)
 	for _, m := range msgs[3:7] {
-		if !m.Synthetic || !isSide(m) || m.Parts[0].Name != "test_side" {
+		if !m.Synthetic || !isSide(&m) || m.Parts[0].Name != "test_side" {
 			t.Fatalf("side message %+v", m)
 		}
 	}
