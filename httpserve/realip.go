@@ -22,9 +22,19 @@ func ClientAddr(h http.Handler, trusted []netip.Prefix) http.Handler {
 	if len(trusted) == 0 {
 		return h
 	}
+	// Addresses are matched unmapped and without their zone (netip's
+	// Contains matches neither a mapped address against an IPv4 network
+	// nor a zoned one at all), so the networks are unmapped too.
+	nets := make([]netip.Prefix, len(trusted))
+	for i, p := range trusted {
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		nets[i] = p
+	}
 	isTrusted := func(a netip.Addr) bool {
-		a = a.Unmap()
-		for _, p := range trusted {
+		a = a.Unmap().WithZone("")
+		for _, p := range nets {
 			if p.Contains(a) {
 				return true
 			}

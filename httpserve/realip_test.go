@@ -11,7 +11,8 @@ import (
 // trusted proxy: the rightmost untrusted hop, never one a client could
 // have written in front of it.
 func TestClientAddr(t *testing.T) {
-	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd00::/8")}
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd00::/8"),
+		netip.MustParsePrefix("::ffff:192.0.2.0/120"), netip.MustParsePrefix("fe80::/10")}
 	var got string
 	h := ClientAddr(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.RemoteAddr }), trusted)
 	for _, c := range []struct {
@@ -30,6 +31,12 @@ func TestClientAddr(t *testing.T) {
 		{"garbage in the header", "127.0.0.1:40000", []string{"unknown"}, "127.0.0.1:40000"},
 		{"IPv6 through an IPv6 proxy", "[fd00::1]:443", []string{"2001:db8::5"}, "[2001:db8::5]:0"},
 		{"an IPv4-mapped proxy", "[::ffff:127.0.0.1]:40000", []string{"198.51.100.1"}, "198.51.100.1:0"},
+		{"a proxy in a network listed IPv4-mapped", "192.0.2.10:40000", []string{"198.51.100.1"}, "198.51.100.1:0"},
+		{"an IPv4-mapped peer in a network listed IPv4-mapped", "[::ffff:192.0.2.10]:40000", []string{"198.51.100.1"}, "198.51.100.1:0"},
+		{"a mapped hop in a network listed IPv4-mapped", "192.0.2.10:40000", []string{"198.51.100.1, ::ffff:192.0.2.11"}, "198.51.100.1:0"},
+		{"a link-local proxy with its zone", "[fe80::1%eth0]:40000", []string{"198.51.100.1"}, "198.51.100.1:0"},
+		{"a link-local hop with its zone", "10.1.2.3:40000", []string{"198.51.100.1, fe80::2%eth0"}, "198.51.100.1:0"},
+		{"a zoned peer outside the trusted networks", "[2001:db8::1%eth0]:40000", []string{"198.51.100.1"}, "[2001:db8::1%eth0]:40000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest("GET", "/", nil)

@@ -305,6 +305,9 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 			h.miss(m.ID, hook.URL, ev.ID)
 			continue
 		}
+		// A try before this one may have failed (its append never
+		// committed): the hook has the message now, so it isn't queued.
+		h.got(m.ID, hook.URL)
 		var got struct {
 			SnapshotID string `json:"snapshot_id"`
 		}
@@ -334,6 +337,19 @@ func (h *Hooks) miss(id sessions.MessageID, url, delivery string) {
 	}
 	p.ids[url], p.at = delivery, now
 	h.missed[id] = p
+}
+
+// got forgets that message id's synchronous POST to url failed: a later
+// one reached it.
+func (h *Hooks) got(id sessions.MessageID, url string) {
+	h.missedMu.Lock()
+	defer h.missedMu.Unlock()
+	if p, ok := h.missed[id]; ok {
+		delete(p.ids, url)
+		if len(p.ids) == 0 {
+			delete(h.missed, id)
+		}
+	}
 }
 
 // withKey is the JSON object meta with key set to v.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/parleyd/parley/config"
 	"github.com/parleyd/parley/dbutil"
 	"github.com/parleyd/parley/dbutil/dbtest"
@@ -476,6 +477,45 @@ func TestAHookThatIsDownHoldsBackOnlyItsOwn(t *testing.T) {
 		sendAll(t, r.hooks)
 		if got := seen(down); got != all {
 			t.Fatalf("the hook back up got %q; want %q", got, all)
+		}
+	})
+}
+
+// A message whose synchronous POST failed, run again (its append had
+// failed, and it is appended again under its id) with a POST that
+// succeeds, is not also queued under the failed POST's id: the hook has
+// it once.
+func TestASyncPostThatSucceedsOnRetryIsNotQueued(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, open dbtest.Opener) {
+		ctx := context.Background()
+		recv := newReceiver(t)
+		recv.fails["message.user"] = 1
+		r := newRig(t, open(t), hook(recv.srv.URL, func(h *config.SessionHook) {
+			h.Events = []string{"message.user"}
+			h.SyncTimeout = config.Duration(2 * time.Second)
+		}))
+		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := sessions.Message{ID: sessions.MessageID(id.String()), Role: sessions.RoleUser, Content: "again"}
+		// The first try: its POST fails, and its append never commits.
+		first := m
+		r.hooks.Before(ctx, s.ID, &first)
+		// The second: its POST succeeds, and it is stored.
+		if _, err := r.store.Append(ctx, s.ID, m); err != nil {
+			t.Fatal(err)
+		}
+		sendAll(t, r.hooks)
+		recv.mu.Lock()
+		took := len(recv.took)
+		recv.mu.Unlock()
+		if took != 1 {
+			t.Fatalf("the hook took the message %d times; want once (its synchronous POST on the retry): %+v", took, recv.events())
 		}
 	})
 }

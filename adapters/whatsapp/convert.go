@@ -123,7 +123,8 @@ func content(msgID string, m *waE2E.Message) (text string, files []adapters.File
 		files = append(files, fileRef(msgID, "audio", v, base, v.GetMimetype(), "audio/ogg", v.GetFileLength()))
 	}
 	if v := m.GetStickerMessage(); v != nil {
-		caption("", v.GetContextInfo())
+		// A line as on Telegram, and the image a vision model sees.
+		caption(adapters.SentSticker(strings.TrimSpace(v.GetEmojis())), v.GetContextInfo())
 		files = append(files, fileRef(msgID, "sticker", v, "", v.GetMimetype(), "image/webp", v.GetFileLength()))
 	}
 	if v := m.GetPtvMessage(); v != nil {

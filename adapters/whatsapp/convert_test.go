@@ -154,6 +154,10 @@ func TestConvert(t *testing.T) {
 		{name: "contact", evt: dm("M10", &waE2E.Message{ContactMessage: &waE2E.ContactMessage{DisplayName: proto.String("Bob Stone"),
 			Vcard: proto.String("BEGIN:VCARD\nVERSION:3.0\nFN:Bob Stone\nitem1.TEL;waid=441234567890:+44 1234 567890\nitem1.X-ABLabel:Mobile\nTEL;type=WORK:+44 20 7946 0000\nEND:VCARD")}}),
 			want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a contact: Bob Stone, +44 1234 567890, +44 20 7946 0000]"}},
+		{name: "sticker", evt: dm("M12", &waE2E.Message{StickerMessage: &waE2E.StickerMessage{
+			Mimetype: proto.String("image/webp"), FileLength: proto.Uint64(9000), Emojis: proto.String("👍"),
+		}}), want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[sent a sticker: 👍]",
+			files: []adapters.FileRef{{Name: "sticker.webp", MediaType: "image/webp", Size: 9000}}}},
 		{name: "contacts", evt: dm("M11", &waE2E.Message{ContactsArrayMessage: &waE2E.ContactsArrayMessage{Contacts: []*waE2E.ContactMessage{
 			{DisplayName: proto.String("Ann"), Vcard: proto.String("BEGIN:VCARD\nTEL:+1 555 0100\nEND:VCARD")}, {DisplayName: proto.String("Cy")}}}}),
 			want: want{chat: alicePN.String(), user: alicePN.String(), name: "Alice", text: "[shared a contact: Ann, +1 555 0100]\n[shared a contact: Cy]"}},

@@ -538,3 +538,63 @@ func TestACPOnAHarness(t *testing.T) {
 		t.Fatalf("the model was asked %+v; want the notebook harness's prompt and its sql tools", reqs)
 	}
 }
+
+// parley acp --harness beside a running daemon passes the harness to the
+// daemon's API: the editor's sessions run on the daemon's harness, and a
+// harness the daemon doesn't have is session/new's refusal, saying to
+// pass another --harness.
+func TestACPOnAHarnessBesideARunningDaemon(t *testing.T) {
+	model := llmtest.NewOpenAIEcho(t, 0)
+	addr := freeAddr(t)
+	path, dbPath := writeConfig(t, "gateway:\n  debounce: 0s\nhttp:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n"+model.ConfigYAML()+
+		"agents:\n  - id: default\n    model: openai/gpt-test\n"+
+		"harnesses:\n  - id: notebook\n    prompt: NOTEBOOK-HARNESS\n    capabilities: [sql]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
+	}()
+	defer func() { stopRun(); <-done }()
+	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runFile); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run file")
+		}
+	}
+
+	ed := &acpEditor{}
+	p := startACP(t, ed, "--config", path, "--harness", "notebook")
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v; stderr:\n%s", err, p.stderr)
+	}
+	sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v; stderr:\n%s", err, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), "passing ACP sessions to its API at http://"+addr) {
+		t.Fatalf("parley acp did not go through the daemon: %s", p.stderr)
+	}
+	if res, err := p.conn.Prompt(ctx, textPrompt(sess.SessionId, "start a reading list")); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v, %v; stderr:\n%s", res, err, p.stderr)
+	}
+	p.stop()
+	reqs := model.Requests()
+	if len(reqs) == 0 || !strings.HasPrefix(reqs[0].System, "NOTEBOOK-HARNESS") || !slices.Contains(reqs[0].Tools, "sql_exec") {
+		t.Fatalf("the model was asked %+v; want the notebook harness's prompt and its sql tools", reqs)
+	}
+
+	// A harness the daemon doesn't have: session/new says so.
+	ed = &acpEditor{}
+	p = startACP(t, ed, "--config", path, "--harness", "diary")
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantRPCError(t, "a harness the daemon doesn't have", err, -32602, `unknown harness "diary"`, "--harness")
+	p.stop()
+}
