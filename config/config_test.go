@@ -34,7 +34,7 @@ func TestDefault(t *testing.T) {
 		{"database.sqlite.synchronous", c.Database.SQLite.Synchronous, "full"},
 		{"database.sqlite.busy_timeout", c.Database.SQLite.BusyTimeout.Std(), 5 * time.Second},
 		{"database.postgres.max_conns", c.Database.Postgres.MaxConns, 10},
-		{"database.history_cache_mb", c.Database.HistoryCacheMB, 8},
+		{"database.history_cache_mb", c.Database.HistoryCacheMB, 16},
 		{"http.listen", c.HTTP.Listen, "127.0.0.1:8080"},
 		{"http.mcp", c.HTTP.MCP, true},
 		{"log.level", c.Log.Level, "info"},

@@ -19,7 +19,7 @@ const (
 	DefaultBusyTimeout    = 5 * time.Second
 	DefaultMaxConns       = 10
 	DefaultMinFreeMB      = 100
-	DefaultHistoryCacheMB = 8
+	DefaultHistoryCacheMB = 16
 )
 
 // Config is the database section of parley's config: which database

@@ -21,7 +21,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idle := fs.Bool("idle", false, "instead, start `parley run` with no channels and measure exec-to-ready time and idle RSS")
 	runs := fs.Int("runs", 5, "with --idle: how many starts (the median is reported)")
 	binary := fs.String("binary", "", "with --idle: the parley binary to start (default: this one)")
-	historyMB := fs.Int("history-cache-mb", -1, "the history cache's size, as database.history_cache_mb (default: its default, 8)")
+	historyMB := fs.Int("history-cache-mb", -1, "the history cache's size, as database.history_cache_mb (default: its default, 16)")
 	burst := fs.Int("burst", 0, "with --idle: then send this many API messages and read RSS for a minute after them")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
