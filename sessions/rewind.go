@@ -132,7 +132,7 @@ func (s *SQLStore) RewindFromOnce(ctx context.Context, id ID, from MessageID, ke
 // rewind under key.
 func (s *SQLStore) RewoundBy(ctx context.Context, id ID, key string) (m Message, ok bool, err error) {
 	var from MessageID
-	err = s.db.Read().QueryRowContext(ctx, rewindByKeyQuery, id, rewindKey(key)).Scan(&from)
+	err = s.db.Read().QueryRowContext(ctx, rewindByKeyQuery, id, rewindKey(id, key)).Scan(&from)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Message{}, false, nil
 	}
@@ -148,16 +148,17 @@ func (s *SQLStore) RewoundBy(ctx context.Context, id ID, key string) (m Message,
 	return m, true, nil
 }
 
-// rewindKey is the id a rewind made once under key is kept as: apart
-// from the ids rewinds are given (newID).
-func rewindKey(key string) string { return "once:" + key }
+// rewindKey is the id a rewind of session id made once under key is kept
+// as: apart from the ids rewinds are given (newID), and from another
+// session's under the same key.
+func rewindKey(id ID, key string) string { return "once:" + string(id) + ":" + key }
 
 func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bool, key string) (RewindResult, error) {
 	var snapshot string
 	res, err := s.changeLive(ctx, "rewind", id, func(tx dbutil.Querier, sess Session) (int, int, error) {
 		if key != "" {
 			var from MessageID
-			err := tx.QueryRowContext(ctx, rewindByKeyQuery, id, rewindKey(key)).Scan(&from)
+			err := tx.QueryRowContext(ctx, rewindByKeyQuery, id, rewindKey(id, key)).Scan(&from)
 			if err == nil {
 				return 0, 0, fmt.Errorf("%w: rewind %s was made already (from message %s)", ErrConflict, key, from)
 			}
@@ -202,7 +203,7 @@ func (s *SQLStore) rewind(ctx context.Context, id ID, to MessageID, inclusive bo
 		if n == 0 && len(restored) == 0 {
 			return 0, 0, fmt.Errorf("%w: nothing follows message %s", ErrInvalidMessage, to)
 		}
-		rid := rewindKey(key)
+		rid := rewindKey(id, key)
 		if key == "" {
 			if rid, err = newID(); err != nil {
 				return 0, 0, err

@@ -455,6 +455,18 @@ func TestRewindFromOnce(t *testing.T) {
 		if got := contents(t, st, s.ID, sessions.MessagesOptions{}); got != "u1 a1 u2 a2 u3 a3" {
 			t.Fatalf("after both unrewinds: %s", got)
 		}
+		// Another session's rewind under the same key is its own.
+		other, _, err := st.Resolve(ctx, sessions.ChatKey("telegram", "2", "v", "main"), sessions.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		om := conversation(t, st, other.ID, "o1", "p1", "o2", "p2")
+		if _, err := st.RewindFromOnce(ctx, other.ID, om["o2"].ID, "inbound-1"); err != nil {
+			t.Fatalf("another session's rewind under the same key: %v", err)
+		}
+		if got, ok, err := st.RewoundBy(ctx, other.ID, "inbound-1"); err != nil || !ok || got.ID != om["o2"].ID {
+			t.Fatalf("RewoundBy in the other session = %+v, %v, %v", got, ok, err)
+		}
 		if _, err := st.RewindFromOnce(ctx, s.ID, m["u3"].ID, ""); !errors.Is(err, sessions.ErrInvalidMessage) {
 			t.Fatalf("a rewind made once without a key: %v", err)
 		}
