@@ -97,23 +97,25 @@ type Hooks struct {
 	instance string
 	wake     chan struct{}
 
-	// missed holds, by message id, the synchronous hooks whose POST of
-	// the message failed (Before), for Append to queue it for them.
-	missedMu sync.Mutex
-	missed   map[sessions.MessageID]missedPost
+	// posts holds, by message id, its synchronous POSTs (Before): each
+	// hook's delivery id, kept for a try again of the same message, and
+	// which failed, for Append to queue the event for those.
+	postsMu sync.Mutex
+	posts   map[sessions.MessageID]syncPosts
 }
 
-// missedPost is the delivery ids, by hook URL, of the synchronous POSTs
-// of a message that failed, and when the last failed.
-type missedPost struct {
-	ids map[string]string
-	at  time.Time
+// syncPosts are a message's synchronous POSTs: each hook's delivery id,
+// by URL, those that failed, and when the last was made.
+type syncPosts struct {
+	ids    map[string]string
+	failed map[string]bool
+	at     time.Time
 }
 
-// missedFor is how long a failed synchronous POST waits for its message's
-// append to queue it: an append takes far less, and one that never comes
-// (refused, say) leaves nothing behind past it.
-const missedFor = 10 * time.Minute
+// postsFor is how long a message's synchronous POSTs are remembered for
+// its append (which takes far less) or a try again of it: one that never
+// comes (refused, say) leaves nothing behind past it.
+const postsFor = 10 * time.Minute
 
 // New returns Hooks over opts.
 func New(opts Options) *Hooks {
@@ -193,9 +195,9 @@ func (h *Hooks) Append(ctx context.Context, q dbutil.Querier, m sessions.Message
 	}
 	ev := Event{Event: "message.user", At: m.CreatedAt.UTC(), SessionID: string(m.SessionID),
 		Message: &Message{ID: string(m.ID), Content: m.Content, CreatedAt: m.CreatedAt.UTC(), Metadata: m.Metadata}}
-	h.missedMu.Lock()
-	missed := h.missed[m.ID].ids
-	h.missedMu.Unlock()
+	h.postsMu.Lock()
+	p := h.posts[m.ID]
+	h.postsMu.Unlock()
 	return h.queue(ctx, q, ev, sessions.Key{}, func(hook config.SessionHook) (string, bool) {
 		if hook.SyncTimeout <= 0 {
 			return "", true
@@ -204,8 +206,7 @@ func (h *Hooks) Append(ctx context.Context, q dbutil.Querier, m sessions.Message
 		// is queued under that POST's delivery id (a time-ordered one,
 		// from just before the append), so a receiver that did get the
 		// late POST sees the same X-Parley-Delivery twice.
-		id, ok := missed[hook.URL]
-		return id, ok
+		return p.ids[hook.URL], p.failed[hook.URL]
 	})
 }
 
@@ -285,11 +286,11 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 			&key.SurfaceID, &key.WorkspaceID); err != nil || !hook.Wants("message.user", key.AgentID) {
 			continue
 		}
-		did, err := uuid.NewV7()
+		did, err := h.deliveryID(m.ID, hook.URL)
 		if err != nil {
 			continue
 		}
-		ev := Event{ID: did.String(), Event: "message.user", At: h.opts.Now().UTC(), SessionID: string(id), AgentID: key.AgentID,
+		ev := Event{ID: did, Event: "message.user", At: h.opts.Now().UTC(), SessionID: string(id), AgentID: key.AgentID,
 			UserID: key.UserID, Surface: key.Surface, SurfaceID: key.SurfaceID, WorkspaceID: key.WorkspaceID,
 			Message: &Message{ID: string(m.ID), Content: m.Content, Metadata: m.Metadata}}
 		body, err := json.Marshal(ev)
@@ -302,12 +303,12 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 		if err != nil {
 			h.opts.Log.WarnContext(ctx, "a synchronous message.user hook failed; the message is stored without its snapshot, and the event queued for the hook",
 				"session_id", id, "message_id", m.ID, "url", config.RedactURL(hook.URL), "status", code, "error", err)
-			h.miss(m.ID, hook.URL, ev.ID)
+			h.posted(m.ID, hook.URL, false)
 			continue
 		}
 		// A try before this one may have failed (its append never
 		// committed): the hook has the message now, so it isn't queued.
-		h.got(m.ID, hook.URL)
+		h.posted(m.ID, hook.URL, true)
 		var got struct {
 			SnapshotID string `json:"snapshot_id"`
 		}
@@ -317,38 +318,47 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 	}
 }
 
-// miss notes that message id's synchronous POST to url, delivery, failed,
-// and lets go of those older than missedFor.
-func (h *Hooks) miss(id sessions.MessageID, url, delivery string) {
+// deliveryID is the delivery id of message id's synchronous POST to the
+// hook at url: the one an earlier try of the same message used, so a
+// receiver sees a try again as the same delivery, else a new
+// time-ordered one. It lets go of messages older than postsFor.
+func (h *Hooks) deliveryID(id sessions.MessageID, url string) (string, error) {
 	now := h.opts.Now()
-	h.missedMu.Lock()
-	defer h.missedMu.Unlock()
-	if h.missed == nil {
-		h.missed = map[sessions.MessageID]missedPost{}
+	h.postsMu.Lock()
+	defer h.postsMu.Unlock()
+	if h.posts == nil {
+		h.posts = map[sessions.MessageID]syncPosts{}
 	}
-	for k, p := range h.missed {
-		if now.Sub(p.at) > missedFor {
-			delete(h.missed, k)
+	for k, p := range h.posts {
+		if now.Sub(p.at) > postsFor {
+			delete(h.posts, k)
 		}
 	}
-	p := h.missed[id]
-	if p.ids == nil {
-		p.ids = map[string]string{}
+	p := h.posts[id]
+	if d, ok := p.ids[url]; ok {
+		return d, nil
 	}
-	p.ids[url], p.at = delivery, now
-	h.missed[id] = p
+	d, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	if p.ids == nil {
+		p.ids, p.failed = map[string]string{}, map[string]bool{}
+	}
+	p.ids[url], p.at = d.String(), now
+	h.posts[id] = p
+	return d.String(), nil
 }
 
-// got forgets that message id's synchronous POST to url failed: a later
-// one reached it.
-func (h *Hooks) got(id sessions.MessageID, url string) {
-	h.missedMu.Lock()
-	defer h.missedMu.Unlock()
-	if p, ok := h.missed[id]; ok {
-		delete(p.ids, url)
-		if len(p.ids) == 0 {
-			delete(h.missed, id)
-		}
+// posted notes how message id's synchronous POST to url went: a failed
+// one is queued by the append; one that reached it (a try again, after a
+// failure whose append never committed) is not.
+func (h *Hooks) posted(id sessions.MessageID, url string, ok bool) {
+	h.postsMu.Lock()
+	defer h.postsMu.Unlock()
+	if p, found := h.posts[id]; found {
+		p.failed[url], p.at = !ok, h.opts.Now()
+		h.posts[id] = p
 	}
 }
 

@@ -517,5 +517,9 @@ func TestASyncPostThatSucceedsOnRetryIsNotQueued(t *testing.T) {
 		if took != 1 {
 			t.Fatalf("the hook took the message %d times; want once (its synchronous POST on the retry): %+v", took, recv.events())
 		}
+		// Both tries are one delivery to the receiver.
+		if got := recv.events(); len(got) != 2 || got[0].ID != got[1].ID {
+			t.Fatalf("the two tries' POSTs %+v; want one delivery id for both", got)
+		}
 	})
 }
