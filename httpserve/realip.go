@@ -50,7 +50,7 @@ func ClientAddr(h http.Handler, trusted []netip.Prefix) http.Handler {
 		var hops []netip.Addr
 		for _, v := range r.Header.Values("X-Forwarded-For") {
 			for f := range strings.SplitSeq(v, ",") {
-				a, err := netip.ParseAddr(strings.TrimSpace(f))
+				a, err := hopAddr(strings.TrimSpace(f))
 				if err != nil {
 					// A hop that isn't an address: nothing left of it can
 					// be placed; the client is the proxy's peer.
@@ -85,4 +85,13 @@ func hostAddr(remote string) (netip.Addr, bool) {
 	}
 	a, err := netip.ParseAddr(host)
 	return a, err == nil
+}
+
+// hopAddr is an X-Forwarded-For entry's address: bare, or with a port as
+// some proxies write it ("198.51.100.1:5000", "[2001:db8::5]:443").
+func hopAddr(f string) (netip.Addr, error) {
+	if ap, err := netip.ParseAddrPort(f); err == nil {
+		return ap.Addr(), nil
+	}
+	return netip.ParseAddr(f)
 }

@@ -28,6 +28,8 @@ func TestClientAddr(t *testing.T) {
 		{"headers split over lines", "10.1.2.3:40000", []string{"1.2.3.4", "198.51.100.9, 10.9.9.9"}, "198.51.100.9:0"},
 		{"every hop trusted", "10.1.2.3:40000", []string{"10.5.5.5, 10.9.9.9"}, "10.5.5.5:0"},
 		{"a trusted proxy without the header", "127.0.0.1:40000", nil, "127.0.0.1:40000"},
+		{"a hop written with its port", "127.0.0.1:40000", []string{"198.51.100.1:5000"}, "198.51.100.1:0"},
+		{"an IPv6 hop written with its port", "127.0.0.1:40000", []string{"[2001:db8::5]:443"}, "[2001:db8::5]:0"},
 		{"garbage in the header", "127.0.0.1:40000", []string{"unknown"}, "127.0.0.1:40000"},
 		{"IPv6 through an IPv6 proxy", "[fd00::1]:443", []string{"2001:db8::5"}, "[2001:db8::5]:0"},
 		{"an IPv4-mapped proxy", "[::ffff:127.0.0.1]:40000", []string{"198.51.100.1"}, "198.51.100.1:0"},
