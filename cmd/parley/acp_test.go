@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -429,20 +428,7 @@ func TestACPBesideARunningDaemon(t *testing.T) {
 		t.Fatalf("an unknown --agent: exit %d, %q", code, errOut)
 	}
 
-	runCtx, stopRun := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	defer func() { stopRun(); <-done }()
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("no run file")
-		}
-	}
+	runDaemon(t, ctx, path, dbPath)
 
 	ed := &acpEditor{}
 	p := startACP(t, ed, "--config", path)
@@ -552,20 +538,7 @@ func TestACPOnAHarnessBesideARunningDaemon(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	runCtx, stopRun := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	defer func() { stopRun(); <-done }()
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("no run file")
-		}
-	}
+	runDaemon(t, ctx, path, dbPath)
 
 	ed := &acpEditor{}
 	p := startACP(t, ed, "--config", path, "--harness", "notebook")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,22 +45,7 @@ func TestAskInProcess(t *testing.T) {
 func TestAskAndStatusThroughARunningDaemon(t *testing.T) {
 	addr := freeAddr(t)
 	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\ncron:\n  jobs:\n    - id: nightly\n      schedule: \"0 3 * * *\"\n      prompt: report\n")
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	var errOut bytes.Buffer
-	go func() { done <- run(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &errOut}) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no run file at %s", runFile)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d := runDaemon(t, context.Background(), path, dbPath)
 
 	code, out, stderr := parley(t, context.Background(), "status", "--config", path, "--json")
 	var st daemon.Status
@@ -101,11 +85,10 @@ func TestAskAndStatusThroughARunningDaemon(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("run exited %d: %s", code, errOut.String())
+	if code := d.stop(); code != 0 {
+		t.Fatalf("run exited %d: %s", code, d.errOut)
 	}
-	if _, err := os.Stat(runFile); !os.IsNotExist(err) {
+	if _, err := os.Stat(d.runFile); !os.IsNotExist(err) {
 		t.Fatalf("the run file outlived the daemon: %v", err)
 	}
 	if code, _, stderr := parley(t, context.Background(), "status", "--config", path); code != 1 || !strings.Contains(stderr, "no parley is running") {
@@ -124,28 +107,14 @@ func TestChatBesideTheDaemonKeepsTheCLISession(t *testing.T) {
 	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader("first words\n"), &out, &errOut); code != 0 {
 		t.Fatalf("chat in process: %d %q %q", code, out.String(), errOut.String())
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("no run file")
-		}
-	}
+	d := runDaemon(t, ctx, path, dbPath)
 	out.Reset()
 	errOut.Reset()
 	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader("second words\n"), &out, &errOut); code != 0 ||
 		!strings.Contains(errOut.String(), "talking to it at http://"+addr) || !strings.Contains(out.String(), "second words") {
 		t.Fatalf("chat beside the daemon: %d %q %q", code, out.String(), errOut.String())
 	}
-	cancel()
-	<-done
+	d.stop()
 	id, show := onlyCLIChat(t, ctx, path)
 	if !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
 		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
@@ -159,20 +128,7 @@ func TestChatBesideTheDaemonOpensCLIChat(t *testing.T) {
 	addr := freeAddr(t)
 	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
 	ctx := context.Background()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("no run file")
-		}
-	}
+	d := runDaemon(t, ctx, path, dbPath)
 	for _, words := range []string{"first words", "second words"} {
 		var out, errOut bytes.Buffer
 		if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader(words+"\n"), &out, &errOut); code != 0 ||
@@ -180,8 +136,7 @@ func TestChatBesideTheDaemonOpensCLIChat(t *testing.T) {
 			t.Fatalf("chat beside the daemon: %d %q %q", code, out.String(), errOut.String())
 		}
 	}
-	cancel()
-	<-done
+	d.stop()
 	id, show := onlyCLIChat(t, ctx, path)
 	if !strings.Contains(show, "first words") || !strings.Contains(show, "second words") {
 		t.Fatalf("the cli:chat session (%s) doesn't hold both:\n%s", id, show)
@@ -195,20 +150,7 @@ func TestChatBesideTheDaemonRunsTheChatControls(t *testing.T) {
 	addr := freeAddr(t)
 	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n")
 	ctx := context.Background()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("no run file")
-		}
-	}
+	d := runDaemon(t, ctx, path, dbPath)
 	var out, errOut bytes.Buffer
 	input := "one\ntwo\n/undo\n/retry\n/think loud\n/think high\n/model\n/model nope/x\n"
 	if code := runWithInput(ctx, []string{"chat", "--config", path}, strings.NewReader(input), &out, &errOut); code != 0 {
@@ -220,8 +162,7 @@ func TestChatBesideTheDaemonRunsTheChatControls(t *testing.T) {
 			t.Errorf("chat printed no %q:\n%s", want, out.String())
 		}
 	}
-	cancel()
-	<-done
+	d.stop()
 	code, list, _ := parley(t, ctx, "sessions", "ls", "--config", path)
 	id := ""
 	for _, line := range strings.Split(list, "\n") {

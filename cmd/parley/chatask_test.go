@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,20 +105,7 @@ func TestChatAnswersAPermissionAsk(t *testing.T) {
 	p.quit()
 	ran(1)
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("no run file")
-		}
-	}
+	d := runDaemon(t, ctx, path, dbPath)
 
 	// Beside the daemon: the question comes over the API; 7 isn't a
 	// choice, 2 is "Always in this chat".
@@ -150,8 +135,7 @@ func TestChatAnswersAPermissionAsk(t *testing.T) {
 	if strings.Contains(p.out.String(), question) {
 		t.Fatalf("asked again in the allowed chat:\n%s", p.out.String())
 	}
-	cancel()
-	<-done
+	d.stop()
 
 	id, show := onlyCLIChat(t, ctx, path)
 	for _, want := range []string{"look up plans", "look up again", "and once more"} {

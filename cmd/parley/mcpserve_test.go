@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,20 +57,7 @@ func TestMCPServeOverStdio(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			if tc.daemon {
-				runCtx, stopRun := context.WithCancel(ctx)
-				done := make(chan int, 1)
-				go func() {
-					done <- run(runCtx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-				}()
-				defer func() { stopRun(); <-done }()
-				runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-					if _, err := os.Stat(runFile); err == nil {
-						break
-					} else if time.Now().After(deadline) {
-						t.Fatal("no run file")
-					}
-				}
+				runDaemon(t, ctx, path, dbPath)
 			}
 
 			cmd := parleyCommand("mcp", "serve", "--config", path)

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Behind a reverse proxy named in http.trusted_proxies, the dashboard's
@@ -20,21 +16,7 @@ import (
 func TestTrustedProxyNamesTheClient(t *testing.T) {
 	addr := freeAddr(t)
 	path, dbPath := writeConfig(t, "http:\n  listen: "+addr+"\n  tokens: [\""+apiToken+"\"]\n  trusted_proxies: [\"127.0.0.1\"]\n")
-	runFile := filepath.Join(filepath.Dir(dbPath), "parley.run.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, &syncWriter{w: &bytes.Buffer{}})
-	}()
-	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(runFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no run file at %s", runFile)
-		}
-	}
+	runDaemon(t, context.Background(), path, dbPath)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	login := func(token, from string) int {
 		t.Helper()
