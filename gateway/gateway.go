@@ -50,6 +50,10 @@ type TurnInput struct {
 	// IDs are the messages' inbound record ids, in the same order: stable
 	// across a re-run after a crash.
 	IDs []string
+	// Rerun says a try before this one may have begun the turn (a
+	// message recovered after a crash, or taken over from a replica that
+	// stopped): what it kept, such as the messages' files, may be there.
+	Rerun bool
 	// Steer takes messages that arrived during the turn (steer mode), with
 	// their inbound record ids.
 	Steer func() (msgs []adapters.Inbound, ids []string)
@@ -597,7 +601,11 @@ func (g *Gateway) runTurn(ctx context.Context, items []job, steer func() []job) 
 		msgs[i], ids[i] = j.in, j.inboundID
 	}
 	var steered []job
-	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Steer: func() ([]adapters.Inbound, []string) {
+	rerun := false
+	for _, j := range items {
+		rerun = rerun || j.repair != "" || j.takenOver
+	}
+	input := TurnInput{Session: sess, AgentID: agent.ID, Messages: msgs, IDs: ids, Rerun: rerun, Steer: func() ([]adapters.Inbound, []string) {
 		if steer == nil {
 			return nil, nil
 		}

@@ -555,3 +555,57 @@ func TestCompactWithoutASession(t *testing.T) {
 		t.Fatalf("replies %q", got)
 	}
 }
+
+// A turn is a rerun when a try before it may have begun it: a message
+// recovered after the turn that took it was cut short is run again with
+// Rerun set (what that try kept, such as its files, may be there); a new
+// message's turn is not.
+func TestRecoveredTurnIsARerun(t *testing.T) {
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	store := gateway.NewStore(db, nil)
+	gw, err := gateway.New(gateway.Options{Store: store, Sessions: sessions.NewStore(db),
+		Agents: []gateway.Agent{{ID: "default"}},
+		Runner: gateway.RunFunc(func(ctx context.Context, in gateway.TurnInput) (string, error) {
+			if in.Rerun {
+				t.Errorf("the first try of %q is marked a rerun", in.Messages[0].Text)
+			}
+			started <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Deliver(ctx, msg("1", "cut short")); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	closeCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := gw.Close(closeCtx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v", err)
+	}
+	var mu sync.Mutex
+	reruns := map[string]bool{}
+	r := newRig(t, db, func(ctx context.Context, in gateway.TurnInput) (string, error) {
+		mu.Lock()
+		for _, m := range in.Messages {
+			reruns[m.Text] = in.Rerun
+		}
+		mu.Unlock()
+		return echoRun(ctx, in)
+	}, nil)
+	if n, err := r.gw.Recover(r.ctx); err != nil || n != 1 {
+		t.Fatalf("Recover = %d, %v", n, err)
+	}
+	r.sent(1)
+	r.deliver(msg("2", "new"))
+	r.sent(2)
+	mu.Lock()
+	defer mu.Unlock()
+	if !reruns["cut short"] || reruns["new"] {
+		t.Fatalf("reruns %v; want the recovered message's turn a rerun and the new one's not", reruns)
+	}
+}

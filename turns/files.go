@@ -113,7 +113,7 @@ func (b *Bridge) steerWithFiles(ctx context.Context, a config.Agent, session ses
 	return func() []agent.Input {
 		var out []agent.Input
 		msgs, ids := steer()
-		parts, _ := b.turnFiles(ctx, a, b.newFetch(ctx, session, msgs, ids))
+		parts, _ := b.turnFiles(ctx, a, b.newFetch(ctx, session, msgs, ids, false)) // steered in: first tries
 		for i, m := range msgs {
 			// Stored under its inbound id, as the turn's own inputs are, so a
 			// recovery after a crash finds it.

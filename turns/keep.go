@@ -41,10 +41,13 @@ type turnFetch struct {
 	msgs    []adapters.Inbound
 	ids     []string
 	got     map[[2]int]*fetched
+	// rerun: a try before this one may have kept the files
+	// (gateway.TurnInput.Rerun); only then is the store looked in first.
+	rerun bool
 }
 
-func (b *Bridge) newFetch(ctx context.Context, session sessions.ID, msgs []adapters.Inbound, ids []string) *turnFetch {
-	return &turnFetch{b: b, ctx: ctx, session: session, msgs: msgs, ids: ids, got: map[[2]int]*fetched{}}
+func (b *Bridge) newFetch(ctx context.Context, session sessions.ID, msgs []adapters.Inbound, ids []string, rerun bool) *turnFetch {
+	return &turnFetch{b: b, ctx: ctx, session: session, msgs: msgs, ids: ids, got: map[[2]int]*fetched{}, rerun: rerun}
 }
 
 // keeps says whether files are kept in the session's store: then every
@@ -70,9 +73,10 @@ func (f *turnFetch) fetch(i, j int) *fetched {
 	}
 	store := f.b.o.Files
 	name := storedName(ref, id, j)
-	// A file in hand (a voice note's audio, fetched to transcribe it) is
-	// the one an earlier try would have kept: no need to look.
-	if f.keeps() && ref.Data == nil {
+	// Only a rerun can find a file kept by an earlier try; a file in hand
+	// (a voice note's audio, fetched to transcribe it) is the one that
+	// try would have kept: no need to look.
+	if f.keeps() && f.rerun && ref.Data == nil {
 		if kept, err := store.Get(f.ctx, f.session, name); err == nil {
 			return &fetched{data: kept.Data, typ: kept.MediaType, stored: name}
 		} else if !errors.Is(err, files.ErrNotFound) {

@@ -117,7 +117,7 @@ func (b *Bridge) Run(ctx context.Context, in gateway.TurnInput) (string, error) 
 	a, _ := b.cfg().Agent(in.AgentID)
 	// Each file is fetched once, kept in the session's file store with
 	// its message, then read and shown from those bytes.
-	ft := b.newFetch(ctx, in.Session.ID, in.Messages, in.IDs)
+	ft := b.newFetch(ctx, in.Session.ID, in.Messages, in.IDs, in.Rerun)
 	parts, fileNotices := b.turnFiles(ctx, a, ft)
 	images, notices := b.turnImages(ctx, a, ft)
 	notices = append(notices, fileNotices...)

@@ -67,7 +67,7 @@ func TestTurnFiles(t *testing.T) {
 		{Adapter: "tg", Files: []adapters.FileRef{{ID: "a", Name: "a.txt", MediaType: "text/plain"}, {ID: "gone", Name: "gone.json", MediaType: "application/json"}}},
 		{Adapter: "tg", Files: []adapters.FileRef{{ID: "b", Name: "b.csv", MediaType: "text/csv; charset=utf-8"}, {ID: "a", Name: "late.txt", MediaType: "text/plain"}}},
 	}
-	parts, notices := d.turnFiles(context.Background(), config.Agent{Files: config.AgentFiles{MaxTextBytes: 15}}, d.newFetch(context.Background(), "", msgs, nil))
+	parts, notices := d.turnFiles(context.Background(), config.Agent{Files: config.AgentFiles{MaxTextBytes: 15}}, d.newFetch(context.Background(), "", msgs, nil, false))
 	texts := []string{parts[0][0].Text, parts[1][0].Text, parts[1][1].Text, parts[2][0].Text, parts[2][1].Text}
 	if want := []string{"", "0123456789", "", "abcde", ""}; !slices.Equal(texts, want) {
 		t.Errorf("texts %q, want %q", texts, want)
@@ -136,7 +136,7 @@ func TestTurnImagesCapsAPrompt(t *testing.T) {
 		six = append(six, adapters.FileRef{ID: "p", MediaType: "image/png"})
 	}
 	msgs := []adapters.Inbound{{Adapter: "tg", Files: six}, {Adapter: "tg", Text: "no photo"}, {Adapter: "tg", Files: six}}
-	images, notices := d.turnImages(context.Background(), config.Agent{Vision: true}, d.newFetch(context.Background(), "", msgs, nil))
+	images, notices := d.turnImages(context.Background(), config.Agent{Vision: true}, d.newFetch(context.Background(), "", msgs, nil, false))
 	if len(images[0]) != 6 || len(images[1]) != 0 || len(images[2]) != 4 {
 		t.Fatalf("images per message: %d %d %d", len(images[0]), len(images[1]), len(images[2]))
 	}
