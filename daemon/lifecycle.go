@@ -279,9 +279,15 @@ func (d *Daemon) startHTTP(ctx context.Context) {
 	d.listen = addr
 	d.liveMu.Unlock()
 	d.writeRunFile()
+	// The web chat and the dashboard are named where they answer: with no
+	// token they are off, as the line before said.
+	webChat, dashboard := "off (no http.tokens)", "off (no http.tokens)"
+	if len(d.cfg().HTTP.Tokens) > 0 {
+		webChat, dashboard = httpserve.LocalURL(addr)+"/", httpserve.LocalURL(addr)+"/admin"
+	}
 	d.log.InfoContext(ctx, "parley started", "version", d.version, "config", config.DisplayPath(d.configUsed),
 		"database", d.cfg().Database.URL, "engine", d.db.Dialect, "migrations_applied", d.applied,
-		"listen", addr, "agents", len(d.cfg().Agents), "web_chat", httpserve.LocalURL(addr)+"/", "dashboard", httpserve.LocalURL(addr)+"/admin")
+		"listen", addr, "agents", len(d.cfg().Agents), "web_chat", webChat, "dashboard", dashboard)
 	d.http.Serve(d.routes(d.lazyAPI()))
 }
 
