@@ -280,69 +280,56 @@ func (s *Server) InjectEdit(chatID, userID int64, messageID int, text string) in
 	}})
 }
 
-// InjectVoice queues a voice note of audio (stored as a file the bot can
-// fetch) from user userID in chat: a private chat when the two are equal,
-// else a supergroup; thread, when not 0, is the forum topic it is in. It
-// returns the update id.
-func (s *Server) InjectVoice(chatID, userID int64, thread int, audio []byte) int {
+// fileMessage is a new message from user userID in chat chatID (a private
+// chat when the two are equal, else a supergroup, a forum when thread is
+// not 0) carrying data, stored under a new file id of kind as a file the
+// bot can fetch with getFile; the caller sets the field that carries it.
+func (s *Server) fileMessage(chatID, userID int64, thread int, kind string, data []byte) (*Message, string) {
 	chat := Chat{ID: chatID, Type: "private", FirstName: "User"}
 	if chatID != userID {
 		chat = Chat{ID: chatID, Type: "supergroup", Title: "Group", IsForum: thread != 0}
 	}
 	id := s.NextMessageID(strconv.FormatInt(chatID, 10))
-	fileID := fmt.Sprintf("voice-%d-%d", chatID, id)
-	s.AddFile(fileID, audio)
-	return s.Inject(Update{Message: &Message{
+	fileID := fmt.Sprintf("%s-%d-%d", kind, chatID, id)
+	s.AddFile(fileID, data)
+	return &Message{
 		MessageID:       id,
 		MessageThreadID: thread,
 		IsTopicMessage:  thread != 0,
 		From:            &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
 		Chat:            chat,
 		Date:            time.Now().Unix(),
-		Voice:           &Voice{FileID: fileID, FileUniqueID: "u" + fileID, Duration: 3, MimeType: "audio/ogg", FileSize: len(audio)},
-	}})
+	}, fileID
+}
+
+// InjectVoice queues a voice note of audio (stored as a file the bot can
+// fetch) from user userID in chat: a private chat when the two are equal,
+// else a supergroup; thread, when not 0, is the forum topic it is in. It
+// returns the update id.
+func (s *Server) InjectVoice(chatID, userID int64, thread int, audio []byte) int {
+	m, fileID := s.fileMessage(chatID, userID, thread, "voice", audio)
+	m.Voice = &Voice{FileID: fileID, FileUniqueID: "u" + fileID, Duration: 3, MimeType: "audio/ogg", FileSize: len(audio)}
+	return s.Inject(Update{Message: m})
 }
 
 // InjectPhoto queues a photo (data, stored as a file the bot can fetch
 // with getFile) with caption from user userID in chat chatID, as
 // InjectText does. It returns the update id.
 func (s *Server) InjectPhoto(chatID, userID int64, data []byte, caption string) int {
-	chat := Chat{ID: chatID, Type: "private", FirstName: "User"}
-	if chatID != userID {
-		chat = Chat{ID: chatID, Type: "supergroup", Title: "Group"}
-	}
-	id := s.NextMessageID(strconv.FormatInt(chatID, 10))
-	fileID := fmt.Sprintf("photo-%d-%d", chatID, id)
-	s.AddFile(fileID, data)
-	return s.Inject(Update{Message: &Message{
-		MessageID: id,
-		From:      &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
-		Chat:      chat,
-		Date:      time.Now().Unix(),
-		Caption:   caption,
-		Photo:     []PhotoSize{{FileID: fileID, FileUniqueID: "u" + fileID, Width: 8, Height: 8, FileSize: len(data)}},
-	}})
+	m, fileID := s.fileMessage(chatID, userID, 0, "photo", data)
+	m.Caption = caption
+	m.Photo = []PhotoSize{{FileID: fileID, FileUniqueID: "u" + fileID, Width: 8, Height: 8, FileSize: len(data)}}
+	return s.Inject(Update{Message: m})
 }
 
 // InjectDocument queues a document (data, stored as a file the bot can
 // fetch with getFile) named name, of mediaType, with caption, from user
 // userID in chat chatID, as InjectText does. It returns the update id.
 func (s *Server) InjectDocument(chatID, userID int64, name, mediaType string, data []byte, caption string) int {
-	chat := Chat{ID: chatID, Type: "private", FirstName: "User"}
-	if chatID != userID {
-		chat = Chat{ID: chatID, Type: "supergroup", Title: "Group"}
-	}
-	id := s.NextMessageID(strconv.FormatInt(chatID, 10))
-	fileID := fmt.Sprintf("document-%d-%d", chatID, id)
-	s.AddFile(fileID, data)
-	return s.Inject(Update{Message: &Message{
-		MessageID: id,
-		From:      &User{ID: userID, FirstName: "User", Username: "user" + strconv.FormatInt(userID, 10)},
-		Chat:      chat,
-		Date:      time.Now().Unix(),
-		Caption:   caption,
-		Document:  &Document{FileID: fileID, FileUniqueID: "u" + fileID, FileName: name, MimeType: mediaType, FileSize: len(data)},
-	}})
+	m, fileID := s.fileMessage(chatID, userID, 0, "document", data)
+	m.Caption = caption
+	m.Document = &Document{FileID: fileID, FileUniqueID: "u" + fileID, FileName: name, MimeType: mediaType, FileSize: len(data)}
+	return s.Inject(Update{Message: m})
 }
 
 // NextMessageID hands out the next message id of a chat, shared with the
