@@ -17,6 +17,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyd/parley/acpserve"
+	"github.com/parleyd/parley/acpserve/acptest"
 	"github.com/parleyd/parley/client"
 )
 
@@ -120,6 +121,7 @@ func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
 
 // editor answers permission requests as told and records updates.
 type editor struct {
+	acptest.NoFilesNoTerminals
 	answer func(acp.RequestPermissionRequest) acp.RequestPermissionOutcome
 
 	mu      sync.Mutex
@@ -149,34 +151,6 @@ func (e *editor) RequestPermission(_ context.Context, p acp.RequestPermissionReq
 	e.asked = append(e.asked, p)
 	e.mu.Unlock()
 	return acp.RequestPermissionResponse{Outcome: e.answer(p)}, nil
-}
-
-func (e *editor) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, errors.New("no files")
-}
-
-func (e *editor) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, errors.New("no files")
-}
-
-func (e *editor) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, errors.New("no terminals")
-}
-
-func (e *editor) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, errors.New("no terminals")
-}
-
-func (e *editor) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, errors.New("no terminals")
-}
-
-func (e *editor) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, errors.New("no terminals")
-}
-
-func (e *editor) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, errors.New("no terminals")
 }
 
 // connect serves acpserve over pipes to an editor, against the API at

@@ -17,6 +17,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/parleyd/parley/acpserve/acptest"
+
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/llm/llmtest"
@@ -26,6 +28,7 @@ import (
 // every session/update as a line of text and answers permission requests
 // with the option it is told to.
 type acpEditor struct {
+	acptest.NoFilesNoTerminals
 	mu      sync.Mutex
 	updates map[acp.SessionId][]string
 	asked   []acp.RequestPermissionRequest
@@ -83,34 +86,6 @@ func (e *acpEditor) RequestPermission(_ context.Context, p acp.RequestPermission
 	defer e.mu.Unlock()
 	e.asked = append(e.asked, p)
 	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(e.choose)}, nil
-}
-
-func (e *acpEditor) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, errors.New("the test editor reads no files")
-}
-
-func (e *acpEditor) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, errors.New("the test editor writes no files")
-}
-
-func (e *acpEditor) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, errors.New("the test editor has no terminals")
-}
-
-func (e *acpEditor) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, errors.New("the test editor has no terminals")
-}
-
-func (e *acpEditor) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, errors.New("the test editor has no terminals")
-}
-
-func (e *acpEditor) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, errors.New("the test editor has no terminals")
-}
-
-func (e *acpEditor) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, errors.New("the test editor has no terminals")
 }
 
 // acpProcess is `parley acp` run as a process of its own, with an
