@@ -18,7 +18,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyd/parley/acpserve/acptest"
-
 	"github.com/parleyd/parley/dbutil/dbtest"
 	"github.com/parleyd/parley/internal/syncbuf"
 	"github.com/parleyd/parley/llm/llmtest"
