@@ -107,6 +107,21 @@ func hook(url string, mod func(*config.SessionHook)) config.SessionHook {
 	return h
 }
 
+// syncRig is a rig with one hook at recv that takes message.user
+// synchronously (within 2 s), and a session to append to.
+func syncRig(t *testing.T, db *dbutil.DB, recv *receiver) (*rig, sessions.Session) {
+	t.Helper()
+	r := newRig(t, db, hook(recv.srv.URL, func(h *config.SessionHook) {
+		h.Events = []string{"message.user"}
+		h.SyncTimeout = config.Duration(2 * time.Second)
+	}))
+	s, _, err := r.store.Resolve(context.Background(), sessions.CLIKey("u", "main"), sessions.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, s
+}
+
 // sendAll sends until nothing is due, as the sender's loop would.
 func sendAll(t *testing.T, h *sessionhooks.Hooks) {
 	t.Helper()
@@ -264,14 +279,7 @@ func TestSyncMessageUserSnapshot(t *testing.T) {
 			n++
 			return fmt.Sprintf(`{"snapshot_id":"snap-%d"}`, n)
 		}
-		r := newRig(t, open(t), hook(recv.srv.URL, func(h *config.SessionHook) {
-			h.Events = []string{"message.user"}
-			h.SyncTimeout = config.Duration(2 * time.Second)
-		}))
-		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, s := syncRig(t, open(t), recv)
 		var users []sessions.Message
 		for _, text := range []string{"first", "second"} {
 			m, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: text})
@@ -394,14 +402,7 @@ func TestFailedSyncMessageUserIsQueued(t *testing.T) {
 		ctx := context.Background()
 		recv := newReceiver(t)
 		recv.fails["message.user"] = 1
-		r := newRig(t, open(t), hook(recv.srv.URL, func(h *config.SessionHook) {
-			h.Events = []string{"message.user"}
-			h.SyncTimeout = config.Duration(2 * time.Second)
-		}))
-		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, s := syncRig(t, open(t), recv)
 		lost, err := r.store.Append(ctx, s.ID, sessions.Message{Role: sessions.RoleUser, Content: "first"})
 		if err != nil || len(lost.Metadata) != 0 {
 			t.Fatalf("append after a failed synchronous POST: %v, metadata %s", err, lost.Metadata)
@@ -490,14 +491,7 @@ func TestASyncPostThatSucceedsOnRetryIsNotQueued(t *testing.T) {
 		ctx := context.Background()
 		recv := newReceiver(t)
 		recv.fails["message.user"] = 1
-		r := newRig(t, open(t), hook(recv.srv.URL, func(h *config.SessionHook) {
-			h.Events = []string{"message.user"}
-			h.SyncTimeout = config.Duration(2 * time.Second)
-		}))
-		s, _, err := r.store.Resolve(ctx, sessions.CLIKey("u", "main"), sessions.Policy{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, s := syncRig(t, open(t), recv)
 		id, err := uuid.NewV7()
 		if err != nil {
 			t.Fatal(err)
