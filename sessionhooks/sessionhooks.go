@@ -102,6 +102,10 @@ type Hooks struct {
 	// which failed, for Append to queue the event for those.
 	postsMu sync.Mutex
 	posts   map[sessions.MessageID]syncPosts
+	// pruned is when posts last let go of its old messages: at most once
+	// a postsFor/10, not at every POST, which would walk every message
+	// of the last postsFor each time.
+	pruned time.Time
 }
 
 // syncPosts are a message's synchronous POSTs: each hook's delivery id,
@@ -321,7 +325,8 @@ func (h *Hooks) Before(ctx context.Context, id sessions.ID, m *sessions.Message)
 // deliveryID is the delivery id of message id's synchronous POST to the
 // hook at url: the one an earlier try of the same message used, so a
 // receiver sees a try again as the same delivery, else a new
-// time-ordered one. It lets go of messages older than postsFor.
+// time-ordered one. It lets go of messages older than postsFor, looking
+// for them once a postsFor/10.
 func (h *Hooks) deliveryID(id sessions.MessageID, url string) (string, error) {
 	now := h.opts.Now()
 	h.postsMu.Lock()
@@ -329,10 +334,13 @@ func (h *Hooks) deliveryID(id sessions.MessageID, url string) (string, error) {
 	if h.posts == nil {
 		h.posts = map[sessions.MessageID]syncPosts{}
 	}
-	for k, p := range h.posts {
-		if now.Sub(p.at) > postsFor {
-			delete(h.posts, k)
+	if now.Sub(h.pruned) > postsFor/10 {
+		for k, p := range h.posts {
+			if now.Sub(p.at) > postsFor {
+				delete(h.posts, k)
+			}
 		}
+		h.pruned = now
 	}
 	p := h.posts[id]
 	if d, ok := p.ids[url]; ok {
